@@ -1,0 +1,176 @@
+//! Cooperative cancellation of turns.
+//!
+//! The host keeps a [`CancellationController`] (wired to Ctrl-C, a Stop
+//! button, a deadline) and gives its [`CancellationHandle`] to the agent. At
+//! the start of every turn the driver takes a [`checkpoint`], a
+//! [`TurnCancellation`] that is cancelled by any interrupt issued *after* it
+//! was taken. An interrupt therefore ends the turn in flight and never leaks
+//! into the next one.
+//!
+//! Waiting is event driven: [`TurnCancellation::cancelled`] sleeps until an
+//! interrupt wakes it, with no polling and no async runtime required.
+//!
+//! [`checkpoint`]: CancellationHandle::checkpoint
+
+use event_listener::Event;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+#[derive(Debug, Default)]
+struct Shared {
+    /// Bumped by every interrupt; a checkpoint remembers the value it saw.
+    generation: AtomicU64,
+    event: Event,
+}
+
+/// The host's side: issues interrupts.
+#[derive(Clone, Debug, Default)]
+pub struct CancellationController {
+    shared: Arc<Shared>,
+}
+
+impl CancellationController {
+    /// A controller with no interrupt issued yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A handle to give to the agent.
+    pub fn handle(&self) -> CancellationHandle {
+        CancellationHandle {
+            shared: self.shared.clone(),
+        }
+    }
+
+    /// Cancels every checkpoint taken so far and wakes everything waiting on
+    /// one. Checkpoints taken later are unaffected.
+    pub fn interrupt(&self) {
+        self.shared.generation.fetch_add(1, Ordering::SeqCst);
+        self.shared.event.notify(usize::MAX);
+    }
+}
+
+/// The agent's side: takes a checkpoint per turn.
+#[derive(Clone, Debug)]
+pub struct CancellationHandle {
+    shared: Arc<Shared>,
+}
+
+impl CancellationHandle {
+    /// A cancellation token for work starting now.
+    pub fn checkpoint(&self) -> TurnCancellation {
+        TurnCancellation {
+            generation: self.shared.generation.load(Ordering::SeqCst),
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+/// Returned when work stops because its turn was cancelled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the turn was cancelled")]
+pub struct Cancelled;
+
+/// A token for one turn: cancelled once an interrupt follows its creation.
+#[derive(Clone, Debug)]
+pub struct TurnCancellation {
+    shared: Arc<Shared>,
+    generation: u64,
+}
+
+impl TurnCancellation {
+    /// A token that is never cancelled, for callers without a controller.
+    pub fn never() -> Self {
+        Self {
+            shared: Arc::new(Shared::default()),
+            generation: 0,
+        }
+    }
+
+    /// `true` once an interrupt was issued after this checkpoint.
+    pub fn is_cancelled(&self) -> bool {
+        self.shared.generation.load(Ordering::SeqCst) != self.generation
+    }
+
+    /// `Err(Cancelled)` once cancelled; for `?` in tool code.
+    pub fn check(&self) -> Result<(), Cancelled> {
+        if self.is_cancelled() {
+            Err(Cancelled)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Resolves as soon as the token is cancelled (immediately if it already
+    /// is). Use it in a `select!` beside the work it guards.
+    pub async fn cancelled(&self) {
+        loop {
+            if self.is_cancelled() {
+                return;
+            }
+            // Register before the second check so an interrupt landing in
+            // between still wakes us.
+            let listener = self.shared.event.listen();
+            if self.is_cancelled() {
+                return;
+            }
+            listener.await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures::executor::block_on;
+
+    #[test]
+    fn interrupt_cancels_earlier_checkpoints_only() {
+        let controller = CancellationController::new();
+        let handle = controller.handle();
+        let before = handle.checkpoint();
+        assert!(!before.is_cancelled());
+        controller.interrupt();
+        assert!(before.is_cancelled());
+        assert_eq!(before.check(), Err(Cancelled));
+        let after = handle.checkpoint();
+        assert!(
+            !after.is_cancelled(),
+            "a checkpoint taken after an interrupt is fresh"
+        );
+        assert_eq!(after.check(), Ok(()));
+    }
+
+    #[test]
+    fn cancelled_resolves_at_once_when_already_cancelled() {
+        let controller = CancellationController::new();
+        let token = controller.handle().checkpoint();
+        controller.interrupt();
+        block_on(token.cancelled());
+    }
+
+    #[test]
+    fn cancelled_wakes_a_waiter_on_another_thread() {
+        let controller = CancellationController::new();
+        let token = controller.handle().checkpoint();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let waiter = std::thread::spawn(move || {
+            block_on(token.cancelled());
+            tx.send(()).unwrap();
+        });
+        // The waiter must still be asleep: nothing interrupted yet.
+        assert!(
+            rx.recv_timeout(std::time::Duration::from_millis(50))
+                .is_err()
+        );
+        controller.interrupt();
+        rx.recv_timeout(std::time::Duration::from_secs(10))
+            .expect("waiter woke");
+        waiter.join().unwrap();
+    }
+
+    #[test]
+    fn never_is_never_cancelled() {
+        assert!(!TurnCancellation::never().is_cancelled());
+    }
+}

@@ -1,0 +1,670 @@
+//! Streaming deltas and the folder that turns them into parts.
+//!
+//! A model streams its answer as a sequence of [`Delta`]s: a part begins,
+//! text or bytes are appended to it, and it is committed. Several parts may be
+//! open at once (reasoning and text interleave in some providers), so every
+//! delta names its part. [`DeltaFolder`] applies deltas and hands back the
+//! finished parts in the order they began; a delta that does not fit (unknown
+//! part, wrong kind, after commit) is a [`DeltaError`], never a panic, because
+//! deltas come from the network.
+
+use crate::data::DataRef;
+use crate::{
+    FilePart, MediaPart, MetadataMap, Modality, Part, PartId, ReasoningPart, StructuredPart,
+    TextPart,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::HashMap;
+
+/// What kind of part a [`Delta::BeginPart`] opens.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum PartKind {
+    /// Text, built with [`Delta::AppendText`].
+    Text,
+    /// Reasoning, built with [`Delta::AppendText`] (the readable summary) and
+    /// [`Delta::ReasoningOpaque`] (signature, encrypted payload).
+    Reasoning,
+    /// A JSON value, set with [`Delta::ReplaceStructured`].
+    Structured,
+    /// Media, built with [`Delta::AppendBytes`].
+    Media {
+        /// Image, audio or video.
+        modality: Modality,
+        /// The MIME type.
+        mime_type: String,
+    },
+    /// A file, built with [`Delta::AppendBytes`] or [`Delta::AppendText`].
+    File {
+        /// The file name, when known.
+        name: Option<String>,
+        /// The MIME type, when known.
+        mime_type: Option<String>,
+    },
+}
+
+impl PartKind {
+    fn name(&self) -> &'static str {
+        match self {
+            PartKind::Text => "text",
+            PartKind::Reasoning => "reasoning",
+            PartKind::Structured => "structured",
+            PartKind::Media { .. } => "media",
+            PartKind::File { .. } => "file",
+        }
+    }
+}
+
+/// One step of a streamed answer.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Delta {
+    /// Opens a part.
+    BeginPart {
+        /// The part's id, unique within the stream.
+        part_id: PartId,
+        /// What it will hold.
+        kind: PartKind,
+    },
+    /// Appends text to a text, reasoning or file part.
+    AppendText {
+        /// The part.
+        part_id: PartId,
+        /// The text to append.
+        chunk: String,
+    },
+    /// Appends bytes to a media or file part.
+    AppendBytes {
+        /// The part.
+        part_id: PartId,
+        /// The bytes to append.
+        chunk: Vec<u8>,
+    },
+    /// Sets (or replaces) the value of a structured part.
+    ReplaceStructured {
+        /// The part.
+        part_id: PartId,
+        /// The whole value so far.
+        value: Value,
+    },
+    /// Sets the opaque, provider-owned values of a reasoning part; a field
+    /// left `None` keeps its previous value.
+    ReasoningOpaque {
+        /// The part.
+        part_id: PartId,
+        /// The provider's signature.
+        signature: Option<String>,
+        /// The provider's encrypted reasoning.
+        encrypted: Option<String>,
+    },
+    /// Merges entries into the part's metadata.
+    SetMetadata {
+        /// The part.
+        part_id: PartId,
+        /// Entries to insert (replacing equal keys).
+        metadata: MetadataMap,
+    },
+    /// Marks the part complete.
+    CommitPart {
+        /// The part.
+        part_id: PartId,
+    },
+}
+
+impl Delta {
+    /// The part this delta is about.
+    pub fn part_id(&self) -> &PartId {
+        match self {
+            Delta::BeginPart { part_id, .. }
+            | Delta::AppendText { part_id, .. }
+            | Delta::AppendBytes { part_id, .. }
+            | Delta::ReplaceStructured { part_id, .. }
+            | Delta::ReasoningOpaque { part_id, .. }
+            | Delta::SetMetadata { part_id, .. }
+            | Delta::CommitPart { part_id } => part_id,
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        match self {
+            Delta::BeginPart { .. } => "begin_part",
+            Delta::AppendText { .. } => "append_text",
+            Delta::AppendBytes { .. } => "append_bytes",
+            Delta::ReplaceStructured { .. } => "replace_structured",
+            Delta::ReasoningOpaque { .. } => "reasoning_opaque",
+            Delta::SetMetadata { .. } => "set_metadata",
+            Delta::CommitPart { .. } => "commit_part",
+        }
+    }
+}
+
+/// A delta that does not fit the stream so far.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DeltaError {
+    /// `BeginPart` for an id that is already open or committed.
+    #[error("part {0} was begun twice")]
+    DuplicatePart(PartId),
+    /// A delta for a part that was never begun.
+    #[error("delta for unknown part {0}")]
+    UnknownPart(PartId),
+    /// A delta for a part that was already committed.
+    #[error("delta for part {0} after it was committed")]
+    AlreadyCommitted(PartId),
+    /// A delta that does not apply to the part's kind.
+    #[error("{delta} does not apply to {kind} part {part_id}")]
+    WrongKind {
+        /// The part.
+        part_id: PartId,
+        /// The part's kind.
+        kind: &'static str,
+        /// The delta's name.
+        delta: &'static str,
+    },
+    /// A structured part committed without a value.
+    #[error("structured part {0} was committed without a value")]
+    MissingValue(PartId),
+    /// The stream ended with parts still open.
+    #[error("the stream ended with {} part(s) never committed", .0.len())]
+    Uncommitted(Vec<PartId>),
+}
+
+#[derive(Debug)]
+enum Buffer {
+    Text(String),
+    Reasoning {
+        summary: String,
+        signature: Option<String>,
+        encrypted: Option<String>,
+    },
+    Structured(Option<Value>),
+    Bytes(Vec<u8>),
+}
+
+#[derive(Debug)]
+struct Slot {
+    id: PartId,
+    kind: PartKind,
+    buffer: Buffer,
+    metadata: MetadataMap,
+    committed: bool,
+}
+
+impl Slot {
+    fn into_part(self) -> Result<Part, DeltaError> {
+        let metadata = self.metadata;
+        Ok(match (self.kind, self.buffer) {
+            (PartKind::Text, Buffer::Text(text)) => Part::Text(TextPart { text, metadata }),
+            (
+                PartKind::Reasoning,
+                Buffer::Reasoning {
+                    summary,
+                    signature,
+                    encrypted,
+                },
+            ) => Part::Reasoning(ReasoningPart {
+                summary: (!summary.is_empty()).then_some(summary),
+                signature,
+                encrypted,
+                metadata,
+            }),
+            (PartKind::Structured, Buffer::Structured(value)) => Part::Structured(StructuredPart {
+                value: value.ok_or(DeltaError::MissingValue(self.id))?,
+                schema: None,
+                metadata,
+            }),
+            (
+                PartKind::Media {
+                    modality,
+                    mime_type,
+                },
+                Buffer::Bytes(data),
+            ) => Part::Media(MediaPart {
+                modality,
+                mime_type,
+                data: DataRef::bytes(data),
+                metadata,
+            }),
+            (PartKind::File { name, mime_type }, Buffer::Bytes(data)) => Part::File(FilePart {
+                name,
+                mime_type,
+                data: DataRef::bytes(data),
+                metadata,
+            }),
+            // Buffers are created from the kind in `begin`, so the pairs above
+            // are the only ones that exist.
+            (kind, _) => unreachable!("buffer does not match {kind:?}"),
+        })
+    }
+}
+
+/// Folds a stream of [`Delta`]s into [`Part`]s.
+///
+/// ```
+/// use agentkit_core::{Delta, DeltaFolder, Part, PartId, PartKind};
+///
+/// let id = PartId::new("p0");
+/// let mut folder = DeltaFolder::new();
+/// folder.apply(&Delta::BeginPart { part_id: id.clone(), kind: PartKind::Text })?;
+/// folder.apply(&Delta::AppendText { part_id: id.clone(), chunk: "Hel".into() })?;
+/// folder.apply(&Delta::AppendText { part_id: id.clone(), chunk: "lo".into() })?;
+/// folder.apply(&Delta::CommitPart { part_id: id })?;
+/// assert_eq!(folder.finish()?, vec![Part::text("Hello")]);
+/// # Ok::<(), agentkit_core::DeltaError>(())
+/// ```
+#[derive(Debug, Default)]
+pub struct DeltaFolder {
+    slots: Vec<Slot>,
+    index: HashMap<PartId, usize>,
+}
+
+impl DeltaFolder {
+    /// An empty folder.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// `true` when no part was begun.
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// The ids of parts begun but not committed, in begin order.
+    pub fn open_parts(&self) -> Vec<PartId> {
+        self.slots
+            .iter()
+            .filter(|s| !s.committed)
+            .map(|s| s.id.clone())
+            .collect()
+    }
+
+    /// Applies one delta.
+    pub fn apply(&mut self, delta: &Delta) -> Result<(), DeltaError> {
+        if let Delta::BeginPart { part_id, kind } = delta {
+            return self.begin(part_id, kind);
+        }
+        let part_id = delta.part_id();
+        let slot = self.open_slot(part_id)?;
+        let wrong_kind = |slot: &Slot| DeltaError::WrongKind {
+            part_id: slot.id.clone(),
+            kind: slot.kind.name(),
+            delta: delta.name(),
+        };
+        match delta {
+            Delta::BeginPart { .. } => unreachable!("handled above"),
+            Delta::AppendText { chunk, .. } => match &mut slot.buffer {
+                Buffer::Text(text) => text.push_str(chunk),
+                Buffer::Reasoning { summary, .. } => summary.push_str(chunk),
+                Buffer::Bytes(bytes) if matches!(slot.kind, PartKind::File { .. }) => {
+                    bytes.extend_from_slice(chunk.as_bytes())
+                }
+                _ => return Err(wrong_kind(slot)),
+            },
+            Delta::AppendBytes { chunk, .. } => match &mut slot.buffer {
+                Buffer::Bytes(bytes) => bytes.extend_from_slice(chunk),
+                _ => return Err(wrong_kind(slot)),
+            },
+            Delta::ReplaceStructured { value, .. } => match &mut slot.buffer {
+                Buffer::Structured(current) => *current = Some(value.clone()),
+                _ => return Err(wrong_kind(slot)),
+            },
+            Delta::ReasoningOpaque {
+                signature: new_signature,
+                encrypted: new_encrypted,
+                ..
+            } => match &mut slot.buffer {
+                Buffer::Reasoning {
+                    signature,
+                    encrypted,
+                    ..
+                } => {
+                    if let Some(value) = new_signature {
+                        *signature = Some(value.clone());
+                    }
+                    if let Some(value) = new_encrypted {
+                        *encrypted = Some(value.clone());
+                    }
+                }
+                _ => return Err(wrong_kind(slot)),
+            },
+            Delta::SetMetadata { metadata, .. } => slot
+                .metadata
+                .extend(metadata.iter().map(|(k, v)| (k.clone(), v.clone()))),
+            Delta::CommitPart { .. } => {
+                if let Buffer::Structured(None) = slot.buffer {
+                    return Err(DeltaError::MissingValue(slot.id.clone()));
+                }
+                slot.committed = true;
+            }
+        }
+        Ok(())
+    }
+
+    fn begin(&mut self, part_id: &PartId, kind: &PartKind) -> Result<(), DeltaError> {
+        if self.index.contains_key(part_id) {
+            return Err(DeltaError::DuplicatePart(part_id.clone()));
+        }
+        let buffer = match kind {
+            PartKind::Text => Buffer::Text(String::new()),
+            PartKind::Reasoning => Buffer::Reasoning {
+                summary: String::new(),
+                signature: None,
+                encrypted: None,
+            },
+            PartKind::Structured => Buffer::Structured(None),
+            PartKind::Media { .. } | PartKind::File { .. } => Buffer::Bytes(Vec::new()),
+        };
+        self.index.insert(part_id.clone(), self.slots.len());
+        self.slots.push(Slot {
+            id: part_id.clone(),
+            kind: kind.clone(),
+            buffer,
+            metadata: MetadataMap::new(),
+            committed: false,
+        });
+        Ok(())
+    }
+
+    fn open_slot(&mut self, part_id: &PartId) -> Result<&mut Slot, DeltaError> {
+        let index = *self
+            .index
+            .get(part_id)
+            .ok_or_else(|| DeltaError::UnknownPart(part_id.clone()))?;
+        let slot = &mut self.slots[index];
+        if slot.committed {
+            return Err(DeltaError::AlreadyCommitted(part_id.clone()));
+        }
+        Ok(slot)
+    }
+
+    /// The committed parts in begin order; an error if any part is still open.
+    pub fn finish(self) -> Result<Vec<Part>, DeltaError> {
+        let open = self.open_parts();
+        if !open.is_empty() {
+            return Err(DeltaError::Uncommitted(open));
+        }
+        self.slots.into_iter().map(Slot::into_part).collect()
+    }
+
+    /// Every part in begin order, open ones included, for a stream that was
+    /// cut short (cancellation, network error). Open parts carry the metadata
+    /// entry `agentkit.incomplete: true`; an open structured part with no
+    /// value yet is dropped.
+    pub fn finish_partial(self) -> Vec<Part> {
+        self.slots
+            .into_iter()
+            .filter_map(|mut slot| {
+                if !slot.committed {
+                    slot.metadata
+                        .insert("agentkit.incomplete".into(), Value::Bool(true));
+                }
+                slot.into_part().ok()
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn id(s: &str) -> PartId {
+        PartId::new(s)
+    }
+
+    fn begin(folder: &mut DeltaFolder, part: &str, kind: PartKind) {
+        folder
+            .apply(&Delta::BeginPart {
+                part_id: id(part),
+                kind,
+            })
+            .unwrap();
+    }
+
+    fn commit(folder: &mut DeltaFolder, part: &str) -> Result<(), DeltaError> {
+        folder.apply(&Delta::CommitPart { part_id: id(part) })
+    }
+
+    #[test]
+    fn interleaved_parts_come_out_in_begin_order() {
+        let mut folder = DeltaFolder::new();
+        begin(&mut folder, "r", PartKind::Reasoning);
+        begin(&mut folder, "t", PartKind::Text);
+        folder
+            .apply(&Delta::AppendText {
+                part_id: id("t"),
+                chunk: "answer".into(),
+            })
+            .unwrap();
+        folder
+            .apply(&Delta::AppendText {
+                part_id: id("r"),
+                chunk: "thinking".into(),
+            })
+            .unwrap();
+        folder
+            .apply(&Delta::ReasoningOpaque {
+                part_id: id("r"),
+                signature: Some("sig".into()),
+                encrypted: None,
+            })
+            .unwrap();
+        commit(&mut folder, "t").unwrap();
+        commit(&mut folder, "r").unwrap();
+        let parts = folder.finish().unwrap();
+        assert_eq!(
+            parts,
+            vec![
+                Part::Reasoning(ReasoningPart {
+                    summary: Some("thinking".into()),
+                    signature: Some("sig".into()),
+                    ..Default::default()
+                }),
+                Part::text("answer"),
+            ]
+        );
+    }
+
+    #[test]
+    fn bytes_structured_and_metadata() {
+        let mut folder = DeltaFolder::new();
+        begin(
+            &mut folder,
+            "m",
+            PartKind::Media {
+                modality: Modality::Image,
+                mime_type: "image/png".into(),
+            },
+        );
+        folder
+            .apply(&Delta::AppendBytes {
+                part_id: id("m"),
+                chunk: vec![1, 2],
+            })
+            .unwrap();
+        folder
+            .apply(&Delta::AppendBytes {
+                part_id: id("m"),
+                chunk: vec![3],
+            })
+            .unwrap();
+        let mut meta = MetadataMap::new();
+        meta.insert("k".into(), json!(1));
+        folder
+            .apply(&Delta::SetMetadata {
+                part_id: id("m"),
+                metadata: meta,
+            })
+            .unwrap();
+        commit(&mut folder, "m").unwrap();
+        begin(&mut folder, "s", PartKind::Structured);
+        folder
+            .apply(&Delta::ReplaceStructured {
+                part_id: id("s"),
+                value: json!({"a": 1}),
+            })
+            .unwrap();
+        folder
+            .apply(&Delta::ReplaceStructured {
+                part_id: id("s"),
+                value: json!({"a": 2}),
+            })
+            .unwrap();
+        commit(&mut folder, "s").unwrap();
+        let parts = folder.finish().unwrap();
+        match &parts[0] {
+            Part::Media(media) => {
+                assert_eq!(media.data, DataRef::bytes(vec![1, 2, 3]));
+                assert_eq!(media.metadata["k"], json!(1));
+            }
+            other => panic!("expected media, got {other:?}"),
+        }
+        assert_eq!(
+            parts[1],
+            Part::Structured(StructuredPart {
+                value: json!({"a": 2}),
+                schema: None,
+                metadata: MetadataMap::new()
+            })
+        );
+    }
+
+    #[test]
+    fn delta_for_unknown_part_is_an_error() {
+        let mut folder = DeltaFolder::new();
+        let err = folder
+            .apply(&Delta::AppendText {
+                part_id: id("x"),
+                chunk: "a".into(),
+            })
+            .unwrap_err();
+        assert_eq!(err, DeltaError::UnknownPart(id("x")));
+    }
+
+    #[test]
+    fn begin_twice_is_an_error() {
+        let mut folder = DeltaFolder::new();
+        begin(&mut folder, "a", PartKind::Text);
+        let err = folder
+            .apply(&Delta::BeginPart {
+                part_id: id("a"),
+                kind: PartKind::Text,
+            })
+            .unwrap_err();
+        assert_eq!(err, DeltaError::DuplicatePart(id("a")));
+    }
+
+    #[test]
+    fn delta_after_commit_is_an_error() {
+        let mut folder = DeltaFolder::new();
+        begin(&mut folder, "a", PartKind::Text);
+        commit(&mut folder, "a").unwrap();
+        let err = folder
+            .apply(&Delta::AppendText {
+                part_id: id("a"),
+                chunk: "late".into(),
+            })
+            .unwrap_err();
+        assert_eq!(err, DeltaError::AlreadyCommitted(id("a")));
+        assert_eq!(
+            commit(&mut folder, "a").unwrap_err(),
+            DeltaError::AlreadyCommitted(id("a"))
+        );
+    }
+
+    #[test]
+    fn wrong_kind_is_an_error() {
+        let mut folder = DeltaFolder::new();
+        begin(&mut folder, "a", PartKind::Text);
+        let err = folder
+            .apply(&Delta::AppendBytes {
+                part_id: id("a"),
+                chunk: vec![0],
+            })
+            .unwrap_err();
+        assert_eq!(
+            err,
+            DeltaError::WrongKind {
+                part_id: id("a"),
+                kind: "text",
+                delta: "append_bytes"
+            }
+        );
+        let err = folder
+            .apply(&Delta::ReplaceStructured {
+                part_id: id("a"),
+                value: json!(1),
+            })
+            .unwrap_err();
+        assert!(matches!(
+            err,
+            DeltaError::WrongKind {
+                delta: "replace_structured",
+                ..
+            }
+        ));
+        let err = folder
+            .apply(&Delta::ReasoningOpaque {
+                part_id: id("a"),
+                signature: None,
+                encrypted: None,
+            })
+            .unwrap_err();
+        assert!(matches!(
+            err,
+            DeltaError::WrongKind {
+                delta: "reasoning_opaque",
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn structured_without_value_cannot_commit() {
+        let mut folder = DeltaFolder::new();
+        begin(&mut folder, "s", PartKind::Structured);
+        assert_eq!(
+            commit(&mut folder, "s").unwrap_err(),
+            DeltaError::MissingValue(id("s"))
+        );
+    }
+
+    #[test]
+    fn finish_with_open_parts_is_an_error_but_partial_keeps_them() {
+        let mut folder = DeltaFolder::new();
+        begin(&mut folder, "a", PartKind::Text);
+        folder
+            .apply(&Delta::AppendText {
+                part_id: id("a"),
+                chunk: "half".into(),
+            })
+            .unwrap();
+        begin(&mut folder, "s", PartKind::Structured);
+        assert_eq!(folder.open_parts(), vec![id("a"), id("s")]);
+        let err = std::mem::take(&mut folder).finish().unwrap_err();
+        assert_eq!(err, DeltaError::Uncommitted(vec![id("a"), id("s")]));
+
+        let mut folder = DeltaFolder::new();
+        begin(&mut folder, "a", PartKind::Text);
+        folder
+            .apply(&Delta::AppendText {
+                part_id: id("a"),
+                chunk: "half".into(),
+            })
+            .unwrap();
+        begin(&mut folder, "s", PartKind::Structured);
+        let parts = folder.finish_partial();
+        assert_eq!(parts.len(), 1, "the valueless structured part is dropped");
+        match &parts[0] {
+            Part::Text(text) => {
+                assert_eq!(text.text, "half");
+                assert_eq!(text.metadata["agentkit.incomplete"], json!(true));
+            }
+            other => panic!("expected text, got {other:?}"),
+        }
+    }
+}

@@ -1,0 +1,109 @@
+//! Transcript items: one message from one participant.
+
+use crate::{ItemId, MetadataMap, Part, ToolResultPart};
+use serde::{Deserialize, Serialize};
+
+/// Who an item comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ItemKind {
+    /// Instructions that frame the whole session.
+    System,
+    /// Instructions from the application developer (OpenAI's `developer` role).
+    Developer,
+    /// The human, or whoever plays that role.
+    User,
+    /// The model.
+    Assistant,
+    /// Tool results.
+    Tool,
+    /// Context the host adds (retrieved documents, file contents, memory).
+    Context,
+    /// Something that happened outside the conversation, told to the model
+    /// (a file changed, a timer fired).
+    Notification,
+}
+
+/// One entry of the transcript.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Item {
+    /// The item's id; the driver assigns one when an item is appended without.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<ItemId>,
+    /// Who it comes from.
+    pub kind: ItemKind,
+    /// What it says.
+    pub parts: Vec<Part>,
+    /// Extra data.
+    #[serde(default, skip_serializing_if = "MetadataMap::is_empty")]
+    pub metadata: MetadataMap,
+}
+
+impl Item {
+    /// An item with these parts, no id and no metadata.
+    pub fn new(kind: ItemKind, parts: Vec<Part>) -> Self {
+        Self {
+            id: None,
+            kind,
+            parts,
+            metadata: MetadataMap::new(),
+        }
+    }
+
+    /// An item holding one text part.
+    pub fn text(kind: ItemKind, text: impl Into<String>) -> Self {
+        Self::new(kind, vec![Part::text(text)])
+    }
+
+    /// A user message.
+    pub fn user(text: impl Into<String>) -> Self {
+        Self::text(ItemKind::User, text)
+    }
+
+    /// A system prompt.
+    pub fn system(text: impl Into<String>) -> Self {
+        Self::text(ItemKind::System, text)
+    }
+
+    /// An assistant message.
+    pub fn assistant(text: impl Into<String>) -> Self {
+        Self::text(ItemKind::Assistant, text)
+    }
+
+    /// A tool item holding one result.
+    pub fn tool_result(result: ToolResultPart) -> Self {
+        Self::new(ItemKind::Tool, vec![Part::ToolResult(result)])
+    }
+
+    /// Sets the id.
+    pub fn with_id(mut self, id: impl Into<ItemId>) -> Self {
+        self.id = Some(id.into());
+        self
+    }
+
+    /// Adds a metadata entry.
+    pub fn with_metadata(
+        mut self,
+        key: impl Into<String>,
+        value: impl Into<serde_json::Value>,
+    ) -> Self {
+        self.metadata.insert(key.into(), value.into());
+        self
+    }
+
+    /// The text parts joined together.
+    pub fn text_content(&self) -> String {
+        self.parts.iter().filter_map(Part::as_text).collect()
+    }
+
+    /// The tool calls this item makes, in order.
+    pub fn tool_calls(&self) -> impl Iterator<Item = &crate::ToolCallPart> {
+        self.parts.iter().filter_map(Part::as_tool_call)
+    }
+
+    /// The tool results this item carries, in order.
+    pub fn tool_results(&self) -> impl Iterator<Item = &ToolResultPart> {
+        self.parts.iter().filter_map(Part::as_tool_result)
+    }
+}

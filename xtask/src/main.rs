@@ -1,0 +1,72 @@
+//! `cargo xtask`: the workspace's checks, runnable together (`ci`) or alone.
+//!
+//! Plain Rust with no dependency beyond `serde_json`, so it builds in seconds
+//! and works on a fresh machine with nothing but the toolchain.
+
+mod checks;
+mod layers;
+mod run;
+
+use std::process::ExitCode;
+
+const USAGE: &str = "\
+usage: cargo xtask <command>
+
+commands:
+  ci        every check below, stopping at the first failure
+  fmt       cargo fmt --check
+  clippy    cargo clippy on all targets with -D warnings
+  test      all tests (nextest when installed, else cargo test)
+  doc-test  doc tests, the book's code blocks included
+  layers    the crate layer rules of ARCHITECTURE.md section 1
+  meta      every crate has a README.md, a description and the workspace lints
+";
+
+fn main() -> ExitCode {
+    let command = std::env::args().nth(1).unwrap_or_default();
+    let result = match command.as_str() {
+        "ci" => ci(),
+        "fmt" => run::fmt(),
+        "clippy" => run::clippy(),
+        "test" => run::test(),
+        "doc-test" => run::doc_test(),
+        "layers" => layers::check(),
+        "meta" => checks::meta(),
+        "help" | "--help" | "-h" => {
+            print!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        other => {
+            eprint!("xtask: unknown command {other:?}\n\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("\nxtask: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// One check: `Err` carries a message for the reader.
+type Step = fn() -> Result<(), String>;
+
+/// Cheap checks first, so a layer violation is reported before a long build.
+fn ci() -> Result<(), String> {
+    let steps: [(&str, Step); 6] = [
+        ("layers", layers::check),
+        ("meta", checks::meta),
+        ("fmt", run::fmt),
+        ("clippy", run::clippy),
+        ("test", run::test),
+        ("doc-test", run::doc_test),
+    ];
+    for (name, step) in steps {
+        println!("==> xtask {name}");
+        step().map_err(|err| format!("step `{name}` failed: {err}"))?;
+    }
+    println!("==> xtask ci: all checks passed");
+    Ok(())
+}

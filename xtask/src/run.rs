@@ -1,0 +1,73 @@
+//! Steps that run cargo subcommands.
+
+use std::process::Command;
+
+/// Runs a command in the workspace root, inheriting stdio.
+pub fn cargo(args: &[&str]) -> Result<(), String> {
+    let shown = format!("cargo {}", args.join(" "));
+    println!("    $ {shown}");
+    let status = Command::new(env!("CARGO"))
+        .args(args)
+        .current_dir(workspace_root())
+        .status()
+        .map_err(|err| format!("could not start `{shown}`: {err}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("`{shown}` exited with {status}"))
+    }
+}
+
+/// The workspace root: xtask lives one level below it.
+pub fn workspace_root() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask is inside the workspace")
+        .to_path_buf()
+}
+
+pub fn fmt() -> Result<(), String> {
+    cargo(&["fmt", "--all", "--", "--check"]).map_err(|err| format!("{err}; run `cargo fmt --all`"))
+}
+
+pub fn clippy() -> Result<(), String> {
+    cargo(&[
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--locked",
+        "--",
+        "-D",
+        "warnings",
+    ])
+}
+
+pub fn test() -> Result<(), String> {
+    let has_nextest = Command::new(env!("CARGO"))
+        .args(["nextest", "--version"])
+        .output()
+        .is_ok_and(|out| out.status.success());
+    if has_nextest {
+        cargo(&[
+            "nextest",
+            "run",
+            "--workspace",
+            "--locked",
+            "--no-tests=fail",
+        ])
+    } else {
+        cargo(&[
+            "test",
+            "--workspace",
+            "--locked",
+            "--lib",
+            "--bins",
+            "--tests",
+            "--examples",
+        ])
+    }
+}
+
+pub fn doc_test() -> Result<(), String> {
+    cargo(&["test", "--workspace", "--locked", "--doc"])
+}
