@@ -1,0 +1,198 @@
+//! Running tool calls: look the tool up, check permissions, invoke.
+//!
+//! The loop splits a call in two steps. `preflight` decides, without running
+//! anything, whether the call can run now, needs the host's approval, or is
+//! rejected. Then `execute` (or `execute_approved`, after the host said yes)
+//! runs it. All permission requests a call proposes are folded into one
+//! decision, so a call is approved once however many requests it makes.
+
+use crate::federation::{CatalogError, ResolvedCatalog, ToolFederation};
+use crate::permission::PermissionDecision;
+use crate::{
+    AllowAllPermissions, ApprovalRequest, PermissionChecker, Tool, ToolContext, ToolError,
+    ToolRequest, ToolResult, ToolSpec,
+};
+use agentkit_core::{ApprovalId, MetadataMap};
+use std::sync::Arc;
+
+/// The outcome of a permission preflight.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Preflight {
+    /// The call may run.
+    Ready,
+    /// The host must approve the call first.
+    NeedsApproval(ApprovalRequest),
+    /// The call cannot run (unknown tool, invalid input, denied).
+    Rejected(ToolError),
+}
+
+/// Looks up, checks and runs tool calls.
+#[async_trait::async_trait]
+pub trait ToolExecutor: Send + Sync {
+    /// The current tool catalog; re-read at every model call.
+    fn catalog(&self) -> Result<Arc<ResolvedCatalog>, CatalogError>;
+
+    /// The specs of the current catalog (empty if it cannot be built).
+    fn specs(&self) -> Vec<Arc<ToolSpec>> {
+        self.catalog()
+            .map(|c| c.specs().to_vec())
+            .unwrap_or_default()
+    }
+
+    /// Decides whether the call can run, without running it.
+    fn preflight(&self, request: &ToolRequest) -> Preflight;
+
+    /// Runs a call that needs no approval. A call that does is refused with
+    /// `PermissionDenied`.
+    async fn execute(
+        &self,
+        request: ToolRequest,
+        ctx: ToolContext,
+    ) -> Result<ToolResult, ToolError>;
+
+    /// Runs a call the host approved. Denials still apply; approval
+    /// requirements are covered by `approval`.
+    async fn execute_approved(
+        &self,
+        request: ToolRequest,
+        approval: &ApprovalRequest,
+        ctx: ToolContext,
+    ) -> Result<ToolResult, ToolError>;
+}
+
+/// The standard executor: a federation of sources and a permission checker.
+pub struct BasicToolExecutor {
+    federation: ToolFederation,
+    permissions: Arc<dyn PermissionChecker>,
+}
+
+impl BasicToolExecutor {
+    /// An executor over these sources, allowing everything.
+    pub fn new(federation: ToolFederation) -> Self {
+        Self {
+            federation,
+            permissions: Arc::new(AllowAllPermissions),
+        }
+    }
+
+    /// Sets the permission checker.
+    pub fn with_permissions(mut self, permissions: Arc<dyn PermissionChecker>) -> Self {
+        self.permissions = permissions;
+        self
+    }
+
+    fn lookup(&self, name: &str) -> Result<Arc<dyn Tool>, ToolError> {
+        let catalog = self
+            .federation
+            .resolve()
+            .map_err(|err| ToolError::Internal(err.to_string()))?;
+        catalog
+            .get(name)
+            .cloned()
+            .ok_or_else(|| ToolError::NotFound(name.to_owned()))
+    }
+
+    /// Folds every request the call proposes into one decision: the first
+    /// denial wins; otherwise one approval covers all requests that need it.
+    fn check(&self, tool: &dyn Tool, request: &ToolRequest) -> Preflight {
+        let proposed = match tool.proposed_requests(&request.input) {
+            Ok(proposed) => proposed,
+            Err(err) => return Preflight::Rejected(err),
+        };
+        let mut approvals: Vec<ApprovalRequest> = Vec::new();
+        for permission in &proposed {
+            match self.permissions.evaluate(permission) {
+                PermissionDecision::Allow => {}
+                PermissionDecision::Deny(denial) => {
+                    return Preflight::Rejected(ToolError::PermissionDenied(denial.message));
+                }
+                PermissionDecision::RequireApproval(approval) => approvals.push(approval),
+            }
+        }
+        let Some(mut approval) = approvals.first().cloned() else {
+            return Preflight::Ready;
+        };
+        if approvals.len() > 1 {
+            approval.summary = approvals
+                .iter()
+                .map(|a| a.summary.as_str())
+                .collect::<Vec<_>>()
+                .join("; ");
+        }
+        approval.call_id = Some(request.call_id.clone());
+        approval.id = ApprovalId::new(format!("approval:{}", request.call_id));
+        let mut metadata = MetadataMap::new();
+        metadata.insert("tool".into(), request.tool_name.clone().into());
+        metadata.insert(
+            "request_kinds".into(),
+            approvals
+                .iter()
+                .map(|a| serde_json::Value::from(a.request_kind.clone()))
+                .collect(),
+        );
+        metadata.extend(approval.metadata);
+        approval.metadata = metadata;
+        Preflight::NeedsApproval(approval)
+    }
+
+    async fn run(
+        &self,
+        tool: Arc<dyn Tool>,
+        request: ToolRequest,
+        ctx: ToolContext,
+    ) -> Result<ToolResult, ToolError> {
+        if ctx.cancellation.is_cancelled() {
+            return Err(ToolError::Cancelled);
+        }
+        tool.invoke(request, ctx).await
+    }
+}
+
+#[async_trait::async_trait]
+impl ToolExecutor for BasicToolExecutor {
+    fn catalog(&self) -> Result<Arc<ResolvedCatalog>, CatalogError> {
+        self.federation.resolve()
+    }
+
+    fn preflight(&self, request: &ToolRequest) -> Preflight {
+        match self.lookup(&request.tool_name) {
+            Ok(tool) => self.check(tool.as_ref(), request),
+            Err(err) => Preflight::Rejected(err),
+        }
+    }
+
+    async fn execute(
+        &self,
+        request: ToolRequest,
+        ctx: ToolContext,
+    ) -> Result<ToolResult, ToolError> {
+        let tool = self.lookup(&request.tool_name)?;
+        match self.check(tool.as_ref(), &request) {
+            Preflight::Ready => self.run(tool, request, ctx).await,
+            Preflight::NeedsApproval(approval) => Err(ToolError::PermissionDenied(format!(
+                "{} requires approval and none was given",
+                approval.summary
+            ))),
+            Preflight::Rejected(err) => Err(err),
+        }
+    }
+
+    async fn execute_approved(
+        &self,
+        request: ToolRequest,
+        approval: &ApprovalRequest,
+        ctx: ToolContext,
+    ) -> Result<ToolResult, ToolError> {
+        if approval.call_id.as_ref() != Some(&request.call_id) {
+            return Err(ToolError::Internal(format!(
+                "approval {} does not belong to call {}",
+                approval.id, request.call_id
+            )));
+        }
+        let tool = self.lookup(&request.tool_name)?;
+        match self.check(tool.as_ref(), &request) {
+            Preflight::Ready | Preflight::NeedsApproval(_) => self.run(tool, request, ctx).await,
+            Preflight::Rejected(err) => Err(err),
+        }
+    }
+}

@@ -1,0 +1,213 @@
+//! Several tool sources seen as one catalog.
+//!
+//! Sources are walked in registration order. When two offer a tool of the
+//! same name, the [`CollisionPolicy`] decides. The merged catalog is cached
+//! and rebuilt only when a source's revision moves, so reading it at every
+//! model call costs a lock and a comparison.
+
+use crate::{CatalogSnapshot, Tool, ToolCatalogEvent, ToolSource, ToolSpec};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// What to do when two sources offer the same tool name.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CollisionPolicy {
+    /// The source registered first keeps the name.
+    #[default]
+    FirstWins,
+    /// The source registered last takes the name.
+    LastWins,
+    /// A collision is an error.
+    Error,
+}
+
+/// A catalog that cannot be built.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CatalogError {
+    /// Two tools share a name.
+    #[error("tool name {name:?} is offered by more than one source: {}", sources.join(", "))]
+    Collision {
+        /// The name.
+        name: String,
+        /// The sources offering it.
+        sources: Vec<String>,
+    },
+}
+
+/// The merged tools of a federation at one moment.
+pub struct ResolvedCatalog {
+    /// Increases whenever any source changed.
+    pub generation: u64,
+    specs: Vec<Arc<ToolSpec>>,
+    tools: HashMap<String, Arc<dyn Tool>>,
+}
+
+impl ResolvedCatalog {
+    /// The specs, in federation order; cloning the `Vec` copies no schema.
+    pub fn specs(&self) -> &[Arc<ToolSpec>] {
+        &self.specs
+    }
+
+    /// The tool of this name.
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.tools.get(name)
+    }
+
+    /// The number of tools.
+    pub fn len(&self) -> usize {
+        self.specs.len()
+    }
+
+    /// `true` when there are no tools.
+    pub fn is_empty(&self) -> bool {
+        self.specs.is_empty()
+    }
+
+    /// What changed from `older` to `self`.
+    pub fn diff_from(&self, older: &ResolvedCatalog, source: &str) -> ToolCatalogEvent {
+        let mut event = ToolCatalogEvent {
+            source: source.to_owned(),
+            ..Default::default()
+        };
+        for spec in &self.specs {
+            match older.tools.get(&spec.name) {
+                None => event.added.push(spec.name.clone()),
+                Some(old) if *old.spec() != **spec => event.changed.push(spec.name.clone()),
+                Some(_) => {}
+            }
+        }
+        for spec in &older.specs {
+            if !self.tools.contains_key(&spec.name) {
+                event.removed.push(spec.name.clone());
+            }
+        }
+        event
+    }
+}
+
+impl std::fmt::Debug for ResolvedCatalog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<_> = self.specs.iter().map(|s| &s.name).collect();
+        f.debug_struct("ResolvedCatalog")
+            .field("generation", &self.generation)
+            .field("tools", &names)
+            .finish()
+    }
+}
+
+struct Cache {
+    revisions: Vec<u64>,
+    catalog: Arc<ResolvedCatalog>,
+}
+
+/// Several sources merged into one catalog.
+pub struct ToolFederation {
+    sources: Vec<Arc<dyn ToolSource>>,
+    policy: CollisionPolicy,
+    cache: Mutex<Option<Cache>>,
+}
+
+impl ToolFederation {
+    /// An empty federation with the default policy (`FirstWins`).
+    pub fn new() -> Self {
+        Self {
+            sources: Vec::new(),
+            policy: CollisionPolicy::default(),
+            cache: Mutex::new(None),
+        }
+    }
+
+    /// Sets the collision policy.
+    pub fn with_policy(mut self, policy: CollisionPolicy) -> Self {
+        self.policy = policy;
+        *self.cache.get_mut().unwrap_or_else(|e| e.into_inner()) = None;
+        self
+    }
+
+    /// Adds a source after the existing ones.
+    pub fn add_source(&mut self, source: impl ToolSource + 'static) {
+        self.sources.push(Arc::new(source));
+        *self.cache.get_mut().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+
+    /// Adds a source; for builder chains.
+    pub fn with_source(mut self, source: impl ToolSource + 'static) -> Self {
+        self.add_source(source);
+        self
+    }
+
+    /// The merged catalog, rebuilt only if a source changed since last time.
+    pub fn resolve(&self) -> Result<Arc<ResolvedCatalog>, CatalogError> {
+        let snapshots: Vec<CatalogSnapshot> = self.sources.iter().map(|s| s.snapshot()).collect();
+        let revisions: Vec<u64> = snapshots.iter().map(|s| s.revision).collect();
+        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(cached) = cache.as_ref()
+            && cached.revisions == revisions
+        {
+            return Ok(cached.catalog.clone());
+        }
+        let generation = cache.as_ref().map_or(0, |c| c.catalog.generation + 1);
+        let catalog = Arc::new(self.merge(&snapshots, generation)?);
+        *cache = Some(Cache {
+            revisions,
+            catalog: catalog.clone(),
+        });
+        Ok(catalog)
+    }
+
+    fn merge(
+        &self,
+        snapshots: &[CatalogSnapshot],
+        generation: u64,
+    ) -> Result<ResolvedCatalog, CatalogError> {
+        // name -> (index into `order`, source index)
+        let mut owner: HashMap<String, usize> = HashMap::new();
+        let mut order: Vec<(Arc<ToolSpec>, Arc<dyn Tool>)> = Vec::new();
+        for (source_index, snapshot) in snapshots.iter().enumerate() {
+            for tool in snapshot.tools.iter() {
+                let spec = tool.spec();
+                match owner.get(&spec.name) {
+                    None => {
+                        owner.insert(spec.name.clone(), order.len());
+                        order.push((spec, tool.clone()));
+                    }
+                    Some(&slot) => match self.policy {
+                        CollisionPolicy::FirstWins => {}
+                        CollisionPolicy::LastWins => order[slot] = (spec, tool.clone()),
+                        CollisionPolicy::Error => {
+                            let first = snapshots
+                                .iter()
+                                .position(|s| s.tools.iter().any(|t| t.spec().name == spec.name))
+                                .unwrap_or(source_index);
+                            return Err(CatalogError::Collision {
+                                name: spec.name.clone(),
+                                sources: vec![
+                                    self.sources[first].name().to_owned(),
+                                    self.sources[source_index].name().to_owned(),
+                                ],
+                            });
+                        }
+                    },
+                }
+            }
+        }
+        let tools = order
+            .iter()
+            .map(|(spec, tool)| (spec.name.clone(), tool.clone()))
+            .collect();
+        let specs = order.into_iter().map(|(spec, _)| spec).collect();
+        Ok(ResolvedCatalog {
+            generation,
+            specs,
+            tools,
+        })
+    }
+}
+
+impl Default for ToolFederation {
+    fn default() -> Self {
+        Self::new()
+    }
+}

@@ -1,0 +1,167 @@
+//! Tool sources: where the tools of an agent come from.
+//!
+//! A source is a catalog read as a cheap snapshot. Frozen sources (a
+//! [`ToolRegistry`]) keep one snapshot forever; sources that change (an MCP
+//! server announcing new tools, a plugin folder being watched) publish a new
+//! snapshot with a higher revision. Readers compare revisions to notice
+//! changes without diffing tool lists every time.
+
+use crate::Tool;
+use crate::federation::CatalogError;
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+
+/// A source's tools at one moment.
+#[derive(Clone)]
+pub struct CatalogSnapshot {
+    /// Increases whenever the source's tool list changes.
+    pub revision: u64,
+    /// The tools, in the source's order.
+    pub tools: Arc<[Arc<dyn Tool>]>,
+}
+
+impl CatalogSnapshot {
+    /// A snapshot of these tools at this revision.
+    pub fn new(revision: u64, tools: Vec<Arc<dyn Tool>>) -> Self {
+        Self {
+            revision,
+            tools: tools.into(),
+        }
+    }
+
+    /// The tools' names, in order.
+    pub fn names(&self) -> Vec<String> {
+        self.tools
+            .iter()
+            .map(|tool| tool.spec().name.clone())
+            .collect()
+    }
+}
+
+impl std::fmt::Debug for CatalogSnapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CatalogSnapshot")
+            .field("revision", &self.revision)
+            .field("tools", &self.names())
+            .finish()
+    }
+}
+
+/// How a catalog changed; the loop reports it as `ToolCatalogChanged`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCatalogEvent {
+    /// The source's name (or the federation's, for a merged view).
+    pub source: String,
+    /// Tools that appeared.
+    pub added: Vec<String>,
+    /// Tools that disappeared.
+    pub removed: Vec<String>,
+    /// Tools whose spec changed.
+    pub changed: Vec<String>,
+}
+
+impl ToolCatalogEvent {
+    /// `true` when nothing changed.
+    pub fn is_empty(&self) -> bool {
+        self.added.is_empty() && self.removed.is_empty() && self.changed.is_empty()
+    }
+}
+
+/// A catalog of tools that an agent reads at every model call.
+pub trait ToolSource: Send + Sync {
+    /// A name for logs and catalog events.
+    fn name(&self) -> &str;
+
+    /// The current tools. Called at every model call: keep it cheap (clone an
+    /// `Arc`).
+    fn snapshot(&self) -> CatalogSnapshot;
+}
+
+impl<T: ToolSource + ?Sized> ToolSource for Arc<T> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+
+    fn snapshot(&self) -> CatalogSnapshot {
+        (**self).snapshot()
+    }
+}
+
+/// A fixed set of tools, frozen once it is handed to an agent.
+#[derive(Clone)]
+pub struct ToolRegistry {
+    name: String,
+    tools: Vec<Arc<dyn Tool>>,
+}
+
+impl ToolRegistry {
+    /// An empty registry named `native`.
+    pub fn new() -> Self {
+        Self {
+            name: "native".into(),
+            tools: Vec::new(),
+        }
+    }
+
+    /// Renames the registry (for catalog events).
+    pub fn named(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// Adds a tool; a name already registered is an error.
+    pub fn register(&mut self, tool: impl Tool + 'static) -> Result<(), CatalogError> {
+        self.register_arc(Arc::new(tool))
+    }
+
+    /// Adds a shared tool; a name already registered is an error.
+    pub fn register_arc(&mut self, tool: Arc<dyn Tool>) -> Result<(), CatalogError> {
+        let name = tool.spec().name.clone();
+        if self.tools.iter().any(|t| t.spec().name == name) {
+            return Err(CatalogError::Collision {
+                name,
+                sources: vec![self.name.clone(), self.name.clone()],
+            });
+        }
+        self.tools.push(tool);
+        Ok(())
+    }
+
+    /// Adds a tool, replacing one of the same name; for builder chains.
+    pub fn with(mut self, tool: impl Tool + 'static) -> Self {
+        let tool: Arc<dyn Tool> = Arc::new(tool);
+        let name = tool.spec().name.clone();
+        self.tools.retain(|t| t.spec().name != name);
+        self.tools.push(tool);
+        self
+    }
+
+    /// The number of tools.
+    pub fn len(&self) -> usize {
+        self.tools.len()
+    }
+
+    /// `true` when there are no tools.
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty()
+    }
+}
+
+impl Default for ToolRegistry {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ToolSource for ToolRegistry {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn snapshot(&self) -> CatalogSnapshot {
+        CatalogSnapshot {
+            revision: 0,
+            tools: self.tools.clone().into(),
+        }
+    }
+}

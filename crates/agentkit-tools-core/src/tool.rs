@@ -1,0 +1,132 @@
+//! The `Tool` trait and what a call carries.
+
+use crate::{PermissionRequest, ToolError, ToolSpec};
+use agentkit_core::{MetadataMap, SessionId, ToolCallId, ToolOutput, TurnCancellation, TurnId};
+use serde_json::Value;
+use std::any::Any;
+use std::sync::Arc;
+
+/// Shared state tools can reach through [`ToolContext::resource`]: a
+/// workspace root, an HTTP client, a database pool. Any `Send + Sync` type
+/// qualifies; the default is `()`.
+pub trait ToolResources: Any + Send + Sync {}
+
+impl<T: Any + Send + Sync> ToolResources for T {}
+
+/// One call of a tool, as the model asked for it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolRequest {
+    /// The call's id.
+    pub call_id: ToolCallId,
+    /// The tool's name, as the model used it.
+    pub tool_name: String,
+    /// The arguments.
+    pub input: Value,
+    /// Extra data from the call part.
+    pub metadata: MetadataMap,
+}
+
+impl ToolRequest {
+    /// A request with no metadata.
+    pub fn new(call_id: impl Into<ToolCallId>, tool_name: impl Into<String>, input: Value) -> Self {
+        Self {
+            call_id: call_id.into(),
+            tool_name: tool_name.into(),
+            input,
+            metadata: MetadataMap::new(),
+        }
+    }
+}
+
+/// What a running tool can see of its surroundings.
+#[derive(Clone)]
+pub struct ToolContext {
+    /// The session the call belongs to.
+    pub session_id: SessionId,
+    /// The turn the call belongs to.
+    pub turn_id: TurnId,
+    /// Cancelled when the host interrupts the turn; long-running tools should
+    /// race their work against [`TurnCancellation::cancelled`].
+    pub cancellation: TurnCancellation,
+    /// Shared resources, see [`ToolResources`].
+    pub resources: Arc<dyn ToolResources>,
+}
+
+impl ToolContext {
+    /// A context for calls outside an agent loop (tests, scripts).
+    pub fn detached() -> Self {
+        Self {
+            session_id: SessionId::new("detached"),
+            turn_id: TurnId::new("detached"),
+            cancellation: TurnCancellation::never(),
+            resources: Arc::new(()),
+        }
+    }
+
+    /// The shared resources, if they are a `T`.
+    pub fn resource<T: Any>(&self) -> Option<&T> {
+        let any: &dyn Any = &*self.resources;
+        any.downcast_ref::<T>()
+    }
+}
+
+impl std::fmt::Debug for ToolContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolContext")
+            .field("session_id", &self.session_id)
+            .field("turn_id", &self.turn_id)
+            .field("cancelled", &self.cancellation.is_cancelled())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a tool returns.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolResult {
+    /// The output the model reads.
+    pub output: ToolOutput,
+    /// `true` when the output describes a failure the tool itself reported
+    /// (an MCP `isError` result); it reaches the model as an error result.
+    pub is_error: bool,
+    /// Extra data, copied to the result part.
+    pub metadata: MetadataMap,
+}
+
+impl ToolResult {
+    /// A successful result.
+    pub fn new(output: impl Into<ToolOutput>) -> Self {
+        Self {
+            output: output.into(),
+            is_error: false,
+            metadata: MetadataMap::new(),
+        }
+    }
+
+    /// A result the tool marks as failed.
+    pub fn error(output: impl Into<ToolOutput>) -> Self {
+        Self {
+            output: output.into(),
+            is_error: true,
+            metadata: MetadataMap::new(),
+        }
+    }
+}
+
+/// A tool the model can call.
+#[async_trait::async_trait]
+pub trait Tool: Send + Sync {
+    /// The tool's spec, shared.
+    fn spec(&self) -> Arc<ToolSpec>;
+
+    /// The permissions a call with this input would need. The executor checks
+    /// them all before running anything, and one approval covers them all.
+    /// The default asks for nothing.
+    fn proposed_requests(&self, input: &Value) -> Result<Vec<PermissionRequest>, ToolError> {
+        let _ = input;
+        Ok(Vec::new())
+    }
+
+    /// Runs the call. The input was already validated against the schema.
+    async fn invoke(&self, request: ToolRequest, ctx: ToolContext)
+    -> Result<ToolResult, ToolError>;
+}
