@@ -1,0 +1,201 @@
+//! The boundary between the loop and a model provider.
+//!
+//! An adapter ([`ModelAdapter`]) opens sessions; a session
+//! ([`ModelSession`]) runs turns; a turn ([`ModelTurn`]) is a stream of
+//! [`ModelTurnEvent`]s: content deltas, tool calls, usage, and one
+//! `Finished`. Provider crates implement these three traits; the loop never
+//! sees HTTP.
+
+use crate::{PromptCacheRequest, TranscriptView};
+use agentkit_core::{
+    Delta, FinishReason, MetadataMap, SessionId, ToolCallPart, TurnCancellation, TurnId, Usage,
+};
+use agentkit_tools_core::ToolSpec;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How a session is opened.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SessionConfig {
+    /// The session's id.
+    pub session_id: SessionId,
+    /// The prompt-cache request used for every turn unless a turn overrides it.
+    pub cache: Option<PromptCacheRequest>,
+    /// Extra data for the adapter.
+    pub metadata: MetadataMap,
+}
+
+impl SessionConfig {
+    /// A session with this id, no cache request and no metadata.
+    pub fn new(session_id: impl Into<SessionId>) -> Self {
+        Self {
+            session_id: session_id.into(),
+            cache: None,
+            metadata: MetadataMap::new(),
+        }
+    }
+
+    /// Sets the session's default prompt-cache request.
+    pub fn with_cache(mut self, cache: PromptCacheRequest) -> Self {
+        self.cache = Some(cache);
+        self
+    }
+}
+
+/// Everything a model needs for one turn.
+#[derive(Clone, Debug)]
+pub struct TurnRequest {
+    /// The session.
+    pub session_id: SessionId,
+    /// This turn's id (`turn-<n>`).
+    pub turn_id: TurnId,
+    /// The transcript so far; a shared view, not a copy.
+    pub transcript: TranscriptView,
+    /// The tools the model may call; shared specs.
+    pub available_tools: Vec<Arc<ToolSpec>>,
+    /// Extra data.
+    pub metadata: MetadataMap,
+    /// Prompt caching for this turn.
+    pub cache: Option<PromptCacheRequest>,
+}
+
+/// One event of a streamed model turn.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum ModelTurnEvent {
+    /// A content delta (text, reasoning, media).
+    Delta(Delta),
+    /// A complete tool call.
+    ToolCall(ToolCallPart),
+    /// Token usage so far (adapters may report more than once; the last
+    /// report of a turn wins).
+    Usage(Usage),
+    /// Something non-fatal the host may want to know (a retried request).
+    Warning(String),
+    /// The turn ended.
+    Finished(ModelTurnResult),
+}
+
+/// How a model turn ended.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ModelTurnResult {
+    /// Why it ended.
+    pub finish_reason: FinishReason,
+    /// Extra data (provider response id, model name) copied to the
+    /// assistant item's metadata.
+    pub metadata: MetadataMap,
+}
+
+impl ModelTurnResult {
+    /// A result with no metadata.
+    pub fn new(finish_reason: FinishReason) -> Self {
+        Self {
+            finish_reason,
+            metadata: MetadataMap::new(),
+        }
+    }
+}
+
+/// What kind of failure a [`ModelError`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ModelErrorKind {
+    /// Too many requests (HTTP 429).
+    RateLimited,
+    /// The provider is overloaded (HTTP 529, `overloaded_error`).
+    Overloaded,
+    /// Missing or wrong credentials (HTTP 401/403).
+    Authentication,
+    /// The request was refused as malformed (HTTP 400).
+    InvalidRequest,
+    /// The prompt is longer than the model's context window.
+    ContextLengthExceeded,
+    /// The provider failed (HTTP 5xx).
+    Server,
+    /// The connection failed or timed out.
+    Transport,
+    /// The provider's answer could not be understood (malformed stream).
+    Protocol,
+    /// The turn was cancelled.
+    Cancelled,
+    /// Anything else.
+    Other,
+}
+
+/// A failed model call.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("{kind:?}: {message}")]
+pub struct ModelError {
+    /// What kind of failure.
+    pub kind: ModelErrorKind,
+    /// The provider's own message, or ours.
+    pub message: String,
+    /// The HTTP status, when there was one.
+    pub status: Option<u16>,
+    /// How long the provider asked us to wait before retrying.
+    pub retry_after: Option<Duration>,
+}
+
+impl ModelError {
+    /// An error of this kind.
+    pub fn new(kind: ModelErrorKind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            message: message.into(),
+            status: None,
+            retry_after: None,
+        }
+    }
+
+    /// Sets the HTTP status.
+    pub fn with_status(mut self, status: u16) -> Self {
+        self.status = Some(status);
+        self
+    }
+
+    /// `true` when trying again later may succeed.
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self.kind,
+            ModelErrorKind::RateLimited
+                | ModelErrorKind::Overloaded
+                | ModelErrorKind::Server
+                | ModelErrorKind::Transport
+        )
+    }
+}
+
+/// Opens sessions with a model provider.
+#[async_trait::async_trait]
+pub trait ModelAdapter: Send + Sync + 'static {
+    /// The session type.
+    type Session: ModelSession;
+
+    /// Opens a session.
+    async fn start_session(&self, config: SessionConfig) -> Result<Self::Session, ModelError>;
+}
+
+/// A session with a model: runs one turn at a time.
+#[async_trait::async_trait]
+pub trait ModelSession: Send + 'static {
+    /// The turn type.
+    type Turn: ModelTurn;
+
+    /// Sends the request and returns the streaming turn.
+    async fn begin_turn(
+        &mut self,
+        request: TurnRequest,
+        cancellation: Option<TurnCancellation>,
+    ) -> Result<Self::Turn, ModelError>;
+}
+
+/// A streaming model turn.
+#[async_trait::async_trait]
+pub trait ModelTurn: Send {
+    /// The next event; `Ok(None)` once the stream is over. A stream that ends
+    /// without `Finished` is treated as a protocol error by the driver.
+    async fn next_event(
+        &mut self,
+        cancellation: Option<TurnCancellation>,
+    ) -> Result<Option<ModelTurnEvent>, ModelError>;
+}

@@ -1,0 +1,151 @@
+//! A transcript that can be handed to a model without copying it.
+//!
+//! Every model call carries the whole transcript. Copying it each time would
+//! make a long session quadratic, so the driver keeps its items in an
+//! append-only log and hands out [`TranscriptView`]s: a shared pointer to the
+//! log plus a length. A view never sees items appended after it was made, so
+//! it is a stable snapshot; making one costs the same at 10 items as at
+//! 100,000. When a mutator rewrites history, the driver starts a new log and
+//! old views keep the old one.
+
+use agentkit_core::Item;
+use std::ops::Deref;
+use std::sync::{Arc, RwLock, RwLockReadGuard};
+
+/// An immutable, cheaply cloned prefix of a transcript.
+#[derive(Clone, Default)]
+pub struct TranscriptView {
+    log: Arc<RwLock<Vec<Item>>>,
+    len: usize,
+}
+
+impl TranscriptView {
+    /// A view of these items.
+    pub fn from_items(items: Vec<Item>) -> Self {
+        let len = items.len();
+        Self {
+            log: Arc::new(RwLock::new(items)),
+            len,
+        }
+    }
+
+    /// The number of items.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// `true` when there are no items.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Borrows the items. Hold the guard briefly: the driver waits for it
+    /// before appending.
+    pub fn read(&self) -> TranscriptGuard<'_> {
+        TranscriptGuard {
+            guard: self.log.read().unwrap_or_else(|e| e.into_inner()),
+            len: self.len,
+        }
+    }
+
+    /// Copies the items out.
+    pub fn to_vec(&self) -> Vec<Item> {
+        self.read().to_vec()
+    }
+}
+
+impl std::fmt::Debug for TranscriptView {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.read().iter()).finish()
+    }
+}
+
+impl PartialEq for TranscriptView {
+    fn eq(&self, other: &Self) -> bool {
+        *self.read() == *other.read()
+    }
+}
+
+/// Borrowed items of a [`TranscriptView`]; dereferences to `[Item]`.
+pub struct TranscriptGuard<'a> {
+    guard: RwLockReadGuard<'a, Vec<Item>>,
+    len: usize,
+}
+
+impl Deref for TranscriptGuard<'_> {
+    type Target = [Item];
+
+    fn deref(&self) -> &[Item] {
+        &self.guard[..self.len]
+    }
+}
+
+/// The driver's side: the log it appends to.
+#[derive(Default)]
+#[allow(dead_code)] // used by the driver, which lands next
+
+pub(crate) struct TranscriptLog {
+    log: Arc<RwLock<Vec<Item>>>,
+}
+
+#[allow(dead_code)]
+impl TranscriptLog {
+    pub(crate) fn new(items: Vec<Item>) -> Self {
+        Self {
+            log: Arc::new(RwLock::new(items)),
+        }
+    }
+
+    pub(crate) fn push(&self, item: Item) {
+        self.log
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(item);
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.log.read().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    pub(crate) fn view(&self) -> TranscriptView {
+        TranscriptView {
+            log: self.log.clone(),
+            len: self.len(),
+        }
+    }
+
+    pub(crate) fn to_vec(&self) -> Vec<Item> {
+        self.log.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Replaces the whole history; views handed out earlier keep the old one.
+    pub(crate) fn replace(&mut self, items: Vec<Item>) {
+        self.log = Arc::new(RwLock::new(items));
+    }
+
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&[Item]) -> R) -> R {
+        f(&self.log.read().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_view_is_a_stable_prefix() {
+        let mut log = TranscriptLog::new(vec![Item::user("a")]);
+        let view = log.view();
+        log.push(Item::assistant("b"));
+        assert_eq!(view.len(), 1);
+        assert_eq!(view.read()[0].text_content(), "a");
+        assert_eq!(log.view().len(), 2);
+        log.replace(vec![Item::user("rewritten")]);
+        assert_eq!(
+            view.read()[0].text_content(),
+            "a",
+            "old views keep the old history"
+        );
+        assert_eq!(log.to_vec(), vec![Item::user("rewritten")]);
+    }
+}
