@@ -83,7 +83,6 @@ impl Deref for TranscriptGuard<'_> {
 /// The driver's side: the log it appends to.
 #[derive(Default)]
 #[allow(dead_code)] // used by the driver, which lands next
-
 pub(crate) struct TranscriptLog {
     log: Arc<RwLock<Vec<Item>>>,
 }
