@@ -82,12 +82,10 @@ impl Deref for TranscriptGuard<'_> {
 
 /// The driver's side: the log it appends to.
 #[derive(Default)]
-#[allow(dead_code)] // used by the driver, which lands next
 pub(crate) struct TranscriptLog {
     log: Arc<RwLock<Vec<Item>>>,
 }
 
-#[allow(dead_code)]
 impl TranscriptLog {
     pub(crate) fn new(items: Vec<Item>) -> Self {
         Self {
