@@ -42,3 +42,8 @@ pub use model::{
     ModelTurnResult, SessionConfig, TurnRequest,
 };
 pub use transcript::{TranscriptGuard, TranscriptView};
+
+// The README's example is compiled and run with the doc-tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
