@@ -20,6 +20,7 @@ commands:
   doc-test  doc tests, the book's code blocks included
   layers    the crate layer rules of ARCHITECTURE.md section 1
   meta      every crate has a README.md, a description and the workspace lints
+  bench     the benchmark scenarios, printed as tables (not part of ci)
 ";
 
 fn main() -> ExitCode {
@@ -32,6 +33,7 @@ fn main() -> ExitCode {
         "doc-test" => run::doc_test(),
         "layers" => layers::check(),
         "meta" => checks::meta(),
+        "bench" => run::bench(),
         "help" | "--help" | "-h" => {
             print!("{USAGE}");
             return ExitCode::SUCCESS;

@@ -117,12 +117,20 @@ impl TranscriptLog {
 
     /// Replaces the whole history; views handed out earlier keep the old one.
     pub(crate) fn replace(&mut self, items: Vec<Item>) {
-        self.log = Arc::new(RwLock::new(items));
+        self.log = Arc::new(RwLock::new(with_headroom(items)));
     }
 
     pub(crate) fn with<R>(&self, f: impl FnOnce(&[Item]) -> R) -> R {
         f(&self.log.read().unwrap_or_else(|e| e.into_inner()))
     }
+}
+
+/// A loaded or rewritten history usually has no spare capacity, so the next
+/// append would copy it whole. Doubling the capacity up front keeps the
+/// first rounds after a resume or a compaction as cheap as later ones.
+fn with_headroom(mut items: Vec<Item>) -> Vec<Item> {
+    items.reserve(items.len().max(64));
+    items
 }
 
 #[cfg(test)]

@@ -131,13 +131,27 @@ impl ScriptedTurn {
 #[derive(Default)]
 struct Shared {
     script: Mutex<VecDeque<ScriptedTurn>>,
+    /// When set, every session plays its own copy of this script.
+    per_session: Option<Vec<ScriptedTurn>>,
+    record: bool,
     requests: Mutex<Vec<TurnRequest>>,
 }
 
 /// A model that plays a script; clones share the script and the recording.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct ScriptedModel {
     shared: Arc<Shared>,
+}
+
+impl Default for ScriptedModel {
+    fn default() -> Self {
+        Self {
+            shared: Arc::new(Shared {
+                record: true,
+                ..Shared::default()
+            }),
+        }
+    }
 }
 
 impl ScriptedModel {
@@ -146,6 +160,40 @@ impl ScriptedModel {
         let model = Self::default();
         model.push_turns(turns);
         model
+    }
+
+    /// A model whose every session plays its own copy of these turns, for
+    /// tests and benchmarks that run many sessions at once.
+    pub fn per_session(turns: impl IntoIterator<Item = ScriptedTurn>) -> Self {
+        Self {
+            shared: Arc::new(Shared {
+                per_session: Some(turns.into_iter().collect()),
+                record: true,
+                ..Shared::default()
+            }),
+        }
+    }
+
+    /// Stops recording requests (benchmarks with many sessions).
+    pub fn without_recording(self) -> Self {
+        let shared = Arc::try_unwrap(self.shared).unwrap_or_else(|shared| Shared {
+            script: Mutex::new(
+                shared
+                    .script
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .clone(),
+            ),
+            per_session: shared.per_session.clone(),
+            record: false,
+            requests: Mutex::new(Vec::new()),
+        });
+        Self {
+            shared: Arc::new(Shared {
+                record: false,
+                ..shared
+            }),
+        }
     }
 
     /// Appends turns to the script.
@@ -166,7 +214,7 @@ impl ScriptedModel {
             .clone()
     }
 
-    /// How many turns are left in the script.
+    /// How many turns are left in the shared script.
     pub fn remaining(&self) -> usize {
         self.shared
             .script
@@ -181,8 +229,14 @@ impl ModelAdapter for ScriptedModel {
     type Session = ScriptedSession;
 
     async fn start_session(&self, _config: SessionConfig) -> Result<ScriptedSession, ModelError> {
+        let own = self
+            .shared
+            .per_session
+            .as_ref()
+            .map(|turns| turns.iter().cloned().collect());
         Ok(ScriptedSession {
             shared: self.shared.clone(),
+            own,
         })
     }
 }
@@ -190,6 +244,8 @@ impl ModelAdapter for ScriptedModel {
 /// A session of a [`ScriptedModel`].
 pub struct ScriptedSession {
     shared: Arc<Shared>,
+    /// This session's own script, for [`ScriptedModel::per_session`].
+    own: Option<VecDeque<ScriptedTurn>>,
 }
 
 #[async_trait::async_trait]
@@ -201,17 +257,22 @@ impl ModelSession for ScriptedSession {
         request: TurnRequest,
         _cancellation: Option<TurnCancellation>,
     ) -> Result<ScriptedTurnStream, ModelError> {
-        self.shared
-            .requests
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(request);
-        let turn = self
-            .shared
-            .script
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .pop_front();
+        if self.shared.record {
+            self.shared
+                .requests
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(request);
+        }
+        let turn = match &mut self.own {
+            Some(own) => own.pop_front(),
+            None => self
+                .shared
+                .script
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .pop_front(),
+        };
         let turn = turn.ok_or_else(|| {
             ModelError::new(ModelErrorKind::Other, "the script has no more turns")
         })?;
@@ -243,5 +304,73 @@ impl ModelTurn for ScriptedTurnStream {
                 Some(ScriptStep::Delay(duration)) => tokio::time::sleep(duration).await,
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agentkit_core::TurnId;
+    use agentkit_loop::TranscriptView;
+
+    fn request() -> TurnRequest {
+        TurnRequest {
+            session_id: "s".into(),
+            turn_id: TurnId::new("turn-0"),
+            transcript: TranscriptView::default(),
+            available_tools: Vec::new(),
+            metadata: Default::default(),
+            cache: None,
+        }
+    }
+
+    async fn first_event(session: &mut ScriptedSession) -> Option<ModelTurnEvent> {
+        let mut turn = session.begin_turn(request(), None).await.unwrap();
+        turn.next_event(None).await.unwrap()
+    }
+
+    #[tokio::test]
+    async fn shared_scripts_are_consumed_across_sessions_and_per_session_ones_are_not() {
+        let shared = ScriptedModel::new([ScriptedTurn::text("a"), ScriptedTurn::text("b")]);
+        let mut one = shared.start_session(SessionConfig::new("1")).await.unwrap();
+        let mut two = shared.start_session(SessionConfig::new("2")).await.unwrap();
+        first_event(&mut one).await;
+        first_event(&mut two).await;
+        assert_eq!(shared.remaining(), 0);
+        assert_eq!(shared.requests().len(), 2);
+        let err = one.begin_turn(request(), None).await.err().unwrap();
+        assert!(err.message.contains("no more turns"));
+
+        let own = ScriptedModel::per_session([ScriptedTurn::text("a")]).without_recording();
+        for name in ["1", "2"] {
+            let mut session = own.start_session(SessionConfig::new(name)).await.unwrap();
+            assert!(first_event(&mut session).await.is_some());
+        }
+        assert!(own.requests().is_empty(), "recording is off");
+    }
+
+    #[tokio::test]
+    async fn failures_and_delays_are_played() {
+        let model = ScriptedModel::new([
+            ScriptedTurn::failing(ModelError::new(ModelErrorKind::RateLimited, "429")),
+            ScriptedTurn::new()
+                .delay(Duration::from_millis(1))
+                .fail(ModelError::new(ModelErrorKind::Protocol, "cut")),
+        ]);
+        let mut session = model.start_session(SessionConfig::new("s")).await.unwrap();
+        assert_eq!(
+            session
+                .begin_turn(request(), None)
+                .await
+                .err()
+                .unwrap()
+                .kind,
+            ModelErrorKind::RateLimited
+        );
+        let mut turn = session.begin_turn(request(), None).await.unwrap();
+        assert_eq!(
+            turn.next_event(None).await.unwrap_err().kind,
+            ModelErrorKind::Protocol
+        );
     }
 }
