@@ -75,5 +75,12 @@ pub fn doc_test() -> Result<(), String> {
 /// Benchmarks print tables of medians and ratios; they are never run as
 /// timed tests because timings on shared machines are noisy.
 pub fn bench() -> Result<(), String> {
-    cargo(&["bench", "--locked", "-p", "agentkit-loop", "--bench", "scenarios"])
+    cargo(&[
+        "bench",
+        "--locked",
+        "-p",
+        "agentkit-loop",
+        "--bench",
+        "scenarios",
+    ])
 }
