@@ -13,29 +13,39 @@
 //! Nothing here depends on the agent loop; MCP and the built-in tools build
 //! on this crate alone.
 
+mod adapter;
 mod approval;
 mod auth;
+mod dynamic;
 mod error;
 mod executor;
 mod federation;
 mod permission;
+pub mod policy;
+mod schema;
 mod source;
 mod spec;
 mod tool;
+mod truncate;
 
+pub use adapter::{FilteredSource, PrefixedSource};
 pub use approval::{ApprovalDecision, ApprovalReason, ApprovalRequest};
 pub use auth::{AuthOperation, AuthRequest};
+pub use dynamic::{CatalogReader, CatalogWriter, dynamic_catalog};
 pub use error::ToolError;
 pub use executor::{BasicToolExecutor, Preflight, ToolExecutor};
 pub use federation::{CatalogError, CollisionPolicy, ResolvedCatalog, ToolFederation};
 pub use permission::{
     AllowAllPermissions, CompositePermissionChecker, FileSystemOperation, McpOperation,
     PermissionChecker, PermissionDecision, PermissionDenial, PermissionPayload, PermissionPolicy,
-    PermissionRequest, PolicyMatch, ShellCommand,
+    PermissionRequest, PolicyMatch, ShellCommand, approval_for,
 };
+pub use policy::{CommandPolicy, McpServerPolicy, OutsideRoots, PathPolicy, resolve_path};
+pub use schema::{SchemaErrors, SchemaViolation, validate_input};
 pub use source::{CatalogSnapshot, ToolCatalogEvent, ToolRegistry, ToolSource};
-pub use spec::{InvalidToolName, ToolAnnotations, ToolSpec, validate_tool_name};
+pub use spec::{InvalidToolName, MAX_TOOL_NAME_LEN, ToolAnnotations, ToolSpec, validate_tool_name};
 pub use tool::{Tool, ToolContext, ToolRequest, ToolResources, ToolResult};
+pub use truncate::{DEFAULT_MAX_OUTPUT_BYTES, truncate_output, truncate_text};
 
 // The README's example is compiled with the doc-tests.
 #[cfg(doctest)]
