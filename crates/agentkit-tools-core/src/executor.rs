@@ -135,11 +135,7 @@ impl BasicToolExecutor {
             return Preflight::Ready;
         };
         if approvals.len() > 1 {
-            approval.summary = approvals
-                .iter()
-                .map(|a| a.summary.as_str())
-                .collect::<Vec<_>>()
-                .join("; ");
+            approval.summary = distinct(approvals.iter().map(|a| a.summary.as_str())).join("; ");
         }
         approval.call_id = Some(request.call_id.clone());
         approval.id = ApprovalId::new(format!("approval:{}", request.call_id));
@@ -147,9 +143,9 @@ impl BasicToolExecutor {
         metadata.insert("tool".into(), request.tool_name.clone().into());
         metadata.insert(
             "request_kinds".into(),
-            approvals
-                .iter()
-                .map(|a| serde_json::Value::from(a.request_kind.clone()))
+            distinct(approvals.iter().map(|a| a.request_kind.as_str()))
+                .into_iter()
+                .map(serde_json::Value::from)
                 .collect(),
         );
         metadata.extend(approval.metadata);
@@ -172,6 +168,18 @@ impl BasicToolExecutor {
         }
         Ok(result)
     }
+}
+
+/// The items in first-seen order, each once: two requests with the same
+/// summary are one thing for the person approving them.
+fn distinct<'a>(items: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut seen = Vec::new();
+    for item in items {
+        if !seen.contains(&item) {
+            seen.push(item);
+        }
+    }
+    seen
 }
 
 #[async_trait::async_trait]
