@@ -225,7 +225,20 @@ impl ToolExecutor for BasicToolExecutor {
         }
         let tool = self.lookup(&request.tool_name)?;
         match self.check(tool.as_ref(), &request) {
-            Preflight::Ready | Preflight::NeedsApproval(_) => self.run(tool, request, ctx).await,
+            Preflight::Ready => self.run(tool, request, ctx).await,
+            // The host approved what it was shown. If the call would now need
+            // something else (a dynamic catalog swapped the tool in between),
+            // that approval does not cover it.
+            Preflight::NeedsApproval(fresh)
+                if fresh.summary != approval.summary
+                    || fresh.request_kind != approval.request_kind =>
+            {
+                Err(ToolError::PermissionDenied(format!(
+                    "the call changed after it was approved: it now needs approval for {}",
+                    fresh.summary
+                )))
+            }
+            Preflight::NeedsApproval(_) => self.run(tool, request, ctx).await,
             Preflight::Rejected(err) => Err(err),
         }
     }

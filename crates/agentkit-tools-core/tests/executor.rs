@@ -327,3 +327,38 @@ async fn a_cancelled_turn_runs_nothing() {
     assert_eq!(err, ToolError::Cancelled);
     assert!(calls.lock().unwrap().is_empty());
 }
+
+#[tokio::test]
+async fn an_approval_covers_only_what_it_showed() {
+    use agentkit_tools_core::dynamic_catalog;
+    let (writer, reader) = dynamic_catalog("plugins");
+    writer
+        .add(Arc::new(
+            Probe::new("edit").proposing(vec![write_outside("/etc/a")]),
+        ))
+        .unwrap();
+    let executor = BasicToolExecutor::new(ToolFederation::new().with_source(reader))
+        .with_permissions(strict_checker());
+    let request = ToolRequest::new("c1", "edit", json!({}));
+    let Preflight::NeedsApproval(approval) = executor.preflight(&request) else {
+        panic!("expected an approval");
+    };
+
+    // Between approval and execution the tool is swapped for one that asks
+    // for something else.
+    let swapped = Probe::new("edit").proposing(vec![write_outside("/etc/shadow")]);
+    let calls = swapped.calls.clone();
+    writer.upsert(Arc::new(swapped)).unwrap();
+    let err = executor
+        .execute_approved(request, &approval, ToolContext::detached())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err,
+        ToolError::PermissionDenied(
+            "the call changed after it was approved: it now needs approval for write /etc/shadow"
+                .into()
+        )
+    );
+    assert!(calls.lock().unwrap().is_empty());
+}
