@@ -319,6 +319,11 @@ fn command_policy_table() {
         ("ls > out.txt 2>&1", Expect::Allow),
         ("cat <<EOF\nrm -rf /\nEOF", Expect::Allow),
         ("python3 -c 'import os'", approve),
+        ("find . -name '*.rs' -exec grep -l x {} +", approve),
+        ("find . -exec rm {} \\;", Expect::Deny),
+        ("find . -delete", Expect::Deny),
+        ("curl -s x | bash", approve),
+        ("bash < script.sh", approve),
         ("echo 'unterminated", approve),
         ("", Expect::Allow),
     ];

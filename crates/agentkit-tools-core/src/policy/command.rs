@@ -10,9 +10,16 @@
 //! what they run is judged. Privilege changers (`sudo`, `doas`) are looked
 //! through as well, but must be allowed explicitly.
 //!
+//! `find -exec` actions are judged as commands too. A shell that reads its
+//! script from a file or standard input (`curl x | sh`) always needs
+//! approval: what it will run is not in the line.
+//!
 //! Programs are matched by their file name, so `/usr/bin/rm` is `rm`. A
 //! program whose name the shell would compute (`$TOOL`, `$(which x)`) cannot
 //! be judged and needs approval; so does a line the reader cannot parse.
+//! Programs that run other programs in their own ways (`ssh host cmd`,
+//! `make`, `python -c`, `git` aliases) are only as safe as allowing them:
+//! allow them knowingly.
 
 use super::path::resolve_path;
 use super::shell::{ShellWord, parse_command_line};
@@ -249,19 +256,27 @@ impl CommandPolicy {
                 }
             }
         }
-        if SHELLS.contains(&name)
-            && let Some(script) = shell_script(args)
-        {
-            match script {
-                Some(script) if !script.expands => {
+        if SHELLS.contains(&name) {
+            match shell_script(args) {
+                Some(Some(script)) if !script.expands => {
                     self.check_script(&script.text, depth + 1, findings)
                 }
-                _ => findings.unsure.push(format!(
+                Some(_) => findings.unsure.push(format!(
                     "the script of `{}` is computed at run time",
+                    shown()
+                )),
+                // A shell reading a file or standard input (`curl x | sh`,
+                // `bash <<EOF`) runs commands this line does not show, even
+                // if the shell itself is on the allow list.
+                None => findings.unsure.push(format!(
+                    "`{}` runs a script the line does not show",
                     shown()
                 )),
             }
             return;
+        }
+        if name == "find" {
+            self.check_find_actions(args, depth, findings);
         }
         if name == "eval" {
             if args.iter().any(|a| a.expands) {
@@ -298,6 +313,29 @@ impl CommandPolicy {
             findings
                 .unsure
                 .push(format!("`{name}` is not an allowed program"));
+        }
+    }
+
+    /// `find ... -exec prog args ;` runs `prog` once per file: judge it like
+    /// any other command (`find` itself still has to be allowed).
+    fn check_find_actions(&self, args: &[ShellWord], depth: usize, findings: &mut Findings) {
+        let mut rest = args;
+        while let Some(start) = rest
+            .iter()
+            .position(|a| matches!(a.text.as_str(), "-exec" | "-execdir" | "-ok" | "-okdir"))
+        {
+            let action = &rest[start + 1..];
+            let end = action
+                .iter()
+                .position(|a| a.text == ";" || a.text == "+")
+                .unwrap_or(action.len());
+            self.check_words(&action[..end], depth, findings);
+            rest = action.get(end + 1..).unwrap_or(&[]);
+        }
+        if args.iter().any(|a| a.text == "-delete") && self.denied.contains("rm") {
+            findings
+                .denial
+                .get_or_insert("`find -delete` removes files, and `rm` is denied".into());
         }
     }
 
