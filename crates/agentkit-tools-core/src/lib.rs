@@ -4,11 +4,17 @@
 //!   says which [`PermissionRequest`]s a call would make, and is invoked with
 //!   a [`ToolContext`].
 //! - Tools come from [`ToolSource`]s: a frozen [`ToolRegistry`], or catalogs
-//!   that change at run time (MCP servers, plugins). A [`ToolFederation`]
-//!   merges several sources in registration order under a [`CollisionPolicy`].
-//! - A [`ToolExecutor`] checks each call's permissions before running it
-//!   (preflight), so the agent loop can ask the host for approval first.
-//! - A [`PermissionChecker`] decides: allow, deny, or require approval.
+//!   that change at run time ([`dynamic_catalog`]: MCP servers, plugins),
+//!   possibly renamed or filtered ([`PrefixedSource`], [`FilteredSource`]).
+//!   A [`ToolFederation`] merges several sources in registration order under
+//!   a [`CollisionPolicy`].
+//! - A [`ToolExecutor`] validates each call's input against the schema
+//!   ([`validate_input`]) and checks its permissions before running it
+//!   (preflight), so the agent loop can ask the host for approval first; it
+//!   bounds the output ([`truncate_output`]).
+//! - A [`PermissionChecker`] decides: allow, deny, or require approval. The
+//!   [`policy`] module has ready-made rules for paths, shell commands and
+//!   MCP servers.
 //!
 //! Nothing here depends on the agent loop; MCP and the built-in tools build
 //! on this crate alone.

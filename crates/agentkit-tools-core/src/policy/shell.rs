@@ -182,6 +182,8 @@ impl Reader {
                 };
             };
             match c {
+                // A line continuation between words joins the lines.
+                '\\' if self.peek_at(1) == Some('\n') => self.pos += 2,
                 '\n' => {
                     self.pos += 1;
                     self.finish(&mut building);
@@ -320,7 +322,13 @@ impl Reader {
                     heredoc = Some(strip_tabs);
                 }
             }
-            (_, Some('>' | '&' | '|')) => self.pos += 1,
+            (_, Some('>' | '&' | '|')) => {
+                self.pos += 1;
+                // `&>>` appends both streams.
+                if first == Some('&') && self.peek() == Some('>') {
+                    self.pos += 1;
+                }
+            }
             _ => {}
         }
         while matches!(self.peek(), Some(' ' | '\t')) {
@@ -659,6 +667,7 @@ mod tests {
         );
         assert_eq!(commands("echo \"say \\\"hi\\\"\""), ["echo say \"hi\""]);
         assert_eq!(commands("ec\\\nho x"), ["echo x"]);
+        assert_eq!(commands("ls \\\n  -la \\\n"), ["ls -la"]);
     }
 
     #[test]
@@ -694,6 +703,8 @@ mod tests {
         assert_eq!(parsed[0].to_string(), "make -j4");
         assert_eq!(commands("> out echo hi"), ["echo hi"]);
         assert_eq!(commands("cmd &> all.log"), ["cmd"]);
+        assert_eq!(commands("cmd &>> all.log; next"), ["cmd", "next"]);
+        assert_eq!(commands("echo hi >&2 2>>err.log"), ["echo hi"]);
         // Not an assignment: the name is quoted, or the `=` comes later.
         assert_eq!(commands("'A'=1 x"), ["A=1 x"]);
         assert_eq!(commands("make A=1"), ["make A=1"]);
