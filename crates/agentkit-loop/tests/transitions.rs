@@ -413,3 +413,42 @@ async fn catalog_changes_are_reported_at_the_next_model_call() {
     assert_eq!(change.added, vec!["slow"]);
     assert_eq!(model.requests()[1].available_tools.len(), 2);
 }
+
+struct WhoAmI;
+
+#[async_trait::async_trait]
+impl agentkit_tools_core::Tool for WhoAmI {
+    fn spec(&self) -> Arc<agentkit_tools_core::ToolSpec> {
+        spec("whoami")
+    }
+
+    async fn invoke(
+        &self,
+        _request: agentkit_tools_core::ToolRequest,
+        ctx: agentkit_tools_core::ToolContext,
+    ) -> Result<agentkit_tools_core::ToolResult, agentkit_tools_core::ToolError> {
+        Ok(agentkit_tools_core::ToolResult::new(format!(
+            "{} {} {}",
+            ctx.session_id, ctx.turn_id, ctx.call_id
+        )))
+    }
+}
+
+#[tokio::test]
+async fn tools_see_their_call_session_and_turn() {
+    let model = ScriptedModel::new([
+        ScriptedTurn::tool_call("c7", "whoami", json!({})),
+        ScriptedTurn::text("ok"),
+    ]);
+    let agent = Agent::builder()
+        .model(model.clone())
+        .add_tool_source(registry().with(WhoAmI))
+        .input(vec![Item::user("go")])
+        .build()
+        .unwrap();
+    let mut driver = agent.start(SessionConfig::new("sess")).await.unwrap();
+    finish(&mut driver).await;
+    let items = driver.transcript().to_vec();
+    let result = items.iter().flat_map(Item::tool_results).next().unwrap();
+    assert_eq!(result.output.to_text(), "sess turn-0 c7");
+}

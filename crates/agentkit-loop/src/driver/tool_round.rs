@@ -113,6 +113,7 @@ impl<S: ModelSession> LoopDriver<S> {
             },
             approval,
             ctx: ToolContext {
+                call_id: entry.call.id.clone(),
                 session_id: self.session_id.clone(),
                 turn_id: self.current_turn_id(),
                 cancellation: self
