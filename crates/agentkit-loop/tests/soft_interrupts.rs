@@ -193,6 +193,7 @@ async fn point_c_urgent_during_parallel_execution() {
     );
     assert!(!results[0].is_error);
     assert!(results[1].is_error && results[2].is_error);
+    assert_transcript_snapshot!(&items);
 }
 
 #[tokio::test]
@@ -233,4 +234,124 @@ async fn a_stream_error_keeps_the_queue_and_a_snapshot_carries_it() {
         "answer to the queued message"
     );
     assert!(resumed.soft_interrupts().is_empty());
+}
+
+#[tokio::test]
+async fn point_d_without_host_submit_merges_three_messages() {
+    let model = ScriptedModel::new([
+        ScriptedTurn::tool_call("c1", "echo", json!({ "text": "x" })),
+        ScriptedTurn::text("done"),
+    ]);
+    let events = EventLog::default();
+    let agent = Agent::builder()
+        .model(model.clone())
+        .add_tool_source(registry())
+        .observer(events.clone())
+        .input(vec![Item::user("go")])
+        .build()
+        .unwrap();
+    let mut driver = agent.start(SessionConfig::new("s")).await.unwrap();
+    let queue = driver.soft_interrupts();
+    queue.push_text("one. ");
+    queue.push_text("two. ");
+    queue.push_text("three.");
+    let LoopStep::Interrupt(LoopInterrupt::AfterToolResult(_)) = driver.next().await.unwrap()
+    else {
+        panic!()
+    };
+    let LoopStep::Finished(_) = driver.next().await.unwrap() else {
+        panic!()
+    };
+    assert_eq!(
+        injections(&events),
+        vec![(
+            SoftInterruptPoint::AfterTools,
+            0,
+            "one. two. three.".to_owned()
+        )]
+    );
+    let seen = model.requests()[1].transcript.to_vec();
+    assert_eq!(seen.last().unwrap().text_content(), "one. two. three.");
+    assert_eq!(
+        seen.last().unwrap().parts.len(),
+        3,
+        "one user item, three parts in push order"
+    );
+    assert_transcript_snapshot!(&driver.transcript().to_vec());
+}
+
+#[tokio::test(start_paused = true)]
+async fn cancellation_keeps_the_queue_for_the_next_turn() {
+    let model = ScriptedModel::new([
+        ScriptedTurn::new()
+            .say("thinking")
+            .delay(Duration::from_secs(60))
+            .finish(FinishReason::Completed),
+        ScriptedTurn::text("answering the queued message"),
+    ]);
+    let controller = agentkit_core::CancellationController::new();
+    let agent = Agent::builder()
+        .model(model.clone())
+        .cancellation(controller.handle())
+        .input(vec![Item::user("go")])
+        .build()
+        .unwrap();
+    let mut driver = agent.start(SessionConfig::new("s")).await.unwrap();
+    let queue = driver.soft_interrupts();
+    let canceller = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        queue.push_text("typed before the cancel");
+        controller.interrupt();
+    });
+    let LoopStep::Finished(result) = driver.next().await.unwrap() else {
+        panic!()
+    };
+    canceller.await.unwrap();
+    assert_eq!(result.finish_reason, FinishReason::Cancelled);
+    assert_eq!(
+        driver.soft_interrupts().pending().len(),
+        1,
+        "cancellation keeps queued messages"
+    );
+    // Idle with a queued message: it becomes the next turn's input.
+    let LoopStep::Finished(result) = driver.next().await.unwrap() else {
+        panic!()
+    };
+    assert_eq!(
+        result.items.last().unwrap().text_content(),
+        "answering the queued message"
+    );
+    assert!(driver.soft_interrupts().is_empty());
+    assert_transcript_snapshot!(&driver.transcript().to_vec());
+}
+
+#[tokio::test]
+async fn urgent_with_no_tool_running_is_a_normal_message() {
+    let model = ScriptedModel::new([
+        ScriptedTurn::text("answer"),
+        ScriptedTurn::text("follow-up"),
+    ]);
+    let events = EventLog::default();
+    let agent = Agent::builder()
+        .model(model.clone())
+        .observer(events.clone())
+        .input(vec![Item::user("go")])
+        .build()
+        .unwrap();
+    let mut driver = agent.start(SessionConfig::new("s")).await.unwrap();
+    driver
+        .soft_interrupts()
+        .push_urgent(Item::user("urgent, but nothing to skip"));
+    let LoopStep::Finished(result) = driver.next().await.unwrap() else {
+        panic!()
+    };
+    assert_eq!(result.items.last().unwrap().text_content(), "follow-up");
+    assert_eq!(
+        injections(&events),
+        vec![(
+            SoftInterruptPoint::TurnComplete,
+            0,
+            "urgent, but nothing to skip".to_owned()
+        )]
+    );
 }
