@@ -169,7 +169,7 @@ async fn point_c_urgent_during_parallel_execution() {
     let mut driver = agent.start(SessionConfig::new("s")).await.unwrap();
     let queue = driver.soft_interrupts();
     let pusher = tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        tokio::time::sleep(Duration::from_millis(500)).await;
         queue.push_urgent(Item::user("stop"));
     });
     let step = tokio::time::timeout(Duration::from_secs(30), driver.next())
