@@ -27,6 +27,7 @@ pub(crate) struct AgentConfig<M> {
     pub(crate) transcript_observers: Vec<Arc<dyn TranscriptObserver>>,
     pub(crate) transcript: Vec<Item>,
     pub(crate) input: Vec<Item>,
+    pub(crate) record_content: bool,
 }
 
 /// An agent: a model, tools, permissions and observers, ready to start
@@ -93,6 +94,7 @@ pub struct AgentBuilder<M> {
     transcript_observers: Vec<Arc<dyn TranscriptObserver>>,
     transcript: Vec<Item>,
     input: Vec<Item>,
+    record_content: bool,
 }
 
 impl<M> Default for AgentBuilder<M> {
@@ -109,6 +111,7 @@ impl<M> Default for AgentBuilder<M> {
             transcript_observers: Vec::new(),
             transcript: Vec::new(),
             input: Vec::new(),
+            record_content: false,
         }
     }
 }
@@ -205,6 +208,14 @@ impl<M: ModelAdapter> AgentBuilder<M> {
         self
     }
 
+    /// Records message content (model output, tool arguments and results)
+    /// on tracing spans. Off by default: traces often leave the machine, and
+    /// content may hold secrets or personal data.
+    pub fn record_content_in_traces(mut self, record: bool) -> Self {
+        self.record_content = record;
+        self
+    }
+
     /// Builds the agent; fails if no model was set or the starting
     /// transcript breaks the tool-call invariant.
     pub fn build(self) -> Result<Agent<M>, LoopError> {
@@ -225,6 +236,7 @@ impl<M: ModelAdapter> AgentBuilder<M> {
                 transcript_observers: self.transcript_observers,
                 transcript: self.transcript,
                 input: self.input,
+                record_content: self.record_content,
             }),
         })
     }

@@ -26,6 +26,7 @@ use agentkit_core::{
 use agentkit_tools_core::{ApprovalDecision, ResolvedCatalog, ToolError};
 use state::{ActiveTurn, CallState, Phase, RoundCall};
 use std::sync::Arc;
+use tracing::Instrument;
 
 /// The runtime of one session; see the crate docs for the host loop.
 pub struct LoopDriver<S: ModelSession> {
@@ -61,6 +62,7 @@ pub(crate) struct SharedConfig<'a> {
     pub(crate) mutators: &'a [Arc<dyn crate::LoopMutator>],
     pub(crate) observers: &'a [Arc<dyn crate::LoopObserver>],
     pub(crate) transcript_observers: &'a [Arc<dyn crate::TranscriptObserver>],
+    pub(crate) record_content: bool,
 }
 
 impl<M: ModelAdapter> DriverConfig for AgentConfig<M> {
@@ -73,6 +75,7 @@ impl<M: ModelAdapter> DriverConfig for AgentConfig<M> {
             mutators: &self.mutators,
             observers: &self.observers,
             transcript_observers: &self.transcript_observers,
+            record_content: self.record_content,
         }
     }
 }
@@ -183,7 +186,12 @@ impl<S: ModelSession> LoopDriver<S> {
 
     /// Runs the loop to its next yield point.
     pub async fn next(&mut self) -> Result<LoopStep, LoopError> {
-        let result = self.step().await;
+        let span = tracing::info_span!(
+            "invoke_agent",
+            gen_ai.operation.name = "invoke_agent",
+            gen_ai.conversation.id = %self.session_id,
+        );
+        let result = self.step().instrument(span).await;
         if let Err(err) = &result {
             self.emit(AgentEvent::RunFailed {
                 message: err.to_string(),

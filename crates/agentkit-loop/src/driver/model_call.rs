@@ -77,8 +77,22 @@ impl<S: ModelSession> LoopDriver<S> {
             gen_ai.operation.name = "chat",
             gen_ai.conversation.id = %self.session_id,
             agentkit.turn_id = %turn_id,
+            gen_ai.usage.input_tokens = tracing::field::Empty,
+            gen_ai.usage.output_tokens = tracing::field::Empty,
+            gen_ai.output.messages = tracing::field::Empty,
         );
-        let (outcome, usage) = self.stream(request, cancellation).instrument(span).await?;
+        let (outcome, usage) = self
+            .stream(request, cancellation)
+            .instrument(span.clone())
+            .await?;
+        span.record("gen_ai.usage.input_tokens", usage.tokens.input_tokens);
+        span.record("gen_ai.usage.output_tokens", usage.tokens.output_tokens);
+        if self.config.shared().record_content
+            && let StreamOutcome::Finished { parts, .. } = &outcome
+        {
+            let text: String = parts.iter().filter_map(Part::as_text).collect();
+            span.record("gen_ai.output.messages", text.as_str());
+        }
         if let Some(turn) = self.turn.as_mut() {
             turn.usage.accumulate(&usage);
         }

@@ -183,10 +183,25 @@ impl<S: ModelSession> LoopDriver<S> {
                     gen_ai.operation.name = "execute_tool",
                     gen_ai.tool.name = %job.request.tool_name,
                     gen_ai.tool.call.id = %job.request.call_id,
+                    gen_ai.tool.call.arguments = tracing::field::Empty,
+                    gen_ai.tool.call.result = tracing::field::Empty,
                 );
+                let record_content = self.config.shared().record_content;
+                if record_content {
+                    span.record(
+                        "gen_ai.tool.call.arguments",
+                        job.request.input.to_string().as_str(),
+                    );
+                }
                 self.round[index].state = CallState::Running;
                 let manager = manager.clone();
-                in_flight.push(async move { (index, manager.run(job).instrument(span).await) });
+                in_flight.push(async move {
+                    let outcome = manager.run(job).instrument(span.clone()).await;
+                    if record_content && let Ok(result) = &outcome {
+                        span.record("gen_ai.tool.call.result", result.output.to_text().as_str());
+                    }
+                    (index, outcome)
+                });
             }
             let cancelled = async {
                 match &cancellation {
