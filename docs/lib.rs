@@ -16,3 +16,7 @@ pub mod tools {}
 pub mod permissions {}
 #[doc = include_str!("src/loop.md")]
 pub mod agent_loop {}
+#[doc = include_str!("src/soft-interrupts.md")]
+pub mod soft_interrupts {}
+#[doc = include_str!("src/testing.md")]
+pub mod testing {}
