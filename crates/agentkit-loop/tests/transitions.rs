@@ -452,3 +452,41 @@ async fn tools_see_their_call_session_and_turn() {
     let result = items.iter().flat_map(Item::tool_results).next().unwrap();
     assert_eq!(result.output.to_text(), "sess turn-0 c7");
 }
+
+#[tokio::test]
+async fn next_turn_cache_overrides_the_session_default_once() {
+    use agentkit_loop::{PromptCacheRequest, PromptCacheRetention};
+    let model = ScriptedModel::new([
+        ScriptedTurn::tool_call("c1", "echo", json!({})),
+        ScriptedTurn::tool_call("c2", "echo", json!({})),
+        ScriptedTurn::text("ok"),
+    ]);
+    let agent = Agent::builder()
+        .model(model.clone())
+        .add_tool_source(registry())
+        .input(vec![Item::user("go")])
+        .build()
+        .unwrap();
+    let session_default =
+        PromptCacheRequest::automatic().with_retention(PromptCacheRetention::Short);
+    let mut driver = agent
+        .start(SessionConfig::new("s").with_cache(session_default.clone()))
+        .await
+        .unwrap();
+    let LoopStep::Interrupt(LoopInterrupt::AfterToolResult(_)) = driver.next().await.unwrap()
+    else {
+        panic!()
+    };
+    let once = PromptCacheRequest::disabled().with_key("one-off");
+    driver.set_next_turn_cache(once.clone()).unwrap();
+    finish(&mut driver).await;
+    let caches: Vec<_> = model.requests().iter().map(|r| r.cache.clone()).collect();
+    assert_eq!(
+        caches,
+        vec![
+            Some(session_default.clone()),
+            Some(once),
+            Some(session_default)
+        ]
+    );
+}
