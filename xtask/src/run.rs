@@ -84,3 +84,15 @@ pub fn bench() -> Result<(), String> {
         "scenarios",
     ])
 }
+
+/// The umbrella crate builds with no optional part and with every part.
+pub fn features() -> Result<(), String> {
+    cargo(&[
+        "check",
+        "--locked",
+        "-p",
+        "agentkit",
+        "--no-default-features",
+    ])?;
+    cargo(&["check", "--locked", "-p", "agentkit", "--all-features"])
+}
