@@ -10,3 +10,13 @@ pub mod transcript {}
 pub mod deltas {}
 #[doc = include_str!("src/cancellation.md")]
 pub mod cancellation {}
+#[doc = include_str!("src/tools.md")]
+pub mod tools {}
+#[doc = include_str!("src/permissions.md")]
+pub mod permissions {}
+#[doc = include_str!("src/loop.md")]
+pub mod agent_loop {}
+#[doc = include_str!("src/soft-interrupts.md")]
+pub mod soft_interrupts {}
+#[doc = include_str!("src/testing.md")]
+pub mod testing {}

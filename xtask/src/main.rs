@@ -20,6 +20,8 @@ commands:
   doc-test  doc tests, the book's code blocks included
   layers    the crate layer rules of ARCHITECTURE.md section 1
   meta      every crate has a README.md, a description and the workspace lints
+  features  the umbrella crate with no optional part and with all of them
+  bench     the benchmark scenarios, printed as tables (not part of ci)
 ";
 
 fn main() -> ExitCode {
@@ -32,6 +34,8 @@ fn main() -> ExitCode {
         "doc-test" => run::doc_test(),
         "layers" => layers::check(),
         "meta" => checks::meta(),
+        "bench" => run::bench(),
+        "features" => run::features(),
         "help" | "--help" | "-h" => {
             print!("{USAGE}");
             return ExitCode::SUCCESS;
@@ -55,11 +59,12 @@ type Step = fn() -> Result<(), String>;
 
 /// Cheap checks first, so a layer violation is reported before a long build.
 fn ci() -> Result<(), String> {
-    let steps: [(&str, Step); 6] = [
+    let steps: [(&str, Step); 7] = [
         ("layers", layers::check),
         ("meta", checks::meta),
         ("fmt", run::fmt),
         ("clippy", run::clippy),
+        ("features", run::features),
         ("test", run::test),
         ("doc-test", run::doc_test),
     ];

@@ -71,3 +71,28 @@ pub fn test() -> Result<(), String> {
 pub fn doc_test() -> Result<(), String> {
     cargo(&["test", "--workspace", "--locked", "--doc"])
 }
+
+/// Benchmarks print tables of medians and ratios; they are never run as
+/// timed tests because timings on shared machines are noisy.
+pub fn bench() -> Result<(), String> {
+    cargo(&[
+        "bench",
+        "--locked",
+        "-p",
+        "agentkit-loop",
+        "--bench",
+        "scenarios",
+    ])
+}
+
+/// The umbrella crate builds with no optional part and with every part.
+pub fn features() -> Result<(), String> {
+    cargo(&[
+        "check",
+        "--locked",
+        "-p",
+        "agentkit",
+        "--no-default-features",
+    ])?;
+    cargo(&["check", "--locked", "-p", "agentkit", "--all-features"])
+}

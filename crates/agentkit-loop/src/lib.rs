@@ -7,9 +7,32 @@
 //! [`LoopStep::Finished`] or [`LoopStep::Interrupt`]: an approval to give
 //! (blocking), or a cooperative pause where the host may add input.
 
+mod agent;
 mod cache;
+mod driver;
+mod error;
+mod event;
+mod interrupt;
 mod model;
+mod mutator;
+mod snapshot;
+mod soft;
+mod task;
 mod transcript;
+
+pub use agent::{Agent, AgentBuilder};
+pub use driver::LoopDriver;
+pub use error::LoopError;
+pub use event::{AgentEvent, LoopObserver, TranscriptObserver};
+pub use interrupt::{
+    InputRequest, LoopInterrupt, LoopStep, PendingApproval, ToolRoundInfo, TurnResult,
+};
+pub use mutator::{LoopMutator, MutationContext, MutationPoint};
+pub use snapshot::{
+    LoopSnapshot, SNAPSHOT_VERSION, SnapshotCall, SnapshotCallState, SnapshotPhase, arguments_hash,
+};
+pub use soft::{SoftInterruptHandle, SoftInterruptMessage, SoftInterruptPoint};
+pub use task::{ConcurrentTaskManager, SimpleTaskManager, TaskManager, ToolJob};
 
 pub use cache::{
     CacheBreakpoint, PromptCacheMode, PromptCacheRequest, PromptCacheRetention, PromptCacheStrategy,
@@ -19,3 +42,8 @@ pub use model::{
     ModelTurnResult, SessionConfig, TurnRequest,
 };
 pub use transcript::{TranscriptGuard, TranscriptView};
+
+// The README's example is compiled and run with the doc-tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -82,12 +82,10 @@ impl Deref for TranscriptGuard<'_> {
 
 /// The driver's side: the log it appends to.
 #[derive(Default)]
-#[allow(dead_code)] // used by the driver, which lands next
 pub(crate) struct TranscriptLog {
     log: Arc<RwLock<Vec<Item>>>,
 }
 
-#[allow(dead_code)]
 impl TranscriptLog {
     pub(crate) fn new(items: Vec<Item>) -> Self {
         Self {
@@ -119,12 +117,20 @@ impl TranscriptLog {
 
     /// Replaces the whole history; views handed out earlier keep the old one.
     pub(crate) fn replace(&mut self, items: Vec<Item>) {
-        self.log = Arc::new(RwLock::new(items));
+        self.log = Arc::new(RwLock::new(with_headroom(items)));
     }
 
     pub(crate) fn with<R>(&self, f: impl FnOnce(&[Item]) -> R) -> R {
         f(&self.log.read().unwrap_or_else(|e| e.into_inner()))
     }
+}
+
+/// A loaded or rewritten history usually has no spare capacity, so the next
+/// append would copy it whole. Doubling the capacity up front keeps the
+/// first rounds after a resume or a compaction as cheap as later ones.
+fn with_headroom(mut items: Vec<Item>) -> Vec<Item> {
+    items.reserve(items.len().max(64));
+    items
 }
 
 #[cfg(test)]

@@ -5,13 +5,18 @@
 //! rejected. Then `execute` (or `execute_approved`, after the host said yes)
 //! runs it. All permission requests a call proposes are folded into one
 //! decision, so a call is approved once however many requests it makes.
+//!
+//! The input is checked against the tool's schema before anything else looks
+//! at it (tools parse their input to propose permission requests), and the
+//! output is cut to a byte budget on the way out.
 
 use crate::federation::{CatalogError, ResolvedCatalog, ToolFederation};
 use crate::permission::PermissionDecision;
 use crate::{
-    AllowAllPermissions, ApprovalRequest, PermissionChecker, Tool, ToolContext, ToolError,
-    ToolRequest, ToolResult, ToolSpec,
+    AllowAllPermissions, ApprovalRequest, DEFAULT_MAX_OUTPUT_BYTES, PermissionChecker, Tool,
+    ToolContext, ToolError, ToolRequest, ToolResult, ToolSpec,
 };
+use crate::{truncate_output, validate_input};
 use agentkit_core::{ApprovalId, MetadataMap};
 use std::sync::Arc;
 
@@ -61,9 +66,15 @@ pub trait ToolExecutor: Send + Sync {
 }
 
 /// The standard executor: a federation of sources and a permission checker.
+///
+/// Before running a call it validates the input against the tool's schema
+/// (an [`InvalidInput`](ToolError::InvalidInput) error tells the model what
+/// to fix), and after it cuts text output to [`DEFAULT_MAX_OUTPUT_BYTES`]
+/// unless configured otherwise with [`with_max_output_bytes`](Self::with_max_output_bytes).
 pub struct BasicToolExecutor {
     federation: ToolFederation,
     permissions: Arc<dyn PermissionChecker>,
+    max_output_bytes: Option<usize>,
 }
 
 impl BasicToolExecutor {
@@ -72,7 +83,15 @@ impl BasicToolExecutor {
         Self {
             federation,
             permissions: Arc::new(AllowAllPermissions),
+            max_output_bytes: Some(DEFAULT_MAX_OUTPUT_BYTES),
         }
+    }
+
+    /// Sets the output budget in bytes, see [`truncate_output`](crate::truncate_output);
+    /// `None` passes outputs through whole.
+    pub fn with_max_output_bytes(mut self, max_output_bytes: Option<usize>) -> Self {
+        self.max_output_bytes = max_output_bytes;
+        self
     }
 
     /// Sets the permission checker.
@@ -95,6 +114,9 @@ impl BasicToolExecutor {
     /// Folds every request the call proposes into one decision: the first
     /// denial wins; otherwise one approval covers all requests that need it.
     fn check(&self, tool: &dyn Tool, request: &ToolRequest) -> Preflight {
+        if let Err(errors) = validate_input(&tool.spec().input_schema, &request.input) {
+            return Preflight::Rejected(ToolError::InvalidInput(errors.to_string()));
+        }
         let proposed = match tool.proposed_requests(&request.input) {
             Ok(proposed) => proposed,
             Err(err) => return Preflight::Rejected(err),
@@ -113,11 +135,7 @@ impl BasicToolExecutor {
             return Preflight::Ready;
         };
         if approvals.len() > 1 {
-            approval.summary = approvals
-                .iter()
-                .map(|a| a.summary.as_str())
-                .collect::<Vec<_>>()
-                .join("; ");
+            approval.summary = distinct(approvals.iter().map(|a| a.summary.as_str())).join("; ");
         }
         approval.call_id = Some(request.call_id.clone());
         approval.id = ApprovalId::new(format!("approval:{}", request.call_id));
@@ -125,9 +143,9 @@ impl BasicToolExecutor {
         metadata.insert("tool".into(), request.tool_name.clone().into());
         metadata.insert(
             "request_kinds".into(),
-            approvals
-                .iter()
-                .map(|a| serde_json::Value::from(a.request_kind.clone()))
+            distinct(approvals.iter().map(|a| a.request_kind.as_str()))
+                .into_iter()
+                .map(serde_json::Value::from)
                 .collect(),
         );
         metadata.extend(approval.metadata);
@@ -144,8 +162,24 @@ impl BasicToolExecutor {
         if ctx.cancellation.is_cancelled() {
             return Err(ToolError::Cancelled);
         }
-        tool.invoke(request, ctx).await
+        let mut result = tool.invoke(request, ctx).await?;
+        if let Some(limit) = self.max_output_bytes {
+            result.output = truncate_output(result.output, limit);
+        }
+        Ok(result)
     }
+}
+
+/// The items in first-seen order, each once: two requests with the same
+/// summary are one thing for the person approving them.
+fn distinct<'a>(items: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut seen = Vec::new();
+    for item in items {
+        if !seen.contains(&item) {
+            seen.push(item);
+        }
+    }
+    seen
 }
 
 #[async_trait::async_trait]
@@ -191,7 +225,20 @@ impl ToolExecutor for BasicToolExecutor {
         }
         let tool = self.lookup(&request.tool_name)?;
         match self.check(tool.as_ref(), &request) {
-            Preflight::Ready | Preflight::NeedsApproval(_) => self.run(tool, request, ctx).await,
+            Preflight::Ready => self.run(tool, request, ctx).await,
+            // The host approved what it was shown. If the call would now need
+            // something else (a dynamic catalog swapped the tool in between),
+            // that approval does not cover it.
+            Preflight::NeedsApproval(fresh)
+                if fresh.summary != approval.summary
+                    || fresh.request_kind != approval.request_kind =>
+            {
+                Err(ToolError::PermissionDenied(format!(
+                    "the call changed after it was approved: it now needs approval for {}",
+                    fresh.summary
+                )))
+            }
+            Preflight::NeedsApproval(_) => self.run(tool, request, ctx).await,
             Preflight::Rejected(err) => Err(err),
         }
     }

@@ -34,6 +34,9 @@ pub enum CatalogError {
         /// The sources offering it.
         sources: Vec<String>,
     },
+    /// A tool's name breaks the provider pattern.
+    #[error(transparent)]
+    InvalidName(#[from] crate::InvalidToolName),
 }
 
 /// The merged tools of a federation at one moment.
@@ -107,6 +110,9 @@ pub struct ToolFederation {
     sources: Vec<Arc<dyn ToolSource>>,
     policy: CollisionPolicy,
     cache: Mutex<Option<Cache>>,
+    // Kept outside the cache so that adding a source or changing the policy,
+    // which drop the cache, never makes the generation go backwards.
+    next_generation: std::sync::atomic::AtomicU64,
 }
 
 impl ToolFederation {
@@ -116,6 +122,7 @@ impl ToolFederation {
             sources: Vec::new(),
             policy: CollisionPolicy::default(),
             cache: Mutex::new(None),
+            next_generation: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -148,8 +155,14 @@ impl ToolFederation {
         {
             return Ok(cached.catalog.clone());
         }
-        let generation = cache.as_ref().map_or(0, |c| c.catalog.generation + 1);
-        let catalog = Arc::new(self.merge(&snapshots, generation)?);
+        let catalog = self.merge(&snapshots, 0)?;
+        let generation = self
+            .next_generation
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let catalog = Arc::new(ResolvedCatalog {
+            generation,
+            ..catalog
+        });
         *cache = Some(Cache {
             revisions,
             catalog: catalog.clone(),

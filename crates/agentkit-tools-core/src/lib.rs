@@ -4,38 +4,54 @@
 //!   says which [`PermissionRequest`]s a call would make, and is invoked with
 //!   a [`ToolContext`].
 //! - Tools come from [`ToolSource`]s: a frozen [`ToolRegistry`], or catalogs
-//!   that change at run time (MCP servers, plugins). A [`ToolFederation`]
-//!   merges several sources in registration order under a [`CollisionPolicy`].
-//! - A [`ToolExecutor`] checks each call's permissions before running it
-//!   (preflight), so the agent loop can ask the host for approval first.
-//! - A [`PermissionChecker`] decides: allow, deny, or require approval.
+//!   that change at run time ([`dynamic_catalog`]: MCP servers, plugins),
+//!   possibly renamed or filtered ([`PrefixedSource`], [`FilteredSource`]).
+//!   A [`ToolFederation`] merges several sources in registration order under
+//!   a [`CollisionPolicy`].
+//! - A [`ToolExecutor`] validates each call's input against the schema
+//!   ([`validate_input`]) and checks its permissions before running it
+//!   (preflight), so the agent loop can ask the host for approval first; it
+//!   bounds the output ([`truncate_output`]).
+//! - A [`PermissionChecker`] decides: allow, deny, or require approval. The
+//!   [`policy`] module has ready-made rules for paths, shell commands and
+//!   MCP servers.
 //!
 //! Nothing here depends on the agent loop; MCP and the built-in tools build
 //! on this crate alone.
 
+mod adapter;
 mod approval;
 mod auth;
+mod dynamic;
 mod error;
 mod executor;
 mod federation;
 mod permission;
+pub mod policy;
+mod schema;
 mod source;
 mod spec;
 mod tool;
+mod truncate;
 
+pub use adapter::{FilteredSource, PrefixedSource};
 pub use approval::{ApprovalDecision, ApprovalReason, ApprovalRequest};
 pub use auth::{AuthOperation, AuthRequest};
+pub use dynamic::{CatalogReader, CatalogWriter, dynamic_catalog};
 pub use error::ToolError;
 pub use executor::{BasicToolExecutor, Preflight, ToolExecutor};
 pub use federation::{CatalogError, CollisionPolicy, ResolvedCatalog, ToolFederation};
 pub use permission::{
     AllowAllPermissions, CompositePermissionChecker, FileSystemOperation, McpOperation,
     PermissionChecker, PermissionDecision, PermissionDenial, PermissionPayload, PermissionPolicy,
-    PermissionRequest, PolicyMatch, ShellCommand,
+    PermissionRequest, PolicyMatch, ShellCommand, approval_for,
 };
+pub use policy::{CommandPolicy, McpServerPolicy, OutsideRoots, PathPolicy, resolve_path};
+pub use schema::{SchemaErrors, SchemaViolation, validate_input};
 pub use source::{CatalogSnapshot, ToolCatalogEvent, ToolRegistry, ToolSource};
-pub use spec::{InvalidToolName, ToolAnnotations, ToolSpec, validate_tool_name};
+pub use spec::{InvalidToolName, MAX_TOOL_NAME_LEN, ToolAnnotations, ToolSpec, validate_tool_name};
 pub use tool::{Tool, ToolContext, ToolRequest, ToolResources, ToolResult};
+pub use truncate::{DEFAULT_MAX_OUTPUT_BYTES, truncate_output, truncate_text};
 
 // The README's example is compiled with the doc-tests.
 #[cfg(doctest)]

@@ -41,6 +41,8 @@ impl ToolRequest {
 /// What a running tool can see of its surroundings.
 #[derive(Clone)]
 pub struct ToolContext {
+    /// The call being run (`detached` for calls made outside a loop).
+    pub call_id: ToolCallId,
     /// The session the call belongs to.
     pub session_id: SessionId,
     /// The turn the call belongs to.
@@ -56,6 +58,7 @@ impl ToolContext {
     /// A context for calls outside an agent loop (tests, scripts).
     pub fn detached() -> Self {
         Self {
+            call_id: ToolCallId::new("detached"),
             session_id: SessionId::new("detached"),
             turn_id: TurnId::new("detached"),
             cancellation: TurnCancellation::never(),
@@ -73,6 +76,7 @@ impl ToolContext {
 impl std::fmt::Debug for ToolContext {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ToolContext")
+            .field("call_id", &self.call_id)
             .field("session_id", &self.session_id)
             .field("turn_id", &self.turn_id)
             .field("cancelled", &self.cancellation.is_cancelled())

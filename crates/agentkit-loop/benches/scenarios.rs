@@ -1,0 +1,235 @@
+//! Loop benchmarks S1, S1b and S2 (see issue #4), printed as a table.
+//!
+//! Run with `cargo xtask bench` (or `cargo bench -p agentkit-loop --bench
+//! scenarios`). Each figure is the median of several repetitions; the
+//! targets are ratios, so they hold on a noisy machine.
+
+use agentkit_core::{FinishReason, Item, ItemKind, Part, ToolCallPart, ToolResultPart};
+use agentkit_loop::{Agent, LoopInterrupt, LoopStep, SessionConfig};
+use agentkit_testkit::{ScriptedModel, ScriptedTurn};
+use agentkit_tools_core::{
+    Tool, ToolContext, ToolError, ToolRegistry, ToolRequest, ToolResult, ToolSpec,
+};
+use serde_json::json;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+struct Echo(Arc<ToolSpec>);
+
+#[async_trait::async_trait]
+impl Tool for Echo {
+    fn spec(&self) -> Arc<ToolSpec> {
+        self.0.clone()
+    }
+
+    async fn invoke(
+        &self,
+        request: ToolRequest,
+        _ctx: ToolContext,
+    ) -> Result<ToolResult, ToolError> {
+        Ok(ToolResult::new(format!(
+            "echo: {}",
+            request.input["text"].as_str().unwrap_or("")
+        )))
+    }
+}
+
+fn echo() -> Echo {
+    Echo(Arc::new(
+        ToolSpec::new("echo", "Echoes.", json!({ "type": "object" })).unwrap(),
+    ))
+}
+
+/// One S1 model turn: four text chunks and an `echo` call.
+fn tool_turn(index: usize) -> ScriptedTurn {
+    ScriptedTurn::new()
+        .say_chunks(&["Let", " me", " check", "."])
+        .call(&format!("call-{index}"), "echo", json!({ "text": "hi" }))
+        .finish(FinishReason::ToolCall)
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(|a, b| a.total_cmp(b));
+    values[values.len() / 2]
+}
+
+fn micros(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+/// S1: 1000 rounds; µs per round in rounds 0–99 and 900–999.
+async fn s1() -> (f64, f64) {
+    let model = ScriptedModel::new((0..1000).map(tool_turn).chain([ScriptedTurn::text("done")]))
+        .without_recording();
+    let agent = Agent::builder()
+        .model(model)
+        .add_tool_source(ToolRegistry::new().with(echo()))
+        .transcript(vec![Item::system("bench")])
+        .input(vec![Item::user("go")])
+        .build()
+        .unwrap();
+    let mut driver = agent.start(SessionConfig::new("s1")).await.unwrap();
+    let mut rounds = Vec::with_capacity(1000);
+    loop {
+        let started = Instant::now();
+        match driver.next().await.unwrap() {
+            LoopStep::Interrupt(LoopInterrupt::AfterToolResult(_)) => {
+                rounds.push(started.elapsed())
+            }
+            LoopStep::Finished(_) => break,
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(rounds.len(), 1000);
+    let window =
+        |range: std::ops::Range<usize>| micros(rounds[range].iter().sum::<Duration>()) / 100.0;
+    (window(0..100), window(900..1000))
+}
+
+fn preloaded(pairs: usize) -> Vec<Item> {
+    let mut items = Vec::with_capacity(pairs * 2 + 1);
+    items.push(Item::system("bench"));
+    for i in 0..pairs {
+        let id = format!("old-{i}");
+        items.push(Item::new(
+            ItemKind::Assistant,
+            vec![Part::ToolCall(ToolCallPart::new(
+                id.clone(),
+                "echo",
+                json!({ "text": "hi" }),
+            ))],
+        ));
+        items.push(Item::tool_result(ToolResultPart::success(id, "echo: hi")));
+    }
+    items
+}
+
+/// S1b: with P items preloaded, the cost of `start`, of the first round
+/// after it (caches still cold from loading the transcript), and of the
+/// next round.
+async fn s1b(p: usize) -> (f64, f64, f64) {
+    let model =
+        ScriptedModel::per_session([tool_turn(0), tool_turn(1), ScriptedTurn::text("done")])
+            .without_recording();
+    let agent = Agent::builder()
+        .model(model)
+        .add_tool_source(ToolRegistry::new().with(echo()))
+        .transcript(preloaded(p / 2))
+        .input(vec![Item::user("go")])
+        .build()
+        .unwrap();
+    let started = Instant::now();
+    let mut driver = agent.start(SessionConfig::new("s1b")).await.unwrap();
+    let start = started.elapsed();
+    let started = Instant::now();
+    let step = driver.next().await.unwrap();
+    let round = started.elapsed();
+    assert!(matches!(
+        step,
+        LoopStep::Interrupt(LoopInterrupt::AfterToolResult(_))
+    ));
+    let started = Instant::now();
+    let step = driver.next().await.unwrap();
+    let steady = started.elapsed();
+    assert!(matches!(
+        step,
+        LoopStep::Interrupt(LoopInterrupt::AfterToolResult(_))
+    ));
+    (micros(start), micros(round), micros(steady))
+}
+
+fn peak_rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// S2: 10,000 sessions from one agent on a 2-worker runtime, all alive at
+/// the end. Returns (µs per session, peak RSS in MiB).
+fn s2() -> (f64, f64) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let model =
+        ScriptedModel::per_session([tool_turn(0), ScriptedTurn::text("done")]).without_recording();
+    let agent = Agent::builder()
+        .model(model)
+        .add_tool_source(ToolRegistry::new().with(echo()))
+        .transcript(vec![Item::system("bench")])
+        .input(vec![Item::user("go")])
+        .build()
+        .unwrap();
+    let started = Instant::now();
+    let drivers = runtime.block_on(async {
+        let tasks: Vec<_> = (0..10_000)
+            .map(|i| {
+                let agent = agent.clone();
+                tokio::spawn(async move {
+                    let mut driver = agent
+                        .start(SessionConfig::new(format!("s2-{i}")))
+                        .await
+                        .unwrap();
+                    assert!(matches!(
+                        driver.next().await.unwrap(),
+                        LoopStep::Interrupt(_)
+                    ));
+                    assert!(matches!(
+                        driver.next().await.unwrap(),
+                        LoopStep::Finished(_)
+                    ));
+                    driver
+                })
+            })
+            .collect();
+        let mut drivers = Vec::with_capacity(tasks.len());
+        for task in tasks {
+            drivers.push(task.await.unwrap());
+        }
+        drivers
+    });
+    let per_session = micros(started.elapsed()) / drivers.len() as f64;
+    let rss = peak_rss_kib().map_or(f64::NAN, |kib| kib as f64 / 1024.0);
+    assert!(drivers.iter().all(|d| d.transcript().len() == 5));
+    drop(drivers);
+    (per_session, rss)
+}
+
+fn main() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    const REPS: usize = 5;
+
+    let s1_runs: Vec<(f64, f64)> = (0..REPS).map(|_| runtime.block_on(s1())).collect();
+    let early = median(s1_runs.iter().map(|r| r.0).collect());
+    let late = median(s1_runs.iter().map(|r| r.1).collect());
+    println!("| scenario | figure | median |");
+    println!("| --- | --- | --- |");
+    println!("| S1 | µs per round, rounds 0-99 | {early:.1} |");
+    println!("| S1 | µs per round, rounds 900-999 | {late:.1} |");
+    println!(
+        "| S1 | ratio late/early (target <= 1.3) | {:.2} |",
+        late / early
+    );
+
+    let mut steady_at = Vec::new();
+    for p in [0, 1_000, 10_000, 100_000] {
+        let runs: Vec<(f64, f64, f64)> = (0..REPS).map(|_| runtime.block_on(s1b(p))).collect();
+        let start = median(runs.iter().map(|r| r.0).collect());
+        let first = median(runs.iter().map(|r| r.1).collect());
+        let steady = median(runs.iter().map(|r| r.2).collect());
+        steady_at.push(steady);
+        println!(
+            "| S1b | P={p}: start / first round / next round, µs | {start:.1} / {first:.1} / {steady:.1} |"
+        );
+    }
+    let ratio = steady_at[2] / steady_at[0];
+    println!("| S1b | ratio round P=10000 / P=0 (target <= 2) | {ratio:.2} |");
+
+    let (per_session, rss) = s2();
+    println!("| S2 | µs per session (10,000 sessions, 2 workers) | {per_session:.1} |");
+    println!("| S2 | peak RSS, MiB (whole process) | {rss:.1} |");
+}

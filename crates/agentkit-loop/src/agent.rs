@@ -1,0 +1,243 @@
+//! `Agent`: immutable configuration that starts sessions.
+//!
+//! Build one with [`Agent::builder`], then call [`Agent::start`] once per
+//! session. The agent is cheap to clone and can run many sessions at once;
+//! each [`LoopDriver`] owns its own transcript.
+
+use crate::driver::LoopDriver;
+use crate::{
+    LoopError, LoopMutator, LoopObserver, LoopSnapshot, ModelAdapter, SessionConfig,
+    SimpleTaskManager, TaskManager, TranscriptObserver,
+};
+use agentkit_core::{CancellationHandle, Item};
+use agentkit_tools_core::{
+    AllowAllPermissions, BasicToolExecutor, CollisionPolicy, PermissionChecker, ToolExecutor,
+    ToolFederation, ToolResources, ToolSource,
+};
+use std::sync::Arc;
+
+pub(crate) struct AgentConfig<M> {
+    pub(crate) model: M,
+    pub(crate) executor: Arc<dyn ToolExecutor>,
+    pub(crate) task_manager: Arc<dyn TaskManager>,
+    pub(crate) resources: Arc<dyn ToolResources>,
+    pub(crate) cancellation: Option<CancellationHandle>,
+    pub(crate) mutators: Vec<Arc<dyn LoopMutator>>,
+    pub(crate) observers: Vec<Arc<dyn LoopObserver>>,
+    pub(crate) transcript_observers: Vec<Arc<dyn TranscriptObserver>>,
+    pub(crate) transcript: Vec<Item>,
+    pub(crate) input: Vec<Item>,
+    pub(crate) record_content: bool,
+}
+
+/// An agent: a model, tools, permissions and observers, ready to start
+/// sessions.
+pub struct Agent<M: ModelAdapter> {
+    pub(crate) config: Arc<AgentConfig<M>>,
+}
+
+impl<M: ModelAdapter> Clone for Agent<M> {
+    fn clone(&self) -> Self {
+        Self {
+            config: self.config.clone(),
+        }
+    }
+}
+
+impl<M: ModelAdapter> Agent<M> {
+    /// A builder; only the model is required.
+    pub fn builder() -> AgentBuilder<M> {
+        AgentBuilder::default()
+    }
+
+    /// Opens a model session and returns its driver. The builder's
+    /// transcript is loaded as is; its input, if any, is sent by the first
+    /// `next()`.
+    pub async fn start(&self, config: SessionConfig) -> Result<LoopDriver<M::Session>, LoopError> {
+        let session_id = config.session_id.clone();
+        let default_cache = config.cache.clone();
+        let session = self.config.model.start_session(config).await?;
+        LoopDriver::new(self, session_id, session, default_cache)
+    }
+
+    /// Opens a model session and continues where `snapshot` stopped. A
+    /// snapshot whose version is unknown, whose pending calls no longer
+    /// match their tools, or whose transcript is broken is refused with
+    /// [`LoopError::Snapshot`].
+    pub async fn resume(
+        &self,
+        config: SessionConfig,
+        snapshot: LoopSnapshot,
+    ) -> Result<LoopDriver<M::Session>, LoopError> {
+        crate::driver::check_snapshot(&snapshot, self.config.executor.as_ref())?;
+        let default_cache = config.cache.clone();
+        let session = self.config.model.start_session(config).await?;
+        Ok(LoopDriver::from_snapshot(
+            self,
+            session,
+            default_cache,
+            snapshot,
+        ))
+    }
+}
+
+/// Builds an [`Agent`].
+pub struct AgentBuilder<M> {
+    model: Option<M>,
+    federation: ToolFederation,
+    permissions: Arc<dyn PermissionChecker>,
+    resources: Arc<dyn ToolResources>,
+    task_manager: Arc<dyn TaskManager>,
+    cancellation: Option<CancellationHandle>,
+    mutators: Vec<Arc<dyn LoopMutator>>,
+    observers: Vec<Arc<dyn LoopObserver>>,
+    transcript_observers: Vec<Arc<dyn TranscriptObserver>>,
+    transcript: Vec<Item>,
+    input: Vec<Item>,
+    record_content: bool,
+}
+
+impl<M> Default for AgentBuilder<M> {
+    fn default() -> Self {
+        Self {
+            model: None,
+            federation: ToolFederation::new(),
+            permissions: Arc::new(AllowAllPermissions),
+            resources: Arc::new(()),
+            task_manager: Arc::new(SimpleTaskManager::new()),
+            cancellation: None,
+            mutators: Vec::new(),
+            observers: Vec::new(),
+            transcript_observers: Vec::new(),
+            transcript: Vec::new(),
+            input: Vec::new(),
+            record_content: false,
+        }
+    }
+}
+
+impl<M: ModelAdapter> AgentBuilder<M> {
+    /// The model adapter (required).
+    pub fn model(mut self, model: M) -> Self {
+        self.model = Some(model);
+        self
+    }
+
+    /// Adds a tool source; sources federate in the order they are added.
+    pub fn add_tool_source(mut self, source: impl ToolSource + 'static) -> Self {
+        self.federation.add_source(source);
+        self
+    }
+
+    /// What happens when two sources offer the same tool name (default:
+    /// the first wins).
+    pub fn collision_policy(mut self, policy: CollisionPolicy) -> Self {
+        self.federation = std::mem::take(&mut self.federation).with_policy(policy);
+        self
+    }
+
+    /// The permission checker (default: allow everything).
+    pub fn permissions(mut self, permissions: impl PermissionChecker + 'static) -> Self {
+        self.permissions = Arc::new(permissions);
+        self
+    }
+
+    /// Shared resources tools can reach (default: `()`).
+    pub fn resources(mut self, resources: impl ToolResources) -> Self {
+        self.resources = Arc::new(resources);
+        self
+    }
+
+    /// How tool calls are scheduled (default: [`SimpleTaskManager`]).
+    pub fn task_manager(mut self, manager: impl TaskManager + 'static) -> Self {
+        self.task_manager = Arc::new(manager);
+        self
+    }
+
+    /// Connects a cancellation handle (default: none).
+    pub fn cancellation(mut self, handle: CancellationHandle) -> Self {
+        self.cancellation = Some(handle);
+        self
+    }
+
+    /// A compaction mutator, run at every mutation point (default: none).
+    pub fn compaction(self, compactor: impl LoopMutator + 'static) -> Self {
+        self.mutator(compactor)
+    }
+
+    /// Adds a mutator; mutators run in the order they are added.
+    pub fn mutator(mut self, mutator: impl LoopMutator + 'static) -> Self {
+        self.mutators.push(Arc::new(mutator));
+        self
+    }
+
+    /// Adds an event observer; observers are called in the order added.
+    pub fn observer(mut self, observer: impl LoopObserver + 'static) -> Self {
+        self.observers.push(Arc::new(observer));
+        self
+    }
+
+    /// Adds a shared event observer.
+    pub fn observer_arc(mut self, observer: Arc<dyn LoopObserver>) -> Self {
+        self.observers.push(observer);
+        self
+    }
+
+    /// Adds a transcript observer.
+    pub fn transcript_observer(mut self, observer: impl TranscriptObserver + 'static) -> Self {
+        self.transcript_observers.push(Arc::new(observer));
+        self
+    }
+
+    /// Adds a shared transcript observer.
+    pub fn transcript_observer_arc(mut self, observer: Arc<dyn TranscriptObserver>) -> Self {
+        self.transcript_observers.push(observer);
+        self
+    }
+
+    /// The transcript sessions start from (default: empty).
+    pub fn transcript(mut self, items: Vec<Item>) -> Self {
+        self.transcript = items;
+        self
+    }
+
+    /// Input the first `next()` sends (default: none, so the first `next()`
+    /// asks for input).
+    pub fn input(mut self, items: Vec<Item>) -> Self {
+        self.input = items;
+        self
+    }
+
+    /// Records message content (model output, tool arguments and results)
+    /// on tracing spans. Off by default: traces often leave the machine, and
+    /// content may hold secrets or personal data.
+    pub fn record_content_in_traces(mut self, record: bool) -> Self {
+        self.record_content = record;
+        self
+    }
+
+    /// Builds the agent; fails if no model was set or the starting
+    /// transcript breaks the tool-call invariant.
+    pub fn build(self) -> Result<Agent<M>, LoopError> {
+        let model = self
+            .model
+            .ok_or_else(|| LoopError::Config("no model adapter was set".into()))?;
+        agentkit_core::validate_transcript(&self.transcript)?;
+        let executor = BasicToolExecutor::new(self.federation).with_permissions(self.permissions);
+        Ok(Agent {
+            config: Arc::new(AgentConfig {
+                model,
+                executor: Arc::new(executor),
+                task_manager: self.task_manager,
+                resources: self.resources,
+                cancellation: self.cancellation,
+                mutators: self.mutators,
+                observers: self.observers,
+                transcript_observers: self.transcript_observers,
+                transcript: self.transcript,
+                input: self.input,
+                record_content: self.record_content,
+            }),
+        })
+    }
+}

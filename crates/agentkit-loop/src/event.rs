@@ -1,0 +1,126 @@
+//! Observation: events for UIs and logs, and the transcript feed for
+//! persistence.
+//!
+//! Observers are called inline, in registration order, and cannot change
+//! what the loop does. Keep them fast; put slow work behind a channel.
+
+use crate::{MutationPoint, SoftInterruptPoint, TurnResult};
+use agentkit_core::{
+    Delta, Item, SessionId, ToolCallId, ToolCallPart, ToolResultPart, TurnId, Usage,
+};
+use agentkit_tools_core::{ApprovalRequest, ToolCatalogEvent};
+use serde::{Deserialize, Serialize};
+
+/// Something that happened in the loop.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum AgentEvent {
+    /// `Agent::start` (or resume) finished.
+    RunStarted {
+        /// The session.
+        session_id: SessionId,
+    },
+    /// A model call is about to start.
+    TurnStarted {
+        /// The session.
+        session_id: SessionId,
+        /// The model call's turn id.
+        turn_id: TurnId,
+    },
+    /// Pending input was merged into the transcript.
+    InputAccepted {
+        /// The items merged.
+        items: Vec<Item>,
+    },
+    /// The model streamed a delta.
+    ContentDelta {
+        /// The delta.
+        delta: Delta,
+    },
+    /// The model asked for a tool call.
+    ToolCallRequested {
+        /// The call.
+        call: ToolCallPart,
+    },
+    /// A tool result landed in the transcript (real, denied, skipped or
+    /// cancelled).
+    ToolResultReceived {
+        /// The result.
+        result: ToolResultPart,
+    },
+    /// A call needs approval.
+    ApprovalRequired {
+        /// The request.
+        request: ApprovalRequest,
+    },
+    /// An approval was resolved.
+    ApprovalResolved {
+        /// The call.
+        call_id: ToolCallId,
+        /// `true` if approved.
+        approved: bool,
+    },
+    /// The tool catalog changed since the last model call.
+    ToolCatalogChanged {
+        /// What changed.
+        change: ToolCatalogEvent,
+    },
+    /// A mutator is about to run.
+    MutationStarted {
+        /// Where.
+        point: MutationPoint,
+        /// The mutator's name.
+        mutator: String,
+    },
+    /// A mutator finished.
+    MutationFinished {
+        /// Where.
+        point: MutationPoint,
+        /// The mutator's name.
+        mutator: String,
+        /// `true` if it rewrote the transcript.
+        dirty: bool,
+    },
+    /// Token usage was reported.
+    UsageUpdated {
+        /// The usage of the current model call.
+        usage: Usage,
+    },
+    /// Queued soft-interrupt messages were injected.
+    SoftInterruptInjected {
+        /// Where they were injected.
+        point: SoftInterruptPoint,
+        /// The merged user item.
+        item: Item,
+        /// How many tool calls were skipped for an urgent message.
+        skipped_tools: usize,
+    },
+    /// A non-fatal problem (a tool failed, a provider request was retried).
+    Warning {
+        /// What happened.
+        message: String,
+    },
+    /// `next()` failed with an error.
+    RunFailed {
+        /// The error.
+        message: String,
+    },
+    /// A turn finished.
+    TurnFinished {
+        /// The result.
+        result: TurnResult,
+    },
+}
+
+/// Receives [`AgentEvent`]s.
+pub trait LoopObserver: Send + Sync {
+    /// Called inline for every event.
+    fn handle_event(&self, event: AgentEvent);
+}
+
+/// Receives every item appended to the transcript, once, in order.
+pub trait TranscriptObserver: Send + Sync {
+    /// Called after `item` was appended at `index`.
+    fn on_item_appended(&self, index: usize, item: &Item);
+}

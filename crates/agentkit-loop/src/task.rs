@@ -1,0 +1,158 @@
+//! Task managers: how the calls of one tool round are scheduled.
+//!
+//! The driver hands each call to the task manager as a [`ToolJob`] and
+//! appends results in call order whatever order they finish in. The
+//! [`SimpleTaskManager`] runs one call at a time on the driver's task; the
+//! [`ConcurrentTaskManager`] runs up to N at once on tokio tasks. Both turn a
+//! panicking tool into an error result, and an optional deadline into
+//! `ToolError::Timeout`, so one bad tool never wedges `next()`.
+
+use agentkit_tools_core::{
+    ApprovalRequest, ToolContext, ToolError, ToolExecutor, ToolRequest, ToolResult,
+};
+use futures::FutureExt;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// One call to run.
+pub struct ToolJob {
+    /// The call.
+    pub request: ToolRequest,
+    /// The host's approval, if the call needed one.
+    pub approval: Option<ApprovalRequest>,
+    /// The call's context.
+    pub ctx: ToolContext,
+    /// The executor to run it with.
+    pub executor: Arc<dyn ToolExecutor>,
+}
+
+impl ToolJob {
+    async fn run(self) -> Result<ToolResult, ToolError> {
+        match &self.approval {
+            Some(approval) => {
+                self.executor
+                    .execute_approved(self.request, approval, self.ctx)
+                    .await
+            }
+            None => self.executor.execute(self.request, self.ctx).await,
+        }
+    }
+}
+
+/// Schedules tool calls.
+#[async_trait::async_trait]
+pub trait TaskManager: Send + Sync {
+    /// How many calls of a round may run at once.
+    fn max_parallel(&self) -> usize {
+        1
+    }
+
+    /// Runs one call to completion.
+    async fn run(&self, job: ToolJob) -> Result<ToolResult, ToolError>;
+}
+
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
+}
+
+/// Runs calls one after another, on the driver's own task.
+#[derive(Clone, Debug, Default)]
+pub struct SimpleTaskManager {
+    timeout: Option<Duration>,
+}
+
+impl SimpleTaskManager {
+    /// A manager with no deadline.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Fails calls that run longer than `timeout` with `ToolError::Timeout`.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+}
+
+#[async_trait::async_trait]
+impl TaskManager for SimpleTaskManager {
+    async fn run(&self, job: ToolJob) -> Result<ToolResult, ToolError> {
+        let guarded = AssertUnwindSafe(job.run()).catch_unwind();
+        let outcome = match self.timeout {
+            Some(limit) => tokio::time::timeout(limit, guarded)
+                .await
+                .map_err(|_| ToolError::Timeout(limit))?,
+            None => guarded.await,
+        };
+        outcome.unwrap_or_else(|panic| {
+            Err(ToolError::Internal(format!(
+                "tool panicked: {}",
+                panic_message(&*panic)
+            )))
+        })
+    }
+}
+
+/// Runs up to `max_parallel` calls of a round at once, each on its own tokio
+/// task. Needs a tokio runtime.
+#[derive(Clone, Debug)]
+pub struct ConcurrentTaskManager {
+    max_parallel: usize,
+    timeout: Option<Duration>,
+}
+
+impl ConcurrentTaskManager {
+    /// At most `max_parallel` calls at once (at least 1).
+    pub fn new(max_parallel: usize) -> Self {
+        Self {
+            max_parallel: max_parallel.max(1),
+            timeout: None,
+        }
+    }
+
+    /// Fails calls that run longer than `timeout` with `ToolError::Timeout`;
+    /// the call's task is aborted.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+}
+
+/// Aborts the task when dropped, so a dropped `next()` leaves no orphan.
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+#[async_trait::async_trait]
+impl TaskManager for ConcurrentTaskManager {
+    fn max_parallel(&self) -> usize {
+        self.max_parallel
+    }
+
+    async fn run(&self, job: ToolJob) -> Result<ToolResult, ToolError> {
+        let mut handle = AbortOnDrop(tokio::spawn(job.run()));
+        let joined = match self.timeout {
+            Some(limit) => tokio::time::timeout(limit, &mut handle.0)
+                .await
+                .map_err(|_| ToolError::Timeout(limit))?,
+            None => (&mut handle.0).await,
+        };
+        match joined {
+            Ok(result) => result,
+            Err(err) if err.is_panic() => Err(ToolError::Internal(format!(
+                "tool panicked: {}",
+                panic_message(&*err.into_panic())
+            ))),
+            Err(err) => Err(ToolError::Internal(format!("tool task failed: {err}"))),
+        }
+    }
+}

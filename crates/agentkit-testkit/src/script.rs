@@ -1,0 +1,376 @@
+//! The scripted model.
+
+use agentkit_core::{Delta, FinishReason, PartId, PartKind, ToolCallPart, TurnCancellation, Usage};
+use agentkit_loop::{
+    ModelAdapter, ModelError, ModelErrorKind, ModelSession, ModelTurn, ModelTurnEvent,
+    ModelTurnResult, SessionConfig, TurnRequest,
+};
+use serde_json::Value;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// One step of a scripted turn.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub enum ScriptStep {
+    /// Emit this event.
+    Event(ModelTurnEvent),
+    /// Fail the stream with this error.
+    Fail(ModelError),
+    /// Wait this long (tokio time, so paused-clock tests run instantly).
+    Delay(Duration),
+}
+
+/// A scripted model turn, built step by step.
+#[derive(Clone, Debug, Default)]
+pub struct ScriptedTurn {
+    steps: Vec<ScriptStep>,
+    /// When set, `begin_turn` itself fails with this error.
+    begin_error: Option<ModelError>,
+    parts: usize,
+}
+
+impl ScriptedTurn {
+    /// An empty turn; add steps, then end it with [`finish`](Self::finish).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A turn that answers `text` and completes.
+    pub fn text(text: &str) -> Self {
+        Self::new().say(text).finish(FinishReason::Completed)
+    }
+
+    /// A turn that calls one tool.
+    pub fn tool_call(id: &str, name: &str, input: Value) -> Self {
+        Self::new()
+            .call(id, name, input)
+            .finish(FinishReason::ToolCall)
+    }
+
+    /// A turn whose request fails before streaming.
+    pub fn failing(error: ModelError) -> Self {
+        Self {
+            begin_error: Some(error),
+            ..Self::default()
+        }
+    }
+
+    /// Streams `text` as one text part, in one chunk.
+    pub fn say(self, text: &str) -> Self {
+        self.say_chunks(&[text])
+    }
+
+    /// Streams one text part in these chunks.
+    pub fn say_chunks(mut self, chunks: &[&str]) -> Self {
+        let part_id = PartId::new(format!("part-{}", self.parts));
+        self.parts += 1;
+        self.steps
+            .push(ScriptStep::Event(ModelTurnEvent::Delta(Delta::BeginPart {
+                part_id: part_id.clone(),
+                kind: PartKind::Text,
+            })));
+        for chunk in chunks {
+            self.steps.push(ScriptStep::Event(ModelTurnEvent::Delta(
+                Delta::AppendText {
+                    part_id: part_id.clone(),
+                    chunk: (*chunk).to_owned(),
+                },
+            )));
+        }
+        self.steps.push(ScriptStep::Event(ModelTurnEvent::Delta(
+            Delta::CommitPart { part_id },
+        )));
+        self
+    }
+
+    /// Emits a raw delta.
+    pub fn delta(mut self, delta: Delta) -> Self {
+        self.steps
+            .push(ScriptStep::Event(ModelTurnEvent::Delta(delta)));
+        self
+    }
+
+    /// Emits a tool call.
+    pub fn call(mut self, id: &str, name: &str, input: Value) -> Self {
+        self.steps.push(ScriptStep::Event(ModelTurnEvent::ToolCall(
+            ToolCallPart::new(id, name, input),
+        )));
+        self
+    }
+
+    /// Reports usage.
+    pub fn usage(mut self, usage: Usage) -> Self {
+        self.steps
+            .push(ScriptStep::Event(ModelTurnEvent::Usage(usage)));
+        self
+    }
+
+    /// Waits before the next step.
+    pub fn delay(mut self, duration: Duration) -> Self {
+        self.steps.push(ScriptStep::Delay(duration));
+        self
+    }
+
+    /// Fails the stream at this point.
+    pub fn fail(mut self, error: ModelError) -> Self {
+        self.steps.push(ScriptStep::Fail(error));
+        self
+    }
+
+    /// Ends the turn with this reason.
+    pub fn finish(mut self, reason: FinishReason) -> Self {
+        self.steps.push(ScriptStep::Event(ModelTurnEvent::Finished(
+            ModelTurnResult::new(reason),
+        )));
+        self
+    }
+}
+
+#[derive(Default)]
+struct Shared {
+    script: Mutex<VecDeque<ScriptedTurn>>,
+    /// When set, every session plays its own copy of this script.
+    per_session: Option<Vec<ScriptedTurn>>,
+    record: bool,
+    requests: Mutex<Vec<TurnRequest>>,
+}
+
+/// A model that plays a script; clones share the script and the recording.
+#[derive(Clone)]
+pub struct ScriptedModel {
+    shared: Arc<Shared>,
+}
+
+impl Default for ScriptedModel {
+    fn default() -> Self {
+        Self {
+            shared: Arc::new(Shared {
+                record: true,
+                ..Shared::default()
+            }),
+        }
+    }
+}
+
+impl ScriptedModel {
+    /// A model that will play these turns, in order, across all sessions.
+    pub fn new(turns: impl IntoIterator<Item = ScriptedTurn>) -> Self {
+        let model = Self::default();
+        model.push_turns(turns);
+        model
+    }
+
+    /// A model whose every session plays its own copy of these turns, for
+    /// tests and benchmarks that run many sessions at once.
+    pub fn per_session(turns: impl IntoIterator<Item = ScriptedTurn>) -> Self {
+        Self {
+            shared: Arc::new(Shared {
+                per_session: Some(turns.into_iter().collect()),
+                record: true,
+                ..Shared::default()
+            }),
+        }
+    }
+
+    /// Stops recording requests (benchmarks with many sessions).
+    pub fn without_recording(self) -> Self {
+        let shared = Arc::try_unwrap(self.shared).unwrap_or_else(|shared| Shared {
+            script: Mutex::new(
+                shared
+                    .script
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .clone(),
+            ),
+            per_session: shared.per_session.clone(),
+            record: false,
+            requests: Mutex::new(Vec::new()),
+        });
+        Self {
+            shared: Arc::new(Shared {
+                record: false,
+                ..shared
+            }),
+        }
+    }
+
+    /// Appends turns to the script.
+    pub fn push_turns(&self, turns: impl IntoIterator<Item = ScriptedTurn>) {
+        self.shared
+            .script
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend(turns);
+    }
+
+    /// Every request received so far, in order.
+    pub fn requests(&self) -> Vec<TurnRequest> {
+        self.shared
+            .requests
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// How many turns are left in the shared script.
+    pub fn remaining(&self) -> usize {
+        self.shared
+            .script
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .len()
+    }
+}
+
+#[async_trait::async_trait]
+impl ModelAdapter for ScriptedModel {
+    type Session = ScriptedSession;
+
+    async fn start_session(&self, _config: SessionConfig) -> Result<ScriptedSession, ModelError> {
+        let own = self
+            .shared
+            .per_session
+            .as_ref()
+            .map(|turns| turns.iter().cloned().collect());
+        Ok(ScriptedSession {
+            shared: self.shared.clone(),
+            own,
+        })
+    }
+}
+
+/// A session of a [`ScriptedModel`].
+pub struct ScriptedSession {
+    shared: Arc<Shared>,
+    /// This session's own script, for [`ScriptedModel::per_session`].
+    own: Option<VecDeque<ScriptedTurn>>,
+}
+
+#[async_trait::async_trait]
+impl ModelSession for ScriptedSession {
+    type Turn = ScriptedTurnStream;
+
+    async fn begin_turn(
+        &mut self,
+        request: TurnRequest,
+        _cancellation: Option<TurnCancellation>,
+    ) -> Result<ScriptedTurnStream, ModelError> {
+        if self.shared.record {
+            self.shared
+                .requests
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(request);
+        }
+        let turn = match &mut self.own {
+            Some(own) => own.pop_front(),
+            None => self
+                .shared
+                .script
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .pop_front(),
+        };
+        let turn = turn.ok_or_else(|| {
+            ModelError::new(ModelErrorKind::Other, "the script has no more turns")
+        })?;
+        if let Some(error) = turn.begin_error {
+            return Err(error);
+        }
+        Ok(ScriptedTurnStream {
+            steps: turn.steps.into(),
+        })
+    }
+}
+
+/// The stream of one scripted turn.
+pub struct ScriptedTurnStream {
+    steps: VecDeque<ScriptStep>,
+}
+
+#[async_trait::async_trait]
+impl ModelTurn for ScriptedTurnStream {
+    async fn next_event(
+        &mut self,
+        _cancellation: Option<TurnCancellation>,
+    ) -> Result<Option<ModelTurnEvent>, ModelError> {
+        loop {
+            match self.steps.pop_front() {
+                None => return Ok(None),
+                Some(ScriptStep::Event(event)) => return Ok(Some(event)),
+                Some(ScriptStep::Fail(error)) => return Err(error),
+                Some(ScriptStep::Delay(duration)) => tokio::time::sleep(duration).await,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agentkit_core::TurnId;
+    use agentkit_loop::TranscriptView;
+
+    fn request() -> TurnRequest {
+        TurnRequest {
+            session_id: "s".into(),
+            turn_id: TurnId::new("turn-0"),
+            transcript: TranscriptView::default(),
+            available_tools: Vec::new(),
+            metadata: Default::default(),
+            cache: None,
+        }
+    }
+
+    async fn first_event(session: &mut ScriptedSession) -> Option<ModelTurnEvent> {
+        let mut turn = session.begin_turn(request(), None).await.unwrap();
+        turn.next_event(None).await.unwrap()
+    }
+
+    #[tokio::test]
+    async fn shared_scripts_are_consumed_across_sessions_and_per_session_ones_are_not() {
+        let shared = ScriptedModel::new([ScriptedTurn::text("a"), ScriptedTurn::text("b")]);
+        let mut one = shared.start_session(SessionConfig::new("1")).await.unwrap();
+        let mut two = shared.start_session(SessionConfig::new("2")).await.unwrap();
+        first_event(&mut one).await;
+        first_event(&mut two).await;
+        assert_eq!(shared.remaining(), 0);
+        assert_eq!(shared.requests().len(), 2);
+        let err = one.begin_turn(request(), None).await.err().unwrap();
+        assert!(err.message.contains("no more turns"));
+
+        let own = ScriptedModel::per_session([ScriptedTurn::text("a")]).without_recording();
+        for name in ["1", "2"] {
+            let mut session = own.start_session(SessionConfig::new(name)).await.unwrap();
+            assert!(first_event(&mut session).await.is_some());
+        }
+        assert!(own.requests().is_empty(), "recording is off");
+    }
+
+    #[tokio::test]
+    async fn failures_and_delays_are_played() {
+        let model = ScriptedModel::new([
+            ScriptedTurn::failing(ModelError::new(ModelErrorKind::RateLimited, "429")),
+            ScriptedTurn::new()
+                .delay(Duration::from_millis(1))
+                .fail(ModelError::new(ModelErrorKind::Protocol, "cut")),
+        ]);
+        let mut session = model.start_session(SessionConfig::new("s")).await.unwrap();
+        assert_eq!(
+            session
+                .begin_turn(request(), None)
+                .await
+                .err()
+                .unwrap()
+                .kind,
+            ModelErrorKind::RateLimited
+        );
+        let mut turn = session.begin_turn(request(), None).await.unwrap();
+        assert_eq!(
+            turn.next_event(None).await.unwrap_err().kind,
+            ModelErrorKind::Protocol
+        );
+    }
+}

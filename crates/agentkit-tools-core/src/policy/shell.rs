@@ -1,0 +1,769 @@
+//! A small POSIX shell reader: which commands would this line run?
+//!
+//! The command policy must judge every program a line starts, and a model (or
+//! a prompt injection) can hide one behind chaining (`a && b`, `a; b`,
+//! `a | b`, `a & b`, newlines), substitutions (`$(b)`, `` `b` ``, `<(b)`),
+//! subshells, quotes and escapes. This reader understands that much syntax
+//! and no more: it does not expand variables or globs, it only notes that a
+//! word would expand, so a policy can refuse to trust a program name it cannot
+//! know. Control words (`if`, `then`, `do`, `!`, `{` ...) are skipped so the
+//! commands inside are seen; `for` headers and `[[ ... ]]` tests run nothing
+//! themselves; `case` is not supported and reported as an error, which the
+//! policy turns into a request for approval. Here-document bodies are skipped,
+//! except for the substitutions an unquoted one would run.
+
+use std::fmt;
+
+/// Substitutions nested deeper than this are refused rather than parsed.
+const MAX_NESTING: usize = 32;
+
+/// A line the reader cannot take apart with confidence.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ShellParseError {
+    /// A quote, substitution or subshell is not closed.
+    #[error("unterminated {0}")]
+    Unterminated(&'static str),
+    /// A character where the syntax does not allow it.
+    #[error("unexpected {0:?} at character {1}")]
+    Unexpected(char, usize),
+    /// Syntax this reader does not follow (`case`).
+    #[error("unsupported shell syntax: {0}")]
+    Unsupported(&'static str),
+    /// Substitutions nest too deeply.
+    #[error("substitutions nest too deeply")]
+    TooDeep,
+}
+
+/// One word of a command, with its quotes removed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ShellWord {
+    /// The literal text; expansions are kept as written (`$HOME`).
+    pub text: String,
+    /// The shell would change this word before running it: it holds a
+    /// variable, a substitution or an unquoted glob, so `text` is not what
+    /// the program receives.
+    pub expands: bool,
+}
+
+/// One simple command: optional `NAME=value` assignments, then the words.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SimpleCommand {
+    /// Names of the variables assigned in front of the command (`FOO` in
+    /// `FOO=1 make`).
+    pub assignments: Vec<String>,
+    /// The program and its arguments.
+    pub words: Vec<ShellWord>,
+}
+
+impl SimpleCommand {
+    /// The program, the first word.
+    pub fn program(&self) -> Option<&ShellWord> {
+        self.words.first()
+    }
+}
+
+impl fmt::Display for SimpleCommand {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let words: Vec<&str> = self.words.iter().map(|w| w.text.as_str()).collect();
+        f.write_str(&words.join(" "))
+    }
+}
+
+/// Every simple command `line` would run, in the order they appear, those
+/// inside substitutions and subshells included. Commands that consist only
+/// of assignments (`X=1`) are listed too, with no words.
+///
+/// ```
+/// use agentkit_tools_core::policy::parse_command_line;
+///
+/// let commands = parse_command_line("cargo build && echo \"$(git rev-parse HEAD)\" | tee log")?;
+/// let programs: Vec<_> = commands.iter().map(|c| c.words[0].text.as_str()).collect();
+/// assert_eq!(programs, ["cargo", "git", "echo", "tee"]);
+/// # Ok::<(), agentkit_tools_core::policy::ShellParseError>(())
+/// ```
+pub fn parse_command_line(line: &str) -> Result<Vec<SimpleCommand>, ShellParseError> {
+    let mut reader = Reader {
+        chars: line.chars().collect(),
+        pos: 0,
+        commands: Vec::new(),
+        heredocs: Vec::new(),
+        depth: 0,
+        backticks: 0,
+    };
+    reader.list(End::Eof)?;
+    Ok(reader.commands)
+}
+
+/// What closes the list being read.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum End {
+    Eof,
+    Paren,
+    Backtick,
+}
+
+/// Words that open or close compound commands; the command after them is
+/// what runs.
+const CONTROL_WORDS: &[&str] = &[
+    "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "!", "{", "}", "function",
+    "in",
+];
+
+/// Commands being built, with what the reader learned about them.
+#[derive(Default)]
+struct Building {
+    command: SimpleCommand,
+    /// `for x in ...`, `[[ ... ]]`, function headers: the words run nothing.
+    inert: bool,
+}
+
+struct Reader {
+    chars: Vec<char>,
+    pos: usize,
+    commands: Vec<SimpleCommand>,
+    /// Here-documents whose bodies start after the next newline: the
+    /// delimiter, whether tabs are stripped (`<<-`), whether the body expands.
+    heredocs: Vec<(String, bool, bool)>,
+    depth: usize,
+    /// Open backtick substitutions: inside one, a backtick closes it rather
+    /// than opening another.
+    backticks: usize,
+}
+
+impl Reader {
+    fn peek(&self) -> Option<char> {
+        self.chars.get(self.pos).copied()
+    }
+
+    fn peek_at(&self, offset: usize) -> Option<char> {
+        self.chars.get(self.pos + offset).copied()
+    }
+
+    fn finish(&mut self, building: &mut Building) {
+        let done = std::mem::take(building);
+        let empty = done.command.words.is_empty() && done.command.assignments.is_empty();
+        if !done.inert && !empty {
+            self.commands.push(done.command);
+        }
+    }
+
+    /// Reads commands until `end`, consuming the closing character.
+    fn list(&mut self, end: End) -> Result<(), ShellParseError> {
+        if end == End::Backtick {
+            self.backticks += 1;
+        }
+        let result = self.list_inner(end);
+        if end == End::Backtick {
+            self.backticks -= 1;
+        }
+        result
+    }
+
+    fn list_inner(&mut self, end: End) -> Result<(), ShellParseError> {
+        self.depth += 1;
+        if self.depth > MAX_NESTING {
+            return Err(ShellParseError::TooDeep);
+        }
+        let mut building = Building::default();
+        loop {
+            while matches!(self.peek(), Some(' ' | '\t')) {
+                self.pos += 1;
+            }
+            let Some(c) = self.peek() else {
+                return match end {
+                    End::Eof => {
+                        self.finish(&mut building);
+                        self.depth -= 1;
+                        Ok(())
+                    }
+                    End::Paren => Err(ShellParseError::Unterminated("$( or (")),
+                    End::Backtick => Err(ShellParseError::Unterminated("backtick")),
+                };
+            };
+            match c {
+                // A line continuation between words joins the lines.
+                '\\' if self.peek_at(1) == Some('\n') => self.pos += 2,
+                '\n' => {
+                    self.pos += 1;
+                    self.finish(&mut building);
+                    self.heredoc_bodies()?;
+                }
+                ';' | '|' => {
+                    self.pos += 1;
+                    if matches!(self.peek(), Some('|' | '&' | ';')) {
+                        self.pos += 1;
+                    }
+                    self.finish(&mut building);
+                }
+                '&' if self.peek_at(1) == Some('>') => self.redirection()?,
+                '&' => {
+                    self.pos += 1;
+                    if self.peek() == Some('&') {
+                        self.pos += 1;
+                    }
+                    self.finish(&mut building);
+                }
+                '(' => {
+                    self.pos += 1;
+                    if !building.command.words.is_empty() {
+                        // `name() { ... }` defines a function: the header runs nothing.
+                        if self.peek() == Some(')') {
+                            self.pos += 1;
+                            building.inert = true;
+                            self.finish(&mut building);
+                            continue;
+                        }
+                        return Err(ShellParseError::Unexpected('(', self.pos - 1));
+                    }
+                    self.finish(&mut building);
+                    self.list(End::Paren)?;
+                }
+                ')' if end == End::Paren => {
+                    self.pos += 1;
+                    self.finish(&mut building);
+                    self.depth -= 1;
+                    return Ok(());
+                }
+                '`' if end == End::Backtick => {
+                    self.pos += 1;
+                    self.finish(&mut building);
+                    self.depth -= 1;
+                    return Ok(());
+                }
+                ')' => return Err(ShellParseError::Unexpected(')', self.pos)),
+                '#' => {
+                    while !matches!(self.peek(), None | Some('\n')) {
+                        self.pos += 1;
+                    }
+                }
+                '<' | '>' => self.redirection()?,
+                _ => {
+                    let start = self.pos;
+                    let (word, assignment) = self.word()?;
+                    let is_fd = !word.expands
+                        && !word.text.is_empty()
+                        && word.text.chars().all(|c| c.is_ascii_digit())
+                        && self.pos - start == word.text.len()
+                        && matches!(self.peek(), Some('<' | '>'));
+                    if is_fd {
+                        self.redirection()?;
+                        continue;
+                    }
+                    self.add_word(&mut building, word, assignment)?;
+                }
+            }
+        }
+    }
+
+    fn add_word(
+        &mut self,
+        building: &mut Building,
+        word: ShellWord,
+        assignment: Option<String>,
+    ) -> Result<(), ShellParseError> {
+        let command = &mut building.command;
+        if command.words.is_empty() {
+            if let Some(name) = assignment {
+                command.assignments.push(name);
+                return Ok(());
+            }
+            if !word.expands {
+                match word.text.as_str() {
+                    "case" => return Err(ShellParseError::Unsupported("case")),
+                    "for" | "select" | "[[" => {
+                        building.inert = true;
+                        command.words.push(word);
+                        return Ok(());
+                    }
+                    text if CONTROL_WORDS.contains(&text) && command.assignments.is_empty() => {
+                        if text == "function" {
+                            building.inert = true;
+                            command.words.push(word);
+                        }
+                        return Ok(());
+                    }
+                    _ => {}
+                }
+            }
+        } else if building.inert
+            && !word.expands
+            && word.text == "{"
+            && command.words[0].text == "function"
+        {
+            // `function name {`: the header ends, the body runs.
+            self.finish(building);
+            return Ok(());
+        }
+        command.words.push(word);
+        Ok(())
+    }
+
+    /// A redirection operator and its target word; process substitutions
+    /// (`<(cmd)`, `>(cmd)`) are read as commands.
+    fn redirection(&mut self) -> Result<(), ShellParseError> {
+        let first = self.peek();
+        self.pos += 1;
+        let mut heredoc = None;
+        match (first, self.peek()) {
+            (Some('<' | '>'), Some('(')) => {
+                self.pos += 1;
+                return self.list(End::Paren);
+            }
+            (Some('<'), Some('<')) => {
+                self.pos += 1;
+                if self.peek() == Some('<') {
+                    self.pos += 1; // here-string: the target is an ordinary word
+                } else {
+                    let strip_tabs = self.peek() == Some('-');
+                    if strip_tabs {
+                        self.pos += 1;
+                    }
+                    heredoc = Some(strip_tabs);
+                }
+            }
+            (_, Some('>' | '&' | '|')) => {
+                self.pos += 1;
+                // `&>>` appends both streams.
+                if first == Some('&') && self.peek() == Some('>') {
+                    self.pos += 1;
+                }
+            }
+            _ => {}
+        }
+        while matches!(self.peek(), Some(' ' | '\t')) {
+            self.pos += 1;
+        }
+        if matches!(
+            self.peek(),
+            None | Some('\n' | ';' | '|' | '&' | '(' | ')' | '<' | '>')
+        ) {
+            return Err(ShellParseError::Unterminated("redirection"));
+        }
+        let quoted_before = self.pos;
+        let (target, _) = self.word()?;
+        if let Some(strip_tabs) = heredoc {
+            let quoted = self.chars[quoted_before..self.pos]
+                .iter()
+                .any(|c| matches!(c, '\'' | '"' | '\\'));
+            self.heredocs.push((target.text, strip_tabs, !quoted));
+        }
+        Ok(())
+    }
+
+    /// Skips the bodies of pending here-documents, which start right after a
+    /// newline, reading the substitutions of those that expand.
+    fn heredoc_bodies(&mut self) -> Result<(), ShellParseError> {
+        for (delimiter, strip_tabs, expands) in std::mem::take(&mut self.heredocs) {
+            loop {
+                if self.peek().is_none() {
+                    return Err(ShellParseError::Unterminated("here-document"));
+                }
+                let line_start = self.pos;
+                let mut line_end = line_start;
+                while self.chars.get(line_end).is_some_and(|c| *c != '\n') {
+                    line_end += 1;
+                }
+                let line: String = self.chars[line_start..line_end].iter().collect();
+                let line = if strip_tabs {
+                    line.trim_start_matches('\t')
+                } else {
+                    &line
+                };
+                if line == delimiter {
+                    self.pos = (line_end + 1).min(self.chars.len());
+                    break;
+                }
+                if expands {
+                    while self.pos < line_end {
+                        match self.peek() {
+                            Some('\\') => self.pos += 2,
+                            Some('$') if self.peek_at(1) == Some('(') => {
+                                self.dollar()?;
+                            }
+                            Some('`') => {
+                                self.pos += 1;
+                                self.list(End::Backtick)?;
+                            }
+                            _ => self.pos += 1,
+                        }
+                    }
+                    // A substitution may span lines; continue from where it ended.
+                    if self.pos > line_end {
+                        continue;
+                    }
+                }
+                self.pos = (line_end + 1).min(self.chars.len());
+            }
+        }
+        Ok(())
+    }
+
+    /// One word, with quotes removed; also the assignment's name when the
+    /// word is `NAME=value` with an unquoted name.
+    fn word(&mut self) -> Result<(ShellWord, Option<String>), ShellParseError> {
+        let mut text = String::new();
+        let mut expands = false;
+        // Length of `text` before the first quote or expansion: an assignment
+        // name must lie entirely in that prefix.
+        let mut plain_prefix: Option<usize> = None;
+        while let Some(c) = self.peek() {
+            match c {
+                ' ' | '\t' | '\n' | ';' | '&' | '|' | '(' | ')' | '<' | '>' => break,
+                '`' if self.backticks > 0 => break,
+                '\\' => {
+                    plain_prefix.get_or_insert(text.len());
+                    self.pos += 1;
+                    match self.peek() {
+                        Some('\n') => self.pos += 1, // line continuation
+                        Some(escaped) => {
+                            text.push(escaped);
+                            self.pos += 1;
+                        }
+                        None => {}
+                    }
+                }
+                '\'' => {
+                    plain_prefix.get_or_insert(text.len());
+                    self.pos += 1;
+                    loop {
+                        match self.peek() {
+                            None => return Err(ShellParseError::Unterminated("single quote")),
+                            Some('\'') => break,
+                            Some(c) => text.push(c),
+                        }
+                        self.pos += 1;
+                    }
+                    self.pos += 1;
+                }
+                '"' => {
+                    plain_prefix.get_or_insert(text.len());
+                    self.pos += 1;
+                    expands |= self.double_quoted(&mut text)?;
+                }
+                '$' => {
+                    plain_prefix.get_or_insert(text.len());
+                    expands |= self.dollar_in_word(&mut text)?;
+                }
+                '`' => {
+                    plain_prefix.get_or_insert(text.len());
+                    self.pos += 1;
+                    self.list(End::Backtick)?;
+                    text.push_str("`...`");
+                    expands = true;
+                }
+                '*' | '?' => {
+                    expands = true;
+                    text.push(c);
+                    self.pos += 1;
+                }
+                // A bracket glob needs its closing bracket; `[[` and `[` alone
+                // are the test commands.
+                '[' if self.chars[self.pos..]
+                    .iter()
+                    .take_while(|c| !matches!(c, ' ' | '\t' | '\n' | ';' | '&' | '|'))
+                    .skip(1)
+                    .any(|c| *c == ']') =>
+                {
+                    expands = true;
+                    text.push(c);
+                    self.pos += 1;
+                }
+                _ => {
+                    text.push(c);
+                    self.pos += 1;
+                }
+            }
+        }
+        let plain = &text[..plain_prefix.unwrap_or(text.len())];
+        let assignment = plain.split_once('=').and_then(|(name, _)| {
+            let valid = name
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            valid.then(|| name.to_owned())
+        });
+        Ok((ShellWord { text, expands }, assignment))
+    }
+
+    /// The inside of `"..."`, up to and including the closing quote. Returns
+    /// whether anything in it expands.
+    fn double_quoted(&mut self, text: &mut String) -> Result<bool, ShellParseError> {
+        let mut expands = false;
+        loop {
+            match self.peek() {
+                None => return Err(ShellParseError::Unterminated("double quote")),
+                Some('"') => {
+                    self.pos += 1;
+                    return Ok(expands);
+                }
+                Some('\\') => {
+                    self.pos += 1;
+                    match self.peek() {
+                        Some(c @ ('$' | '`' | '"' | '\\')) => {
+                            text.push(c);
+                            self.pos += 1;
+                        }
+                        Some('\n') => self.pos += 1,
+                        _ => text.push('\\'),
+                    }
+                }
+                Some('$') => expands |= self.dollar_in_word(text)?,
+                Some('`') => {
+                    self.pos += 1;
+                    self.list(End::Backtick)?;
+                    text.push_str("`...`");
+                    expands = true;
+                }
+                Some(c) => {
+                    text.push(c);
+                    self.pos += 1;
+                }
+            }
+        }
+    }
+
+    /// A `$` inside a word: parameter, substitution, arithmetic, or a plain
+    /// dollar sign. Returns whether it expands.
+    fn dollar_in_word(&mut self, text: &mut String) -> Result<bool, ShellParseError> {
+        let start = self.pos;
+        match self.peek_at(1) {
+            Some('(') | Some('{') => {
+                self.dollar()?;
+                text.extend(&self.chars[start..self.pos]);
+                Ok(true)
+            }
+            Some(c) if c.is_ascii_alphanumeric() || "_?@*#$!-".contains(c) => {
+                self.pos += 2;
+                if c.is_ascii_alphabetic() || c == '_' {
+                    while self
+                        .peek()
+                        .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
+                    {
+                        self.pos += 1;
+                    }
+                }
+                text.extend(&self.chars[start..self.pos]);
+                Ok(true)
+            }
+            Some('\'') => {
+                // $'...' quoting: escapes inside, no expansion.
+                self.pos += 2;
+                loop {
+                    match self.peek() {
+                        None => return Err(ShellParseError::Unterminated("$' quote")),
+                        Some('\\') => {
+                            if let Some(c) = self.peek_at(1) {
+                                text.push(c);
+                            }
+                            self.pos += 2;
+                        }
+                        Some('\'') => {
+                            self.pos += 1;
+                            return Ok(false);
+                        }
+                        Some(c) => {
+                            text.push(c);
+                            self.pos += 1;
+                        }
+                    }
+                }
+            }
+            _ => {
+                text.push('$');
+                self.pos += 1;
+                Ok(false)
+            }
+        }
+    }
+
+    /// `$(...)`, `$((...))` or `${...}`, starting at the `$`.
+    fn dollar(&mut self) -> Result<(), ShellParseError> {
+        match (self.peek_at(1), self.peek_at(2)) {
+            (Some('('), Some('(')) => {
+                // Arithmetic runs no command, but may hold substitutions.
+                self.pos += 3;
+                let mut open = 2usize;
+                while open > 0 {
+                    match self.peek() {
+                        None => return Err(ShellParseError::Unterminated("$((")),
+                        Some('$')
+                            if self.peek_at(1) == Some('(') && self.peek_at(2) != Some('(') =>
+                        {
+                            self.pos += 2;
+                            self.list(End::Paren)?;
+                        }
+                        Some('(') => {
+                            open += 1;
+                            self.pos += 1;
+                        }
+                        Some(')') => {
+                            open -= 1;
+                            self.pos += 1;
+                        }
+                        Some(_) => self.pos += 1,
+                    }
+                }
+                Ok(())
+            }
+            (Some('('), _) => {
+                self.pos += 2;
+                self.list(End::Paren)
+            }
+            (Some('{'), _) => {
+                // ${name:-$(cmd)} can run commands in its default value.
+                self.pos += 2;
+                loop {
+                    match self.peek() {
+                        None => return Err(ShellParseError::Unterminated("${")),
+                        Some('}') => {
+                            self.pos += 1;
+                            return Ok(());
+                        }
+                        Some('$') if matches!(self.peek_at(1), Some('(' | '{')) => self.dollar()?,
+                        Some('`') => {
+                            self.pos += 1;
+                            self.list(End::Backtick)?;
+                        }
+                        Some(_) => self.pos += 1,
+                    }
+                }
+            }
+            _ => {
+                self.pos += 1;
+                Ok(())
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each command as its words joined by spaces.
+    fn commands(line: &str) -> Vec<String> {
+        parse_command_line(line)
+            .unwrap()
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn splits_on_every_operator() {
+        assert_eq!(
+            commands("a 1; b 2 && c || d | e & f\ng |& h"),
+            ["a 1", "b 2", "c", "d", "e", "f", "g", "h"]
+        );
+    }
+
+    #[test]
+    fn quotes_and_escapes_hide_operators() {
+        assert_eq!(
+            commands(r#"echo 'a; b' "c && d" e\;f"#),
+            ["echo a; b c && d e;f"]
+        );
+        assert_eq!(commands("echo \"say \\\"hi\\\"\""), ["echo say \"hi\""]);
+        assert_eq!(commands("ec\\\nho x"), ["echo x"]);
+        assert_eq!(commands("ls \\\n  -la \\\n"), ["ls -la"]);
+    }
+
+    #[test]
+    fn substitutions_are_commands_too() {
+        assert_eq!(commands("echo $(whoami)"), ["whoami", "echo $(whoami)"]);
+        assert_eq!(commands("echo `id -u`"), ["id -u", "echo `...`"]);
+        assert_eq!(
+            commands("echo \"$(a $(b))\""),
+            ["b", "a $(b)", "echo $(a $(b))"]
+        );
+        assert_eq!(commands("diff <(ls a) >(tee b)"), ["ls a", "tee b", "diff"]);
+        assert_eq!(
+            commands("echo ${X:-$(rm x)}"),
+            ["rm x", "echo ${X:-$(rm x)}"]
+        );
+        assert_eq!(
+            commands("echo $(( 1 + $(n) ))"),
+            ["n", "echo $(( 1 + $(n) ))"]
+        );
+    }
+
+    #[test]
+    fn expansion_is_flagged() {
+        let parsed = parse_command_line("$CMD 'a*' b* \"$x\" plain").unwrap();
+        let flags: Vec<bool> = parsed[0].words.iter().map(|w| w.expands).collect();
+        assert_eq!(flags, [true, false, true, true, false]);
+    }
+
+    #[test]
+    fn assignments_and_redirections_are_not_programs() {
+        let parsed = parse_command_line("A=1 B='x y' make 2>&1 >out.log <in -j4").unwrap();
+        assert_eq!(parsed[0].assignments, ["A", "B"]);
+        assert_eq!(parsed[0].to_string(), "make -j4");
+        assert_eq!(commands("> out echo hi"), ["echo hi"]);
+        assert_eq!(commands("cmd &> all.log"), ["cmd"]);
+        assert_eq!(commands("cmd &>> all.log; next"), ["cmd", "next"]);
+        assert_eq!(commands("echo hi >&2 2>>err.log"), ["echo hi"]);
+        // Not an assignment: the name is quoted, or the `=` comes later.
+        assert_eq!(commands("'A'=1 x"), ["A=1 x"]);
+        assert_eq!(commands("make A=1"), ["make A=1"]);
+    }
+
+    #[test]
+    fn control_words_are_skipped() {
+        assert_eq!(
+            commands("if test -f x; then rm x; else touch x; fi"),
+            ["test -f x", "rm x", "touch x"]
+        );
+        assert_eq!(commands("for f in *.rs; do wc -l $f; done"), ["wc -l $f"]);
+        assert_eq!(
+            commands("while true; do sleep 1; done"),
+            ["true", "sleep 1"]
+        );
+        assert_eq!(
+            commands("! grep -q x f && { echo a; }"),
+            ["grep -q x f", "echo a"]
+        );
+        assert_eq!(commands("f() { rm -rf /; }; f"), ["rm -rf /", "f"]);
+        assert_eq!(commands("function g { rm -rf /; }"), ["rm -rf /"]);
+        assert_eq!(commands("[[ -n $(cat x) ]] && ok"), ["cat x", "ok"]);
+        assert_eq!(commands("(cd a && ls) | wc"), ["cd a", "ls", "wc"]);
+    }
+
+    #[test]
+    fn comments_are_skipped() {
+        assert_eq!(commands("ls # ; rm -rf /\npwd"), ["ls", "pwd"]);
+        assert_eq!(commands("echo a#b"), ["echo a#b"]);
+    }
+
+    #[test]
+    fn here_documents_skip_their_bodies_but_not_substitutions() {
+        assert_eq!(
+            commands("cat <<EOF > f\nrm -rf /\n$(whoami)\nEOF\nls"),
+            ["cat", "whoami", "ls"]
+        );
+        assert_eq!(commands("cat <<'EOF'\n$(whoami)\nEOF\nls"), ["cat", "ls"]);
+        assert_eq!(commands("cat <<-END\n\trm x\n\tEND\nls"), ["cat", "ls"]);
+        assert_eq!(commands("cat <<< \"$(id)\""), ["id", "cat"]);
+    }
+
+    #[test]
+    fn malformed_lines_are_errors() {
+        assert_eq!(
+            parse_command_line("echo 'open"),
+            Err(ShellParseError::Unterminated("single quote"))
+        );
+        assert!(parse_command_line("echo \"open").is_err());
+        assert!(parse_command_line("echo $(open").is_err());
+        assert!(parse_command_line("echo `open").is_err());
+        assert!(parse_command_line("echo )").is_err());
+        assert!(parse_command_line("cat <<EOF\nbody").is_err());
+        assert_eq!(
+            parse_command_line("case x in a) rm;; esac"),
+            Err(ShellParseError::Unsupported("case"))
+        );
+        let deep = format!("{}x{}", "$(".repeat(40), ")".repeat(40));
+        assert_eq!(parse_command_line(&deep), Err(ShellParseError::TooDeep));
+    }
+}
