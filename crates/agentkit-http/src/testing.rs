@@ -289,7 +289,11 @@ async fn write_response(socket: &mut TcpStream, response: &ScriptedResponse) -> 
     socket.write_all(head.as_bytes()).await?;
     socket.flush().await?;
     for piece in response.pieces() {
-        tokio::time::sleep(response.pause).await;
+        // Even a zero sleep waits for the next timer tick (a millisecond),
+        // which would throttle benchmarks; skip it.
+        if !response.pause.is_zero() {
+            tokio::time::sleep(response.pause).await;
+        }
         let mut frame = format!("{:x}\r\n", piece.len()).into_bytes();
         frame.extend_from_slice(piece);
         frame.extend_from_slice(b"\r\n");

@@ -107,12 +107,9 @@ impl ModelSession for AnthropicSession {
             .iter()
             .map(|retry| ModelTurnEvent::Warning(format!("anthropic: {retry}")))
             .collect();
-        Ok(AnthropicTurn {
-            events: response.events,
-            decoder: EventDecoder::default(),
-            queue,
-            done: false,
-        })
+        let mut turn = AnthropicTurn::from_events(response.events);
+        turn.queue = queue;
+        Ok(turn)
     }
 }
 
@@ -134,6 +131,17 @@ impl std::fmt::Debug for AnthropicTurn {
 }
 
 impl AnthropicTurn {
+    /// A turn decoding an event stream that is already open: a recorded
+    /// response replayed in a test, or bytes fed from memory in a benchmark.
+    pub fn from_events(events: SseStream) -> Self {
+        Self {
+            events,
+            decoder: EventDecoder::default(),
+            queue: VecDeque::new(),
+            done: false,
+        }
+    }
+
     fn fail(&mut self, error: agentkit_http::ProviderError) -> ModelError {
         self.done = true;
         self.queue.clear();

@@ -103,12 +103,9 @@ impl ModelSession for OpenAiSession {
             .iter()
             .map(|retry| ModelTurnEvent::Warning(format!("openai: {retry}")))
             .collect();
-        Ok(OpenAiTurn {
-            events: response.events,
-            decoder: ChunkDecoder::default(),
-            queue,
-            done: false,
-        })
+        let mut turn = OpenAiTurn::from_events(response.events);
+        turn.queue = queue;
+        Ok(turn)
     }
 }
 
@@ -130,6 +127,17 @@ impl std::fmt::Debug for OpenAiTurn {
 }
 
 impl OpenAiTurn {
+    /// A turn decoding an event stream that is already open: a recorded
+    /// response replayed in a test, or bytes fed from memory in a benchmark.
+    pub fn from_events(events: SseStream) -> Self {
+        Self {
+            events,
+            decoder: ChunkDecoder::default(),
+            queue: VecDeque::new(),
+            done: false,
+        }
+    }
+
     fn fail(&mut self, error: agentkit_http::ProviderError) -> ModelError {
         self.done = true;
         self.queue.clear();

@@ -18,31 +18,42 @@ use agentkit_http::{ProviderError, SseEvent};
 use agentkit_loop::{ModelTurnEvent, ModelTurnResult};
 use serde::Deserialize;
 use serde_json::Value;
+use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
 
+// Strings borrow from the event's data where they can: at tens of
+// thousands of chunks per answer, per-chunk allocations of the id and model
+// show up in the decoding cost.
 #[derive(Deserialize)]
-struct Chunk {
-    id: Option<String>,
-    model: Option<String>,
-    #[serde(default)]
-    choices: Vec<Choice>,
+struct Chunk<'a> {
+    #[serde(borrow)]
+    id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    model: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    choices: Vec<Choice<'a>>,
     usage: Option<WireUsage>,
     error: Option<Value>,
 }
 
 #[derive(Deserialize)]
-struct Choice {
+struct Choice<'a> {
     #[serde(default)]
     index: u32,
-    delta: Option<WireDelta>,
-    finish_reason: Option<String>,
+    #[serde(borrow)]
+    delta: Option<WireDelta<'a>>,
+    #[serde(borrow)]
+    finish_reason: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize)]
-struct WireDelta {
-    content: Option<String>,
-    refusal: Option<String>,
-    reasoning_content: Option<String>,
+struct WireDelta<'a> {
+    #[serde(borrow)]
+    content: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    refusal: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    reasoning_content: Option<Cow<'a, str>>,
     // A string on most servers; some send structured reasoning here, which
     // is ignored rather than failing the whole chunk.
     reasoning: Option<Value>,
@@ -137,10 +148,10 @@ impl ChunkDecoder {
             return Err(ProviderError::from_stream_error(data));
         }
         if self.response_id.is_none() {
-            self.response_id = chunk.id;
+            self.response_id = chunk.id.map(Cow::into_owned);
         }
         if self.model.is_none() {
-            self.model = chunk.model;
+            self.model = chunk.model.map(Cow::into_owned);
         }
         // We never ask for `n > 1`; other choices would be another answer.
         for choice in chunk.choices.into_iter().filter(|c| c.index == 0) {
@@ -148,7 +159,7 @@ impl ChunkDecoder {
                 self.on_delta(delta, out);
             }
             if let Some(reason) = choice.finish_reason.filter(|r| !r.is_empty()) {
-                self.finish_reason = Some(reason);
+                self.finish_reason = Some(reason.into_owned());
             }
         }
         if let Some(usage) = chunk.usage {
@@ -173,17 +184,20 @@ impl ChunkDecoder {
         ))
     }
 
-    fn on_delta(&mut self, delta: WireDelta, out: &mut VecDeque<ModelTurnEvent>) {
-        let reasoning = delta.reasoning_content.or(match delta.reasoning {
-            Some(Value::String(text)) => Some(text),
-            _ => None,
-        });
+    fn on_delta(&mut self, delta: WireDelta<'_>, out: &mut VecDeque<ModelTurnEvent>) {
+        let reasoning = delta
+            .reasoning_content
+            .map(Cow::into_owned)
+            .or(match delta.reasoning {
+                Some(Value::String(text)) => Some(text),
+                _ => None,
+            });
         if let Some(text) = reasoning.filter(|t| !t.is_empty()) {
             self.append(OpenKind::Reasoning, text, out);
         }
         for text in [delta.content, delta.refusal].into_iter().flatten() {
             if !text.is_empty() {
-                self.append(OpenKind::Text, text, out);
+                self.append(OpenKind::Text, text.into_owned(), out);
             }
         }
         for call in delta.tool_calls.into_iter().flatten() {
