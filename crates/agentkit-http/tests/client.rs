@@ -352,3 +352,37 @@ async fn a_json_error_with_status_200_is_reported_as_an_error() {
     assert_eq!(err.kind, ProviderErrorKind::Overloaded);
     assert_eq!(err.message, "model is loading");
 }
+
+#[tokio::test]
+async fn a_stream_silent_before_its_first_byte_is_retried() {
+    let server = TestServer::start([
+        ScriptedResponse::sse("").ending(Ending::Stall),
+        ScriptedResponse::sse(OK_BODY),
+    ])
+    .await
+    .unwrap();
+    let mut response = within(client(fast_retries()).post_sse(request(&server), None))
+        .await
+        .unwrap();
+    assert_eq!(response.retries.len(), 1);
+    let error = &response.retries[0].error;
+    assert_eq!(error.kind, ProviderErrorKind::Transport);
+    assert!(error.message.contains("timed out"), "{}", error.message);
+    assert_eq!(within(drain(&mut response)).await.unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn retry_after_ms_wins_over_retry_after() {
+    let server = TestServer::start([
+        ScriptedResponse::json(429, "{}")
+            .with_header("retry-after", "30")
+            .with_header("retry-after-ms", "120"),
+        ScriptedResponse::sse(OK_BODY),
+    ])
+    .await
+    .unwrap();
+    let response = within(client(fast_retries()).post_sse(request(&server), None))
+        .await
+        .unwrap();
+    assert_eq!(response.retries[0].delay, Duration::from_millis(120));
+}
