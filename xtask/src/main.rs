@@ -4,6 +4,7 @@
 //! and works on a fresh machine with nothing but the toolchain.
 
 mod checks;
+mod fixtures;
 mod layers;
 mod run;
 
@@ -18,6 +19,7 @@ commands:
   clippy    cargo clippy on all targets with -D warnings
   test      all tests (nextest when installed, else cargo test)
   doc-test  doc tests, the book's code blocks included
+  fixtures  npm ci for test fixtures (real MCP servers) when missing or stale
   layers    the crate layer rules of ARCHITECTURE.md section 1
   meta      every crate has a README.md, a description and the workspace lints
 ";
@@ -30,6 +32,7 @@ fn main() -> ExitCode {
         "clippy" => run::clippy(),
         "test" => run::test(),
         "doc-test" => run::doc_test(),
+        "fixtures" => fixtures::install(),
         "layers" => layers::check(),
         "meta" => checks::meta(),
         "help" | "--help" | "-h" => {
@@ -55,11 +58,12 @@ type Step = fn() -> Result<(), String>;
 
 /// Cheap checks first, so a layer violation is reported before a long build.
 fn ci() -> Result<(), String> {
-    let steps: [(&str, Step); 6] = [
+    let steps: [(&str, Step); 7] = [
         ("layers", layers::check),
         ("meta", checks::meta),
         ("fmt", run::fmt),
         ("clippy", run::clippy),
+        ("fixtures", fixtures::install),
         ("test", run::test),
         ("doc-test", run::doc_test),
     ];
