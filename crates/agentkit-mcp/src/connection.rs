@@ -130,6 +130,7 @@ impl Connection {
                 match started {
                     Err(_) => return Err(timed_out()),
                     Ok(Err(err)) => {
+                        process.stderr.settle(Duration::from_millis(500)).await;
                         return Err(McpError::Connect {
                             server: server.to_owned(),
                             message: format!("{err}{}", process.stderr.describe()),

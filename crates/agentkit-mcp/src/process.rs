@@ -25,6 +25,8 @@ const STDERR_TAIL_LINES: usize = 50;
 #[derive(Debug, Default)]
 pub(crate) struct StderrTail {
     lines: Mutex<VecDeque<String>>,
+    /// Set once the pipe reached end of file.
+    closed: tokio::sync::watch::Sender<bool>,
 }
 
 impl StderrTail {
@@ -34,6 +36,13 @@ impl StderrTail {
             lines.pop_front();
         }
         lines.push_back(line);
+    }
+
+    /// Waits (at most `limit`) for the pipe to close, so an error about a
+    /// server that just exited can quote its last words.
+    pub(crate) async fn settle(&self, limit: Duration) {
+        let mut closed = self.closed.subscribe();
+        let _ = tokio::time::timeout(limit, closed.wait_for(|closed| *closed)).await;
     }
 
     pub(crate) fn lines(&self) -> Vec<String> {
@@ -107,6 +116,7 @@ pub(crate) fn spawn(server: &str, config: &StdioConfig) -> std::io::Result<Spawn
                 tracing::debug!(target: "agentkit_mcp::stderr", server = %server, "{line}");
                 tail.push(line);
             }
+            tail.closed.send_replace(true);
         });
     }
     tracing::debug!(server, pid, command = %config.command, "spawned MCP server");
