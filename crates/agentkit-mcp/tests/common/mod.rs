@@ -3,6 +3,8 @@
 
 #![allow(dead_code)] // each test binary uses a different subset
 
+pub mod rmcp_server;
+
 use agentkit_mcp::McpServerConfig;
 use agentkit_tools_core::{Tool, ToolSource};
 use std::future::Future;
