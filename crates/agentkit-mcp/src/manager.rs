@@ -191,6 +191,23 @@ impl McpServerManager {
         Ok(())
     }
 
+    /// Disconnects a server and forgets it; its name can be registered
+    /// again.
+    pub async fn remove(&self, name: &str) -> Result<(), McpError> {
+        self.disconnect(name).await?;
+        self.inner
+            .servers
+            .lock()
+            .expect("servers lock")
+            .retain(|s| s.config.name != name);
+        self.inner
+            .pending_auth
+            .lock()
+            .expect("pending auth lock")
+            .retain(|_, request| request.provider != name);
+        Ok(())
+    }
+
     /// Disconnects every server, concurrently.
     pub async fn disconnect_all(&self) {
         let names = self.servers();
@@ -303,7 +320,9 @@ impl McpServerManager {
     }
 
     /// Registers a responder asked first whenever a server wants
-    /// credentials; what it cannot answer surfaces as `AuthRequired`.
+    /// credentials; what it cannot answer surfaces as `AuthRequired`. It is
+    /// asked while the server's connect is in progress, so it must answer
+    /// by returning a resolution, not by calling back into the manager.
     pub fn set_auth_responder(&self, responder: Arc<dyn McpAuthResponder>) {
         *self.inner.responder.lock().expect("responder lock") = Some(responder);
     }
@@ -607,10 +626,14 @@ impl Inner {
             let deadline = server.config.call_timeout;
             let mut retried = false;
             loop {
-                let connection = self
-                    .connection(&server, operation.clone())
-                    .await
-                    .map_err(McpError::into_tool_error)?;
+                // Reconnecting can take the whole connect timeout; the turn
+                // may be cancelled meanwhile.
+                let connection = tokio::select! {
+                    connection = self.connection(&server, operation.clone()) => {
+                        connection.map_err(McpError::into_tool_error)?
+                    }
+                    _ = ctx.cancellation.cancelled() => return Err(ToolError::Cancelled),
+                };
                 let outcome = connection
                     .call_tool(tool, arguments.clone(), deadline, &ctx.cancellation)
                     .await;

@@ -353,3 +353,57 @@ async fn one_failing_server_does_not_fail_the_others() {
     })
     .await;
 }
+
+/// Refuses `mcp.invoke_tool` for one server tool, allows everything else.
+struct DenyTool(&'static str);
+
+impl agentkit_tools_core::PermissionChecker for DenyTool {
+    fn evaluate(
+        &self,
+        request: &agentkit_tools_core::PermissionRequest,
+    ) -> agentkit_tools_core::PermissionDecision {
+        match &request.payload {
+            PermissionPayload::Mcp(McpOperation::InvokeTool { tool, .. }) if tool == self.0 => {
+                agentkit_tools_core::PermissionDecision::Deny(
+                    agentkit_tools_core::PermissionDenial {
+                        request_kind: request.kind.clone(),
+                        message: format!("{tool} is not allowed"),
+                    },
+                )
+            }
+            _ => agentkit_tools_core::PermissionDecision::Allow,
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_executor_checks_permissions_of_mcp_tools_like_any_other() {
+    use agentkit_tools_core::{BasicToolExecutor, Preflight, ToolExecutor, ToolFederation};
+    within(60, "the executor test", async {
+        let manager = McpServerManager::new();
+        manager.register(everything("everything")).unwrap();
+        manager.connect("everything").await.unwrap();
+        let executor = BasicToolExecutor::new(ToolFederation::new().with_source(manager.source()))
+            .with_permissions(std::sync::Arc::new(DenyTool("get-env")));
+        assert!(
+            executor
+                .specs()
+                .iter()
+                .any(|spec| spec.name == "mcp_everything_echo")
+        );
+
+        let denied = request("mcp_everything_get-env", json!({}));
+        assert!(matches!(
+            executor.preflight(&denied),
+            Preflight::Rejected(ToolError::PermissionDenied(ref m)) if m == "get-env is not allowed"
+        ));
+        let allowed = request("mcp_everything_echo", json!({ "message": "via executor" }));
+        assert_eq!(executor.preflight(&allowed), Preflight::Ready);
+        let result = executor
+            .execute(allowed, ToolContext::detached())
+            .await
+            .unwrap();
+        assert_eq!(result.output.to_text(), "Echo: via executor");
+    })
+    .await;
+}

@@ -233,6 +233,18 @@ async fn a_configured_bearer_token_is_sent() {
             .register(McpServerConfig::http("secure", &server.url).bearer_token(TOKEN))
             .unwrap();
         manager.connect("secure").await.expect("connects");
+        assert!(!manager.snapshot().tools.is_empty());
+
+        // Removing forgets the server and its tools; the name is free again.
+        manager.remove("secure").await.unwrap();
+        assert!(manager.snapshot().tools.is_empty());
+        assert_eq!(
+            manager.status("secure").unwrap_err(),
+            McpError::UnknownServer("secure".into())
+        );
+        manager
+            .register(McpServerConfig::http("secure", &server.url).bearer_token(TOKEN))
+            .unwrap();
     })
     .await;
 }
