@@ -10,3 +10,5 @@ pub mod transcript {}
 pub mod deltas {}
 #[doc = include_str!("src/cancellation.md")]
 pub mod cancellation {}
+#[doc = include_str!("src/mcp.md")]
+pub mod mcp {}
