@@ -26,8 +26,9 @@ pub struct McpServerConfig {
     pub transport: McpTransport,
     /// Time allowed for initialize plus discovery.
     pub connect_timeout: Duration,
-    /// Deadline of each tool call; the call is cancelled on the server when
-    /// it passes.
+    /// Deadline of each tool call, counted from when the request is sent;
+    /// the call is cancelled on the server when it passes. A reconnect
+    /// needed before sending is bounded by `connect_timeout` instead.
     pub call_timeout: Duration,
 }
 

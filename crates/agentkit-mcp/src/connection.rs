@@ -17,7 +17,8 @@ use crate::process::{self, ServerProcess};
 use agentkit_core::TurnCancellation;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientCapabilities,
-    ClientConfig, ClientRequest, Implementation, ServerResult,
+    ClientConfig, ClientRequest, GetPromptRequestParams, GetPromptResponse, Implementation,
+    ReadResourceRequestParams, ServerResult,
 };
 use rmcp::service::{NotificationContext, Peer, RunningService, ServiceError};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -90,6 +91,9 @@ pub(crate) enum CallError {
     Cancelled,
     /// The server wants credentials.
     Auth(Challenge),
+    /// The transport failed to carry the request (connection refused,
+    /// reset, session gone); the session is not to be trusted any more.
+    Broken(String),
     /// The server answered with a JSON-RPC error.
     Rejected(String),
     /// Anything else that broke the exchange.
@@ -314,6 +318,45 @@ impl Connection {
         }
     }
 
+    /// `resources/read`, within `limit`, as MCP JSON.
+    pub(crate) async fn read_resource(
+        &self,
+        uri: &str,
+        limit: Duration,
+    ) -> Result<Value, CallError> {
+        let params = ReadResourceRequestParams::new(uri);
+        match tokio::time::timeout(limit, self.peer.read_resource(params)).await {
+            Err(_) => Err(CallError::Timeout(limit)),
+            Ok(Err(err)) => Err(classify(err)),
+            Ok(Ok(result)) => {
+                serde_json::to_value(&result).map_err(|err| CallError::Protocol(err.to_string()))
+            }
+        }
+    }
+
+    /// `prompts/get`, within `limit`, as MCP JSON.
+    pub(crate) async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: Option<serde_json::Map<String, Value>>,
+        limit: Duration,
+    ) -> Result<Value, CallError> {
+        let mut params = GetPromptRequestParams::new(name);
+        if let Some(arguments) = arguments {
+            params = params.with_arguments(arguments);
+        }
+        match tokio::time::timeout(limit, self.peer.get_prompt_once(params)).await {
+            Err(_) => Err(CallError::Timeout(limit)),
+            Ok(Err(err)) => Err(classify(err)),
+            Ok(Ok(GetPromptResponse::Complete(result))) => {
+                serde_json::to_value(&result).map_err(|err| CallError::Protocol(err.to_string()))
+            }
+            Ok(Ok(_)) => Err(CallError::Protocol(
+                "the server asked for more input before answering; not supported".into(),
+            )),
+        }
+    }
+
     async fn send_cancel(&self, request_id: rmcp::model::RequestId, reason: String) {
         tracing::debug!(%request_id, %reason, "sending notifications/cancelled");
         let notice = self.peer.notify_cancelled(CancelledNotificationParam::new(
@@ -353,6 +396,7 @@ fn classify(err: ServiceError) -> CallError {
     match err {
         ServiceError::McpError(data) => CallError::Rejected(data.message.into_owned()),
         ServiceError::TransportClosed => CallError::Lost,
+        ServiceError::TransportSend(error) => CallError::Broken(error.to_string()),
         other => CallError::Protocol(other.to_string()),
     }
 }

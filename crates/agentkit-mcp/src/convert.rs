@@ -7,8 +7,8 @@
 //! when rmcp reshuffles its model types between major versions.
 
 use agentkit_core::{
-    CustomPart, DataRef, FilePart, MediaPart, MetadataMap, Modality, Part, StructuredPart,
-    TextPart, ToolOutput,
+    CustomPart, DataRef, FilePart, Item, ItemKind, MediaPart, MetadataMap, Modality, Part,
+    StructuredPart, TextPart, ToolOutput,
 };
 use agentkit_tools_core::{ToolAnnotations, ToolResult, ToolSpec};
 use base64::Engine as _;
@@ -145,33 +145,7 @@ fn content_part(block: &Value) -> Part {
                 metadata: MetadataMap::new(),
             })
         }
-        "resource" => {
-            let resource = block.get("resource").cloned().unwrap_or(Value::Null);
-            let field = |key: &str| resource.get(key).and_then(Value::as_str);
-            let mime_type = field("mimeType").map(str::to_owned);
-            let data = match (field("text"), field("blob")) {
-                (Some(text), _) => DataRef::Text {
-                    text: text.to_owned(),
-                },
-                (None, Some(blob)) => decode_base64(
-                    blob,
-                    mime_type.as_deref().unwrap_or("application/octet-stream"),
-                ),
-                (None, None) => DataRef::Text {
-                    text: String::new(),
-                },
-            };
-            let mut metadata = MetadataMap::new();
-            if let Some(uri) = field("uri") {
-                metadata.insert("mcp.uri".into(), uri.into());
-            }
-            Part::File(FilePart {
-                name: field("uri").map(str::to_owned),
-                mime_type,
-                data,
-                metadata,
-            })
-        }
+        "resource" => resource_part(block.get("resource").unwrap_or(&Value::Null)),
         "resource_link" => {
             // Models cannot follow a link they are not shown; say what it is.
             let uri = text("uri").unwrap_or_default();
@@ -192,6 +166,69 @@ fn content_part(block: &Value) -> Part {
             metadata: MetadataMap::new(),
         }),
     }
+}
+
+/// One resource's contents (`uri`, `mimeType`, `text` or `blob`) as a file
+/// part named by its URI.
+fn resource_part(resource: &Value) -> Part {
+    let field = |key: &str| resource.get(key).and_then(Value::as_str);
+    let mime_type = field("mimeType").map(str::to_owned);
+    let data = match (field("text"), field("blob")) {
+        (Some(text), _) => DataRef::Text {
+            text: text.to_owned(),
+        },
+        (None, Some(blob)) => decode_base64(
+            blob,
+            mime_type.as_deref().unwrap_or("application/octet-stream"),
+        ),
+        (None, None) => DataRef::Text {
+            text: String::new(),
+        },
+    };
+    let mut metadata = MetadataMap::new();
+    if let Some(uri) = field("uri") {
+        metadata.insert("mcp.uri".into(), uri.into());
+    }
+    Part::File(FilePart {
+        name: field("uri").map(str::to_owned),
+        mime_type,
+        data,
+        metadata,
+    })
+}
+
+/// A `resources/read` result: one file part per content entry.
+pub(crate) fn resource_contents(result: &Value) -> Vec<Part> {
+    result
+        .get("contents")
+        .and_then(Value::as_array)
+        .map(|contents| contents.iter().map(resource_part).collect())
+        .unwrap_or_default()
+}
+
+/// A `prompts/get` result: one item per message, user or assistant.
+pub(crate) fn prompt_items(result: &Value) -> Vec<Item> {
+    result
+        .get("messages")
+        .and_then(Value::as_array)
+        .map(|messages| {
+            messages
+                .iter()
+                .map(|message| {
+                    let kind = match message.get("role").and_then(Value::as_str) {
+                        Some("assistant") => ItemKind::Assistant,
+                        _ => ItemKind::User,
+                    };
+                    let parts = match message.get("content") {
+                        Some(Value::Array(blocks)) => blocks.iter().map(content_part).collect(),
+                        Some(block) => vec![content_part(block)],
+                        None => Vec::new(),
+                    };
+                    Item::new(kind, parts)
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Base64 from the server; a payload that is not valid base64 is kept as a
@@ -298,6 +335,30 @@ mod tests {
             panic!()
         };
         assert_eq!(structured.value, json!({ "sum": 3 }));
+    }
+
+    #[test]
+    fn prompts_become_items_and_resources_file_parts() {
+        let items = prompt_items(&json!({ "messages": [
+            { "role": "user", "content": { "type": "text", "text": "Summarize" } },
+            { "role": "assistant", "content": { "type": "text", "text": "Sure" } }
+        ] }));
+        assert_eq!(items.len(), 2);
+        assert_eq!(items[0].kind, ItemKind::User);
+        assert_eq!(items[1].text_content(), "Sure");
+        let parts = resource_contents(&json!({ "contents": [
+            { "uri": "demo://a", "mimeType": "text/plain", "text": "alpha" }
+        ] }));
+        let Part::File(file) = &parts[0] else {
+            panic!()
+        };
+        assert_eq!(file.name.as_deref(), Some("demo://a"));
+        assert_eq!(
+            file.data,
+            DataRef::Text {
+                text: "alpha".into()
+            }
+        );
     }
 
     #[test]

@@ -17,7 +17,7 @@ use crate::connection::{CallError, Connection};
 use crate::convert::{self, RemoteTool};
 use crate::discovery::{McpPrompt, McpResource, list_tools};
 use crate::error::McpError;
-use agentkit_core::ToolCallId;
+use agentkit_core::{Item, Part, ToolCallId};
 use agentkit_tools_core::{
     AuthOperation, AuthRequest, CatalogSnapshot, ToolContext, ToolError, ToolResult,
 };
@@ -273,6 +273,49 @@ impl McpServerManager {
         self.inner
             .call_tool(server, tool, arguments, None, ctx)
             .await
+    }
+
+    /// Reads a resource of a server (connecting it if needed), within the
+    /// server's call timeout. Each content entry becomes a file part named
+    /// by its URI.
+    pub async fn read_resource(&self, server: &str, uri: &str) -> Result<Vec<Part>, McpError> {
+        let operation = AuthOperation::ReadResource {
+            uri: uri.to_owned(),
+        };
+        let result = self
+            .inner
+            .request(server, operation, |connection, limit| async move {
+                connection.read_resource(uri, limit).await
+            })
+            .await?;
+        Ok(convert::resource_contents(&result))
+    }
+
+    /// Fetches a prompt of a server (connecting it if needed), within the
+    /// server's call timeout, as transcript items (user and assistant
+    /// messages).
+    pub async fn get_prompt(
+        &self,
+        server: &str,
+        name: &str,
+        arguments: BTreeMap<String, String>,
+    ) -> Result<Vec<Item>, McpError> {
+        let operation = AuthOperation::GetPrompt {
+            name: name.to_owned(),
+        };
+        let arguments: serde_json::Map<String, Value> = arguments
+            .into_iter()
+            .map(|(key, value)| (key, Value::String(value)))
+            .collect();
+        let arguments = (!arguments.is_empty()).then_some(arguments);
+        let result = self
+            .inner
+            .request(server, operation, |connection, limit| {
+                let arguments = arguments.clone();
+                async move { connection.get_prompt(name, arguments, limit).await }
+            })
+            .await?;
+        Ok(convert::prompt_items(&result))
     }
 
     /// Answers an auth request. Provided credentials are stored for the
@@ -658,6 +701,15 @@ impl Inner {
                              it will be reconnected on the next call"
                         )))
                     }
+                    Err(CallError::Broken(why)) => {
+                        // Not retried either: an HTTP request may have
+                        // reached the server before the exchange broke.
+                        self.discard(&server, &connection).await;
+                        Err(ToolError::Unavailable(format!(
+                            "MCP server {server_name}: {why}; \
+                             it will be reconnected on the next call"
+                        )))
+                    }
                     Err(CallError::Timeout(after)) => {
                         tracing::warn!(?after, "MCP tool call hit its deadline; cancelled");
                         Err(ToolError::Timeout(after))
@@ -684,6 +736,61 @@ impl Inner {
         }
         .instrument(span)
         .await
+    }
+
+    /// A request other than a tool call (resources, prompts): connect if
+    /// needed, run it within the call timeout, reconnect once if the
+    /// session turned out closed. Failures are manager errors, since the
+    /// host, not the model, asked.
+    async fn request<F, Fut>(
+        &self,
+        server_name: &str,
+        operation: AuthOperation,
+        run: F,
+    ) -> Result<Value, McpError>
+    where
+        F: Fn(Arc<Connection>, std::time::Duration) -> Fut,
+        Fut: std::future::Future<Output = Result<Value, CallError>>,
+    {
+        let server = self.server(server_name)?;
+        let limit = server.config.call_timeout;
+        let failed = |message: String| McpError::Protocol {
+            server: server_name.to_owned(),
+            message,
+        };
+        let mut retried = false;
+        loop {
+            let connection = self.connection(&server, operation.clone()).await?;
+            return match run(connection.clone(), limit).await {
+                Ok(value) => Ok(value),
+                Err(CallError::NotSent(_)) if !retried => {
+                    self.discard(&server, &connection).await;
+                    retried = true;
+                    continue;
+                }
+                Err(CallError::Auth(challenge)) => {
+                    self.discard(&server, &connection).await;
+                    let request =
+                        crate::auth::auth_request(server_name, operation.clone(), &challenge);
+                    if !retried && self.ask_responder(&server, &request).await {
+                        retried = true;
+                        continue;
+                    }
+                    Err(self.auth_failure(&server, request))
+                }
+                Err(CallError::Timeout(after)) => {
+                    Err(failed(format!("no answer within {after:?}")))
+                }
+                Err(err @ (CallError::NotSent(_) | CallError::Lost | CallError::Broken(_))) => {
+                    self.discard(&server, &connection).await;
+                    Err(failed(format!("{err:?}")))
+                }
+                Err(CallError::Cancelled) => Err(failed("cancelled".into())),
+                Err(CallError::Rejected(message) | CallError::Protocol(message)) => {
+                    Err(failed(message))
+                }
+            };
+        }
     }
 
     /// A refreshed tool list from `connection`; ignored when that

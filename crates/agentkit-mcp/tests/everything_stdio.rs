@@ -407,3 +407,47 @@ async fn the_executor_checks_permissions_of_mcp_tools_like_any_other() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resources_are_read_and_prompts_fetched() {
+    within(60, "the resources and prompts test", async {
+        let manager = McpServerManager::new();
+        manager.register(everything("everything")).unwrap();
+        manager.connect("everything").await.unwrap();
+
+        let resources = manager.resources("everything").unwrap();
+        let first = resources.first().expect("the server lists resources");
+        let parts = manager
+            .read_resource("everything", &first.uri)
+            .await
+            .unwrap();
+        let Some(Part::File(file)) = parts.first() else {
+            panic!("a file part expected, got {parts:?}")
+        };
+        assert_eq!(file.name.as_deref(), Some(first.uri.as_str()));
+
+        let prompts = manager.prompts("everything").unwrap();
+        let args_prompt = prompts
+            .iter()
+            .find(|p| p.name == "args-prompt")
+            .expect("args-prompt is listed");
+        assert!(
+            args_prompt
+                .arguments
+                .iter()
+                .any(|a| a.name == "city" && a.required)
+        );
+        let items = manager
+            .get_prompt(
+                "everything",
+                "args-prompt",
+                [("city".to_owned(), "Lisbon".to_owned())].into(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(items.len(), 1);
+        assert_eq!(items[0].kind, agentkit_core::ItemKind::User);
+        assert!(items[0].text_content().contains("Lisbon"), "{items:?}");
+    })
+    .await;
+}
