@@ -168,3 +168,60 @@ impl std::fmt::Debug for McpToolSource {
             .finish()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn tools(list: &[(&str, &str)]) -> Vec<RemoteTool> {
+        list.iter()
+            .map(|(name, description)| {
+                RemoteTool::from_json(json!({ "name": name, "description": description })).unwrap()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn revisions_move_only_when_the_tools_change() {
+        let mut catalog = CatalogState::new();
+        let mut events = catalog.subscribe();
+        let nobody = Weak::new();
+
+        catalog.rebuild(&[("s".into(), tools(&[("a", "A"), ("b", "B")]))], &nobody);
+        assert_eq!(catalog.snapshot().revision, 1);
+        let event = events.try_recv().unwrap();
+        assert_eq!(event.added, ["mcp_s_a", "mcp_s_b"]);
+
+        catalog.rebuild(&[("s".into(), tools(&[("a", "A"), ("b", "B")]))], &nobody);
+        assert_eq!(catalog.snapshot().revision, 1, "same tools, same revision");
+        assert!(events.try_recv().is_none());
+
+        catalog.rebuild(
+            &[("s".into(), tools(&[("a", "A, better"), ("c", "C")]))],
+            &nobody,
+        );
+        assert_eq!(catalog.snapshot().revision, 2);
+        let event = events.try_recv().unwrap();
+        assert_eq!(event.source, SOURCE_NAME);
+        assert_eq!(event.added, ["mcp_s_c"]);
+        assert_eq!(event.removed, ["mcp_s_b"]);
+        assert_eq!(event.changed, ["mcp_s_a"]);
+        assert_eq!(catalog.snapshot().names(), ["mcp_s_a", "mcp_s_c"]);
+    }
+
+    #[test]
+    fn servers_keep_their_order_and_names_stay_unique() {
+        let mut catalog = CatalogState::new();
+        catalog.rebuild(
+            &[
+                ("one".into(), tools(&[("x.y", "")])),
+                ("one".into(), tools(&[("x_y", "")])),
+            ],
+            &Weak::new(),
+        );
+        let names = catalog.snapshot().names();
+        assert_eq!(names[0], "mcp_one_x_y");
+        assert_ne!(names[0], names[1]);
+    }
+}

@@ -431,6 +431,10 @@ impl Inner {
     }
 
     fn rebuild_catalog(&self) {
+        // The catalog lock is taken first and held while the lists are
+        // read, so two rebuilds racing (a refresh and a connect) cannot
+        // publish an older view after a newer one.
+        let mut catalog = self.catalog.lock().expect("catalog lock");
         let lists: Vec<(String, Vec<RemoteTool>)> = self
             .servers
             .lock()
@@ -441,10 +445,7 @@ impl Inner {
                 (s.config.name.clone(), tools)
             })
             .collect();
-        self.catalog
-            .lock()
-            .expect("catalog lock")
-            .rebuild(&lists, &self.weak);
+        catalog.rebuild(&lists, &self.weak);
     }
 
     /// The server's open connection, connecting (once) if there is none or

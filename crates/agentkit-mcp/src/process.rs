@@ -88,6 +88,7 @@ pub(crate) struct Spawned {
 
 /// Starts the server in a new process group with all three stdio pipes.
 pub(crate) fn spawn(server: &str, config: &StdioConfig) -> std::io::Result<Spawned> {
+    #[cfg_attr(not(unix), allow(unused_mut))]
     let mut command = CommandWrap::with_new(&config.command, |cmd| {
         cmd.args(&config.args)
             .envs(&config.env)
