@@ -10,9 +10,10 @@
 //! nobody will read.
 
 use crate::auth::{Challenge, McpCredentials};
-use crate::config::{HttpConfig, McpServerConfig, McpTransport};
+use crate::config::{McpServerConfig, McpTransport};
 use crate::discovery::{Discovery, discover};
 use crate::error::McpError;
+use crate::http::{http_config, init_challenge, service_challenge};
 use crate::process::{self, ServerProcess};
 use agentkit_core::TurnCancellation;
 use rmcp::model::{
@@ -22,12 +23,8 @@ use rmcp::model::{
 };
 use rmcp::service::{NotificationContext, Peer, RunningService, ServiceError};
 use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::streamable_http_client::{
-    AuthRequiredError, InsufficientScopeError, StreamableHttpClientTransportConfig,
-};
 use rmcp::{ClientHandler, RoleClient, serve_client};
 use serde_json::Value;
-use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -399,86 +396,4 @@ fn classify(err: ServiceError) -> CallError {
         ServiceError::TransportSend(error) => CallError::Broken(error.to_string()),
         other => CallError::Protocol(other.to_string()),
     }
-}
-
-/// The auth challenge in an initialize failure, if that is what it was.
-fn init_challenge(err: &rmcp::service::ClientInitializeError) -> Option<Challenge> {
-    use rmcp::service::ClientInitializeError as E;
-    match err {
-        E::TransportError { error, .. } => challenge_in(error.error.as_ref()),
-        E::LegacyFallbackFailed { fallback, discover } => {
-            init_challenge(fallback).or_else(|| init_challenge(discover))
-        }
-        _ => None,
-    }
-}
-
-/// The auth challenge in a request failure, if that is what it was.
-fn service_challenge(err: &ServiceError) -> Option<Challenge> {
-    match err {
-        ServiceError::TransportSend(error) => challenge_in(error.error.as_ref()),
-        _ => None,
-    }
-}
-
-/// Walks an error's sources for rmcp's 401 / 403 errors.
-fn challenge_in(err: &(dyn std::error::Error + Send + Sync + 'static)) -> Option<Challenge> {
-    let mut current: Option<&(dyn std::error::Error + 'static)> = Some(err);
-    while let Some(err) = current {
-        if let Some(auth) = err.downcast_ref::<AuthRequiredError>() {
-            return Some(Challenge {
-                header: Some(auth.www_authenticate_header.clone()).filter(|h| !h.is_empty()),
-                insufficient_scope: false,
-            });
-        }
-        if let Some(scope) = err.downcast_ref::<InsufficientScopeError>() {
-            return Some(Challenge {
-                header: Some(scope.www_authenticate_header.clone()).filter(|h| !h.is_empty()),
-                insufficient_scope: true,
-            });
-        }
-        // The transport error types wrap these as variants; look through
-        // their sources too.
-        current = err.source();
-    }
-    None
-}
-
-fn http_config(
-    server: &str,
-    http: &HttpConfig,
-    credentials: Option<&McpCredentials>,
-) -> Result<StreamableHttpClientTransportConfig, McpError> {
-    let invalid = |message: String| McpError::InvalidConfig {
-        server: server.to_owned(),
-        message,
-    };
-    let mut headers: HashMap<http::HeaderName, http::HeaderValue> = HashMap::new();
-    let mut add = |name: &str, value: &str| -> Result<(), McpError> {
-        let name = http::HeaderName::from_bytes(name.as_bytes())
-            .map_err(|err| invalid(format!("header name {name:?}: {err}")))?;
-        let value = http::HeaderValue::from_str(value)
-            .map_err(|err| invalid(format!("header {name}: {err}")))?;
-        headers.insert(name, value);
-        Ok(())
-    };
-    for (name, value) in &http.headers {
-        add(name, value)?;
-    }
-    let mut bearer = http.bearer_token.clone();
-    match credentials {
-        Some(McpCredentials::Bearer(token)) => bearer = Some(token.clone()),
-        Some(McpCredentials::Headers(extra)) => {
-            for (name, value) in extra {
-                add(name, value)?;
-            }
-        }
-        None => {}
-    }
-    let mut config = StreamableHttpClientTransportConfig::with_uri(http.url.clone());
-    config.custom_headers = headers;
-    if let Some(token) = bearer {
-        config = config.auth_header(token);
-    }
-    Ok(config)
 }

@@ -27,6 +27,7 @@ mod connection;
 mod convert;
 mod discovery;
 mod error;
+mod http;
 mod manager;
 mod naming;
 mod process;
