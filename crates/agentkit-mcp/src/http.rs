@@ -50,6 +50,12 @@ fn challenge_in(err: &(dyn std::error::Error + Send + Sync + 'static)) -> Option
                 insufficient_scope: true,
             });
         }
+        // A 401 without a WWW-Authenticate header is not typed by rmcp;
+        // it only survives in the message. Servers must send the header,
+        // but some do not, and they still want credentials.
+        if err.to_string().contains("HTTP 401") {
+            return Some(Challenge::default());
+        }
         // The transport error types wrap these as variants; look through
         // their sources too.
         current = err.source();

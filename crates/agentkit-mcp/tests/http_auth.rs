@@ -9,7 +9,7 @@ use agentkit_mcp::{
     McpServerConfig, McpServerManager,
 };
 use agentkit_tools_core::{ToolContext, ToolError, ToolRequest, ToolSource};
-use common::rmcp_server::{HttpServer, challenge};
+use common::rmcp_server::{HttpServer, READ_ONLY_TOKEN, SCOPE_CHALLENGE, challenge};
 use common::{eventually, tool, within};
 use serde_json::json;
 use std::sync::Arc;
@@ -360,6 +360,55 @@ async fn deadlines_and_turn_cancellation_cancel_the_call_on_the_server() {
         assert_eq!(outcome, Err(ToolError::Cancelled));
         tokio::time::sleep(Duration::from_millis(200)).await;
         assert_eq!(server.shared.cancellations(), 2);
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn insufficient_scope_is_an_auth_request_with_the_scopes() {
+    within(60, "the 403 flow", async {
+        let server = HttpServer::start(TOKEN).await;
+        let manager = manager_for(&server);
+        manager
+            .set_credentials("secure", McpCredentials::bearer(READ_ONLY_TOKEN))
+            .await
+            .unwrap();
+        let request = auth_request(manager.connect("secure").await.unwrap_err());
+        assert_eq!(request.challenge.as_deref(), Some(SCOPE_CHALLENGE));
+        assert_eq!(request.scopes, ["tools:call", "admin"]);
+        assert_eq!(request.metadata["mcp.http_status"], 403);
+        assert_eq!(request.metadata["mcp.error"], "insufficient_scope");
+        assert_eq!(request.metadata["mcp.error_description"], "needs admin");
+
+        manager
+            .resolve_auth(AuthResolution::provided(
+                request,
+                McpCredentials::bearer(TOKEN),
+            ))
+            .await
+            .unwrap();
+        manager
+            .connect("secure")
+            .await
+            .expect("connects with the wider token");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_401_without_a_challenge_still_asks_for_credentials() {
+    within(60, "the bare 401 flow", async {
+        let server = HttpServer::start(TOKEN).await;
+        server
+            .shared
+            .omit_challenge
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        let manager = manager_for(&server);
+        let request = auth_request(manager.connect("secure").await.unwrap_err());
+        assert_eq!(request.provider, "secure");
+        assert_eq!(request.challenge, None);
+        assert!(request.scopes.is_empty());
+        assert_eq!(request.metadata["mcp.http_status"], 401);
     })
     .await;
 }

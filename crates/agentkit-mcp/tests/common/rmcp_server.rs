@@ -17,7 +17,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::json;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// What the test and the server share.
@@ -29,6 +29,8 @@ pub struct Shared {
     pub extra_tools: Mutex<Vec<String>>,
     /// How many `hang` calls were cancelled by the client.
     pub cancellations: AtomicUsize,
+    /// Answer 401 without a `WWW-Authenticate` header (a sloppy server).
+    pub omit_challenge: AtomicBool,
 }
 
 impl Shared {
@@ -149,6 +151,12 @@ pub fn challenge(port: u16) -> String {
     )
 }
 
+/// A token the server knows but that lacks a scope: answered with 403.
+pub const READ_ONLY_TOKEN: &str = "read-only-token";
+
+/// The challenge sent with that 403.
+pub const SCOPE_CHALLENGE: &str = "Bearer error=\"insufficient_scope\", scope=\"tools:call admin\", error_description=\"needs admin\"";
+
 #[derive(Clone)]
 struct Gate {
     shared: Arc<Shared>,
@@ -163,6 +171,14 @@ async fn require_bearer(State(gate): State<Gate>, request: Request, next: Next) 
         .and_then(|v| v.to_str().ok());
     if presented == Some(expected.as_str()) {
         next.run(request).await
+    } else if presented == Some(&format!("Bearer {READ_ONLY_TOKEN}")) {
+        (
+            StatusCode::FORBIDDEN,
+            [(header::WWW_AUTHENTICATE, SCOPE_CHALLENGE)],
+        )
+            .into_response()
+    } else if gate.shared.omit_challenge.load(Ordering::SeqCst) {
+        StatusCode::UNAUTHORIZED.into_response()
     } else {
         (
             StatusCode::UNAUTHORIZED,
