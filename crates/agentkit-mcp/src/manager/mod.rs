@@ -456,3 +456,48 @@ impl Inner {
         catalog.rebuild(&lists, &self.weak);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_send<T: Send>(_: &T) {}
+    fn assert_send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn the_manager_and_its_futures_can_move_between_threads() {
+        assert_send_sync::<McpServerManager>();
+        assert_send_sync::<McpToolSource>();
+        let manager = McpServerManager::new();
+        assert_send(&manager.connect("x"));
+        assert_send(&manager.connect_all());
+        assert_send(&manager.disconnect("x"));
+        assert_send(&manager.call_tool("x", "t", Value::Null, ToolContext::detached()));
+        assert_send(&manager.read_resource("x", "u"));
+        assert_send(&manager.get_prompt("x", "p", BTreeMap::new()));
+        assert_send(&manager.set_credentials("x", McpCredentials::bearer("t")));
+    }
+
+    #[test]
+    fn registration_rules() {
+        let manager = McpServerManager::new();
+        assert!(matches!(
+            manager.register(McpServerConfig::stdio("", "true")),
+            Err(McpError::InvalidConfig { .. })
+        ));
+        manager
+            .register(McpServerConfig::stdio("a", "true"))
+            .unwrap();
+        manager
+            .register(McpServerConfig::http("b", "http://127.0.0.1:9/mcp"))
+            .unwrap();
+        assert_eq!(manager.servers(), ["a", "b"]);
+        assert_eq!(
+            manager.status("c").unwrap_err(),
+            McpError::UnknownServer("c".into())
+        );
+        let status = manager.status("a").unwrap();
+        assert!(!status.connected && status.tools.is_empty());
+        assert_eq!(manager.snapshot().revision, 0);
+    }
+}
