@@ -16,8 +16,10 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 /// The default deadline of one tool call.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// One MCP server: its name, how to reach it, and its deadlines.
+/// One MCP server: its name, how to reach it, and its deadlines. Built with
+/// [`stdio`](Self::stdio) or [`http`](Self::http) and the setters.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct McpServerConfig {
     /// The name tools are prefixed with (`mcp_<name>_<tool>`) and that
     /// permission requests and auth requests carry.
@@ -44,6 +46,7 @@ pub enum McpTransport {
 
 /// A server started as a child process.
 #[derive(Clone, Debug, Default)]
+#[non_exhaustive]
 pub struct StdioConfig {
     /// The program to run.
     pub command: String,
@@ -57,6 +60,7 @@ pub struct StdioConfig {
 
 /// A server reached over streamable HTTP.
 #[derive(Clone, Default)]
+#[non_exhaustive]
 pub struct HttpConfig {
     /// The MCP endpoint, such as `https://example.com/mcp`.
     pub url: String,

@@ -10,6 +10,9 @@ use crate::error::McpError;
 use agentkit_tools_core::AuthRequest;
 use std::sync::Arc;
 
+/// How many unanswered requests a server keeps; older ones are forgotten.
+const PENDING_PER_SERVER: usize = 16;
+
 impl Inner {
     /// Asks the registered responder; `true` when it provided credentials
     /// worth a retry.
@@ -48,10 +51,19 @@ impl Inner {
             challenge = ?request.challenge,
             "MCP server requires authentication"
         );
-        self.pending_auth
-            .lock()
-            .expect("pending auth lock")
-            .insert(request.id.clone(), request.clone());
+        let mut pending = self.pending_auth.lock().expect("pending auth lock");
+        pending.push(request.clone());
+        let of_server = pending
+            .iter()
+            .filter(|p| p.provider == request.provider)
+            .count();
+        if of_server > PENDING_PER_SERVER {
+            let oldest = pending
+                .iter()
+                .position(|p| p.provider == request.provider)
+                .expect("counted above");
+            pending.remove(oldest);
+        }
         McpError::AuthRequired(Box::new(request))
     }
 
@@ -60,7 +72,7 @@ impl Inner {
         self.pending_auth
             .lock()
             .expect("pending auth lock")
-            .retain(|_, request| request.provider != name);
+            .retain(|request| request.provider != name);
         match resolution {
             AuthResolution::Provided { credentials, .. } => {
                 self.store_credentials(server, credentials).await;

@@ -51,7 +51,8 @@ pub(crate) struct Inner {
     weak: Weak<Inner>,
     servers: Mutex<Vec<Arc<Server>>>,
     catalog: Mutex<CatalogState>,
-    pending_auth: Mutex<BTreeMap<String, AuthRequest>>,
+    /// Unanswered auth requests, oldest first.
+    pending_auth: Mutex<Vec<AuthRequest>>,
     responder: Mutex<Option<Arc<dyn McpAuthResponder>>>,
 }
 
@@ -110,7 +111,7 @@ impl McpServerManager {
                 weak: weak.clone(),
                 servers: Mutex::new(Vec::new()),
                 catalog: Mutex::new(CatalogState::new()),
-                pending_auth: Mutex::new(BTreeMap::new()),
+                pending_auth: Mutex::new(Vec::new()),
                 responder: Mutex::new(None),
             }),
         }
@@ -212,7 +213,7 @@ impl McpServerManager {
             .pending_auth
             .lock()
             .expect("pending auth lock")
-            .retain(|_, request| request.provider != name);
+            .retain(|request| request.provider != name);
         Ok(())
     }
 
@@ -338,7 +339,8 @@ impl McpServerManager {
             .pending_auth
             .lock()
             .expect("pending auth lock")
-            .contains_key(&request.id);
+            .iter()
+            .any(|pending| pending.id == request.id);
         if !known {
             return Err(McpError::UnknownAuthRequest(request.id.clone()));
         }
@@ -359,15 +361,15 @@ impl McpServerManager {
         Ok(())
     }
 
-    /// Auth requests waiting for [`resolve_auth`](Self::resolve_auth).
+    /// Auth requests waiting for [`resolve_auth`](Self::resolve_auth),
+    /// oldest first. Only the latest 16 of each server are kept: a model
+    /// retrying a call must not grow this list without bound.
     pub fn pending_auth(&self) -> Vec<AuthRequest> {
         self.inner
             .pending_auth
             .lock()
             .expect("pending auth lock")
-            .values()
-            .cloned()
-            .collect()
+            .clone()
     }
 
     /// Registers a responder asked first whenever a server wants
@@ -476,6 +478,37 @@ mod tests {
         assert_send(&manager.read_resource("x", "u"));
         assert_send(&manager.get_prompt("x", "p", BTreeMap::new()));
         assert_send(&manager.set_credentials("x", McpCredentials::bearer("t")));
+    }
+
+    #[test]
+    fn pending_auth_requests_are_bounded_per_server() {
+        let manager = McpServerManager::new();
+        for name in ["a", "b"] {
+            manager
+                .register(McpServerConfig::http(name, "http://127.0.0.1:9/mcp"))
+                .unwrap();
+        }
+        let a = manager.inner.server("a").unwrap();
+        let b = manager.inner.server("b").unwrap();
+        let challenge = crate::auth::Challenge::default();
+        let first_b = crate::auth::auth_request("b", AuthOperation::Connect, &challenge);
+        manager.inner.auth_failure(&b, first_b.clone());
+        let mut issued = Vec::new();
+        for _ in 0..20 {
+            let request = crate::auth::auth_request("a", AuthOperation::Connect, &challenge);
+            issued.push(request.id.clone());
+            let err = manager.inner.auth_failure(&a, request);
+            assert!(matches!(err, McpError::AuthRequired(_)));
+        }
+        let pending = manager.pending_auth();
+        assert_eq!(pending.len(), 17, "16 of a, 1 of b");
+        assert_eq!(pending[0], first_b, "other servers' requests are kept");
+        let kept: Vec<&String> = pending[1..].iter().map(|r| &r.id).collect();
+        assert_eq!(
+            kept,
+            issued[4..].iter().collect::<Vec<_>>(),
+            "the newest 16"
+        );
     }
 
     #[test]
