@@ -235,7 +235,7 @@ impl Connection {
         }
     }
 
-    /// A clone of the peer, for requests made outside a call (refreshes).
+    /// The peer, for requests made outside a call (refreshes).
     pub(crate) fn peer(&self) -> &Peer<RoleClient> {
         &self.peer
     }

@@ -412,3 +412,32 @@ async fn a_401_without_a_challenge_still_asks_for_credentials() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_endpoint_is_a_connect_error_not_an_auth_request() {
+    within(30, "the unreachable endpoint", async {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let manager = McpServerManager::new();
+        manager
+            .register(
+                McpServerConfig::http("gone", format!("http://127.0.0.1:{port}/mcp"))
+                    .connect_timeout(Duration::from_secs(5)),
+            )
+            .unwrap();
+        let err = manager.connect("gone").await.unwrap_err();
+        assert!(
+            matches!(err, McpError::Connect { ref server, .. } if server == "gone"),
+            "{err:?}"
+        );
+        assert!(manager.pending_auth().is_empty());
+        let call = manager
+            .call_tool("gone", "anything", json!({}), ToolContext::detached())
+            .await;
+        assert!(matches!(call, Err(ToolError::Unavailable(_))), "{call:?}");
+    })
+    .await;
+}
