@@ -19,6 +19,22 @@
 //!   answers out of band with [`McpServerManager::resolve_auth`].
 //!
 //! rmcp does the protocol work; none of its types appear in this API.
+//!
+//! # Metadata
+//!
+//! What the manager adds to agentkit values, under keys starting `mcp.`:
+//!
+//! | where | key | value |
+//! | --- | --- | --- |
+//! | `ToolSpec::metadata` | `mcp.server`, `mcp.tool` | the server's name, the tool's own name |
+//! | `ToolSpec::metadata` | `mcp.title`, `mcp.output_schema` | as the server listed them |
+//! | `ToolResult::metadata` | `mcp.server`, `mcp.tool` | who answered |
+//! | `ToolResult::metadata` | `mcp.meta` | the result's `_meta`, when sent |
+//! | `FilePart::metadata` | `mcp.uri` | an embedded or read resource's URI |
+//! | `TextPart::metadata` | `mcp.resource_link` | a resource link block, verbatim |
+//! | `StructuredPart::metadata` | `mcp.structured_content` | `true` on the result's `structuredContent` |
+//! | `AuthRequest::metadata` | `mcp.http_status` | 401 or 403 |
+//! | `AuthRequest::metadata` | `mcp.error`, `mcp.error_description`, `mcp.realm`, `mcp.resource_metadata` | from the challenge |
 
 mod auth;
 mod catalog;

@@ -453,3 +453,32 @@ async fn resources_are_read_and_prompts_fetched() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_calls_each_get_their_own_answer() {
+    within(60, "the concurrency test", async {
+        let manager = McpServerManager::new();
+        manager.register(everything("everything")).unwrap();
+        // Not connected yet: the first calls race to connect, and share one.
+        let calls = (0..8).map(|i| {
+            let manager = manager.clone();
+            tokio::spawn(async move {
+                manager
+                    .call_tool(
+                        "everything",
+                        "echo",
+                        json!({ "message": format!("call {i}") }),
+                        ToolContext::detached(),
+                    )
+                    .await
+            })
+        });
+        let results = futures::future::join_all(calls).await;
+        for (i, result) in results.into_iter().enumerate() {
+            let result = result.unwrap().expect("every call answers");
+            assert_eq!(result.output.to_text(), format!("Echo: call {i}"));
+        }
+        assert!(manager.status("everything").unwrap().connected);
+    })
+    .await;
+}
