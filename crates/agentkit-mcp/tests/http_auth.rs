@@ -232,8 +232,14 @@ async fn a_configured_bearer_token_is_sent() {
         manager
             .register(McpServerConfig::http("secure", &server.url).bearer_token(TOKEN))
             .unwrap();
-        manager.connect("secure").await.expect("connects");
-        assert!(!manager.snapshot().tools.is_empty());
+        let status = manager.connect("secure").await.expect("connects");
+        // Four tools, listed in pages of three: both pages were read.
+        assert_eq!(
+            status.tools,
+            ["whoami", "hang", "add_tool", "remove_tool"],
+            "all pages of tools/list"
+        );
+        assert_eq!(manager.snapshot().tools.len(), 4);
 
         // Removing forgets the server and its tools; the name is free again.
         manager.remove("secure").await.unwrap();

@@ -69,7 +69,7 @@ impl ServerHandler for TestServer {
 
     async fn list_tools(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let name_arg = || schema(json!({ "name": { "type": "string" } }));
@@ -90,7 +90,17 @@ impl ServerHandler for TestServer {
                 schema(json!({})),
             ));
         }
-        Ok(ListToolsResult::with_all_items(tools))
+        // Pages of three, so every listing exercises the client's paging.
+        let start: usize = request
+            .and_then(|r| r.cursor)
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0);
+        let end = (start + TOOLS_PER_PAGE).min(tools.len());
+        let mut page = ListToolsResult::with_all_items(tools[start.min(end)..end].to_vec());
+        if end < tools.len() {
+            page.next_cursor = Some(end.to_string());
+        }
+        Ok(page)
     }
 
     async fn call_tool(
@@ -142,6 +152,9 @@ impl ServerHandler for TestServer {
         }
     }
 }
+
+/// The server lists its tools in pages of this size.
+pub const TOOLS_PER_PAGE: usize = 3;
 
 /// The challenge the server sends with every 401.
 pub fn challenge(port: u16) -> String {
