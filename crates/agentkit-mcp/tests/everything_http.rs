@@ -85,12 +85,15 @@ fn listening_addresses(port: u16) -> Vec<String> {
 async fn the_reference_server_over_streamable_http() {
     within(60, "the reference HTTP test", async {
         let server = ReferenceHttpServer::start().await;
-        let listening = listening_addresses(server.port);
-        assert!(!listening.is_empty(), "found no listener");
-        assert!(
-            listening.iter().all(|a| a == "0100007F"),
-            "the server must listen on 127.0.0.1 only, found {listening:?}"
-        );
+        // Linux tells through /proc; elsewhere the preload is trusted.
+        if std::path::Path::new("/proc/net/tcp").exists() {
+            let listening = listening_addresses(server.port);
+            assert!(!listening.is_empty(), "found no listener");
+            assert!(
+                listening.iter().all(|a| a == "0100007F"),
+                "the server must listen on 127.0.0.1 only, found {listening:?}"
+            );
+        }
 
         let manager = McpServerManager::new();
         manager

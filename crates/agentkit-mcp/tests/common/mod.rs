@@ -59,8 +59,16 @@ pub fn tool(source: &impl ToolSource, name: &str) -> Arc<dyn Tool> {
         .unwrap_or_else(|| panic!("no tool {name} in {:?}", snapshot.names()))
 }
 
-/// `true` while a process with this id exists (and is not a zombie).
+/// `true` while a process with this id exists (and, where /proc tells,
+/// is not a zombie).
 pub fn process_alive(pid: u32) -> bool {
+    if !Path::new("/proc/self/stat").exists() {
+        return std::process::Command::new("kill")
+            .args(["-0", &pid.to_string()])
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|status| status.success());
+    }
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         // The state is the field after the parenthesised command name.
         Ok(stat) => stat
