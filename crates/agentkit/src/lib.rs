@@ -13,6 +13,7 @@
 //! | `reporting` | `reporting` | `agentkit-reporting`: observers |
 //! | `compaction` | `compaction` | `agentkit-compaction`: context budgets |
 //! | `testkit` | `testkit` | `agentkit-testkit`: `ScriptedModel` |
+//! | `mcp` | `mcp` | `agentkit-mcp`: MCP servers as a tool source |
 //! | `full` | | everything above |
 
 pub use agentkit_core as core;
@@ -21,6 +22,8 @@ pub use agentkit_core as core;
 pub use agentkit_compaction as compaction;
 #[cfg(feature = "loop")]
 pub use agentkit_loop as agent;
+#[cfg(feature = "mcp")]
+pub use agentkit_mcp as mcp;
 #[cfg(feature = "reporting")]
 pub use agentkit_reporting as reporting;
 #[cfg(feature = "testkit")]
