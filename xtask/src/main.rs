@@ -23,6 +23,7 @@ commands:
   layers    the crate layer rules of ARCHITECTURE.md section 1
   meta      every crate has a README.md, a description and the workspace lints
   features  the umbrella crate with no optional part and with all of them
+  examples  run the offline examples
   bench     the benchmark scenarios, printed as tables (not part of ci)
 ";
 
@@ -39,6 +40,7 @@ fn main() -> ExitCode {
         "meta" => checks::meta(),
         "bench" => run::bench(),
         "features" => run::features(),
+        "examples" => run::examples(),
         "help" | "--help" | "-h" => {
             print!("{USAGE}");
             return ExitCode::SUCCESS;
@@ -62,7 +64,7 @@ type Step = fn() -> Result<(), String>;
 
 /// Cheap checks first, so a layer violation is reported before a long build.
 fn ci() -> Result<(), String> {
-    let steps: [(&str, Step); 8] = [
+    let steps: [(&str, Step); 9] = [
         ("layers", layers::check),
         ("meta", checks::meta),
         ("fmt", run::fmt),
@@ -71,6 +73,7 @@ fn ci() -> Result<(), String> {
         ("fixtures", fixtures::install),
         ("test", run::test),
         ("doc-test", run::doc_test),
+        ("examples", run::examples),
     ];
     for (name, step) in steps {
         println!("==> xtask {name}");
