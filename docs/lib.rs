@@ -22,3 +22,5 @@ pub mod soft_interrupts {}
 pub mod testing {}
 #[doc = include_str!("src/providers.md")]
 pub mod providers {}
+#[doc = include_str!("src/mcp.md")]
+pub mod mcp {}

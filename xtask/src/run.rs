@@ -104,3 +104,26 @@ pub fn features() -> Result<(), String> {
     ])?;
     cargo(&["check", "--locked", "-p", "agentkit", "--all-features"])
 }
+
+/// Runs the offline examples, so the README's main command cannot rot.
+pub fn examples() -> Result<(), String> {
+    for example in ["quickstart", "soft-interrupts", "mcp-tools"] {
+        let shown = format!("cargo run --locked -q -p {example}");
+        println!("    $ {shown}");
+        let output = Command::new(env!("CARGO"))
+            .args(["run", "--locked", "-q", "-p", example])
+            .current_dir(workspace_root())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .map_err(|err| format!("could not start `{shown}`: {err}"))?;
+        if !output.status.success() {
+            return Err(format!(
+                "`{shown}` exited with {}:\n{}{}",
+                output.status,
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            ));
+        }
+    }
+    Ok(())
+}

@@ -16,6 +16,7 @@
 //! | `http` | `http` | `agentkit-http`: streaming client, retries, provider errors |
 //! | `openai` | `openai` | `agentkit-provider-openai`: Chat Completions and compatible servers |
 //! | `anthropic` | `anthropic` | `agentkit-provider-anthropic`: Messages API |
+//! | `mcp` | `mcp` | `agentkit-mcp`: MCP servers as a tool source |
 //! | `full` | | everything above |
 
 pub use agentkit_core as core;
@@ -30,6 +31,8 @@ pub use agentkit_loop as agent;
 pub use agentkit_provider_anthropic as anthropic;
 #[cfg(feature = "openai")]
 pub use agentkit_provider_openai as openai;
+#[cfg(feature = "mcp")]
+pub use agentkit_mcp as mcp;
 #[cfg(feature = "reporting")]
 pub use agentkit_reporting as reporting;
 #[cfg(feature = "testkit")]
