@@ -27,12 +27,12 @@ pub use agentkit_compaction as compaction;
 pub use agentkit_http as http;
 #[cfg(feature = "loop")]
 pub use agentkit_loop as agent;
+#[cfg(feature = "mcp")]
+pub use agentkit_mcp as mcp;
 #[cfg(feature = "anthropic")]
 pub use agentkit_provider_anthropic as anthropic;
 #[cfg(feature = "openai")]
 pub use agentkit_provider_openai as openai;
-#[cfg(feature = "mcp")]
-pub use agentkit_mcp as mcp;
 #[cfg(feature = "reporting")]
 pub use agentkit_reporting as reporting;
 #[cfg(feature = "testkit")]
