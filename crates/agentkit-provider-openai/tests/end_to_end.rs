@@ -108,3 +108,49 @@ async fn a_driver_with_a_tool_runs_through_the_adapter() {
     );
     assert_eq!(second["tools"][0]["function"]["name"], "get_weather");
 }
+
+/// Interrupts the turn as soon as the first text arrives.
+struct InterruptOnFirstDelta(agentkit_core::CancellationController);
+
+impl agentkit_loop::LoopObserver for InterruptOnFirstDelta {
+    fn handle_event(&self, event: agentkit_loop::AgentEvent) {
+        if let agentkit_loop::AgentEvent::ContentDelta { .. } = event {
+            self.0.interrupt();
+        }
+    }
+}
+
+#[tokio::test]
+async fn interrupting_the_driver_mid_stream_cancels_the_turn_cleanly() {
+    use agentkit_http::testing::Ending;
+    let server =
+        TestServer::start([ScriptedResponse::sse(fixture("cut.sse")).ending(Ending::Stall)])
+            .await
+            .unwrap();
+    let adapter = OpenAiAdapter::new(OpenAiConfig::compatible(
+        format!("{}/v1", server.url()),
+        "gpt-test",
+    ))
+    .unwrap();
+    let controller = agentkit_core::CancellationController::new();
+    let agent = Agent::builder()
+        .model(adapter)
+        .cancellation(controller.handle())
+        .observer(InterruptOnFirstDelta(controller.clone()))
+        .input(vec![Item::user("Tell me a long story.")])
+        .build()
+        .unwrap();
+    let run = async {
+        let mut driver = agent.start(SessionConfig::new("cancel")).await.unwrap();
+        let step = driver.next().await.unwrap();
+        (driver, step)
+    };
+    let (driver, step) = tokio::time::timeout(Duration::from_secs(20), run)
+        .await
+        .expect("the stalled stream is dropped at once");
+    let LoopStep::Finished(result) = step else {
+        panic!("expected the turn to finish as cancelled, got {step:?}");
+    };
+    assert_eq!(result.finish_reason, FinishReason::Cancelled);
+    validate_transcript(&driver.transcript().to_vec()).expect("valid transcript");
+}
