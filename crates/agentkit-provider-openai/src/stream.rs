@@ -359,3 +359,146 @@ fn excerpt(text: &str) -> String {
         text.to_owned()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn decode(chunks: &[Value]) -> Result<Vec<ModelTurnEvent>, ProviderError> {
+        let mut decoder = ChunkDecoder::default();
+        let mut out = VecDeque::new();
+        for chunk in chunks {
+            let mut event = SseEvent::default();
+            event.event = "message".into();
+            event.data = chunk.to_string();
+            decoder.on_event(&event, &mut out)?;
+        }
+        decoder.on_end(&mut out)?;
+        Ok(out.into())
+    }
+
+    fn calls(events: &[ModelTurnEvent]) -> Vec<(String, String, Value)> {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                ModelTurnEvent::ToolCall(c) => {
+                    Some((c.id.to_string(), c.name.clone(), c.input.clone()))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn tool_delta(call: Value) -> Value {
+        json!({"choices": [{"index": 0, "delta": {"tool_calls": [call]}}]})
+    }
+
+    fn finish(reason: &str) -> Value {
+        json!({"choices": [{"index": 0, "delta": {}, "finish_reason": reason}]})
+    }
+
+    #[test]
+    fn a_new_id_at_a_reused_index_is_a_new_call() {
+        // Some gateways number every call 0.
+        let events = decode(&[
+            tool_delta(json!({"index": 0, "id": "a", "function": {"name": "one", "arguments": "{}"}})),
+            tool_delta(json!({"index": 0, "id": "b", "function": {"name": "two", "arguments": "{\"x\":1}"}})),
+            finish("tool_calls"),
+        ])
+        .unwrap();
+        assert_eq!(
+            calls(&events),
+            vec![
+                ("a".into(), "one".into(), json!({})),
+                ("b".into(), "two".into(), json!({"x": 1})),
+            ]
+        );
+    }
+
+    #[test]
+    fn fragments_without_an_index_follow_their_id_or_the_latest_call() {
+        let events = decode(&[
+            tool_delta(json!({"id": "a", "function": {"name": "one", "arguments": "{\"k\":"}})),
+            tool_delta(json!({"function": {"arguments": "2}"}})),
+            finish("tool_calls"),
+        ])
+        .unwrap();
+        assert_eq!(
+            calls(&events),
+            vec![("a".into(), "one".into(), json!({"k": 2}))]
+        );
+    }
+
+    #[test]
+    fn names_sent_in_pieces_or_cumulatively_come_out_whole() {
+        for names in [
+            ["get_", "weather"],
+            ["get_", "get_weather"],
+            ["get_weather", "get_weather"],
+        ] {
+            let events = decode(&[
+                tool_delta(json!({"index": 0, "id": "a", "function": {"name": names[0]}})),
+                tool_delta(json!({"index": 0, "function": {"name": names[1], "arguments": "{}"}})),
+                finish("tool_calls"),
+            ])
+            .unwrap();
+            assert_eq!(calls(&events)[0].1, "get_weather", "{names:?}");
+        }
+    }
+
+    #[test]
+    fn a_call_without_a_name_is_a_protocol_error_and_missing_ids_are_filled() {
+        let err = decode(&[
+            tool_delta(json!({"index": 0, "id": "a", "function": {"arguments": "{}"}})),
+            finish("tool_calls"),
+        ])
+        .unwrap_err();
+        assert_eq!(err.kind, agentkit_http::ProviderErrorKind::Protocol);
+        let events = decode(&[
+            tool_delta(json!({"index": 0, "function": {"name": "one"}})),
+            finish("tool_calls"),
+        ])
+        .unwrap();
+        assert_eq!(calls(&events)[0].0, "call_0");
+    }
+
+    #[test]
+    fn finish_reasons_map() {
+        for (wire, expected) in [
+            ("stop", FinishReason::Completed),
+            ("length", FinishReason::MaxTokens),
+            ("content_filter", FinishReason::Blocked),
+            ("tool_calls", FinishReason::ToolCall),
+            ("something_new", FinishReason::Other("something_new".into())),
+        ] {
+            let events = decode(&[finish(wire)]).unwrap();
+            let Some(ModelTurnEvent::Finished(result)) = events.last() else {
+                panic!("finished");
+            };
+            assert_eq!(result.finish_reason, expected, "{wire}");
+        }
+    }
+
+    #[test]
+    fn switching_between_reasoning_and_text_commits_the_open_part() {
+        let delta =
+            |field: &str, text: &str| json!({"choices": [{"index": 0, "delta": {field: text}}]});
+        let events = decode(&[
+            delta("reasoning_content", "a"),
+            delta("content", "b"),
+            delta("reasoning_content", "c"),
+            finish("stop"),
+        ])
+        .unwrap();
+        let mut folder = agentkit_core::DeltaFolder::new();
+        for event in &events {
+            if let ModelTurnEvent::Delta(d) = event {
+                folder.apply(d).unwrap();
+            }
+        }
+        let parts = folder.finish().unwrap();
+        assert_eq!(parts.len(), 3);
+        assert_eq!(parts[1], agentkit_core::Part::text("b"));
+    }
+}
