@@ -68,7 +68,9 @@ impl HttpConfig {
 }
 
 /// A POST request whose answer is an event stream.
-#[derive(Clone, Debug, PartialEq, Eq)]
+///
+/// Its `Debug` output hides the values of credential headers.
+#[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct StreamRequest {
     /// The full URL.
@@ -77,6 +79,34 @@ pub struct StreamRequest {
     pub headers: Vec<(String, String)>,
     /// The JSON body.
     pub body: Vec<u8>,
+}
+
+impl std::fmt::Debug for StreamRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let headers: Vec<(&str, &str)> = self
+            .headers
+            .iter()
+            .map(|(name, value)| {
+                let secret = [
+                    "authorization",
+                    "x-api-key",
+                    "api-key",
+                    "proxy-authorization",
+                ]
+                .iter()
+                .any(|s| name.eq_ignore_ascii_case(s));
+                (
+                    name.as_str(),
+                    if secret { "<redacted>" } else { value.as_str() },
+                )
+            })
+            .collect();
+        f.debug_struct("StreamRequest")
+            .field("url", &self.url)
+            .field("headers", &headers)
+            .field("body_len", &self.body.len())
+            .finish()
+    }
 }
 
 impl StreamRequest {
@@ -367,4 +397,20 @@ async fn read_error_body(response: reqwest::Response) -> String {
         }
     }
     String::from_utf8_lossy(&body).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_output_hides_credentials() {
+        let request = StreamRequest::json("http://x", &serde_json::json!({}))
+            .with_header("Authorization", "Bearer sk-secret")
+            .with_header("x-api-key", "sk-ant-secret")
+            .with_header("x-trace", "visible");
+        let shown = format!("{request:?}");
+        assert!(!shown.contains("secret"), "{shown}");
+        assert!(shown.contains("visible"));
+    }
 }

@@ -29,7 +29,9 @@ pub enum ToolChoice {
 }
 
 /// Configuration of an [`AnthropicAdapter`](crate::AnthropicAdapter).
-#[derive(Clone, Debug, PartialEq)]
+///
+/// Its `Debug` output hides the API key.
+#[derive(Clone, PartialEq)]
 #[non_exhaustive]
 pub struct AnthropicConfig {
     /// The API root, up to and including `/v1`; `/messages` is appended.
@@ -127,5 +129,41 @@ impl AnthropicConfig {
     /// The URL requests are posted to.
     pub fn endpoint(&self) -> String {
         format!("{}/messages", self.base_url.trim_end_matches('/'))
+    }
+}
+
+impl std::fmt::Debug for AnthropicConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AnthropicConfig")
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("model", &self.model)
+            .field("max_tokens", &self.max_tokens)
+            .field("thinking_budget", &self.thinking_budget)
+            .field("tool_choice", &self.tool_choice)
+            .field("api_version", &self.api_version)
+            .field("betas", &self.betas)
+            .field("extra_headers", &self.extra_headers)
+            .field("extra_body", &self.extra_body)
+            .field("http", &self.http)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_hides_the_key() {
+        let shown = format!("{:?}", AnthropicConfig::new("sk-ant-secret", "claude-test"));
+        assert!(
+            !shown.contains("sk-ant-secret") && shown.contains("<redacted>"),
+            "{shown}"
+        );
+        assert_eq!(
+            AnthropicConfig::new("k", "m").endpoint(),
+            "https://api.anthropic.com/v1/messages"
+        );
     }
 }

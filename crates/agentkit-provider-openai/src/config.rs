@@ -38,7 +38,9 @@ pub enum MaxTokensField {
 }
 
 /// Configuration of an [`OpenAiAdapter`](crate::OpenAiAdapter).
-#[derive(Clone, Debug, PartialEq)]
+///
+/// Its `Debug` output hides the API key.
+#[derive(Clone, PartialEq)]
 #[non_exhaustive]
 pub struct OpenAiConfig {
     /// The API root, up to and including `/v1`; `/chat/completions` is
@@ -135,5 +137,41 @@ impl OpenAiConfig {
     /// The URL requests are posted to.
     pub fn endpoint(&self) -> String {
         format!("{}/chat/completions", self.base_url.trim_end_matches('/'))
+    }
+}
+
+impl std::fmt::Debug for OpenAiConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenAiConfig")
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("model", &self.model)
+            .field("max_tokens", &self.max_tokens)
+            .field("max_tokens_field", &self.max_tokens_field)
+            .field("tool_choice", &self.tool_choice)
+            .field("developer_role", &self.developer_role)
+            .field("extra_headers", &self.extra_headers)
+            .field("extra_body", &self.extra_body)
+            .field("http", &self.http)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_hides_the_key_and_endpoints_join_cleanly() {
+        let config = OpenAiConfig::openai("sk-secret", "gpt-test");
+        let shown = format!("{config:?}");
+        assert!(
+            !shown.contains("sk-secret") && shown.contains("<redacted>"),
+            "{shown}"
+        );
+        assert_eq!(
+            OpenAiConfig::compatible("http://127.0.0.1:11434/v1/", "m").endpoint(),
+            "http://127.0.0.1:11434/v1/chat/completions"
+        );
     }
 }
