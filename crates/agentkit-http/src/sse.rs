@@ -55,10 +55,11 @@ impl SseStream {
         S: Stream<Item = Result<Bytes, ProviderError>> + Send + 'static,
     {
         let pieces = bytes.flat_map(|chunk| {
-            stream::iter(match chunk {
-                Ok(bytes) => split_at_event_ends(bytes).into_iter().map(Ok).collect(),
-                Err(err) => vec![Err(err)],
-            })
+            let (pieces, error) = match chunk {
+                Ok(bytes) => (Some(split_at_event_ends(bytes)), None),
+                Err(err) => (None, Some(Err(err))),
+            };
+            stream::iter(pieces.into_iter().flatten().map(Ok).chain(error))
         });
         let events = pieces.eventsource().map(|item| match item {
             Ok(event) => Ok(SseEvent {
@@ -149,25 +150,43 @@ impl SseStream {
 /// Cuts a chunk after every blank line (`\n\n` or `\n\r\n`), so the SSE
 /// parser never holds more than about one event. Boundaries that straddle
 /// two chunks are simply not cut; correctness does not depend on the cuts.
-fn split_at_event_ends(bytes: Bytes) -> Vec<Bytes> {
-    let data = bytes.as_ref();
-    let mut pieces = Vec::new();
-    let mut start = 0;
-    // Jumping from one LF to the next (SIMD) is several times faster than
-    // looking at every byte; events have only a few lines each.
-    for i in memchr::memchr_iter(b'\n', data) {
-        let blank_line = i >= 1
-            && i > start
-            && (data[i - 1] == b'\n' || (i >= 2 && data[i - 1] == b'\r' && data[i - 2] == b'\n'));
-        if blank_line {
-            pieces.push(bytes.slice(start..=i));
-            start = i + 1;
+/// Pieces are produced lazily: a large read is not turned into a large list.
+struct EventEnds {
+    bytes: Bytes,
+    start: usize,
+}
+
+impl Iterator for EventEnds {
+    type Item = Bytes;
+
+    fn next(&mut self) -> Option<Bytes> {
+        let data = self.bytes.as_ref();
+        if self.start >= data.len() {
+            return None;
         }
+        let mut search = self.start;
+        // Jumping from one LF to the next (SIMD) is several times faster
+        // than looking at every byte; events have only a few lines each.
+        while let Some(offset) = memchr::memchr(b'\n', &data[search..]) {
+            let i = search + offset;
+            let blank_line = i > self.start
+                && (data[i - 1] == b'\n'
+                    || (i >= self.start + 2 && data[i - 1] == b'\r' && data[i - 2] == b'\n'));
+            if blank_line {
+                let piece = self.bytes.slice(self.start..=i);
+                self.start = i + 1;
+                return Some(piece);
+            }
+            search = i + 1;
+        }
+        let piece = self.bytes.slice(self.start..);
+        self.start = data.len();
+        Some(piece)
     }
-    if start < data.len() {
-        pieces.push(bytes.slice(start..));
-    }
-    pieces
+}
+
+fn split_at_event_ends(bytes: Bytes) -> EventEnds {
+    EventEnds { bytes, start: 0 }
 }
 
 #[cfg(test)]
@@ -208,7 +227,8 @@ mod tests {
 
     #[test]
     fn splitting_cuts_after_blank_lines_only() {
-        let pieces = split_at_event_ends(Bytes::from_static(b"data: a\n\ndata: b\r\n\r\ndata: c"));
+        let pieces: Vec<Bytes> =
+            split_at_event_ends(Bytes::from_static(b"data: a\n\ndata: b\r\n\r\ndata: c")).collect();
         let pieces: Vec<&[u8]> = pieces.iter().map(|p| p.as_ref()).collect();
         assert_eq!(
             pieces,
