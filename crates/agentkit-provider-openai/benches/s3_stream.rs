@@ -20,7 +20,7 @@ use bytes::Bytes;
 use std::time::{Duration, Instant};
 
 const CONTENT_CHUNKS: usize = 100_000;
-const RUNS: usize = 7;
+const RUNS: usize = 11;
 
 fn body() -> Vec<u8> {
     let prefix = r#"{"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1763780000,"model":"gpt-bench","choices":[{"index":0,"delta":"#;
@@ -141,41 +141,28 @@ fn main() {
         );
         m
     };
-    // Repeats an async measurement RUNS times.
-    macro_rules! runs {
-        ($measure:expr) => {{
-            let mut out = Vec::with_capacity(RUNS);
-            for _ in 0..RUNS {
-                out.push($measure.await);
-            }
-            out
-        }};
-    }
     runtime.block_on(async {
         let kib16 = 16 * 1024;
-        let a16 = report(
-            "(a) adapter, in memory, 16 KiB chunks",
-            runs!(adapter_in_memory(&body, kib16)),
-        );
-        let a1 = report(
-            "(a) adapter, in memory, one single chunk",
-            runs!(adapter_in_memory(&body, body.len())),
-        );
-        report(
-            "    SSE layer only, 16 KiB chunks",
-            runs!(sse_only(&body, kib16)),
-        );
-        report(
-            "    SSE layer only, one single chunk",
-            runs!(sse_only(&body, body.len())),
-        );
-        report(
-            "(b) adapter, local HTTP server, 16 KiB pieces",
-            runs!(over_http(&body)),
-        );
+        // Rounds interleave the cases, so load that drifts during the run
+        // (other builds on a shared machine) spreads over all of them.
+        let mut times: [Vec<Duration>; 5] = Default::default();
+        for _ in 0..RUNS {
+            times[0].push(adapter_in_memory(&body, kib16).await);
+            times[1].push(adapter_in_memory(&body, body.len()).await);
+            times[2].push(sse_only(&body, kib16).await);
+            times[3].push(sse_only(&body, body.len()).await);
+            times[4].push(over_http(&body).await);
+        }
+        let [a16, a1, s16, s1, http] = times;
+        let a16 = report("(a) adapter, in memory, 16 KiB chunks", a16);
+        let a1 = report("(a) adapter, in memory, one single chunk", a1);
+        let s16 = report("    SSE layer only, 16 KiB chunks", s16);
+        let s1 = report("    SSE layer only, one single chunk", s1);
+        report("(b) adapter, local HTTP server, 16 KiB pieces", http);
         println!(
-            "one chunk / 16 KiB chunks: {:.2} (1.0 = cost linear in the chunk size)",
-            a1.as_secs_f64() / a16.as_secs_f64()
+            "one chunk / 16 KiB chunks: adapter {:.2}, SSE layer {:.2} (1.0 = cost linear in the chunk size)",
+            a1.as_secs_f64() / a16.as_secs_f64(),
+            s1.as_secs_f64() / s16.as_secs_f64()
         );
     });
 }
