@@ -34,6 +34,10 @@ pub struct HttpConfig {
     pub retry: RetryPolicy,
     /// The `User-Agent` header.
     pub user_agent: String,
+    /// `true` (the default) to honour the `HTTP(S)_PROXY` / `NO_PROXY`
+    /// environment variables; `false` to always connect directly. Loopback
+    /// URLs (a local model server, a test server) are never proxied.
+    pub system_proxy: bool,
 }
 
 impl Default for HttpConfig {
@@ -43,6 +47,7 @@ impl Default for HttpConfig {
             idle_timeout: Duration::from_secs(120),
             retry: RetryPolicy::default(),
             user_agent: format!("agentkit/{}", env!("CARGO_PKG_VERSION")),
+            system_proxy: true,
         }
     }
 }
@@ -63,6 +68,12 @@ impl HttpConfig {
     /// Sets the retry policy.
     pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
         self.retry = retry;
+        self
+    }
+
+    /// Connects directly, ignoring proxy environment variables.
+    pub fn without_proxy(mut self) -> Self {
+        self.system_proxy = false;
         self
     }
 }
@@ -148,6 +159,9 @@ pub struct StreamResponse {
 #[derive(Clone, Debug)]
 pub struct HttpClient {
     inner: reqwest::Client,
+    /// For loopback URLs: a proxy from the environment cannot reach the
+    /// caller's own machine, so those requests always go direct.
+    direct: reqwest::Client,
     config: HttpConfig,
 }
 
@@ -160,18 +174,32 @@ struct AttemptError {
 impl HttpClient {
     /// A client with this configuration.
     pub fn new(config: HttpConfig) -> Result<Self, ProviderError> {
-        let inner = reqwest::Client::builder()
-            .connect_timeout(config.connect_timeout)
-            .read_timeout(config.idle_timeout)
-            .user_agent(config.user_agent.clone())
-            .build()
-            .map_err(|err| {
+        let build = |proxied: bool| {
+            let mut builder = reqwest::Client::builder()
+                .connect_timeout(config.connect_timeout)
+                .read_timeout(config.idle_timeout)
+                .user_agent(config.user_agent.clone());
+            if !proxied {
+                builder = builder.no_proxy();
+            }
+            builder.build().map_err(|err| {
                 ProviderError::new(
                     ProviderErrorKind::Other,
                     format!("could not build the HTTP client: {}", error_chain(&err)),
                 )
-            })?;
-        Ok(Self { inner, config })
+            })
+        };
+        let direct = build(false)?;
+        let inner = if config.system_proxy {
+            build(true)?
+        } else {
+            direct.clone()
+        };
+        Ok(Self {
+            inner,
+            direct,
+            config,
+        })
     }
 
     /// The configuration.
@@ -253,8 +281,12 @@ impl HttpClient {
         headers: &[(String, String)],
         body: Bytes,
     ) -> Result<StreamResponse, AttemptError> {
-        let mut builder = self
-            .inner
+        let client = if is_loopback(url) {
+            &self.direct
+        } else {
+            &self.inner
+        };
+        let mut builder = client
             .post(url)
             .header(CONTENT_TYPE, "application/json")
             .header(ACCEPT, "text/event-stream");
@@ -324,6 +356,20 @@ impl HttpClient {
             retries: Vec::new(),
             events,
         })
+    }
+}
+
+fn is_loopback(url: &str) -> bool {
+    let Ok(url) = reqwest::Url::parse(url) else {
+        return false;
+    };
+    let Some(host) = url.host_str() else {
+        return false;
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    match host.parse::<std::net::IpAddr>() {
+        Ok(ip) => ip.is_loopback(),
+        Err(_) => host.eq_ignore_ascii_case("localhost"),
     }
 }
 
@@ -402,6 +448,15 @@ async fn read_error_body(response: reqwest::Response) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn loopback_urls_are_recognised() {
+        assert!(is_loopback("http://127.0.0.1:8080/v1"));
+        assert!(is_loopback("http://localhost:11434/v1"));
+        assert!(is_loopback("http://[::1]:1/"));
+        assert!(!is_loopback("https://api.openai.com/v1"));
+        assert!(!is_loopback("not a url"));
+    }
 
     #[test]
     fn debug_output_hides_credentials() {
