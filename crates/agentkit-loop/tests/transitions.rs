@@ -494,3 +494,69 @@ async fn a_failed_call_keeps_its_one_off_cache_request_for_the_retry() {
     let caches: Vec<_> = model.requests().iter().map(|r| r.cache.clone()).collect();
     assert_eq!(caches, vec![Some(once.clone()), Some(once)]);
 }
+
+/// A model whose stream notices the interrupt first: it issues it and
+/// reports `Cancelled` in the same poll, before the driver's own check.
+struct RacingModel(agentkit_core::CancellationController);
+struct RacingSession(agentkit_core::CancellationController);
+struct RacingTurn(agentkit_core::CancellationController, bool);
+
+#[async_trait::async_trait]
+impl agentkit_loop::ModelAdapter for RacingModel {
+    type Session = RacingSession;
+    async fn start_session(&self, _config: SessionConfig) -> Result<RacingSession, ModelError> {
+        Ok(RacingSession(self.0.clone()))
+    }
+}
+
+#[async_trait::async_trait]
+impl agentkit_loop::ModelSession for RacingSession {
+    type Turn = RacingTurn;
+    async fn begin_turn(
+        &mut self,
+        _request: agentkit_loop::TurnRequest,
+        _cancellation: Option<agentkit_core::TurnCancellation>,
+    ) -> Result<RacingTurn, ModelError> {
+        Ok(RacingTurn(self.0.clone(), false))
+    }
+}
+
+#[async_trait::async_trait]
+impl agentkit_loop::ModelTurn for RacingTurn {
+    async fn next_event(
+        &mut self,
+        _cancellation: Option<agentkit_core::TurnCancellation>,
+    ) -> Result<Option<agentkit_loop::ModelTurnEvent>, ModelError> {
+        if !self.1 {
+            self.1 = true;
+            return Ok(Some(agentkit_loop::ModelTurnEvent::Delta(
+                agentkit_core::Delta::BeginPart {
+                    part_id: "p".into(),
+                    kind: agentkit_core::PartKind::Text,
+                },
+            )));
+        }
+        self.0.interrupt();
+        Err(ModelError::new(
+            ModelErrorKind::Cancelled,
+            "the request was aborted",
+        ))
+    }
+}
+
+#[tokio::test]
+async fn an_adapter_reporting_the_cancellation_first_still_ends_the_turn_as_cancelled() {
+    let controller = agentkit_core::CancellationController::new();
+    let agent = Agent::builder()
+        .model(RacingModel(controller.clone()))
+        .cancellation(controller.handle())
+        .input(vec![Item::user("go")])
+        .build()
+        .unwrap();
+    let mut driver = agent.start(SessionConfig::new("s")).await.unwrap();
+    let LoopStep::Finished(result) = driver.next().await.unwrap() else {
+        panic!()
+    };
+    assert_eq!(result.finish_reason, FinishReason::Cancelled);
+    validate_transcript(&driver.transcript().to_vec()).unwrap();
+}

@@ -164,7 +164,14 @@ impl<S: ModelSession> LoopDriver<S> {
             _ = &mut cancelled => {
                 return Ok((StreamOutcome::Cancelled { parts: Vec::new(), calls: Vec::new() }, Usage::default()));
             }
-            turn = self.session.begin_turn(request, cancellation.clone()) => turn?,
+            turn = self.session.begin_turn(request, cancellation.clone()) => match turn {
+                Ok(turn) => turn,
+                // The adapter saw the interrupt before we did: still a cancellation.
+                Err(err) if cancelled_by(&err, &cancellation) => {
+                    return Ok((StreamOutcome::Cancelled { parts: Vec::new(), calls: Vec::new() }, Usage::default()));
+                }
+                Err(err) => return Err(err.into()),
+            },
         };
         let mut folder = DeltaFolder::new();
         let mut calls = Vec::new();
@@ -175,7 +182,13 @@ impl<S: ModelSession> LoopDriver<S> {
                 _ = &mut cancelled => {
                     return Ok((StreamOutcome::Cancelled { parts: folder.finish_partial(), calls }, usage));
                 }
-                event = turn.next_event(cancellation.clone()) => event?,
+                event = turn.next_event(cancellation.clone()) => match event {
+                    Ok(event) => event,
+                    Err(err) if cancelled_by(&err, &cancellation) => {
+                        return Ok((StreamOutcome::Cancelled { parts: folder.finish_partial(), calls }, usage));
+                    }
+                    Err(err) => return Err(err.into()),
+                },
             };
             match event {
                 Some(ModelTurnEvent::Delta(delta)) => {
@@ -258,6 +271,14 @@ impl<S: ModelSession> LoopDriver<S> {
         });
         self.phase = Phase::ModelCallDue;
     }
+}
+
+/// `true` when the adapter reports a cancellation the turn really asked for.
+fn cancelled_by(err: &ModelError, cancellation: &Option<TurnCancellation>) -> bool {
+    err.kind == ModelErrorKind::Cancelled
+        && cancellation
+            .as_ref()
+            .is_some_and(TurnCancellation::is_cancelled)
 }
 
 fn protocol_error(message: String) -> ModelError {
