@@ -4,6 +4,7 @@
 //! and works on a fresh machine with nothing but the toolchain.
 
 mod checks;
+mod fixtures;
 mod layers;
 mod run;
 
@@ -18,8 +19,11 @@ commands:
   clippy    cargo clippy on all targets with -D warnings
   test      all tests (nextest when installed, else cargo test)
   doc-test  doc tests, the book's code blocks included
+  fixtures  npm ci for test fixtures (real MCP servers) when missing or stale
   layers    the crate layer rules of ARCHITECTURE.md section 1
   meta      every crate has a README.md, a description and the workspace lints
+  features  the umbrella crate with no optional part and with all of them
+  examples  run the offline examples
   bench     the benchmark scenarios, printed as tables (not part of ci)
 ";
 
@@ -31,9 +35,12 @@ fn main() -> ExitCode {
         "clippy" => run::clippy(),
         "test" => run::test(),
         "doc-test" => run::doc_test(),
+        "fixtures" => fixtures::install(),
         "layers" => layers::check(),
         "meta" => checks::meta(),
         "bench" => run::bench(),
+        "features" => run::features(),
+        "examples" => run::examples(),
         "help" | "--help" | "-h" => {
             print!("{USAGE}");
             return ExitCode::SUCCESS;
@@ -57,13 +64,16 @@ type Step = fn() -> Result<(), String>;
 
 /// Cheap checks first, so a layer violation is reported before a long build.
 fn ci() -> Result<(), String> {
-    let steps: [(&str, Step); 6] = [
+    let steps: [(&str, Step); 9] = [
         ("layers", layers::check),
         ("meta", checks::meta),
         ("fmt", run::fmt),
         ("clippy", run::clippy),
+        ("features", run::features),
+        ("fixtures", fixtures::install),
         ("test", run::test),
         ("doc-test", run::doc_test),
+        ("examples", run::examples),
     ];
     for (name, step) in steps {
         println!("==> xtask {name}");

@@ -84,3 +84,38 @@ pub fn bench() -> Result<(), String> {
         "scenarios",
     ])
 }
+
+/// The umbrella crate builds with no optional part and with every part.
+pub fn features() -> Result<(), String> {
+    cargo(&[
+        "check",
+        "--locked",
+        "-p",
+        "agentkit",
+        "--no-default-features",
+    ])?;
+    cargo(&["check", "--locked", "-p", "agentkit", "--all-features"])
+}
+
+/// Runs the offline examples, so the README's main command cannot rot.
+pub fn examples() -> Result<(), String> {
+    for example in ["quickstart", "soft-interrupts", "mcp-tools"] {
+        let shown = format!("cargo run --locked -q -p {example}");
+        println!("    $ {shown}");
+        let output = Command::new(env!("CARGO"))
+            .args(["run", "--locked", "-q", "-p", example])
+            .current_dir(workspace_root())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .map_err(|err| format!("could not start `{shown}`: {err}"))?;
+        if !output.status.success() {
+            return Err(format!(
+                "`{shown}` exited with {}:\n{}{}",
+                output.status,
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            ));
+        }
+    }
+    Ok(())
+}

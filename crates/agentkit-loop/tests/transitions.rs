@@ -490,3 +490,24 @@ async fn next_turn_cache_overrides_the_session_default_once() {
         ]
     );
 }
+
+#[tokio::test]
+async fn a_failed_call_keeps_its_one_off_cache_request_for_the_retry() {
+    use agentkit_loop::PromptCacheRequest;
+    let model = ScriptedModel::new([
+        ScriptedTurn::failing(ModelError::new(ModelErrorKind::Overloaded, "busy")),
+        ScriptedTurn::text("ok"),
+    ]);
+    let agent = Agent::builder()
+        .model(model.clone())
+        .input(vec![Item::user("go")])
+        .build()
+        .unwrap();
+    let mut driver = agent.start(SessionConfig::new("s")).await.unwrap();
+    let once = PromptCacheRequest::automatic().with_key("k");
+    driver.set_next_turn_cache(once.clone()).unwrap();
+    assert!(driver.next().await.is_err());
+    finish(&mut driver).await;
+    let caches: Vec<_> = model.requests().iter().map(|r| r.cache.clone()).collect();
+    assert_eq!(caches, vec![Some(once.clone()), Some(once)]);
+}

@@ -442,8 +442,18 @@ impl<S: ModelSession> LoopDriver<S> {
             .unwrap_or_else(|| TurnId::new("turn-none"))
     }
 
+    /// The error result for a failed call. An auth request travels in the
+    /// metadata (`agentkit.auth_request`), so a host watching the transcript
+    /// or `ToolResultReceived` events can resolve it out of band.
     fn tool_error_result(call_id: &ToolCallId, err: &ToolError) -> ToolResultPart {
-        ToolResultPart::error(call_id.clone(), err.to_string())
-            .with_metadata("agentkit.error_kind", err.kind())
+        let part = ToolResultPart::error(call_id.clone(), err.to_string())
+            .with_metadata("agentkit.error_kind", err.kind());
+        match err {
+            ToolError::AuthRequired(request) => match serde_json::to_value(request) {
+                Ok(value) => part.with_metadata("agentkit.auth_request", value),
+                Err(_) => part,
+            },
+            _ => part,
+        }
     }
 }

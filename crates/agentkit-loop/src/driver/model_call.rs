@@ -60,16 +60,14 @@ impl<S: ModelSession> LoopDriver<S> {
             session_id: self.session_id.clone(),
             turn_id: turn_id.clone(),
         });
+        let turn_cache = self.next_turn_cache.take();
         let request = TurnRequest {
             session_id: self.session_id.clone(),
             turn_id: turn_id.clone(),
             transcript: self.log.view(),
             available_tools: catalog.specs().to_vec(),
             metadata: MetadataMap::new(),
-            cache: self
-                .next_turn_cache
-                .take()
-                .or_else(|| self.default_cache.clone()),
+            cache: turn_cache.clone().or_else(|| self.default_cache.clone()),
         };
         let cancellation = self.turn.as_ref().and_then(|t| t.cancellation.clone());
         let span = tracing::info_span!(
@@ -81,10 +79,18 @@ impl<S: ModelSession> LoopDriver<S> {
             gen_ai.usage.output_tokens = tracing::field::Empty,
             gen_ai.output.messages = tracing::field::Empty,
         );
-        let (outcome, usage) = self
+        let streamed = self
             .stream(request, cancellation)
             .instrument(span.clone())
-            .await?;
+            .await;
+        let (outcome, usage) = match streamed {
+            Ok(streamed) => streamed,
+            Err(err) => {
+                // The retry should use the same one-off cache request.
+                self.next_turn_cache = turn_cache;
+                return Err(err);
+            }
+        };
         span.record("gen_ai.usage.input_tokens", usage.tokens.input_tokens);
         span.record("gen_ai.usage.output_tokens", usage.tokens.output_tokens);
         if self.config.shared().record_content

@@ -1,0 +1,214 @@
+//! How to reach one MCP server, and how patient to be with it.
+//!
+//! A [`McpServerConfig`] names a server and says how to start or reach it:
+//! a child process speaking MCP over stdio, or a streamable HTTP endpoint.
+//! It also carries the two deadlines every server gets: one for connecting
+//! (initialize plus discovery) and one for each tool call. The defaults are
+//! generous enough for `npx` cold starts and slow tools, and short enough
+//! that a wedged server never stalls a turn forever.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The default time allowed for initialize plus discovery.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+/// The default deadline of one tool call.
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// One MCP server: its name, how to reach it, and its deadlines. Built with
+/// [`stdio`](Self::stdio) or [`http`](Self::http) and the setters.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct McpServerConfig {
+    /// The name tools are prefixed with (`mcp_<name>_<tool>`) and that
+    /// permission requests and auth requests carry.
+    pub name: String,
+    /// How to start or reach the server.
+    pub transport: McpTransport,
+    /// Time allowed for initialize plus discovery.
+    pub connect_timeout: Duration,
+    /// Deadline of each tool call, counted from when the request is sent;
+    /// the call is cancelled on the server when it passes. A reconnect
+    /// needed before sending is bounded by `connect_timeout` instead.
+    pub call_timeout: Duration,
+}
+
+/// How the manager talks to a server.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub enum McpTransport {
+    /// A child process speaking MCP on its stdin and stdout.
+    Stdio(StdioConfig),
+    /// A streamable HTTP endpoint.
+    Http(HttpConfig),
+}
+
+/// A server started as a child process.
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub struct StdioConfig {
+    /// The program to run.
+    pub command: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Variables added to (or overriding) the inherited environment.
+    pub env: BTreeMap<String, String>,
+    /// The working directory; the host's when `None`.
+    pub cwd: Option<PathBuf>,
+}
+
+/// A server reached over streamable HTTP.
+#[derive(Clone, Default)]
+#[non_exhaustive]
+pub struct HttpConfig {
+    /// The MCP endpoint, such as `https://example.com/mcp`.
+    pub url: String,
+    /// Headers sent with every request.
+    pub headers: BTreeMap<String, String>,
+    /// A bearer token sent as `Authorization: Bearer <token>`.
+    pub bearer_token: Option<String>,
+}
+
+impl std::fmt::Debug for HttpConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Header values and tokens are often secrets: name them, never print them.
+        f.debug_struct("HttpConfig")
+            .field("url", &self.url)
+            .field("headers", &self.headers.keys().collect::<Vec<_>>())
+            .field(
+                "bearer_token",
+                &self.bearer_token.as_ref().map(|_| "<redacted>"),
+            )
+            .finish()
+    }
+}
+
+impl McpServerConfig {
+    /// A server started as `command` and spoken to over stdio.
+    pub fn stdio(name: impl Into<String>, command: impl Into<String>) -> Self {
+        Self::with_transport(
+            name,
+            McpTransport::Stdio(StdioConfig {
+                command: command.into(),
+                ..StdioConfig::default()
+            }),
+        )
+    }
+
+    /// A server reached over streamable HTTP at `url`.
+    pub fn http(name: impl Into<String>, url: impl Into<String>) -> Self {
+        Self::with_transport(
+            name,
+            McpTransport::Http(HttpConfig {
+                url: url.into(),
+                ..HttpConfig::default()
+            }),
+        )
+    }
+
+    /// A server with this transport and the default deadlines.
+    pub fn with_transport(name: impl Into<String>, transport: McpTransport) -> Self {
+        Self {
+            name: name.into(),
+            transport,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            call_timeout: DEFAULT_CALL_TIMEOUT,
+        }
+    }
+
+    /// Adds an argument (stdio servers; ignored for HTTP).
+    pub fn arg(mut self, arg: impl Into<String>) -> Self {
+        if let McpTransport::Stdio(stdio) = &mut self.transport {
+            stdio.args.push(arg.into());
+        }
+        self
+    }
+
+    /// Adds arguments (stdio servers; ignored for HTTP).
+    pub fn args<I, S>(mut self, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        if let McpTransport::Stdio(stdio) = &mut self.transport {
+            stdio.args.extend(args.into_iter().map(Into::into));
+        }
+        self
+    }
+
+    /// Sets an environment variable (stdio servers; ignored for HTTP).
+    pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        if let McpTransport::Stdio(stdio) = &mut self.transport {
+            stdio.env.insert(key.into(), value.into());
+        }
+        self
+    }
+
+    /// Sets the working directory (stdio servers; ignored for HTTP).
+    pub fn cwd(mut self, cwd: impl Into<PathBuf>) -> Self {
+        if let McpTransport::Stdio(stdio) = &mut self.transport {
+            stdio.cwd = Some(cwd.into());
+        }
+        self
+    }
+
+    /// Adds a header sent with every request (HTTP servers; ignored for stdio).
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        if let McpTransport::Http(http) = &mut self.transport {
+            http.headers.insert(name.into(), value.into());
+        }
+        self
+    }
+
+    /// Sets the bearer token (HTTP servers; ignored for stdio). Credentials
+    /// given later through `resolve_auth` take precedence.
+    pub fn bearer_token(mut self, token: impl Into<String>) -> Self {
+        if let McpTransport::Http(http) = &mut self.transport {
+            http.bearer_token = Some(token.into());
+        }
+        self
+    }
+
+    /// Sets the time allowed for initialize plus discovery.
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// Sets the deadline of each tool call.
+    pub fn call_timeout(mut self, timeout: Duration) -> Self {
+        self.call_timeout = timeout;
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builders_fill_the_matching_transport_only() {
+        let stdio = McpServerConfig::stdio("fs", "node")
+            .args(["server.js", "stdio"])
+            .env("DEBUG", "1")
+            .header("X-Ignored", "yes");
+        let McpTransport::Stdio(s) = &stdio.transport else {
+            panic!("stdio expected")
+        };
+        assert_eq!(s.args, ["server.js", "stdio"]);
+        assert_eq!(s.env["DEBUG"], "1");
+
+        let http = McpServerConfig::http("remote", "http://127.0.0.1:1/mcp")
+            .bearer_token("secret")
+            .arg("ignored")
+            .call_timeout(Duration::from_secs(5));
+        let McpTransport::Http(h) = &http.transport else {
+            panic!("http expected")
+        };
+        assert_eq!(h.bearer_token.as_deref(), Some("secret"));
+        assert_eq!(http.call_timeout, Duration::from_secs(5));
+        assert_eq!(http.connect_timeout, DEFAULT_CONNECT_TIMEOUT);
+        assert!(!format!("{h:?}").contains("secret"), "tokens are redacted");
+    }
+}

@@ -1,0 +1,399 @@
+//! One live session with one server: open it, call tools on it, close it.
+//!
+//! A [`Connection`] is created whole (transport up, initialize done, tools,
+//! resources and prompts discovered) or not at all, within the server's
+//! connect timeout. It is shared by concurrent calls behind an `Arc` and
+//! never repaired in place: when it dies, the manager replaces it with a
+//! fresh one. Calls race the server's answer against their deadline and the
+//! turn's cancellation, and whichever of those fires first sends MCP
+//! `notifications/cancelled`, so the server can stop working on an answer
+//! nobody will read.
+
+use crate::auth::{Challenge, McpCredentials};
+use crate::config::{McpServerConfig, McpTransport};
+use crate::discovery::{Discovery, discover};
+use crate::error::McpError;
+use crate::http::{http_config, init_challenge, service_challenge};
+use crate::process::{self, ServerProcess};
+use agentkit_core::TurnCancellation;
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientCapabilities,
+    ClientConfig, ClientRequest, GetPromptRequestParams, GetPromptResponse, Implementation,
+    ReadResourceRequestParams, ServerResult,
+};
+use rmcp::service::{NotificationContext, Peer, RunningService, ServiceError};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::{ClientHandler, RoleClient, serve_client};
+use serde_json::Value;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+use tokio::sync::Notify;
+
+/// How long a cancellation notice or a graceful close may take before we
+/// stop being polite.
+const CONTROL_TIMEOUT: Duration = Duration::from_secs(2);
+
+static NEXT_CONNECTION: AtomicU64 = AtomicU64::new(1);
+
+/// Receives the server's notifications. Only the list-changed signal
+/// matters to the manager; it is passed on through a `Notify` because the
+/// handler runs inside rmcp's service loop, where awaiting a request of our
+/// own (the new tool list) would stall the loop that must deliver its
+/// answer.
+#[derive(Clone)]
+struct Handler {
+    server: String,
+    tools_changed: std::sync::Arc<Notify>,
+}
+
+impl ClientHandler for Handler {
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        tracing::debug!(server = %self.server, "tools/list_changed received");
+        self.tools_changed.notify_one();
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("agentkit-mcp", env!("CARGO_PKG_VERSION")),
+        )
+    }
+}
+
+/// A live session.
+pub(crate) struct Connection {
+    pub(crate) id: u64,
+    service: Mutex<Option<RunningService<RoleClient, Handler>>>,
+    peer: Peer<RoleClient>,
+    process: Option<ServerProcess>,
+    pub(crate) discovery: Discovery,
+    /// Signalled by every `notifications/tools/list_changed`.
+    pub(crate) tools_changed: std::sync::Arc<Notify>,
+    /// The server's name, version and negotiated protocol, as MCP JSON.
+    pub(crate) server_info: Value,
+}
+
+/// Why a call produced no result.
+#[derive(Debug)]
+pub(crate) enum CallError {
+    /// The session was already closed; the request never left.
+    NotSent(String),
+    /// The session closed while the call was in flight; the server may or
+    /// may not have run it.
+    Lost,
+    /// The deadline passed; cancellation was sent.
+    Timeout(Duration),
+    /// The turn was cancelled; cancellation was sent.
+    Cancelled,
+    /// The server wants credentials.
+    Auth(Challenge),
+    /// The transport failed to carry the request (connection refused,
+    /// reset, session gone); the session is not to be trusted any more.
+    Broken(String),
+    /// The server answered with a JSON-RPC error.
+    Rejected(String),
+    /// Anything else that broke the exchange.
+    Protocol(String),
+}
+
+impl Connection {
+    /// Connects and discovers, all within `config.connect_timeout`.
+    pub(crate) async fn open(
+        config: &McpServerConfig,
+        credentials: Option<&McpCredentials>,
+    ) -> Result<Connection, McpError> {
+        let server = config.name.as_str();
+        let started_at = tokio::time::Instant::now();
+        let tools_changed = std::sync::Arc::new(Notify::new());
+        let handler = Handler {
+            server: server.to_owned(),
+            tools_changed: tools_changed.clone(),
+        };
+        let timed_out = || McpError::ConnectTimeout {
+            server: server.to_owned(),
+            after: config.connect_timeout,
+        };
+        let (service, process) = match &config.transport {
+            McpTransport::Stdio(stdio) => {
+                let spawned = process::spawn(server, stdio).map_err(|err| McpError::Spawn {
+                    server: server.to_owned(),
+                    message: format!("{}: {err}", stdio.command),
+                })?;
+                let process = spawned.process;
+                let started = tokio::time::timeout(
+                    config.connect_timeout,
+                    serve_client(handler, (spawned.stdout, spawned.stdin)),
+                )
+                .await;
+                // On every failure `process` is dropped here, which ends
+                // the whole process group.
+                match started {
+                    Err(_) => return Err(timed_out()),
+                    Ok(Err(err)) => {
+                        process.stderr.settle(Duration::from_millis(500)).await;
+                        return Err(McpError::Connect {
+                            server: server.to_owned(),
+                            message: format!("{err}{}", process.stderr.describe()),
+                        });
+                    }
+                    Ok(Ok(service)) => (service, Some(process)),
+                }
+            }
+            McpTransport::Http(http) => {
+                let transport = StreamableHttpClientTransport::from_config(http_config(
+                    server,
+                    http,
+                    credentials,
+                )?);
+                let started =
+                    tokio::time::timeout(config.connect_timeout, serve_client(handler, transport))
+                        .await;
+                match started {
+                    Err(_) => return Err(timed_out()),
+                    Ok(Err(err)) => {
+                        return Err(match init_challenge(&err) {
+                            Some(challenge) => {
+                                McpError::AuthRequired(Box::new(crate::auth::auth_request(
+                                    server,
+                                    crate::AuthOperation::Connect,
+                                    &challenge,
+                                )))
+                            }
+                            None => McpError::Connect {
+                                server: server.to_owned(),
+                                message: err.to_string(),
+                            },
+                        });
+                    }
+                    Ok(Ok(service)) => (service, None),
+                }
+            }
+        };
+        let peer = service.peer().clone();
+        let server_info = peer
+            .peer_info()
+            .and_then(|info| serde_json::to_value(&*info).ok())
+            .unwrap_or(Value::Null);
+        let connection = Connection {
+            id: NEXT_CONNECTION.fetch_add(1, Ordering::Relaxed),
+            service: Mutex::new(Some(service)),
+            peer,
+            process,
+            discovery: Discovery::default(),
+            tools_changed,
+            server_info,
+        };
+        // Whatever is left of the connect timeout covers discovery, so a
+        // server that initializes but never lists its tools still fails in
+        // time.
+        let left = config.connect_timeout.saturating_sub(started_at.elapsed());
+        connection
+            .discover(server, left, config.connect_timeout)
+            .await
+    }
+
+    /// Runs discovery on a freshly opened connection within `limit`.
+    async fn discover(
+        mut self,
+        server: &str,
+        limit: Duration,
+        connect_timeout: Duration,
+    ) -> Result<Connection, McpError> {
+        match tokio::time::timeout(limit, discover(server, &self.peer)).await {
+            Ok(Ok(discovery)) => {
+                self.discovery = discovery;
+                Ok(self)
+            }
+            Ok(Err(err)) => Err(self.failure(server, err, crate::AuthOperation::Connect)),
+            Err(_) => Err(McpError::ConnectTimeout {
+                server: server.to_owned(),
+                after: connect_timeout,
+            }),
+        }
+    }
+
+    fn failure(
+        &self,
+        server: &str,
+        err: ServiceError,
+        operation: crate::AuthOperation,
+    ) -> McpError {
+        if let Some(challenge) = service_challenge(&err) {
+            return McpError::AuthRequired(Box::new(crate::auth::auth_request(
+                server, operation, &challenge,
+            )));
+        }
+        let tail = self
+            .process
+            .as_ref()
+            .map(|p| p.stderr.describe())
+            .unwrap_or_default();
+        McpError::Protocol {
+            server: server.to_owned(),
+            message: format!("{err}{tail}"),
+        }
+    }
+
+    /// The peer, for requests made outside a call (refreshes).
+    pub(crate) fn peer(&self) -> &Peer<RoleClient> {
+        &self.peer
+    }
+
+    /// `true` when the session can no longer carry requests.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.peer.is_transport_closed()
+            || self.process.as_ref().is_some_and(ServerProcess::has_exited)
+    }
+
+    /// The server process's id, for stdio servers.
+    pub(crate) fn pid(&self) -> Option<u32> {
+        self.process.as_ref().and_then(ServerProcess::pid)
+    }
+
+    /// The last lines the server wrote to stderr.
+    pub(crate) fn stderr_tail(&self) -> Vec<String> {
+        self.process
+            .as_ref()
+            .map(|p| p.stderr.lines())
+            .unwrap_or_default()
+    }
+
+    /// Calls `tool`, racing the answer against `deadline` and `cancel`.
+    pub(crate) async fn call_tool(
+        &self,
+        tool: &str,
+        arguments: Option<serde_json::Map<String, Value>>,
+        deadline: Duration,
+        cancel: &TurnCancellation,
+    ) -> Result<Value, CallError> {
+        if self.is_closed() {
+            return Err(CallError::NotSent("the session is closed".into()));
+        }
+        let mut params = CallToolRequestParams::new(tool.to_owned());
+        if let Some(arguments) = arguments {
+            params = params.with_arguments(arguments);
+        }
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        // No rmcp timeout: the deadline below also covers the turn's
+        // cancellation, and both send the cancellation notice themselves.
+        let handle = match self
+            .peer
+            .send_request_with_option(request, Default::default())
+            .await
+        {
+            Ok(handle) => handle,
+            Err(ServiceError::TransportClosed) => {
+                return Err(CallError::NotSent("the session is closed".into()));
+            }
+            Err(err) => return Err(classify(err)),
+        };
+        let request_id = handle.id.clone();
+        let answer = tokio::select! {
+            answer = handle.await_response() => answer,
+            _ = tokio::time::sleep(deadline) => {
+                self.send_cancel(request_id, format!("deadline of {deadline:?} passed")).await;
+                return Err(CallError::Timeout(deadline));
+            }
+            _ = cancel.cancelled() => {
+                self.send_cancel(request_id, "the turn was cancelled".into()).await;
+                return Err(CallError::Cancelled);
+            }
+        };
+        match answer {
+            Ok(ServerResult::CallToolResult(result)) => {
+                serde_json::to_value(&result).map_err(|err| CallError::Protocol(err.to_string()))
+            }
+            Ok(other) => Err(CallError::Protocol(format!(
+                "expected a tools/call result, got {}",
+                serde_json::to_value(&other)
+                    .map(|v| v.to_string())
+                    .unwrap_or_else(|_| "something else".into())
+            ))),
+            Err(ServiceError::TransportClosed) => Err(CallError::Lost),
+            Err(err) => Err(classify(err)),
+        }
+    }
+
+    /// `resources/read`, within `limit`, as MCP JSON.
+    pub(crate) async fn read_resource(
+        &self,
+        uri: &str,
+        limit: Duration,
+    ) -> Result<Value, CallError> {
+        let params = ReadResourceRequestParams::new(uri);
+        match tokio::time::timeout(limit, self.peer.read_resource(params)).await {
+            Err(_) => Err(CallError::Timeout(limit)),
+            Ok(Err(err)) => Err(classify(err)),
+            Ok(Ok(result)) => {
+                serde_json::to_value(&result).map_err(|err| CallError::Protocol(err.to_string()))
+            }
+        }
+    }
+
+    /// `prompts/get`, within `limit`, as MCP JSON.
+    pub(crate) async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: Option<serde_json::Map<String, Value>>,
+        limit: Duration,
+    ) -> Result<Value, CallError> {
+        let mut params = GetPromptRequestParams::new(name);
+        if let Some(arguments) = arguments {
+            params = params.with_arguments(arguments);
+        }
+        match tokio::time::timeout(limit, self.peer.get_prompt_once(params)).await {
+            Err(_) => Err(CallError::Timeout(limit)),
+            Ok(Err(err)) => Err(classify(err)),
+            Ok(Ok(GetPromptResponse::Complete(result))) => {
+                serde_json::to_value(&result).map_err(|err| CallError::Protocol(err.to_string()))
+            }
+            Ok(Ok(_)) => Err(CallError::Protocol(
+                "the server asked for more input before answering; not supported".into(),
+            )),
+        }
+    }
+
+    async fn send_cancel(&self, request_id: rmcp::model::RequestId, reason: String) {
+        tracing::debug!(%request_id, %reason, "sending notifications/cancelled");
+        let notice = self.peer.notify_cancelled(CancelledNotificationParam::new(
+            Some(request_id),
+            Some(reason),
+        ));
+        match tokio::time::timeout(CONTROL_TIMEOUT, notice).await {
+            Ok(Ok(())) => {}
+            Ok(Err(err)) => tracing::debug!(%err, "could not send notifications/cancelled"),
+            Err(_) => tracing::debug!("sending notifications/cancelled timed out"),
+        }
+    }
+
+    /// Ends the session: closes the transport politely, then makes sure a
+    /// child process (and its group) is gone. Bounded even when the server
+    /// ignores us.
+    pub(crate) async fn close(&self) {
+        tracing::debug!(
+            connection = self.id,
+            pid = self.pid(),
+            "closing MCP session"
+        );
+        let service = self.service.lock().expect("service lock").take();
+        if let Some(mut service) = service {
+            let _ = service.close_with_timeout(CONTROL_TIMEOUT).await;
+        }
+        if let Some(process) = &self.process {
+            process.shutdown(Duration::from_millis(500)).await;
+        }
+    }
+}
+
+fn classify(err: ServiceError) -> CallError {
+    if let Some(challenge) = service_challenge(&err) {
+        return CallError::Auth(challenge);
+    }
+    match err {
+        ServiceError::McpError(data) => CallError::Rejected(data.message.into_owned()),
+        ServiceError::TransportClosed => CallError::Lost,
+        ServiceError::TransportSend(error) => CallError::Broken(error.to_string()),
+        other => CallError::Protocol(other.to_string()),
+    }
+}

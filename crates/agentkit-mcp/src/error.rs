@@ -1,0 +1,114 @@
+//! What can go wrong when managing MCP servers.
+//!
+//! [`McpError`] is the manager's own error: registering, connecting,
+//! disconnecting. Tool calls report failures as
+//! [`ToolError`](agentkit_tools_core::ToolError) instead, because that is
+//! what the agent loop writes into the transcript; [`McpError::into_tool_error`]
+//! is the bridge between the two.
+
+use agentkit_tools_core::{AuthRequest, ToolError};
+use std::time::Duration;
+
+/// A failure of the MCP server manager.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum McpError {
+    /// No server is registered under this name.
+    #[error("no MCP server named {0:?} is registered")]
+    UnknownServer(String),
+    /// A server with this name is already registered.
+    #[error("an MCP server named {0:?} is already registered")]
+    AlreadyRegistered(String),
+    /// The configuration cannot work (empty name, bad header, bad URL).
+    #[error("invalid configuration for MCP server {server:?}: {message}")]
+    InvalidConfig {
+        /// The server's name.
+        server: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// The server process could not be started.
+    #[error("could not start MCP server {server:?}: {message}")]
+    Spawn {
+        /// The server's name.
+        server: String,
+        /// The operating system's reason.
+        message: String,
+    },
+    /// Initialize and discovery did not finish in time.
+    #[error("MCP server {server:?} did not finish connecting within {after:?}")]
+    ConnectTimeout {
+        /// The server's name.
+        server: String,
+        /// The connect timeout that passed.
+        after: Duration,
+    },
+    /// The connection failed (the process exited, the handshake was refused,
+    /// the HTTP endpoint is unreachable).
+    #[error("could not connect to MCP server {server:?}: {message}")]
+    Connect {
+        /// The server's name.
+        server: String,
+        /// What happened, with the tail of the server's stderr when there is one.
+        message: String,
+    },
+    /// The server wants credentials; resolve the request with
+    /// [`McpServerManager::resolve_auth`](crate::McpServerManager::resolve_auth).
+    #[error("MCP server {} requires authentication", .0.provider)]
+    AuthRequired(Box<AuthRequest>),
+    /// The host refused to authenticate to this server.
+    #[error("authentication to MCP server {server:?} was refused{}", reason_suffix(.reason))]
+    AuthRefused {
+        /// The server's name.
+        server: String,
+        /// Why, when the host said.
+        reason: Option<String>,
+    },
+    /// An auth resolution names a request this manager never issued or
+    /// already resolved.
+    #[error("no pending auth request with id {0:?}")]
+    UnknownAuthRequest(String),
+    /// The server answered with something that breaks the protocol, or a
+    /// request failed after connecting.
+    #[error("MCP server {server:?}: {message}")]
+    Protocol {
+        /// The server's name.
+        server: String,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+fn reason_suffix(reason: &Option<String>) -> String {
+    reason
+        .as_deref()
+        .map(|r| format!(": {r}"))
+        .unwrap_or_default()
+}
+
+impl McpError {
+    /// The auth request, when this error asks for credentials.
+    pub fn auth_request(&self) -> Option<&AuthRequest> {
+        match self {
+            McpError::AuthRequired(request) => Some(request),
+            _ => None,
+        }
+    }
+
+    /// The same failure as a tool error, for the transcript: auth stays
+    /// auth; everything else (a connect timeout included: the call itself
+    /// never started) means the server cannot be used right now.
+    pub fn into_tool_error(self) -> ToolError {
+        match self {
+            McpError::AuthRequired(request) => ToolError::AuthRequired(request),
+            McpError::UnknownServer(name) => ToolError::NotFound(name),
+            other => ToolError::Unavailable(other.to_string()),
+        }
+    }
+}
+
+impl From<McpError> for ToolError {
+    fn from(error: McpError) -> Self {
+        error.into_tool_error()
+    }
+}

@@ -1,0 +1,66 @@
+//! MCP servers as agentkit tools.
+//!
+//! An [`McpServerManager`] registers MCP servers by name (a child process
+//! over stdio, or a streamable HTTP endpoint), connects them with a timeout
+//! covering the handshake and discovery, and exposes every server's tools
+//! as one [`ToolSource`](agentkit_tools_core::ToolSource) whose tools are
+//! named `mcp_<server>_<tool>`. Around each call it keeps the promises an
+//! agent loop relies on:
+//!
+//! - every call has a deadline, and the server is sent
+//!   `notifications/cancelled` when the deadline passes or the turn is
+//!   cancelled;
+//! - a server that crashed is reconnected on the next call;
+//! - `notifications/tools/list_changed` updates the catalog (a new
+//!   revision, and a [`ToolCatalogEvent`](agentkit_tools_core::ToolCatalogEvent));
+//! - calls propose `mcp.invoke_tool` permission requests, so permission
+//!   policies apply to MCP tools like to any other;
+//! - a server asking for credentials yields an [`AuthRequest`] the host
+//!   answers out of band with [`McpServerManager::resolve_auth`].
+//!
+//! rmcp does the protocol work; none of its types appear in this API.
+//!
+//! # Metadata
+//!
+//! What the manager adds to agentkit values, under keys starting `mcp.`:
+//!
+//! | where | key | value |
+//! | --- | --- | --- |
+//! | `ToolSpec::metadata` | `mcp.server`, `mcp.tool` | the server's name, the tool's own name |
+//! | `ToolSpec::metadata` | `mcp.title`, `mcp.output_schema` | as the server listed them |
+//! | `ToolResult::metadata` | `mcp.server`, `mcp.tool` | who answered |
+//! | `ToolResult::metadata` | `mcp.meta` | the result's `_meta`, when sent |
+//! | `FilePart::metadata` | `mcp.uri` | an embedded or read resource's URI |
+//! | `TextPart::metadata` | `mcp.resource_link` | a resource link block, verbatim |
+//! | `StructuredPart::metadata` | `mcp.structured_content` | `true` on the result's `structuredContent` |
+//! | `AuthRequest::metadata` | `mcp.http_status` | 401 or 403 |
+//! | `AuthRequest::metadata` | `mcp.error`, `mcp.error_description`, `mcp.realm`, `mcp.resource_metadata` | from the challenge |
+
+mod auth;
+mod catalog;
+mod config;
+mod connection;
+mod convert;
+mod discovery;
+mod error;
+mod http;
+mod manager;
+mod naming;
+mod process;
+mod tool;
+
+pub use auth::{AuthOperation, AuthRequest, AuthResolution, McpAuthResponder, McpCredentials};
+pub use catalog::{CatalogEvents, McpToolSource, SOURCE_NAME};
+pub use config::{
+    DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, HttpConfig, McpServerConfig, McpTransport,
+    StdioConfig,
+};
+pub use discovery::{McpPrompt, McpPromptArgument, McpResource};
+pub use error::McpError;
+pub use manager::{McpServerManager, ServerStatus};
+pub use naming::exposed_tool_name;
+
+// The README's example is compiled with the doc-tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

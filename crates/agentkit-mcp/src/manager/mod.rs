@@ -1,0 +1,536 @@
+//! [`McpServerManager`]: the servers, their connections, the merged catalog
+//! and the auth requests in flight.
+//!
+//! Each registered server has one slot holding its current connection, if
+//! any. Connecting happens under the slot's async lock, so concurrent calls
+//! to a disconnected server wait for one connect instead of starting one
+//! each. A connection is never repaired: a call that finds it closed (the
+//! process crashed, the session ended) replaces it once, and reports the
+//! server unavailable if that fails too. The last tool list a server
+//! reported stays in the catalog across such crashes, so the model can keep
+//! calling its tools; only an explicit disconnect removes them.
+//!
+//! This module holds the public surface and the shared state; `session`
+//! opens, replaces and follows connections, `calls` runs requests on them,
+//! and `credentials` deals with auth requests and their answers.
+
+mod calls;
+mod credentials;
+mod session;
+
+use crate::auth::{AuthResolution, McpAuthResponder, McpCredentials};
+use crate::catalog::{CatalogEvents, CatalogState, McpToolSource};
+use crate::config::McpServerConfig;
+use crate::connection::Connection;
+use crate::convert::{self, RemoteTool};
+use crate::discovery::{McpPrompt, McpResource};
+use crate::error::McpError;
+use agentkit_core::{Item, Part};
+use agentkit_tools_core::{
+    AuthOperation, AuthRequest, CatalogSnapshot, ToolContext, ToolError, ToolResult,
+};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, Weak};
+use tokio::task::AbortHandle;
+
+/// Manages MCP servers: registers them, connects them, exposes their tools
+/// as one [`ToolSource`](agentkit_tools_core::ToolSource), and handles
+/// their auth requests.
+///
+/// Cloning gives another handle to the same manager. The servers are shut
+/// down (each stdio server with its whole process group) when the last
+/// handle and the last [`McpToolSource`] are dropped, or earlier with
+/// [`disconnect`](Self::disconnect).
+#[derive(Clone)]
+pub struct McpServerManager {
+    inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    weak: Weak<Inner>,
+    servers: Mutex<Vec<Arc<Server>>>,
+    catalog: Mutex<CatalogState>,
+    /// Unanswered auth requests, oldest first.
+    pending_auth: Mutex<Vec<AuthRequest>>,
+    responder: Mutex<Option<Arc<dyn McpAuthResponder>>>,
+}
+
+/// One registered server.
+struct Server {
+    config: McpServerConfig,
+    credentials: Mutex<Option<McpCredentials>>,
+    /// `Some(reason)` after the host refused to authenticate.
+    refused: Mutex<Option<Option<String>>>,
+    slot: tokio::sync::Mutex<Option<Arc<Connection>>>,
+    /// The current connection, readable without the async lock (for
+    /// status and refreshes) while a connect holds `slot`.
+    live: Mutex<Option<Arc<Connection>>>,
+    /// The last tool list the server reported.
+    tools: Mutex<Vec<RemoteTool>>,
+    resources: Mutex<Vec<McpResource>>,
+    prompts: Mutex<Vec<McpPrompt>>,
+    refresher: Mutex<Option<AbortHandle>>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(task) = self.refresher.get_mut().ok().and_then(Option::take) {
+            task.abort();
+        }
+    }
+}
+
+/// What the manager knows about one server.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct ServerStatus {
+    /// The name it was registered under.
+    pub name: String,
+    /// `true` while a session is open.
+    pub connected: bool,
+    /// The process id (and process group id) of a stdio server's process.
+    pub pid: Option<u32>,
+    /// The name the server gave itself in the handshake.
+    pub server_name: Option<String>,
+    /// The version the server gave itself in the handshake.
+    pub server_version: Option<String>,
+    /// The negotiated MCP protocol version.
+    pub protocol_version: Option<String>,
+    /// The server's instructions for the model, if it sent any.
+    pub instructions: Option<String>,
+    /// The server's own names of its tools (as last listed).
+    pub tools: Vec<String>,
+}
+
+impl McpServerManager {
+    /// A manager with no servers.
+    pub fn new() -> Self {
+        Self {
+            inner: Arc::new_cyclic(|weak| Inner {
+                weak: weak.clone(),
+                servers: Mutex::new(Vec::new()),
+                catalog: Mutex::new(CatalogState::new()),
+                pending_auth: Mutex::new(Vec::new()),
+                responder: Mutex::new(None),
+            }),
+        }
+    }
+
+    /// Registers a server; it connects on [`connect`](Self::connect),
+    /// [`connect_all`](Self::connect_all) or its first tool call.
+    pub fn register(&self, config: McpServerConfig) -> Result<(), McpError> {
+        if config.name.is_empty() {
+            return Err(McpError::InvalidConfig {
+                server: config.name,
+                message: "the name is empty".into(),
+            });
+        }
+        let mut servers = self.inner.servers.lock().expect("servers lock");
+        if servers.iter().any(|s| s.config.name == config.name) {
+            return Err(McpError::AlreadyRegistered(config.name));
+        }
+        tracing::debug!(server = %config.name, "registered MCP server");
+        servers.push(Arc::new(Server {
+            config,
+            credentials: Mutex::new(None),
+            refused: Mutex::new(None),
+            slot: tokio::sync::Mutex::new(None),
+            live: Mutex::new(None),
+            tools: Mutex::new(Vec::new()),
+            resources: Mutex::new(Vec::new()),
+            prompts: Mutex::new(Vec::new()),
+            refresher: Mutex::new(None),
+        }));
+        Ok(())
+    }
+
+    /// The names of the registered servers, in registration order.
+    pub fn servers(&self) -> Vec<String> {
+        self.inner
+            .servers
+            .lock()
+            .expect("servers lock")
+            .iter()
+            .map(|s| s.config.name.clone())
+            .collect()
+    }
+
+    /// Connects a server (initialize plus discovery, within its connect
+    /// timeout) unless it is connected already, and publishes its tools.
+    pub async fn connect(&self, name: &str) -> Result<ServerStatus, McpError> {
+        let server = self.inner.server(name)?;
+        self.inner
+            .connection(&server, AuthOperation::Connect)
+            .await?;
+        Ok(status_of(&server))
+    }
+
+    /// Connects every registered server concurrently. Each server's outcome
+    /// is reported on its own; one failing never fails the others.
+    pub async fn connect_all(&self) -> Vec<(String, Result<ServerStatus, McpError>)> {
+        let names = self.servers();
+        let attempts = names.iter().map(|name| self.connect(name));
+        let results = futures::future::join_all(attempts).await;
+        names.into_iter().zip(results).collect()
+    }
+
+    /// Closes a server's session and removes its tools from the catalog.
+    /// Bounded in time even when the server does not answer: the transport
+    /// gets a short grace period, then a stdio server's process group is
+    /// killed.
+    pub async fn disconnect(&self, name: &str) -> Result<(), McpError> {
+        let server = self.inner.server(name)?;
+        let connection = {
+            let mut slot = server.slot.lock().await;
+            server.live.lock().expect("live lock").take();
+            slot.take()
+        };
+        if let Some(task) = server.refresher.lock().expect("refresher lock").take() {
+            task.abort();
+        }
+        if let Some(connection) = connection {
+            tracing::info!(server = name, "disconnecting MCP server");
+            connection.close().await;
+        }
+        server.tools.lock().expect("tools lock").clear();
+        server.resources.lock().expect("resources lock").clear();
+        server.prompts.lock().expect("prompts lock").clear();
+        self.inner.rebuild_catalog();
+        Ok(())
+    }
+
+    /// Disconnects a server and forgets it; its name can be registered
+    /// again.
+    pub async fn remove(&self, name: &str) -> Result<(), McpError> {
+        self.disconnect(name).await?;
+        self.inner
+            .servers
+            .lock()
+            .expect("servers lock")
+            .retain(|s| s.config.name != name);
+        self.inner
+            .pending_auth
+            .lock()
+            .expect("pending auth lock")
+            .retain(|request| request.provider != name);
+        Ok(())
+    }
+
+    /// Disconnects every server, concurrently.
+    pub async fn disconnect_all(&self) {
+        let names = self.servers();
+        futures::future::join_all(names.iter().map(|name| self.disconnect(name))).await;
+    }
+
+    /// The tools of every connected server as one tool source, for
+    /// `AgentBuilder::add_tool_source` or a `ToolFederation`.
+    pub fn source(&self) -> McpToolSource {
+        McpToolSource {
+            manager: self.inner.clone(),
+        }
+    }
+
+    /// The current catalog (what [`source`](Self::source) returns now).
+    pub fn snapshot(&self) -> CatalogSnapshot {
+        self.inner.snapshot()
+    }
+
+    /// Catalog changes from now on.
+    pub fn subscribe(&self) -> CatalogEvents {
+        self.inner.catalog.lock().expect("catalog lock").subscribe()
+    }
+
+    /// What the manager knows about a server.
+    pub fn status(&self, name: &str) -> Result<ServerStatus, McpError> {
+        let server = self.inner.server(name)?;
+        Ok(status_of(&server))
+    }
+
+    /// The resources a server offered when it was last connected.
+    pub fn resources(&self, name: &str) -> Result<Vec<McpResource>, McpError> {
+        let server = self.inner.server(name)?;
+        let resources = server.resources.lock().expect("resources lock").clone();
+        Ok(resources)
+    }
+
+    /// The prompts a server offered when it was last connected.
+    pub fn prompts(&self, name: &str) -> Result<Vec<McpPrompt>, McpError> {
+        let server = self.inner.server(name)?;
+        let prompts = server.prompts.lock().expect("prompts lock").clone();
+        Ok(prompts)
+    }
+
+    /// The last lines a stdio server wrote to stderr (empty for HTTP
+    /// servers and servers not connected).
+    pub fn stderr_tail(&self, name: &str) -> Result<Vec<String>, McpError> {
+        let server = self.inner.server(name)?;
+        let live = server.live.lock().expect("live lock").clone();
+        Ok(live.map(|c| c.stderr_tail()).unwrap_or_default())
+    }
+
+    /// Calls a server's tool by its own name (not the exposed
+    /// `mcp_<server>_<tool>` name), outside any agent loop. The same path
+    /// the source's tools take: deadline, cancellation, reconnect, auth.
+    pub async fn call_tool(
+        &self,
+        server: &str,
+        tool: &str,
+        arguments: Value,
+        ctx: ToolContext,
+    ) -> Result<ToolResult, ToolError> {
+        self.inner
+            .call_tool(server, tool, arguments, None, ctx)
+            .await
+    }
+
+    /// Reads a resource of a server (connecting it if needed), within the
+    /// server's call timeout. Each content entry becomes a file part named
+    /// by its URI.
+    pub async fn read_resource(&self, server: &str, uri: &str) -> Result<Vec<Part>, McpError> {
+        let operation = AuthOperation::ReadResource {
+            uri: uri.to_owned(),
+        };
+        let result = self
+            .inner
+            .request(server, operation, |connection, limit| async move {
+                connection.read_resource(uri, limit).await
+            })
+            .await?;
+        Ok(convert::resource_contents(&result))
+    }
+
+    /// Fetches a prompt of a server (connecting it if needed), within the
+    /// server's call timeout, as transcript items (user and assistant
+    /// messages).
+    pub async fn get_prompt(
+        &self,
+        server: &str,
+        name: &str,
+        arguments: BTreeMap<String, String>,
+    ) -> Result<Vec<Item>, McpError> {
+        let operation = AuthOperation::GetPrompt {
+            name: name.to_owned(),
+        };
+        let arguments: serde_json::Map<String, Value> = arguments
+            .into_iter()
+            .map(|(key, value)| (key, Value::String(value)))
+            .collect();
+        let arguments = (!arguments.is_empty()).then_some(arguments);
+        let result = self
+            .inner
+            .request(server, operation, |connection, limit| {
+                let arguments = arguments.clone();
+                async move { connection.get_prompt(name, arguments, limit).await }
+            })
+            .await?;
+        Ok(convert::prompt_items(&result))
+    }
+
+    /// Answers an auth request. Provided credentials are stored for the
+    /// request's server and the current session is dropped, so the next
+    /// call (or [`connect`](Self::connect)) reconnects with them. A refusal
+    /// makes calls to the server fail until credentials are given.
+    /// Resolving answers every pending request of the same server.
+    pub async fn resolve_auth(&self, resolution: AuthResolution) -> Result<(), McpError> {
+        let request = resolution.request();
+        let known = self
+            .inner
+            .pending_auth
+            .lock()
+            .expect("pending auth lock")
+            .iter()
+            .any(|pending| pending.id == request.id);
+        if !known {
+            return Err(McpError::UnknownAuthRequest(request.id.clone()));
+        }
+        let server = self.inner.server(&request.provider)?;
+        self.inner.apply_resolution(&server, resolution).await;
+        Ok(())
+    }
+
+    /// Sets a server's credentials directly, without a pending request (for
+    /// hosts that know them in advance). The next call reconnects with them.
+    pub async fn set_credentials(
+        &self,
+        name: &str,
+        credentials: McpCredentials,
+    ) -> Result<(), McpError> {
+        let server = self.inner.server(name)?;
+        self.inner.store_credentials(&server, credentials).await;
+        Ok(())
+    }
+
+    /// Auth requests waiting for [`resolve_auth`](Self::resolve_auth),
+    /// oldest first. Only the latest 16 of each server are kept: a model
+    /// retrying a call must not grow this list without bound.
+    pub fn pending_auth(&self) -> Vec<AuthRequest> {
+        self.inner
+            .pending_auth
+            .lock()
+            .expect("pending auth lock")
+            .clone()
+    }
+
+    /// Registers a responder asked first whenever a server wants
+    /// credentials; what it cannot answer surfaces as `AuthRequired`. It is
+    /// asked while the server's connect is in progress, so it must answer
+    /// by returning a resolution, not by calling back into the manager.
+    pub fn set_auth_responder(&self, responder: Arc<dyn McpAuthResponder>) {
+        *self.inner.responder.lock().expect("responder lock") = Some(responder);
+    }
+}
+
+impl Default for McpServerManager {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Debug for McpServerManager {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpServerManager")
+            .field("servers", &self.servers())
+            .field("revision", &self.snapshot().revision)
+            .finish()
+    }
+}
+
+fn status_of(server: &Server) -> ServerStatus {
+    let live = server.live.lock().expect("live lock").clone();
+    let live = live.filter(|c| !c.is_closed());
+    let info = live.as_ref().map(|c| c.server_info.clone());
+    let field = |path: &[&str]| {
+        let mut value = info.as_ref()?;
+        for key in path {
+            value = value.get(*key)?;
+        }
+        value.as_str().map(str::to_owned)
+    };
+    ServerStatus {
+        name: server.config.name.clone(),
+        connected: live.is_some(),
+        pid: live.as_ref().and_then(|c| c.pid()),
+        server_name: field(&["serverInfo", "name"]),
+        server_version: field(&["serverInfo", "version"]),
+        protocol_version: field(&["protocolVersion"]),
+        instructions: field(&["instructions"]),
+        tools: server
+            .tools
+            .lock()
+            .expect("tools lock")
+            .iter()
+            .map(|t| t.name.clone())
+            .collect(),
+    }
+}
+
+impl Inner {
+    fn server(&self, name: &str) -> Result<Arc<Server>, McpError> {
+        self.servers
+            .lock()
+            .expect("servers lock")
+            .iter()
+            .find(|s| s.config.name == name)
+            .cloned()
+            .ok_or_else(|| McpError::UnknownServer(name.to_owned()))
+    }
+
+    pub(crate) fn snapshot(&self) -> CatalogSnapshot {
+        self.catalog.lock().expect("catalog lock").snapshot()
+    }
+
+    fn rebuild_catalog(&self) {
+        // The catalog lock is taken first and held while the lists are
+        // read, so two rebuilds racing (a refresh and a connect) cannot
+        // publish an older view after a newer one.
+        let mut catalog = self.catalog.lock().expect("catalog lock");
+        let lists: Vec<(String, Vec<RemoteTool>)> = self
+            .servers
+            .lock()
+            .expect("servers lock")
+            .iter()
+            .map(|s| {
+                let tools = s.tools.lock().expect("tools lock").clone();
+                (s.config.name.clone(), tools)
+            })
+            .collect();
+        catalog.rebuild(&lists, &self.weak);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_send<T: Send>(_: &T) {}
+    fn assert_send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn the_manager_and_its_futures_can_move_between_threads() {
+        assert_send_sync::<McpServerManager>();
+        assert_send_sync::<McpToolSource>();
+        let manager = McpServerManager::new();
+        assert_send(&manager.connect("x"));
+        assert_send(&manager.connect_all());
+        assert_send(&manager.disconnect("x"));
+        assert_send(&manager.call_tool("x", "t", Value::Null, ToolContext::detached()));
+        assert_send(&manager.read_resource("x", "u"));
+        assert_send(&manager.get_prompt("x", "p", BTreeMap::new()));
+        assert_send(&manager.set_credentials("x", McpCredentials::bearer("t")));
+    }
+
+    #[test]
+    fn pending_auth_requests_are_bounded_per_server() {
+        let manager = McpServerManager::new();
+        for name in ["a", "b"] {
+            manager
+                .register(McpServerConfig::http(name, "http://127.0.0.1:9/mcp"))
+                .unwrap();
+        }
+        let a = manager.inner.server("a").unwrap();
+        let b = manager.inner.server("b").unwrap();
+        let challenge = crate::auth::Challenge::default();
+        let first_b = crate::auth::auth_request("b", AuthOperation::Connect, &challenge);
+        manager.inner.auth_failure(&b, first_b.clone());
+        let mut issued = Vec::new();
+        for _ in 0..20 {
+            let request = crate::auth::auth_request("a", AuthOperation::Connect, &challenge);
+            issued.push(request.id.clone());
+            let err = manager.inner.auth_failure(&a, request);
+            assert!(matches!(err, McpError::AuthRequired(_)));
+        }
+        let pending = manager.pending_auth();
+        assert_eq!(pending.len(), 17, "16 of a, 1 of b");
+        assert_eq!(pending[0], first_b, "other servers' requests are kept");
+        let kept: Vec<&String> = pending[1..].iter().map(|r| &r.id).collect();
+        assert_eq!(
+            kept,
+            issued[4..].iter().collect::<Vec<_>>(),
+            "the newest 16"
+        );
+    }
+
+    #[test]
+    fn registration_rules() {
+        let manager = McpServerManager::new();
+        assert!(matches!(
+            manager.register(McpServerConfig::stdio("", "true")),
+            Err(McpError::InvalidConfig { .. })
+        ));
+        manager
+            .register(McpServerConfig::stdio("a", "true"))
+            .unwrap();
+        manager
+            .register(McpServerConfig::http("b", "http://127.0.0.1:9/mcp"))
+            .unwrap();
+        assert_eq!(manager.servers(), ["a", "b"]);
+        assert_eq!(
+            manager.status("c").unwrap_err(),
+            McpError::UnknownServer("c".into())
+        );
+        let status = manager.status("a").unwrap();
+        assert!(!status.connected && status.tools.is_empty());
+        assert_eq!(manager.snapshot().revision, 0);
+    }
+}

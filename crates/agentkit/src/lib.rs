@@ -1,0 +1,53 @@
+//! agentkit: a toolkit for building agents on large language models.
+//!
+//! This crate gathers the agentkit crates behind features, so an
+//! application can depend on one crate and turn on what it uses. Each part
+//! is re-exported under a short module name; [`prelude`] holds the names
+//! almost every agent needs.
+//!
+//! | feature | module | crate |
+//! | --- | --- | --- |
+//! | (always) | [`core`] | `agentkit-core`: transcript, deltas, ids, cancellation |
+//! | `tools` | `tools` | `agentkit-tools-core`: tools, sources, permissions |
+//! | `loop` (default) | `agent` | `agentkit-loop`: `Agent`, `LoopDriver` |
+//! | `reporting` | `reporting` | `agentkit-reporting`: observers |
+//! | `compaction` | `compaction` | `agentkit-compaction`: context budgets |
+//! | `testkit` | `testkit` | `agentkit-testkit`: `ScriptedModel` |
+//! | `mcp` | `mcp` | `agentkit-mcp`: MCP servers as a tool source |
+//! | `full` | | everything above |
+
+pub use agentkit_core as core;
+
+#[cfg(feature = "compaction")]
+pub use agentkit_compaction as compaction;
+#[cfg(feature = "loop")]
+pub use agentkit_loop as agent;
+#[cfg(feature = "mcp")]
+pub use agentkit_mcp as mcp;
+#[cfg(feature = "reporting")]
+pub use agentkit_reporting as reporting;
+#[cfg(feature = "testkit")]
+pub use agentkit_testkit as testkit;
+#[cfg(feature = "tools")]
+pub use agentkit_tools_core as tools;
+
+/// The names most agents use, for `use agentkit::prelude::*`.
+pub mod prelude {
+    pub use agentkit_core::{
+        CancellationController, FinishReason, Item, ItemKind, Part, ToolCallPart, ToolResultPart,
+    };
+    #[cfg(feature = "loop")]
+    pub use agentkit_loop::{
+        Agent, AgentEvent, LoopDriver, LoopError, LoopInterrupt, LoopObserver, LoopStep,
+        SessionConfig, TurnResult,
+    };
+    #[cfg(feature = "tools")]
+    pub use agentkit_tools_core::{
+        Tool, ToolContext, ToolError, ToolRegistry, ToolRequest, ToolResult, ToolSpec,
+    };
+}
+
+// The README's example is compiled and run with the doc-tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
