@@ -592,6 +592,37 @@ async fn each_tool_proposes_the_resolved_path_to_the_path_policy() {
     ));
 }
 
+#[cfg(unix)]
+#[tokio::test]
+async fn a_symlink_out_of_the_workspace_is_judged_by_where_it_leads() {
+    let sandbox = tempfile::tempdir().unwrap();
+    let workspace = sandbox.path().join("ws");
+    std::fs::create_dir(&workspace).unwrap();
+    std::fs::write(sandbox.path().join("secret.txt"), "s3cret").unwrap();
+    std::os::unix::fs::symlink(sandbox.path(), workspace.join("escape")).unwrap();
+    let policy = PathPolicy::new().with_allowed_root(&workspace);
+    let executor = BasicToolExecutor::new(
+        ToolFederation::new().with_source(fs_tools(FsToolsConfig::new(&workspace))),
+    )
+    .with_permissions(Arc::new(
+        CompositePermissionChecker::new().with_policy(policy),
+    ));
+    let read = ToolRequest::new("c", "fs_read_file", json!({ "path": "escape/secret.txt" }));
+    let Preflight::NeedsApproval(approval) = executor.preflight(&read) else {
+        panic!("a read through the link must be put to the host");
+    };
+    let target = std::fs::canonicalize(sandbox.path())
+        .unwrap()
+        .join("secret.txt");
+    assert_eq!(approval.summary, format!("read {}", target.display()));
+    // Without approval it does not run.
+    let err = executor
+        .execute(read, ToolContext::detached())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ToolError::PermissionDenied(_)), "{err:?}");
+}
+
 #[test]
 fn specs_carry_annotations_and_the_read_only_set_changes_nothing() {
     let dir = tempfile::tempdir().unwrap();

@@ -94,7 +94,10 @@ pub(crate) async fn run(
         }
     };
 
-    // Whatever ended the run, nothing of the group outlives it.
+    // Whatever ended the run, nothing of the group outlives it. After a
+    // normal exit the leader is already reaped, so in theory its id could
+    // have been reused by a new group; pids cycle through millions of values
+    // first, and leaving background processes running is the worse risk.
     group.kill();
     if !matches!(ending, Ending::Exited(_)) {
         let _ = child.start_kill();

@@ -13,6 +13,8 @@ use serde_json::json;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+mod common;
+
 const TEST_DEADLINE: Duration = Duration::from_secs(30);
 
 fn start(
@@ -121,7 +123,7 @@ async fn an_unknown_program_waits_for_approval() {
     assert!(!results(&driver)[0].is_error);
 }
 
-#[cfg(target_os = "linux")]
+#[cfg(unix)]
 #[tokio::test]
 async fn cancelling_the_turn_stops_a_running_command_and_its_children() {
     let workspace = tempfile::tempdir().unwrap();
@@ -153,23 +155,5 @@ async fn cancelling_the_turn_stops_a_running_command_and_its_children() {
         .trim()
         .parse()
         .unwrap();
-    let until = Instant::now() + Duration::from_secs(5);
-    loop {
-        let alive = std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-            !stat
-                .rsplit(')')
-                .next()
-                .unwrap_or("")
-                .trim_start()
-                .starts_with('Z')
-        });
-        if !alive {
-            break;
-        }
-        assert!(
-            Instant::now() < until,
-            "the background sleep survived the cancellation"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    common::assert_dies(pid).await;
 }

@@ -15,6 +15,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tempfile::TempDir;
 
+mod common;
+#[cfg(unix)]
+use common::assert_dies;
+
 /// The most any test here may take.
 const TEST_DEADLINE: Duration = Duration::from_secs(30);
 
@@ -51,32 +55,22 @@ impl Shell {
     }
 }
 
-/// `true` once `pid` is gone or a zombie: killed, waiting only to be reaped
-/// by whoever inherited it.
-#[cfg(target_os = "linux")]
-fn is_dead(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(stat) => stat
-            .rsplit(')')
-            .next()
-            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
-    }
-}
-
-#[cfg(target_os = "linux")]
-async fn assert_dies(pid: u32) {
-    let until = Instant::now() + Duration::from_secs(5);
-    while !is_dead(pid) {
-        assert!(Instant::now() < until, "process {pid} survived");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 fn first_line_pid(text: &str) -> u32 {
     text.lines()
         .find_map(|line| line.trim().parse().ok())
         .unwrap_or_else(|| panic!("no pid in {text:?}"))
+}
+
+#[tokio::test]
+async fn a_shell_that_cannot_start_is_a_tool_error() {
+    let shell = Shell::new(|c| c.with_shell("/nonexistent/agentkit-shell"));
+    let err = shell.run(json!({ "command": "true" })).await.unwrap_err();
+    assert!(matches!(err, ToolError::ExecutionFailed(_)), "{err:?}");
+    assert!(
+        err.to_string()
+            .starts_with("cannot start /nonexistent/agentkit-shell:"),
+        "{err}"
+    );
 }
 
 #[tokio::test]
@@ -125,7 +119,7 @@ async fn stderr_is_captured_apart_from_stdout() {
     );
 }
 
-#[cfg(target_os = "linux")]
+#[cfg(unix)]
 #[tokio::test]
 async fn a_timeout_kills_the_command_and_its_children() {
     let shell = Shell::new(|c| c);
@@ -152,7 +146,7 @@ async fn a_timeout_kills_the_command_and_its_children() {
     assert_dies(first_line_pid(text.split("stdout:").nth(1).unwrap())).await;
 }
 
-#[cfg(target_os = "linux")]
+#[cfg(unix)]
 #[tokio::test]
 async fn cancelling_the_turn_kills_the_process_group() {
     let shell = Shell::new(|c| c);
@@ -177,7 +171,7 @@ async fn cancelling_the_turn_kills_the_process_group() {
     assert_dies(pid).await;
 }
 
-#[cfg(target_os = "linux")]
+#[cfg(unix)]
 #[tokio::test]
 async fn background_processes_do_not_outlive_or_hold_up_the_call() {
     let shell = Shell::new(|c| c);
