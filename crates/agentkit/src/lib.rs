@@ -14,12 +14,18 @@
 //! | `compaction` | `compaction` | `agentkit-compaction`: context budgets |
 //! | `testkit` | `testkit` | `agentkit-testkit`: `ScriptedModel` |
 //! | `mcp` | `mcp` | `agentkit-mcp`: MCP servers as a tool source |
+//! | `fs` | `fs` | `agentkit-tool-fs`: filesystem tools |
+//! | `shell` | `shell` | `agentkit-tool-shell`: the `shell_exec` tool |
 //! | `full` | | everything above |
 
 pub use agentkit_core as core;
 
 #[cfg(feature = "compaction")]
 pub use agentkit_compaction as compaction;
+#[cfg(feature = "fs")]
+pub use agentkit_tool_fs as fs;
+#[cfg(feature = "shell")]
+pub use agentkit_tool_shell as shell;
 #[cfg(feature = "loop")]
 pub use agentkit_loop as agent;
 #[cfg(feature = "mcp")]
