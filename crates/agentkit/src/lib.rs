@@ -22,10 +22,6 @@ pub use agentkit_core as core;
 
 #[cfg(feature = "compaction")]
 pub use agentkit_compaction as compaction;
-#[cfg(feature = "fs")]
-pub use agentkit_tool_fs as fs;
-#[cfg(feature = "shell")]
-pub use agentkit_tool_shell as shell;
 #[cfg(feature = "loop")]
 pub use agentkit_loop as agent;
 #[cfg(feature = "mcp")]
@@ -34,6 +30,10 @@ pub use agentkit_mcp as mcp;
 pub use agentkit_reporting as reporting;
 #[cfg(feature = "testkit")]
 pub use agentkit_testkit as testkit;
+#[cfg(feature = "fs")]
+pub use agentkit_tool_fs as fs;
+#[cfg(feature = "shell")]
+pub use agentkit_tool_shell as shell;
 #[cfg(feature = "tools")]
 pub use agentkit_tools_core as tools;
 
