@@ -32,8 +32,10 @@ pub struct FsToolsConfig {
 }
 
 impl FsToolsConfig {
-    /// Default for [`with_max_read_bytes`](Self::with_max_read_bytes): 64 KiB.
-    pub const DEFAULT_MAX_READ_BYTES: usize = 64 * 1024;
+    /// Default for [`with_max_read_bytes`](Self::with_max_read_bytes): 48 KiB,
+    /// below the executor's default output budget (64 KiB) so the note on
+    /// how to read on is never the part that gets cut.
+    pub const DEFAULT_MAX_READ_BYTES: usize = 48 * 1024;
     /// Default for [`with_max_read_lines`](Self::with_max_read_lines).
     pub const DEFAULT_MAX_READ_LINES: usize = 2_000;
     /// Default for [`with_max_line_bytes`](Self::with_max_line_bytes).

@@ -3,7 +3,7 @@
 //!
 //! The defaults suit a coding agent on a developer machine: builds and test
 //! runs get two minutes unless the call asks for more, never more than ten,
-//! and each stream keeps 32 KiB, which holds a compiler's error report but
+//! and each stream keeps 16 KiB, which holds a compiler's error report but
 //! not a full build log.
 
 use agentkit_tools_core::resolve_path;
@@ -35,8 +35,11 @@ impl ShellConfig {
     pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
     /// Default for [`with_max_timeout`](Self::with_max_timeout).
     pub const DEFAULT_MAX_TIMEOUT: Duration = Duration::from_secs(600);
-    /// Default for [`with_max_output_bytes`](Self::with_max_output_bytes): 32 KiB.
-    pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 32 * 1024;
+    /// Default for [`with_max_output_bytes`](Self::with_max_output_bytes): 16 KiB
+    /// per stream, so both streams together stay well inside the executor's
+    /// default output budget (64 KiB) and its cut never hides the end of
+    /// stderr.
+    pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 16 * 1024;
 
     /// Commands run in `root` unless a call names another directory, which is
     /// then taken relative to it. The root is resolved now (symlinks, `..`),

@@ -30,7 +30,7 @@ const SKIPPED_DIRS: &[&str] = &[".git", "node_modules", "target"];
 const MAX_SEARCH_DEPTH: usize = 32;
 
 /// Matching lines are cut to this many bytes in the output.
-const MAX_MATCH_LINE_BYTES: usize = 300;
+const MAX_MATCH_LINE_BYTES: usize = 200;
 
 /// Searches files for a literal string; see the module docs.
 pub struct SearchTool {
