@@ -22,5 +22,7 @@ pub mod agent_loop {}
 pub mod soft_interrupts {}
 #[doc = include_str!("src/testing.md")]
 pub mod testing {}
+#[doc = include_str!("src/providers.md")]
+pub mod providers {}
 #[doc = include_str!("src/mcp.md")]
 pub mod mcp {}

@@ -82,6 +82,14 @@ pub fn bench() -> Result<(), String> {
         "agentkit-loop",
         "--bench",
         "scenarios",
+    ])?;
+    cargo(&[
+        "bench",
+        "--locked",
+        "-p",
+        "agentkit-provider-openai",
+        "--bench",
+        "s3_stream",
     ])
 }
 

@@ -5,8 +5,8 @@ mod support;
 
 use agentkit_core::{CancellationController, FinishReason, Item, ItemKind, validate_transcript};
 use agentkit_loop::{
-    Agent, ConcurrentTaskManager, LoopDriver, LoopError, LoopInterrupt, LoopMutator, LoopSnapshot,
-    LoopStep, MutationContext, SessionConfig, TranscriptView,
+    Agent, LoopDriver, LoopError, LoopInterrupt, LoopMutator, LoopSnapshot, LoopStep,
+    MutationContext, SessionConfig, TranscriptView,
 };
 use agentkit_testkit::{ScriptedModel, ScriptedSession, ScriptedTurn, assert_transcript_snapshot};
 use serde_json::json;
@@ -110,27 +110,6 @@ async fn three_rounds_in_one_turn() {
     assert_transcript_snapshot!(&transcript(&driver));
 }
 
-async fn start_with_danger(
-    model: &ScriptedModel,
-    runs: Arc<AtomicUsize>,
-    concurrent: bool,
-) -> Driver {
-    let mut builder = Agent::builder()
-        .model(model.clone())
-        .add_tool_source(registry().with(Danger { runs }))
-        .permissions(DangerNeedsApproval)
-        .input(vec![Item::user("go")]);
-    if concurrent {
-        builder = builder.task_manager(ConcurrentTaskManager::new(4));
-    }
-    builder
-        .build()
-        .unwrap()
-        .start(SessionConfig::new("s"))
-        .await
-        .unwrap()
-}
-
 #[tokio::test]
 async fn approve() {
     let runs = Arc::new(AtomicUsize::new(0));
@@ -138,7 +117,7 @@ async fn approve() {
         ScriptedTurn::tool_call("c1", "danger", json!({})),
         ScriptedTurn::text("ok"),
     ]);
-    let mut driver = start_with_danger(&model, runs.clone(), false).await;
+    let mut driver = danger_driver(&model, runs.clone(), false).await;
     let LoopStep::Interrupt(LoopInterrupt::ApprovalRequest(pending)) = driver.next().await.unwrap()
     else {
         panic!("expected an approval")
@@ -164,7 +143,7 @@ async fn deny_with_reason() {
         ScriptedTurn::tool_call("c1", "danger", json!({})),
         ScriptedTurn::text("ok"),
     ]);
-    let mut driver = start_with_danger(&model, runs.clone(), false).await;
+    let mut driver = danger_driver(&model, runs.clone(), false).await;
     let LoopStep::Interrupt(LoopInterrupt::ApprovalRequest(pending)) = driver.next().await.unwrap()
     else {
         panic!("expected an approval")
@@ -192,7 +171,7 @@ async fn three_approvals_approve_deny_auto() {
             .finish(FinishReason::ToolCall),
         ScriptedTurn::text("ok"),
     ]);
-    let mut driver = start_with_danger(&model, runs.clone(), false).await;
+    let mut driver = danger_driver(&model, runs.clone(), false).await;
     let LoopStep::Interrupt(LoopInterrupt::ApprovalRequest(first)) = driver.next().await.unwrap()
     else {
         panic!()
@@ -507,7 +486,7 @@ async fn snapshot_to_json_and_resume_with_a_pending_approval() {
         ScriptedTurn::tool_call("c1", "danger", json!({ "x": 1 })),
         ScriptedTurn::text("ok"),
     ]);
-    let mut driver = start_with_danger(&model, runs.clone(), false).await;
+    let mut driver = danger_driver(&model, runs.clone(), false).await;
     let LoopStep::Interrupt(LoopInterrupt::ApprovalRequest(_)) = driver.next().await.unwrap()
     else {
         panic!()

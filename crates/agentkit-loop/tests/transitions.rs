@@ -17,23 +17,6 @@ use support::*;
 
 type Driver = LoopDriver<ScriptedSession>;
 
-async fn danger_driver(model: &ScriptedModel, runs: Arc<AtomicUsize>, concurrent: bool) -> Driver {
-    let mut builder = Agent::builder()
-        .model(model.clone())
-        .add_tool_source(registry().with(Danger { runs }))
-        .permissions(DangerNeedsApproval)
-        .input(vec![Item::user("go")]);
-    if concurrent {
-        builder = builder.task_manager(ConcurrentTaskManager::new(4));
-    }
-    builder
-        .build()
-        .unwrap()
-        .start(SessionConfig::new("s"))
-        .await
-        .unwrap()
-}
-
 async fn finish(driver: &mut Driver) -> agentkit_loop::TurnResult {
     loop {
         match driver.next().await.unwrap() {

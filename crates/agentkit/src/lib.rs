@@ -13,6 +13,9 @@
 //! | `reporting` | `reporting` | `agentkit-reporting`: observers |
 //! | `compaction` | `compaction` | `agentkit-compaction`: context budgets |
 //! | `testkit` | `testkit` | `agentkit-testkit`: `ScriptedModel` |
+//! | `http` | `http` | `agentkit-http`: streaming client, retries, provider errors |
+//! | `openai` | `openai` | `agentkit-provider-openai`: Chat Completions and compatible servers |
+//! | `anthropic` | `anthropic` | `agentkit-provider-anthropic`: Messages API |
 //! | `mcp` | `mcp` | `agentkit-mcp`: MCP servers as a tool source |
 //! | `fs` | `fs` | `agentkit-tool-fs`: filesystem tools |
 //! | `shell` | `shell` | `agentkit-tool-shell`: the `shell_exec` tool |
@@ -22,10 +25,16 @@ pub use agentkit_core as core;
 
 #[cfg(feature = "compaction")]
 pub use agentkit_compaction as compaction;
+#[cfg(feature = "http")]
+pub use agentkit_http as http;
 #[cfg(feature = "loop")]
 pub use agentkit_loop as agent;
 #[cfg(feature = "mcp")]
 pub use agentkit_mcp as mcp;
+#[cfg(feature = "anthropic")]
+pub use agentkit_provider_anthropic as anthropic;
+#[cfg(feature = "openai")]
+pub use agentkit_provider_openai as openai;
 #[cfg(feature = "reporting")]
 pub use agentkit_reporting as reporting;
 #[cfg(feature = "testkit")]

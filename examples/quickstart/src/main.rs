@@ -12,7 +12,7 @@ use agentkit_loop::{AgentEvent, LoopInterrupt, LoopObserver, LoopStep, SessionCo
 use agentkit_testkit::{ScriptedModel, ScriptedTurn};
 use agentkit_tools_core::{
     ApprovalReason, PermissionChecker, PermissionDecision, PermissionRequest, Tool, ToolContext,
-    ToolError, ToolRegistry, ToolRequest, ToolResult, ToolSpec,
+    ToolError, ToolRegistry, ToolRequest, ToolResult, ToolSpec, approval_for,
 };
 use serde_json::json;
 use std::io::IsTerminal;
@@ -83,15 +83,10 @@ struct AskBeforeWriting;
 impl PermissionChecker for AskBeforeWriting {
     fn evaluate(&self, request: &PermissionRequest) -> PermissionDecision {
         if request.kind.ends_with(".write") {
-            PermissionDecision::RequireApproval(agentkit_tools_core::ApprovalRequest {
-                task_id: None,
-                call_id: None,
-                id: "pending".into(),
-                request_kind: request.kind.clone(),
-                reason: ApprovalReason::PolicyRequiresConfirmation,
-                summary: request.summary.clone(),
-                metadata: Default::default(),
-            })
+            PermissionDecision::RequireApproval(approval_for(
+                request,
+                ApprovalReason::PolicyRequiresConfirmation,
+            ))
         } else {
             PermissionDecision::Allow
         }

@@ -5,7 +5,7 @@ use agentkit_core::Item;
 use agentkit_loop::{AgentEvent, LoopObserver, TranscriptObserver};
 use agentkit_tools_core::{
     ApprovalReason, PermissionChecker, PermissionDecision, PermissionRequest, Tool, ToolContext,
-    ToolError, ToolRegistry, ToolRequest, ToolResult, ToolSpec,
+    ToolError, ToolRegistry, ToolRequest, ToolResult, ToolSpec, approval_for,
 };
 use serde_json::{Value, json};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -133,15 +133,10 @@ pub struct DangerNeedsApproval;
 impl PermissionChecker for DangerNeedsApproval {
     fn evaluate(&self, request: &PermissionRequest) -> PermissionDecision {
         if request.kind.starts_with("danger.") && request.kind != "danger.read" {
-            PermissionDecision::RequireApproval(agentkit_tools_core::ApprovalRequest {
-                task_id: None,
-                call_id: None,
-                id: "unset".into(),
-                request_kind: request.kind.clone(),
-                reason: ApprovalReason::PolicyRequiresConfirmation,
-                summary: request.summary.clone(),
-                metadata: Default::default(),
-            })
+            PermissionDecision::RequireApproval(approval_for(
+                request,
+                ApprovalReason::PolicyRequiresConfirmation,
+            ))
         } else {
             PermissionDecision::Allow
         }
@@ -182,4 +177,26 @@ impl TranscriptObserver for ItemLog {
     fn on_item_appended(&self, index: usize, item: &Item) {
         self.0.lock().unwrap().push((index, item.clone()));
     }
+}
+
+/// A driver whose `danger` tool needs approval, with input "go" queued.
+pub async fn danger_driver(
+    model: &agentkit_testkit::ScriptedModel,
+    runs: Arc<AtomicUsize>,
+    concurrent: bool,
+) -> agentkit_loop::LoopDriver<agentkit_testkit::ScriptedSession> {
+    let mut builder = agentkit_loop::Agent::builder()
+        .model(model.clone())
+        .add_tool_source(registry().with(Danger { runs }))
+        .permissions(DangerNeedsApproval)
+        .input(vec![Item::user("go")]);
+    if concurrent {
+        builder = builder.task_manager(agentkit_loop::ConcurrentTaskManager::new(4));
+    }
+    builder
+        .build()
+        .unwrap()
+        .start(agentkit_loop::SessionConfig::new("s"))
+        .await
+        .unwrap()
 }

@@ -1,0 +1,471 @@
+//! The HTTP client adapters send their streaming requests through.
+//!
+//! One place owns the policy every provider call needs: how long to wait for
+//! a connection, how long a stream may stay silent, which failures are
+//! retried and how, and that an interrupt drops the connection at once
+//! rather than after the next byte. Adapters build a [`StreamRequest`] and
+//! get back the decoded event stream plus the list of retries that happened,
+//! which they report to the host as warnings.
+
+use crate::retry::parse_retry_after;
+use crate::{ProviderError, ProviderErrorKind, RetryNotice, RetryPolicy, SseStream};
+use agentkit_core::TurnCancellation;
+use bytes::Bytes;
+use futures::{StreamExt, TryStreamExt, stream};
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, RETRY_AFTER};
+use std::time::{Duration, SystemTime};
+use tracing::Instrument;
+
+/// The largest error body read; providers' error bodies are small, and a
+/// misbehaving proxy must not make us buffer a whole page.
+const MAX_ERROR_BODY: usize = 64 * 1024;
+
+/// How the client connects, waits and retries.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct HttpConfig {
+    /// The longest wait for a TCP (and TLS) connection.
+    pub connect_timeout: Duration,
+    /// The longest silence on an open connection, while waiting for the
+    /// response or between two reads of its body. Streams can run for
+    /// minutes, so there is no total timeout; a stalled one is cut here.
+    pub idle_timeout: Duration,
+    /// When and how requests are retried.
+    pub retry: RetryPolicy,
+    /// The `User-Agent` header.
+    pub user_agent: String,
+    /// `true` (the default) to honour the `HTTP(S)_PROXY` / `NO_PROXY`
+    /// environment variables; `false` to always connect directly. Loopback
+    /// URLs (a local model server, a test server) are never proxied.
+    pub system_proxy: bool,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        Self {
+            connect_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(120),
+            retry: RetryPolicy::default(),
+            user_agent: format!("agentkit/{}", env!("CARGO_PKG_VERSION")),
+            system_proxy: true,
+        }
+    }
+}
+
+impl HttpConfig {
+    /// Sets the connect timeout.
+    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// Sets the idle timeout.
+    pub fn with_idle_timeout(mut self, timeout: Duration) -> Self {
+        self.idle_timeout = timeout;
+        self
+    }
+
+    /// Sets the retry policy.
+    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    /// Connects directly, ignoring proxy environment variables.
+    pub fn without_proxy(mut self) -> Self {
+        self.system_proxy = false;
+        self
+    }
+}
+
+/// A POST request whose answer is an event stream.
+///
+/// Its `Debug` output hides the values of credential headers.
+#[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StreamRequest {
+    /// The full URL.
+    pub url: String,
+    /// Extra headers (authentication, API version ...).
+    pub headers: Vec<(String, String)>,
+    /// The JSON body.
+    pub body: Vec<u8>,
+}
+
+impl std::fmt::Debug for StreamRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let headers: Vec<(&str, &str)> = self
+            .headers
+            .iter()
+            .map(|(name, value)| {
+                let secret = [
+                    "authorization",
+                    "x-api-key",
+                    "api-key",
+                    "proxy-authorization",
+                ]
+                .iter()
+                .any(|s| name.eq_ignore_ascii_case(s));
+                (
+                    name.as_str(),
+                    if secret { "<redacted>" } else { value.as_str() },
+                )
+            })
+            .collect();
+        f.debug_struct("StreamRequest")
+            .field("url", &self.url)
+            .field("headers", &headers)
+            .field("body_len", &self.body.len())
+            .finish()
+    }
+}
+
+impl StreamRequest {
+    /// A request with this URL and JSON body.
+    pub fn json(url: impl Into<String>, body: &serde_json::Value) -> Self {
+        Self {
+            url: url.into(),
+            headers: Vec::new(),
+            // Serializing a `Value` cannot fail: its keys are strings.
+            body: serde_json::to_vec(body).unwrap_or_default(),
+        }
+    }
+
+    /// Adds a header.
+    pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+}
+
+/// A successful answer: the event stream and what it took to get it.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct StreamResponse {
+    /// The HTTP status (2xx).
+    pub status: u16,
+    /// The provider's request id (`x-request-id` or `request-id`), for
+    /// support tickets and logs.
+    pub request_id: Option<String>,
+    /// The failed attempts before this one, in order.
+    pub retries: Vec<RetryNotice>,
+    /// The decoded events.
+    pub events: SseStream,
+}
+
+/// Sends streaming requests with timeouts, retries and cancellation.
+///
+/// Cloning is cheap and shares the connection pool.
+#[derive(Clone, Debug)]
+pub struct HttpClient {
+    inner: reqwest::Client,
+    /// For loopback URLs: a proxy from the environment cannot reach the
+    /// caller's own machine, so those requests always go direct.
+    direct: reqwest::Client,
+    config: HttpConfig,
+}
+
+/// A failed attempt and whether the policy may retry it.
+struct AttemptError {
+    error: ProviderError,
+    retryable: bool,
+}
+
+impl HttpClient {
+    /// A client with this configuration.
+    pub fn new(config: HttpConfig) -> Result<Self, ProviderError> {
+        let build = |proxied: bool| {
+            let mut builder = reqwest::Client::builder()
+                .connect_timeout(config.connect_timeout)
+                .read_timeout(config.idle_timeout)
+                .user_agent(config.user_agent.clone());
+            if !proxied {
+                builder = builder.no_proxy();
+            }
+            builder.build().map_err(|err| {
+                ProviderError::new(
+                    ProviderErrorKind::Other,
+                    format!("could not build the HTTP client: {}", error_chain(&err)),
+                )
+            })
+        };
+        let direct = build(false)?;
+        let inner = if config.system_proxy {
+            build(true)?
+        } else {
+            direct.clone()
+        };
+        Ok(Self {
+            inner,
+            direct,
+            config,
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &HttpConfig {
+        &self.config
+    }
+
+    /// Sends `request` and returns its event stream once the first byte of
+    /// the body has arrived, retrying failures the policy allows until then.
+    ///
+    /// Cancelling `cancellation` stops everything at once, a backoff sleep
+    /// included, and drops the connection.
+    pub async fn post_sse(
+        &self,
+        request: StreamRequest,
+        cancellation: Option<&TurnCancellation>,
+    ) -> Result<StreamResponse, ProviderError> {
+        let span = tracing::info_span!("agentkit_http.post_sse", url = %request.url);
+        let work = self.send_with_retries(request).instrument(span);
+        match cancellation {
+            Some(token) => {
+                if token.is_cancelled() {
+                    return Err(ProviderError::cancelled());
+                }
+                tokio::select! {
+                    biased;
+                    () = token.cancelled() => Err(ProviderError::cancelled()),
+                    result = work => result,
+                }
+            }
+            None => work.await,
+        }
+    }
+
+    async fn send_with_retries(
+        &self,
+        request: StreamRequest,
+    ) -> Result<StreamResponse, ProviderError> {
+        let body = Bytes::from(request.body);
+        let mut retries = Vec::new();
+        let mut attempt = 1;
+        loop {
+            let result = self
+                .attempt(&request.url, &request.headers, body.clone())
+                .instrument(tracing::debug_span!("attempt", attempt))
+                .await;
+            let failure = match result {
+                Ok(mut response) => {
+                    response.retries = retries;
+                    return Ok(response);
+                }
+                Err(failure) => failure,
+            };
+            let mut error = failure.error;
+            error.attempts = attempt;
+            let delay = if failure.retryable {
+                self.config.retry.delay_before(attempt, &error)
+            } else {
+                None
+            };
+            let Some(delay) = delay else {
+                tracing::debug!(%error, attempt, "request failed");
+                return Err(error);
+            };
+            tracing::warn!(%error, attempt, delay_ms = delay.as_millis() as u64, "request failed; retrying");
+            retries.push(RetryNotice {
+                attempt,
+                delay,
+                error,
+            });
+            tokio::time::sleep(delay).await;
+            attempt += 1;
+        }
+    }
+
+    async fn attempt(
+        &self,
+        url: &str,
+        headers: &[(String, String)],
+        body: Bytes,
+    ) -> Result<StreamResponse, AttemptError> {
+        let client = if is_loopback(url) {
+            &self.direct
+        } else {
+            &self.inner
+        };
+        let mut builder = client
+            .post(url)
+            .header(CONTENT_TYPE, "application/json")
+            .header(ACCEPT, "text/event-stream");
+        for (name, value) in headers {
+            builder = builder.header(name.as_str(), value.as_str());
+        }
+        let response = builder.body(body).send().await.map_err(send_failure)?;
+        let status = response.status().as_u16();
+        let request_id = ["x-request-id", "request-id"]
+            .iter()
+            .find_map(|name| response.headers().get(*name))
+            .and_then(|value| value.to_str().ok())
+            .map(str::to_owned);
+
+        if !response.status().is_success() {
+            let retry_after = retry_after(response.headers());
+            let text = read_error_body(response).await;
+            let mut error = ProviderError::from_response(status, &text);
+            error.retry_after = retry_after;
+            tracing::debug!(status, body = %text, "provider refused the request");
+            return Err(AttemptError {
+                retryable: self.config.retry.retries_status(status),
+                error,
+            });
+        }
+
+        // A server that ignores `stream: true`, or a gateway reporting an
+        // error with status 200, answers with plain JSON. Say what it said
+        // instead of reporting an empty stream.
+        let is_json = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("application/json"));
+        if is_json {
+            let text = read_error_body(response).await;
+            let mut error = ProviderError::from_stream_error(&text);
+            if !text.contains("\"error\"") {
+                error = ProviderError::protocol(
+                    "expected an event stream, the provider answered with plain JSON",
+                );
+            }
+            return Err(AttemptError {
+                error: error.with_status(status),
+                retryable: false,
+            });
+        }
+
+        // Nothing has reached the caller until the first byte is read, so a
+        // connection dropped before it is still safe to retry.
+        let mut body = response.bytes_stream();
+        let first = match body.next().await {
+            Some(Ok(bytes)) => Some(bytes),
+            Some(Err(err)) => {
+                return Err(AttemptError {
+                    error: transport_error(&err, "the connection failed before the stream began"),
+                    retryable: true,
+                });
+            }
+            None => None,
+        };
+        let rest = body.map_err(|err| transport_error(&err, "the stream was interrupted"));
+        let events = SseStream::from_byte_stream(stream::iter(first.map(Ok)).chain(rest));
+        Ok(StreamResponse {
+            status,
+            request_id,
+            retries: Vec::new(),
+            events,
+        })
+    }
+}
+
+fn is_loopback(url: &str) -> bool {
+    let Ok(url) = reqwest::Url::parse(url) else {
+        return false;
+    };
+    let Some(host) = url.host_str() else {
+        return false;
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    match host.parse::<std::net::IpAddr>() {
+        Ok(ip) => ip.is_loopback(),
+        Err(_) => host.eq_ignore_ascii_case("localhost"),
+    }
+}
+
+fn send_failure(err: reqwest::Error) -> AttemptError {
+    if err.is_builder() {
+        return AttemptError {
+            error: ProviderError::new(
+                ProviderErrorKind::InvalidRequest,
+                format!("the request could not be built: {}", error_chain(&err)),
+            ),
+            retryable: false,
+        };
+    }
+    let context = if err.is_connect() {
+        "could not connect"
+    } else if err.is_timeout() {
+        "no response in time"
+    } else {
+        "the request failed"
+    };
+    AttemptError {
+        error: transport_error(&err, context),
+        retryable: true,
+    }
+}
+
+fn transport_error(err: &reqwest::Error, context: &str) -> ProviderError {
+    let detail = if err.is_timeout() {
+        format!("timed out ({})", error_chain(err))
+    } else {
+        error_chain(err)
+    };
+    ProviderError::new(ProviderErrorKind::Transport, format!("{context}: {detail}"))
+}
+
+/// reqwest's own message is terse ("error sending request"); the useful part
+/// is in the sources.
+fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(inner) = source {
+        let inner_text = inner.to_string();
+        if !text.contains(&inner_text) {
+            text.push_str(": ");
+            text.push_str(&inner_text);
+        }
+        source = inner.source();
+    }
+    text
+}
+
+/// `retry-after-ms` (OpenAI) is more precise than `Retry-After`; use it when
+/// both are present.
+fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let text = |name| headers.get(name).and_then(|v| v.to_str().ok());
+    let ms = text("retry-after-ms").and_then(|v| v.trim().parse::<f64>().ok());
+    if let Some(ms) = ms.filter(|ms| ms.is_finite() && *ms >= 0.0) {
+        return Some(Duration::from_secs_f64(ms / 1000.0));
+    }
+    text(RETRY_AFTER.as_str()).and_then(|v| parse_retry_after(v, SystemTime::now()))
+}
+
+async fn read_error_body(response: reqwest::Response) -> String {
+    let mut body = Vec::new();
+    let mut chunks = response.bytes_stream();
+    while let Some(Ok(chunk)) = chunks.next().await {
+        body.extend_from_slice(&chunk);
+        if body.len() >= MAX_ERROR_BODY {
+            body.truncate(MAX_ERROR_BODY);
+            break;
+        }
+    }
+    String::from_utf8_lossy(&body).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_urls_are_recognised() {
+        assert!(is_loopback("http://127.0.0.1:8080/v1"));
+        assert!(is_loopback("http://localhost:11434/v1"));
+        assert!(is_loopback("http://[::1]:1/"));
+        assert!(!is_loopback("https://api.openai.com/v1"));
+        assert!(!is_loopback("not a url"));
+    }
+
+    #[test]
+    fn debug_output_hides_credentials() {
+        let request = StreamRequest::json("http://x", &serde_json::json!({}))
+            .with_header("Authorization", "Bearer sk-secret")
+            .with_header("x-api-key", "sk-ant-secret")
+            .with_header("x-trace", "visible");
+        let shown = format!("{request:?}");
+        assert!(!shown.contains("secret"), "{shown}");
+        assert!(shown.contains("visible"));
+    }
+}

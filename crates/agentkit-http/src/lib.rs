@@ -1,0 +1,52 @@
+//! HTTP plumbing shared by agentkit's provider adapters.
+//!
+//! Every model provider is reached the same way: a JSON POST answered by a
+//! stream of server-sent events. This crate does that part once, so adapters
+//! only map transcripts to request bodies and events to deltas:
+//!
+//! - [`HttpClient`] sends a [`StreamRequest`] with a connect timeout and a
+//!   stream-idle timeout, retries what may succeed later under a
+//!   [`RetryPolicy`] (never after the stream has begun), honours
+//!   `Retry-After`, and drops the connection the moment the turn is
+//!   cancelled;
+//! - [`SseStream`] decodes the body into [`SseEvent`]s, whatever the network
+//!   did to the byte boundaries;
+//! - [`ProviderError`] says what went wrong and, through its
+//!   [`ProviderErrorKind`], whether retrying can help.
+//!
+//! No `reqwest` or `eventsource-stream` type appears in this API: they can be
+//! upgraded without touching the adapters.
+//!
+//! ```
+//! use agentkit_http::SseStream;
+//!
+//! # futures::executor::block_on(async {
+//! // A UTF-8 character split across two reads, CRLF endings, a keep-alive.
+//! let chunks = vec![
+//!     Ok(bytes::Bytes::from_static(b": ping\r\n\r\ndata: caf\xC3")),
+//!     Ok(bytes::Bytes::from_static(b"\xA9\r\n\r\n")),
+//! ];
+//! let mut events = SseStream::from_byte_stream(futures::stream::iter(chunks));
+//! let event = events.next_event(None).await?.expect("one event");
+//! assert_eq!(event.data, "café");
+//! assert_eq!(events.next_event(None).await?, None);
+//! # Ok::<(), agentkit_http::ProviderError>(())
+//! # }).unwrap();
+//! ```
+
+mod client;
+mod error;
+mod retry;
+mod sse;
+#[cfg(feature = "test-server")]
+pub mod testing;
+
+pub use client::{HttpClient, HttpConfig, StreamRequest, StreamResponse};
+pub use error::{ProviderError, ProviderErrorKind};
+pub use retry::{RetryNotice, RetryPolicy, parse_retry_after};
+pub use sse::{SseEvent, SseStream};
+
+// The README's example is compiled with the doc-tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -1,0 +1,340 @@
+//! A scripted HTTP/1.1 server on 127.0.0.1, for testing adapters offline.
+//!
+//! Adapter tests need a real socket: the retry, timeout and cancellation
+//! paths only show up against a real connection. This server is small on
+//! purpose. It answers each incoming request with the next response of its
+//! script, writes bodies as chunked transfer encoding in whatever pieces the
+//! test asks for (so a UTF-8 character or a CRLF can be split between two
+//! network reads), can cut or stall a connection, and records every request
+//! so tests can assert on what was sent. Enabled by the `test-server`
+//! feature.
+
+use std::collections::VecDeque;
+use std::io;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// How a scripted body ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Ending {
+    /// The body ends properly.
+    Complete,
+    /// The connection is closed without ending the chunked body, as when a
+    /// network path breaks mid-stream.
+    Abort,
+    /// The connection stays open and silent until the client gives up.
+    Stall,
+}
+
+/// One scripted answer.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct ScriptedResponse {
+    /// The status code.
+    pub status: u16,
+    /// Headers besides `transfer-encoding` and `connection`.
+    pub headers: Vec<(String, String)>,
+    /// The body.
+    pub body: Vec<u8>,
+    /// Where the body is cut into separately written pieces (byte offsets).
+    pub cuts: Vec<usize>,
+    /// The pause after each piece, so pieces reach the client as separate
+    /// reads.
+    pub pause: Duration,
+    /// How the body ends.
+    pub ending: Ending,
+}
+
+impl ScriptedResponse {
+    /// A `200` event stream with this body.
+    pub fn sse(body: impl Into<Vec<u8>>) -> Self {
+        Self {
+            status: 200,
+            headers: vec![("content-type".into(), "text/event-stream".into())],
+            body: body.into(),
+            cuts: Vec::new(),
+            pause: Duration::from_millis(2),
+            ending: Ending::Complete,
+        }
+    }
+
+    /// A JSON answer with this status.
+    pub fn json(status: u16, body: impl Into<Vec<u8>>) -> Self {
+        Self {
+            headers: vec![("content-type".into(), "application/json".into())],
+            ..Self::sse(body)
+        }
+        .with_status(status)
+    }
+
+    /// Sets the status.
+    pub fn with_status(mut self, status: u16) -> Self {
+        self.status = status;
+        self
+    }
+
+    /// Adds a header.
+    pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// Writes the body in pieces of `size` bytes.
+    pub fn split_every(mut self, size: usize) -> Self {
+        let size = size.max(1);
+        self.cuts = (size..self.body.len()).step_by(size).collect();
+        self
+    }
+
+    /// Writes the body in pieces cut at these byte offsets.
+    pub fn split_at(mut self, cuts: &[usize]) -> Self {
+        self.cuts = cuts.to_vec();
+        self
+    }
+
+    /// Sets the pause between pieces.
+    pub fn with_pause(mut self, pause: Duration) -> Self {
+        self.pause = pause;
+        self
+    }
+
+    /// Sets how the body ends.
+    pub fn ending(mut self, ending: Ending) -> Self {
+        self.ending = ending;
+        self
+    }
+
+    fn pieces(&self) -> Vec<&[u8]> {
+        let mut cuts: Vec<usize> = self
+            .cuts
+            .iter()
+            .copied()
+            .filter(|&c| c > 0 && c < self.body.len())
+            .collect();
+        cuts.sort_unstable();
+        cuts.dedup();
+        let mut pieces = Vec::new();
+        let mut start = 0;
+        for cut in cuts {
+            pieces.push(&self.body[start..cut]);
+            start = cut;
+        }
+        if start < self.body.len() {
+            pieces.push(&self.body[start..]);
+        }
+        pieces
+    }
+}
+
+/// A request the server received.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RecordedRequest {
+    /// The method.
+    pub method: String,
+    /// The path and query.
+    pub path: String,
+    /// The headers, names lowercased, in arrival order.
+    pub headers: Vec<(String, String)>,
+    /// The body.
+    pub body: Vec<u8>,
+}
+
+impl RecordedRequest {
+    /// The first header with this (case-insensitive) name.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        let name = name.to_ascii_lowercase();
+        self.headers
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The body parsed as JSON (`Null` when it is not JSON).
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body).unwrap_or(serde_json::Value::Null)
+    }
+}
+
+#[derive(Default)]
+struct Shared {
+    script: Mutex<VecDeque<ScriptedResponse>>,
+    requests: Mutex<Vec<RecordedRequest>>,
+}
+
+/// The running server; stops when dropped.
+pub struct TestServer {
+    url: String,
+    shared: Arc<Shared>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl TestServer {
+    /// Starts a server on a free port of 127.0.0.1 that answers requests
+    /// with these responses, in order (then `500`s).
+    pub async fn start(script: impl IntoIterator<Item = ScriptedResponse>) -> io::Result<Self> {
+        let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+        let url = format!("http://{}", listener.local_addr()?);
+        let shared = Arc::new(Shared {
+            script: Mutex::new(script.into_iter().collect()),
+            requests: Mutex::default(),
+        });
+        let task = tokio::spawn(serve(listener, shared.clone()));
+        Ok(Self { url, shared, task })
+    }
+
+    /// The base URL, `http://127.0.0.1:<port>`.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The requests received so far.
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        lock(&self.shared.requests).clone()
+    }
+
+    /// Scripted responses not yet used.
+    pub fn remaining(&self) -> usize {
+        lock(&self.shared.script).len()
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+async fn serve(listener: TcpListener, shared: Arc<Shared>) {
+    while let Ok((socket, _)) = listener.accept().await {
+        tokio::spawn(answer(socket, shared.clone()));
+    }
+}
+
+async fn answer(mut socket: TcpStream, shared: Arc<Shared>) {
+    let _ = socket.set_nodelay(true);
+    let Ok(request) = read_request(&mut socket).await else {
+        return;
+    };
+    lock(&shared.requests).push(request);
+    let response = lock(&shared.script).pop_front().unwrap_or_else(|| {
+        ScriptedResponse::json(
+            500,
+            r#"{"error":{"message":"the test script has no more responses"}}"#,
+        )
+    });
+    let _ = write_response(&mut socket, &response).await;
+}
+
+async fn read_request(socket: &mut TcpStream) -> io::Result<RecordedRequest> {
+    let mut buffer = Vec::new();
+    let mut chunk = [0u8; 8192];
+    let head_end = loop {
+        if let Some(end) = find(&buffer, b"\r\n\r\n") {
+            break end;
+        }
+        let n = socket.read(&mut chunk).await?;
+        if n == 0 {
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
+        buffer.extend_from_slice(&chunk[..n]);
+    };
+    let head = String::from_utf8_lossy(&buffer[..head_end]).into_owned();
+    let mut lines = head.split("\r\n");
+    let mut request_line = lines.next().unwrap_or_default().split(' ');
+    let method = request_line.next().unwrap_or_default().to_owned();
+    let path = request_line.next().unwrap_or_default().to_owned();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|line| line.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    let length = headers
+        .iter()
+        .find(|(n, _)| n == "content-length")
+        .and_then(|(_, v)| v.parse::<usize>().ok())
+        .unwrap_or(0);
+    let mut body = buffer[head_end + 4..].to_vec();
+    while body.len() < length {
+        let n = socket.read(&mut chunk).await?;
+        if n == 0 {
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
+        body.extend_from_slice(&chunk[..n]);
+    }
+    Ok(RecordedRequest {
+        method,
+        path,
+        headers,
+        body,
+    })
+}
+
+async fn write_response(socket: &mut TcpStream, response: &ScriptedResponse) -> io::Result<()> {
+    let mut head = format!(
+        "HTTP/1.1 {} {}\r\n",
+        response.status,
+        reason(response.status)
+    );
+    for (name, value) in &response.headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("transfer-encoding: chunked\r\nconnection: close\r\n\r\n");
+    socket.write_all(head.as_bytes()).await?;
+    socket.flush().await?;
+    for piece in response.pieces() {
+        // Even a zero sleep waits for the next timer tick (a millisecond),
+        // which would throttle benchmarks; skip it.
+        if !response.pause.is_zero() {
+            tokio::time::sleep(response.pause).await;
+        }
+        let mut frame = format!("{:x}\r\n", piece.len()).into_bytes();
+        frame.extend_from_slice(piece);
+        frame.extend_from_slice(b"\r\n");
+        socket.write_all(&frame).await?;
+        socket.flush().await?;
+    }
+    match response.ending {
+        Ending::Complete => {
+            socket.write_all(b"0\r\n\r\n").await?;
+            socket.flush().await?;
+            socket.shutdown().await
+        }
+        Ending::Abort => Ok(()),
+        Ending::Stall => {
+            // Hold the connection open (the client's idle timeout or
+            // cancellation ends the wait); the task is aborted with the
+            // server.
+            tokio::time::sleep(Duration::from_secs(3_600)).await;
+            Ok(())
+        }
+    }
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "Not Found",
+        408 => "Request Timeout",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        502 => "Bad Gateway",
+        503 => "Service Unavailable",
+        504 => "Gateway Timeout",
+        529 => "Overloaded",
+        _ => "Status",
+    }
+}

@@ -1,0 +1,388 @@
+//! The client against a real HTTP server on 127.0.0.1: retries, timeouts,
+//! cancellation and stream decoding over an actual socket.
+
+use agentkit_core::CancellationController;
+use agentkit_http::testing::{Ending, ScriptedResponse, TestServer};
+use agentkit_http::{
+    HttpClient, HttpConfig, ProviderError, ProviderErrorKind, RetryPolicy, SseEvent, StreamRequest,
+    StreamResponse,
+};
+use serde_json::json;
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+const LIMIT: Duration = Duration::from_secs(20);
+
+async fn within<T>(future: impl Future<Output = T>) -> T {
+    tokio::time::timeout(LIMIT, future)
+        .await
+        .expect("the test finished in time")
+}
+
+fn client(retry: RetryPolicy) -> HttpClient {
+    HttpClient::new(
+        HttpConfig::default()
+            .with_idle_timeout(Duration::from_millis(500))
+            .with_connect_timeout(Duration::from_secs(2))
+            .with_retry(retry),
+    )
+    .expect("client builds")
+}
+
+fn fast_retries() -> RetryPolicy {
+    RetryPolicy::default()
+        .with_max_attempts(3)
+        .with_backoff(Duration::from_millis(10), Duration::from_millis(40))
+}
+
+fn request(server: &TestServer) -> StreamRequest {
+    StreamRequest::json(
+        format!("{}/v1/stream", server.url()),
+        &json!({"hello": "world"}),
+    )
+    .with_header("x-test", "yes")
+}
+
+async fn drain(response: &mut StreamResponse) -> Result<Vec<SseEvent>, ProviderError> {
+    let mut events = Vec::new();
+    while let Some(event) = response.events.next_event(None).await? {
+        events.push(event);
+    }
+    Ok(events)
+}
+
+const OK_BODY: &str = "data: one\n\ndata: two\n\n";
+
+#[tokio::test]
+async fn sends_the_body_and_headers_and_decodes_events() {
+    let server =
+        TestServer::start([ScriptedResponse::sse(OK_BODY).with_header("x-request-id", "req-1")])
+            .await
+            .unwrap();
+    let mut response = within(client(fast_retries()).post_sse(request(&server), None))
+        .await
+        .unwrap();
+    assert_eq!(response.status, 200);
+    assert_eq!(response.request_id.as_deref(), Some("req-1"));
+    assert!(response.retries.is_empty());
+    let data: Vec<String> = within(drain(&mut response))
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.data)
+        .collect();
+    assert_eq!(data, ["one", "two"]);
+    let sent = &server.requests()[0];
+    assert_eq!(sent.method, "POST");
+    assert_eq!(sent.path, "/v1/stream");
+    assert_eq!(sent.header("x-test"), Some("yes"));
+    assert_eq!(sent.header("content-type"), Some("application/json"));
+    assert_eq!(sent.header("accept"), Some("text/event-stream"));
+    assert_eq!(sent.json(), json!({"hello": "world"}));
+}
+
+#[tokio::test]
+async fn a_utf8_character_and_crlf_split_across_reads_decode() {
+    let body = "data: caf\u{e9} \u{1F30D}\r\n\r\n";
+    let e_acute = body.find('\u{e9}').unwrap();
+    let globe = body.find('\u{1F30D}').unwrap();
+    let crlf = body.find("\r\n").unwrap();
+    let script = ScriptedResponse::sse(body).split_at(&[
+        e_acute + 1,
+        globe + 2,
+        globe + 3,
+        crlf + 1,
+        crlf + 3,
+    ]);
+    let server = TestServer::start([script]).await.unwrap();
+    let mut response = within(client(fast_retries()).post_sse(request(&server), None))
+        .await
+        .unwrap();
+    let events = within(drain(&mut response)).await.unwrap();
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0].data, "caf\u{e9} \u{1F30D}");
+}
+
+#[tokio::test]
+async fn a_429_with_retry_after_in_seconds_is_waited_out() {
+    let server = TestServer::start([
+        ScriptedResponse::json(
+            429,
+            r#"{"error":{"message":"slow down","type":"rate_limit_error"}}"#,
+        )
+        .with_header("retry-after", "1"),
+        ScriptedResponse::sse(OK_BODY),
+    ])
+    .await
+    .unwrap();
+    let started = Instant::now();
+    let mut response = within(client(fast_retries()).post_sse(request(&server), None))
+        .await
+        .unwrap();
+    assert!(
+        started.elapsed() >= Duration::from_secs(1),
+        "waited as asked"
+    );
+    assert_eq!(response.retries.len(), 1);
+    let retry = &response.retries[0];
+    assert_eq!(retry.attempt, 1);
+    assert_eq!(retry.delay, Duration::from_secs(1));
+    assert_eq!(retry.error.kind, ProviderErrorKind::RateLimited);
+    assert_eq!(retry.error.status, Some(429));
+    assert_eq!(retry.error.message, "slow down");
+    assert_eq!(within(drain(&mut response)).await.unwrap().len(), 2);
+    assert_eq!(server.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn a_retry_after_date_in_the_past_retries_at_once() {
+    let server = TestServer::start([
+        ScriptedResponse::json(503, "{}")
+            .with_header("retry-after", "Wed, 21 Oct 2015 07:28:00 GMT"),
+        ScriptedResponse::sse(OK_BODY),
+    ])
+    .await
+    .unwrap();
+    let response = within(client(fast_retries()).post_sse(request(&server), None))
+        .await
+        .unwrap();
+    assert_eq!(response.retries[0].delay, Duration::ZERO);
+    assert_eq!(response.retries[0].error.kind, ProviderErrorKind::Server);
+}
+
+#[tokio::test]
+async fn server_errors_back_off_and_attempts_are_bounded() {
+    let server = TestServer::start([
+        ScriptedResponse::json(500, r#"{"error":{"message":"oops"}}"#),
+        ScriptedResponse::json(502, "bad gateway"),
+        ScriptedResponse::json(
+            529,
+            r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+        ),
+        ScriptedResponse::sse(OK_BODY),
+    ])
+    .await
+    .unwrap();
+    let err = within(client(fast_retries()).post_sse(request(&server), None))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind, ProviderErrorKind::Overloaded);
+    assert_eq!(err.status, Some(529));
+    assert_eq!(err.attempts, 3);
+    assert_eq!(server.requests().len(), 3, "three attempts, no more");
+    assert_eq!(server.remaining(), 1);
+}
+
+#[tokio::test]
+async fn client_errors_are_not_retried() {
+    for (status, body, kind) in [
+        (
+            401,
+            r#"{"error":{"message":"bad key","type":"authentication_error"}}"#,
+            ProviderErrorKind::Authentication,
+        ),
+        (
+            400,
+            r#"{"error":{"message":"no such field"}}"#,
+            ProviderErrorKind::InvalidRequest,
+        ),
+    ] {
+        let server = TestServer::start([
+            ScriptedResponse::json(status, body),
+            ScriptedResponse::sse(OK_BODY),
+        ])
+        .await
+        .unwrap();
+        let err = within(client(fast_retries()).post_sse(request(&server), None))
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind, kind);
+        assert_eq!(err.status, Some(status));
+        assert_eq!(err.attempts, 1);
+        assert_eq!(server.requests().len(), 1);
+    }
+}
+
+#[tokio::test]
+async fn a_connection_cut_before_the_first_byte_is_retried() {
+    let server = TestServer::start([
+        ScriptedResponse::sse("").ending(Ending::Abort),
+        ScriptedResponse::sse(OK_BODY),
+    ])
+    .await
+    .unwrap();
+    let mut response = within(client(fast_retries()).post_sse(request(&server), None))
+        .await
+        .unwrap();
+    assert_eq!(response.retries.len(), 1);
+    assert_eq!(response.retries[0].error.kind, ProviderErrorKind::Transport);
+    assert_eq!(within(drain(&mut response)).await.unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn a_connection_cut_after_content_is_not_retried() {
+    let server = TestServer::start([
+        ScriptedResponse::sse(OK_BODY).ending(Ending::Abort),
+        ScriptedResponse::sse(OK_BODY),
+    ])
+    .await
+    .unwrap();
+    let mut response = within(client(fast_retries()).post_sse(request(&server), None))
+        .await
+        .unwrap();
+    let mut seen = Vec::new();
+    let err = loop {
+        match within(response.events.next_event(None)).await {
+            Ok(Some(event)) => seen.push(event.data),
+            Ok(None) => panic!("the cut must be reported"),
+            Err(err) => break err,
+        }
+    };
+    assert_eq!(seen, ["one", "two"]);
+    assert_eq!(err.kind, ProviderErrorKind::Transport);
+    assert_eq!(server.requests().len(), 1, "nothing is sent twice");
+}
+
+#[tokio::test]
+async fn an_unreachable_server_is_a_transport_error_after_every_attempt() {
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let request = StreamRequest::json(format!("http://127.0.0.1:{port}/"), &json!({}));
+    let err = within(client(fast_retries()).post_sse(request, None))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind, ProviderErrorKind::Transport);
+    assert_eq!(err.attempts, 3);
+    assert!(err.message.contains("connect"), "{}", err.message);
+}
+
+#[tokio::test]
+async fn a_silent_stream_hits_the_idle_timeout() {
+    let server = TestServer::start([ScriptedResponse::sse("data: one\n\n").ending(Ending::Stall)])
+        .await
+        .unwrap();
+    let mut response = within(client(fast_retries()).post_sse(request(&server), None))
+        .await
+        .unwrap();
+    assert_eq!(
+        within(response.events.next_event(None))
+            .await
+            .unwrap()
+            .unwrap()
+            .data,
+        "one"
+    );
+    let started = Instant::now();
+    let err = within(response.events.next_event(None)).await.unwrap_err();
+    assert_eq!(err.kind, ProviderErrorKind::Transport);
+    assert!(err.message.contains("timed out"), "{}", err.message);
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+#[tokio::test]
+async fn cancelling_during_a_backoff_returns_at_once() {
+    let server = TestServer::start([
+        ScriptedResponse::json(429, "{}").with_header("retry-after", "30"),
+        ScriptedResponse::sse(OK_BODY),
+    ])
+    .await
+    .unwrap();
+    let controller = CancellationController::new();
+    let token = controller.handle().checkpoint();
+    let interrupter = controller.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        interrupter.interrupt();
+    });
+    let started = Instant::now();
+    let err = within(client(fast_retries()).post_sse(request(&server), Some(&token)))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind, ProviderErrorKind::Cancelled);
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn cancelling_mid_stream_drops_the_connection() {
+    let server = TestServer::start([ScriptedResponse::sse("data: one\n\n").ending(Ending::Stall)])
+        .await
+        .unwrap();
+    let client = HttpClient::new(HttpConfig::default().with_retry(RetryPolicy::none())).unwrap();
+    let controller = CancellationController::new();
+    let token = controller.handle().checkpoint();
+    let mut response = within(client.post_sse(request(&server), Some(&token)))
+        .await
+        .unwrap();
+    assert!(
+        within(response.events.next_event(Some(&token)))
+            .await
+            .unwrap()
+            .is_some()
+    );
+    let interrupter = controller.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        interrupter.interrupt();
+    });
+    let err = within(response.events.next_event(Some(&token)))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind, ProviderErrorKind::Cancelled);
+    assert_eq!(
+        within(response.events.next_event(None)).await,
+        Ok(None),
+        "closed for good"
+    );
+}
+
+#[tokio::test]
+async fn a_json_error_with_status_200_is_reported_as_an_error() {
+    let server = TestServer::start([ScriptedResponse::json(
+        200,
+        r#"{"error":{"message":"model is loading","type":"overloaded_error"}}"#,
+    )])
+    .await
+    .unwrap();
+    let err = within(client(fast_retries()).post_sse(request(&server), None))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind, ProviderErrorKind::Overloaded);
+    assert_eq!(err.message, "model is loading");
+}
+
+#[tokio::test]
+async fn a_stream_silent_before_its_first_byte_is_retried() {
+    let server = TestServer::start([
+        ScriptedResponse::sse("").ending(Ending::Stall),
+        ScriptedResponse::sse(OK_BODY),
+    ])
+    .await
+    .unwrap();
+    let mut response = within(client(fast_retries()).post_sse(request(&server), None))
+        .await
+        .unwrap();
+    assert_eq!(response.retries.len(), 1);
+    let error = &response.retries[0].error;
+    assert_eq!(error.kind, ProviderErrorKind::Transport);
+    assert!(error.message.contains("timed out"), "{}", error.message);
+    assert_eq!(within(drain(&mut response)).await.unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn retry_after_ms_wins_over_retry_after() {
+    let server = TestServer::start([
+        ScriptedResponse::json(429, "{}")
+            .with_header("retry-after", "30")
+            .with_header("retry-after-ms", "120"),
+        ScriptedResponse::sse(OK_BODY),
+    ])
+    .await
+    .unwrap();
+    let response = within(client(fast_retries()).post_sse(request(&server), None))
+        .await
+        .unwrap();
+    assert_eq!(response.retries[0].delay, Duration::from_millis(120));
+}

@@ -1,0 +1,393 @@
+//! Messages API stream events turned into the loop's turn events.
+//!
+//! The stream is a small protocol of its own: `message_start` (ids, input
+//! usage), then for each content block a `content_block_start`, its
+//! `content_block_delta`s and a `content_block_stop`, then `message_delta`
+//! (stop reason, output usage) and `message_stop`; `ping` may come at any
+//! time and `error` ends the stream. Text and thinking blocks map to parts
+//! one to one. Thinking keeps its signature, and redacted thinking its
+//! opaque data, exactly as sent, because the API checks them when they come
+//! back. A tool-use block becomes a tool call at its `content_block_stop`,
+//! once its streamed JSON input is complete and checked.
+
+use crate::usage::WireUsage;
+use agentkit_core::{Delta, FinishReason, MetadataMap, PartId, PartKind, ToolCallPart};
+use agentkit_http::{ProviderError, SseEvent};
+use agentkit_loop::{ModelTurnEvent, ModelTurnResult};
+use serde::Deserialize;
+use serde_json::Value;
+use std::collections::{HashMap, VecDeque};
+
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum StreamEvent {
+    MessageStart {
+        message: StartMessage,
+    },
+    ContentBlockStart {
+        index: u64,
+        content_block: Value,
+    },
+    ContentBlockDelta {
+        index: u64,
+        delta: Value,
+    },
+    ContentBlockStop {
+        index: u64,
+    },
+    MessageDelta {
+        #[serde(default)]
+        delta: MessageDeltaBody,
+        usage: Option<WireUsage>,
+    },
+    MessageStop,
+    Ping,
+    Error,
+    #[serde(other)]
+    Unknown,
+}
+
+#[derive(Deserialize)]
+struct StartMessage {
+    id: Option<String>,
+    model: Option<String>,
+    usage: Option<WireUsage>,
+}
+
+#[derive(Deserialize, Default)]
+struct MessageDeltaBody {
+    stop_reason: Option<String>,
+}
+
+enum Block {
+    /// A text or thinking part.
+    Part(PartId),
+    ToolUse {
+        id: String,
+        name: String,
+        json: String,
+        initial: Value,
+    },
+    /// A block kind we do not map (server tool use and its results).
+    Ignored,
+}
+
+/// Decodes one streamed message.
+#[derive(Default)]
+pub(crate) struct EventDecoder {
+    blocks: HashMap<u64, Block>,
+    usage: WireUsage,
+    stop_reason: Option<String>,
+    message_id: Option<String>,
+    model: Option<String>,
+    finished: bool,
+}
+
+fn protocol(message: impl Into<String>) -> ProviderError {
+    ProviderError::protocol(message)
+}
+
+fn text_field(value: &Value, name: &str) -> Option<String> {
+    value.get(name).and_then(Value::as_str).map(str::to_owned)
+}
+
+fn provider_metadata() -> MetadataMap {
+    let mut metadata = MetadataMap::new();
+    metadata.insert("agentkit.provider".into(), "anthropic".into());
+    metadata
+}
+
+impl EventDecoder {
+    /// `true` once `Finished` was produced.
+    pub(crate) fn is_finished(&self) -> bool {
+        self.finished
+    }
+
+    /// Applies one SSE event.
+    pub(crate) fn on_event(
+        &mut self,
+        event: &SseEvent,
+        out: &mut VecDeque<ModelTurnEvent>,
+    ) -> Result<(), ProviderError> {
+        if self.finished {
+            return Ok(());
+        }
+        let data = event.data.trim();
+        if event.event == "error" {
+            return Err(ProviderError::from_stream_error(data));
+        }
+        if data.is_empty() {
+            return Ok(());
+        }
+        let parsed: StreamEvent = serde_json::from_str(data).map_err(|err| {
+            protocol(format!(
+                "a `{}` event is not valid JSON ({err}): {}",
+                event.event,
+                excerpt(data)
+            ))
+        })?;
+        match parsed {
+            StreamEvent::MessageStart { message } => {
+                self.message_id = message.id;
+                self.model = message.model;
+                if let Some(usage) = message.usage {
+                    self.usage.merge(usage);
+                    out.push_back(ModelTurnEvent::Usage(self.usage.to_usage()));
+                }
+            }
+            StreamEvent::ContentBlockStart {
+                index,
+                content_block,
+            } => self.start_block(index, content_block, out)?,
+            StreamEvent::ContentBlockDelta { index, delta } => self.delta(index, delta, out)?,
+            StreamEvent::ContentBlockStop { index } => self.stop_block(index, out)?,
+            StreamEvent::MessageDelta { delta, usage } => {
+                if let Some(reason) = delta.stop_reason {
+                    self.stop_reason = Some(reason);
+                }
+                if let Some(usage) = usage {
+                    self.usage.merge(usage);
+                    out.push_back(ModelTurnEvent::Usage(self.usage.to_usage()));
+                }
+            }
+            StreamEvent::MessageStop => self.finish(out)?,
+            StreamEvent::Ping => {}
+            StreamEvent::Error => return Err(ProviderError::from_stream_error(data)),
+            // The API may add event types; unknown ones are to be ignored.
+            StreamEvent::Unknown => {
+                tracing::debug!(event = %event.event, "unknown stream event ignored");
+            }
+        }
+        Ok(())
+    }
+
+    /// The body ended without `message_stop`.
+    pub(crate) fn on_end(
+        &mut self,
+        out: &mut VecDeque<ModelTurnEvent>,
+    ) -> Result<(), ProviderError> {
+        if self.finished {
+            return Ok(());
+        }
+        if self.stop_reason.is_some() {
+            return self.finish(out);
+        }
+        Err(protocol("the stream ended before the message was complete"))
+    }
+
+    fn start_block(
+        &mut self,
+        index: u64,
+        block: Value,
+        out: &mut VecDeque<ModelTurnEvent>,
+    ) -> Result<(), ProviderError> {
+        if self.blocks.contains_key(&index) {
+            return Err(protocol(format!("content block {index} started twice")));
+        }
+        let part_id = PartId::new(format!("p{index}"));
+        let begin = |kind| {
+            ModelTurnEvent::Delta(Delta::BeginPart {
+                part_id: part_id.clone(),
+                kind,
+            })
+        };
+        let state = match block["type"].as_str().unwrap_or_default() {
+            "text" => {
+                out.push_back(begin(PartKind::Text));
+                if let Some(text) = text_field(&block, "text").filter(|t| !t.is_empty()) {
+                    out.push_back(ModelTurnEvent::Delta(Delta::AppendText {
+                        part_id: part_id.clone(),
+                        chunk: text,
+                    }));
+                }
+                Block::Part(part_id)
+            }
+            "thinking" => {
+                out.push_back(begin(PartKind::Reasoning));
+                out.push_back(ModelTurnEvent::Delta(Delta::SetMetadata {
+                    part_id: part_id.clone(),
+                    metadata: provider_metadata(),
+                }));
+                if let Some(text) = text_field(&block, "thinking").filter(|t| !t.is_empty()) {
+                    out.push_back(ModelTurnEvent::Delta(Delta::AppendText {
+                        part_id: part_id.clone(),
+                        chunk: text,
+                    }));
+                }
+                if let Some(signature) = text_field(&block, "signature").filter(|s| !s.is_empty()) {
+                    out.push_back(ModelTurnEvent::Delta(Delta::ReasoningOpaque {
+                        part_id: part_id.clone(),
+                        signature: Some(signature),
+                        encrypted: None,
+                    }));
+                }
+                Block::Part(part_id)
+            }
+            "redacted_thinking" => {
+                out.push_back(begin(PartKind::Reasoning));
+                out.push_back(ModelTurnEvent::Delta(Delta::SetMetadata {
+                    part_id: part_id.clone(),
+                    metadata: provider_metadata(),
+                }));
+                out.push_back(ModelTurnEvent::Delta(Delta::ReasoningOpaque {
+                    part_id: part_id.clone(),
+                    signature: None,
+                    encrypted: Some(text_field(&block, "data").unwrap_or_default()),
+                }));
+                Block::Part(part_id)
+            }
+            "tool_use" => Block::ToolUse {
+                id: text_field(&block, "id").unwrap_or_default(),
+                name: text_field(&block, "name").unwrap_or_default(),
+                json: String::new(),
+                initial: block.get("input").cloned().unwrap_or(Value::Null),
+            },
+            other => {
+                tracing::debug!(kind = other, "content block kind not mapped; ignored");
+                Block::Ignored
+            }
+        };
+        self.blocks.insert(index, state);
+        Ok(())
+    }
+
+    fn delta(
+        &mut self,
+        index: u64,
+        delta: Value,
+        out: &mut VecDeque<ModelTurnEvent>,
+    ) -> Result<(), ProviderError> {
+        let block = self.blocks.get_mut(&index).ok_or_else(|| {
+            protocol(format!(
+                "a delta for content block {index}, which never started"
+            ))
+        })?;
+        let kind = delta["type"].as_str().unwrap_or_default();
+        match (block, kind) {
+            (Block::Part(part_id), "text_delta" | "thinking_delta") => {
+                let field = if kind == "text_delta" {
+                    "text"
+                } else {
+                    "thinking"
+                };
+                let chunk = text_field(&delta, field).unwrap_or_default();
+                if !chunk.is_empty() {
+                    out.push_back(ModelTurnEvent::Delta(Delta::AppendText {
+                        part_id: part_id.clone(),
+                        chunk,
+                    }));
+                }
+            }
+            (Block::Part(part_id), "signature_delta") => {
+                out.push_back(ModelTurnEvent::Delta(Delta::ReasoningOpaque {
+                    part_id: part_id.clone(),
+                    signature: text_field(&delta, "signature"),
+                    encrypted: None,
+                }));
+            }
+            (Block::ToolUse { json, .. }, "input_json_delta") => {
+                json.push_str(delta["partial_json"].as_str().unwrap_or_default());
+            }
+            (Block::Ignored, _) | (_, "citations_delta") => {}
+            (_, kind) => {
+                return Err(protocol(format!(
+                    "a `{kind}` delta does not fit content block {index}"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    fn stop_block(
+        &mut self,
+        index: u64,
+        out: &mut VecDeque<ModelTurnEvent>,
+    ) -> Result<(), ProviderError> {
+        let Some(block) = self.blocks.get_mut(&index) else {
+            return Err(protocol(format!(
+                "content block {index} stopped without starting"
+            )));
+        };
+        match std::mem::replace(block, Block::Ignored) {
+            Block::Part(part_id) => {
+                out.push_back(ModelTurnEvent::Delta(Delta::CommitPart { part_id }))
+            }
+            Block::ToolUse {
+                id,
+                name,
+                json,
+                initial,
+            } => {
+                let input = if json.trim().is_empty() {
+                    match initial {
+                        Value::Null => Value::Object(Default::default()),
+                        value => value,
+                    }
+                } else {
+                    serde_json::from_str(&json).map_err(|err| {
+                        protocol(format!(
+                            "the input of tool call {name} ({id}) is not valid JSON ({err}): {}",
+                            excerpt(&json)
+                        ))
+                    })?
+                };
+                if id.is_empty() || name.is_empty() {
+                    return Err(protocol(format!(
+                        "tool-use block {index} has no id or name"
+                    )));
+                }
+                out.push_back(ModelTurnEvent::ToolCall(ToolCallPart::new(id, name, input)));
+            }
+            Block::Ignored => {}
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, out: &mut VecDeque<ModelTurnEvent>) -> Result<(), ProviderError> {
+        let open: Vec<u64> = self
+            .blocks
+            .iter()
+            .filter(|(_, b)| !matches!(b, Block::Ignored))
+            .map(|(i, _)| *i)
+            .collect();
+        if !open.is_empty() {
+            return Err(protocol(format!(
+                "the message ended with content block(s) {open:?} still open"
+            )));
+        }
+        let reason = match self.stop_reason.as_deref() {
+            Some("end_turn" | "stop_sequence") | None => FinishReason::Completed,
+            Some("tool_use") => FinishReason::ToolCall,
+            Some("max_tokens" | "model_context_window_exceeded") => FinishReason::MaxTokens,
+            Some("refusal") => FinishReason::Blocked,
+            Some(other) => FinishReason::Other(other.to_owned()),
+        };
+        let mut result = ModelTurnResult::new(reason);
+        result.metadata = provider_metadata();
+        if let Some(id) = self.message_id.take() {
+            result
+                .metadata
+                .insert("agentkit.response_id".into(), id.into());
+        }
+        if let Some(model) = self.model.take() {
+            result
+                .metadata
+                .insert("agentkit.model".into(), model.into());
+        }
+        out.push_back(ModelTurnEvent::Finished(result));
+        self.finished = true;
+        Ok(())
+    }
+}
+
+fn excerpt(text: &str) -> String {
+    let mut end = text.len().min(200);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    if end < text.len() {
+        format!("{}…", &text[..end])
+    } else {
+        text.to_owned()
+    }
+}

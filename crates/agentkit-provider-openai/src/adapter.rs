@@ -1,0 +1,183 @@
+//! The loop's model traits, implemented over Chat Completions.
+//!
+//! An adapter holds the configuration and one HTTP client (so connections
+//! are pooled across sessions); a session remembers its default cache
+//! request; a turn owns the open event stream and a queue of decoded events,
+//! starting with a warning for every retried request.
+
+use crate::OpenAiConfig;
+use crate::error::model_error;
+use crate::request::request_body;
+use crate::stream::ChunkDecoder;
+use agentkit_core::TurnCancellation;
+use agentkit_http::{HttpClient, SseStream, StreamRequest};
+use agentkit_loop::{
+    ModelAdapter, ModelError, ModelSession, ModelTurn, ModelTurnEvent, PromptCacheRequest,
+    SessionConfig, TurnRequest,
+};
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+struct Shared {
+    config: OpenAiConfig,
+    client: HttpClient,
+}
+
+/// A [`ModelAdapter`] for OpenAI Chat Completions and compatible servers.
+#[derive(Clone)]
+pub struct OpenAiAdapter {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for OpenAiAdapter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The key stays out of logs.
+        f.debug_struct("OpenAiAdapter")
+            .field("base_url", &self.shared.config.base_url)
+            .field("model", &self.shared.config.model)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OpenAiAdapter {
+    /// An adapter with this configuration.
+    pub fn new(config: OpenAiConfig) -> Result<Self, ModelError> {
+        let client = HttpClient::new(config.http.clone()).map_err(model_error)?;
+        Ok(Self {
+            shared: Arc::new(Shared { config, client }),
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &OpenAiConfig {
+        &self.shared.config
+    }
+}
+
+#[async_trait::async_trait]
+impl ModelAdapter for OpenAiAdapter {
+    type Session = OpenAiSession;
+
+    async fn start_session(&self, config: SessionConfig) -> Result<OpenAiSession, ModelError> {
+        Ok(OpenAiSession {
+            shared: self.shared.clone(),
+            cache: config.cache,
+        })
+    }
+}
+
+/// A session: runs turns one at a time.
+pub struct OpenAiSession {
+    shared: Arc<Shared>,
+    cache: Option<PromptCacheRequest>,
+}
+
+#[async_trait::async_trait]
+impl ModelSession for OpenAiSession {
+    type Turn = OpenAiTurn;
+
+    async fn begin_turn(
+        &mut self,
+        request: TurnRequest,
+        cancellation: Option<TurnCancellation>,
+    ) -> Result<OpenAiTurn, ModelError> {
+        let config = &self.shared.config;
+        let cache = request.cache.as_ref().or(self.cache.as_ref());
+        let body = request_body(config, &request, cache);
+        let mut http = StreamRequest::json(config.endpoint(), &body);
+        if let Some(key) = config.api_key.as_deref().filter(|k| !k.is_empty()) {
+            http = http.with_header("authorization", format!("Bearer {key}"));
+        }
+        for (name, value) in &config.extra_headers {
+            http = http.with_header(name.clone(), value.clone());
+        }
+        tracing::debug!(turn = %request.turn_id, model = %config.model, "starting a Chat Completions turn");
+        let response = self
+            .shared
+            .client
+            .post_sse(http, cancellation.as_ref())
+            .await
+            .map_err(model_error)?;
+        let queue = response
+            .retries
+            .iter()
+            .map(|retry| ModelTurnEvent::Warning(format!("openai: {retry}")))
+            .collect();
+        let mut turn = OpenAiTurn::from_events(response.events);
+        turn.queue = queue;
+        Ok(turn)
+    }
+}
+
+/// One streaming turn.
+pub struct OpenAiTurn {
+    events: SseStream,
+    decoder: ChunkDecoder,
+    queue: VecDeque<ModelTurnEvent>,
+    done: bool,
+}
+
+impl std::fmt::Debug for OpenAiTurn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenAiTurn")
+            .field("queued", &self.queue.len())
+            .field("done", &self.done)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OpenAiTurn {
+    /// A turn decoding an event stream that is already open: a recorded
+    /// response replayed in a test, or bytes fed from memory in a benchmark.
+    pub fn from_events(events: SseStream) -> Self {
+        Self {
+            events,
+            decoder: ChunkDecoder::default(),
+            queue: VecDeque::new(),
+            done: false,
+        }
+    }
+
+    fn fail(&mut self, error: agentkit_http::ProviderError) -> ModelError {
+        self.done = true;
+        self.queue.clear();
+        self.events.close();
+        tracing::debug!(%error, "Chat Completions turn failed");
+        model_error(error)
+    }
+}
+
+#[async_trait::async_trait]
+impl ModelTurn for OpenAiTurn {
+    async fn next_event(
+        &mut self,
+        cancellation: Option<TurnCancellation>,
+    ) -> Result<Option<ModelTurnEvent>, ModelError> {
+        loop {
+            if let Some(event) = self.queue.pop_front() {
+                return Ok(Some(event));
+            }
+            if self.done {
+                return Ok(None);
+            }
+            match self.events.next_event(cancellation.as_ref()).await {
+                Ok(Some(event)) => {
+                    if let Err(error) = self.decoder.on_event(&event, &mut self.queue) {
+                        return Err(self.fail(error));
+                    }
+                    if self.decoder.is_finished() {
+                        self.done = true;
+                        self.events.close();
+                    }
+                }
+                Ok(None) => {
+                    if let Err(error) = self.decoder.on_end(&mut self.queue) {
+                        return Err(self.fail(error));
+                    }
+                    self.done = true;
+                }
+                Err(error) => return Err(self.fail(error)),
+            }
+        }
+    }
+}

@@ -1,0 +1,272 @@
+//! The transcript as a Chat Completions request body.
+//!
+//! Every item kind and part has a place: system and developer items become
+//! instruction messages, user-side items (user, context, notification)
+//! become user messages with text and image blocks, assistant items carry
+//! their text and `tool_calls`, and each tool result is its own `tool`
+//! message. Reasoning is never sent back as text: Chat Completions has no
+//! field for it, and replaying it as content would change what the model
+//! believes it said. Messages providers reject (an assistant message with
+//! neither content nor tool calls, an empty user message) are left out.
+
+use crate::{MaxTokensField, OpenAiConfig, ToolChoice};
+use agentkit_core::{
+    DataRef, FilePart, Item, ItemKind, MediaPart, Modality, Part, ToolCallPart, ToolOutput,
+    ToolResultPart,
+};
+use agentkit_loop::{PromptCacheMode, PromptCacheRequest, PromptCacheRetention, TurnRequest};
+use agentkit_tools_core::ToolSpec;
+use serde_json::{Map, Value, json};
+
+/// Builds the JSON body for one streamed turn.
+pub fn request_body(
+    config: &OpenAiConfig,
+    request: &TurnRequest,
+    cache: Option<&PromptCacheRequest>,
+) -> Value {
+    let messages = messages(config, &request.transcript.read());
+    let mut body = Map::new();
+    body.insert("model".into(), json!(config.model));
+    body.insert("messages".into(), Value::Array(messages));
+    body.insert("stream".into(), json!(true));
+    body.insert("stream_options".into(), json!({ "include_usage": true }));
+    if let Some(max) = config.max_tokens {
+        let field = match config.max_tokens_field {
+            MaxTokensField::MaxTokens => "max_tokens",
+            _ => "max_completion_tokens",
+        };
+        body.insert(field.into(), json!(max));
+    }
+    if !request.available_tools.is_empty() {
+        let tools = request
+            .available_tools
+            .iter()
+            .map(|spec| tool(spec))
+            .collect();
+        body.insert("tools".into(), Value::Array(tools));
+        if let Some(choice) = &config.tool_choice {
+            body.insert("tool_choice".into(), tool_choice(choice));
+        }
+    }
+    if let Some(cache) = cache.filter(|c| c.mode != PromptCacheMode::Disabled) {
+        // OpenAI caches prefixes by itself; the key only groups requests
+        // that share one, and retention asks for the longer-lived cache.
+        if let Some(key) = &cache.key {
+            body.insert("prompt_cache_key".into(), json!(key));
+        }
+        match cache.retention {
+            Some(PromptCacheRetention::Long) => {
+                body.insert("prompt_cache_retention".into(), json!("24h"));
+            }
+            Some(PromptCacheRetention::Short) => {
+                body.insert("prompt_cache_retention".into(), json!("in_memory"));
+            }
+            _ => {}
+        }
+    }
+    for (name, value) in &config.extra_body {
+        body.insert(name.clone(), value.clone());
+    }
+    Value::Object(body)
+}
+
+fn tool(spec: &ToolSpec) -> Value {
+    json!({
+        "type": "function",
+        "function": {
+            "name": spec.name,
+            "description": spec.description,
+            "parameters": spec.input_schema,
+        }
+    })
+}
+
+fn tool_choice(choice: &ToolChoice) -> Value {
+    match choice {
+        ToolChoice::None => json!("none"),
+        ToolChoice::Required => json!("required"),
+        ToolChoice::Tool(name) => json!({ "type": "function", "function": { "name": name } }),
+        _ => json!("auto"),
+    }
+}
+
+/// The role an item's content is sent under.
+fn role(config: &OpenAiConfig, kind: ItemKind) -> &'static str {
+    match kind {
+        ItemKind::System => "system",
+        ItemKind::Developer if config.developer_role => "developer",
+        ItemKind::Developer => "system",
+        ItemKind::Assistant => "assistant",
+        // Context and notifications are things the model is told; the user
+        // role is the one every server accepts for that.
+        _ => "user",
+    }
+}
+
+fn messages(config: &OpenAiConfig, items: &[Item]) -> Vec<Value> {
+    let mut messages = Vec::with_capacity(items.len());
+    for item in items {
+        let role = role(config, item.kind);
+        let mut blocks = Vec::new();
+        let mut calls = Vec::new();
+        let mut results = Vec::new();
+        for part in &item.parts {
+            match part {
+                Part::ToolCall(call) => calls.push(call),
+                Part::ToolResult(result) => results.push(result),
+                other => blocks.extend(content_block(other)),
+            }
+        }
+        match role {
+            "assistant" => {
+                if let Some(message) = assistant_message(&blocks, &calls) {
+                    messages.push(message);
+                }
+            }
+            // Tool calls only make sense from the assistant; elsewhere they
+            // would be rejected, so they are dropped with the kind's content.
+            _ if !blocks.is_empty() => messages.push(json!({
+                "role": role,
+                "content": content(role, blocks),
+            })),
+            _ => {}
+        }
+        messages.extend(results.into_iter().map(tool_message));
+    }
+    messages
+}
+
+/// The assistant's text and tool calls; `None` when it has neither, which
+/// providers reject.
+fn assistant_message(blocks: &[Value], calls: &[&ToolCallPart]) -> Option<Value> {
+    let text: String = blocks
+        .iter()
+        .filter_map(|block| block.get("text").and_then(Value::as_str))
+        .collect();
+    if text.is_empty() && calls.is_empty() {
+        return None;
+    }
+    let mut message = Map::new();
+    message.insert("role".into(), json!("assistant"));
+    if !text.is_empty() {
+        message.insert("content".into(), json!(text));
+    }
+    if !calls.is_empty() {
+        let calls = calls
+            .iter()
+            .map(|call| {
+                json!({
+                    "id": call.id.as_str(),
+                    "type": "function",
+                    "function": {
+                        "name": call.name,
+                        // The API wants the arguments as a JSON string.
+                        "arguments": call.input.to_string(),
+                    }
+                })
+            })
+            .collect();
+        message.insert("tool_calls".into(), Value::Array(calls));
+    }
+    Some(Value::Object(message))
+}
+
+/// Plain text as a string (what every server accepts); anything else as an
+/// array of blocks.
+fn content(role: &str, blocks: Vec<Value>) -> Value {
+    let all_text = blocks.iter().all(|b| b["type"] == "text");
+    if all_text || role != "user" {
+        let texts: Vec<&str> = blocks
+            .iter()
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect();
+        json!(texts.join("\n\n"))
+    } else {
+        Value::Array(blocks)
+    }
+}
+
+fn tool_message(result: &ToolResultPart) -> Value {
+    let mut text = match &result.output {
+        ToolOutput::Text(text) => text.clone(),
+        other => other.to_text(),
+    };
+    if text.is_empty() {
+        // Some servers refuse empty tool content; say it plainly instead.
+        text = "(no output)".to_owned();
+    }
+    json!({
+        "role": "tool",
+        "tool_call_id": result.call_id.as_str(),
+        "content": text,
+    })
+}
+
+/// One content block, or `None` for parts Chat Completions cannot carry
+/// (reasoning, custom parts).
+fn content_block(part: &Part) -> Option<Value> {
+    match part {
+        Part::Text(text) if text.text.is_empty() => None,
+        Part::Text(text) => Some(json!({ "type": "text", "text": text.text })),
+        Part::Structured(structured) => {
+            Some(json!({ "type": "text", "text": structured.value.to_string() }))
+        }
+        Part::Media(media) => media_block(media),
+        Part::File(file) => file_block(file),
+        Part::Reasoning(_) | Part::Custom(_) => None,
+        _ => None,
+    }
+}
+
+fn data_url(mime_type: &str, data: &DataRef) -> Option<String> {
+    match data {
+        DataRef::Url { url } => Some(url.clone()),
+        DataRef::Bytes { .. } => Some(format!(
+            "data:{mime_type};base64,{}",
+            data.to_base64().unwrap_or_default()
+        )),
+        _ => None,
+    }
+}
+
+fn media_block(media: &MediaPart) -> Option<Value> {
+    match media.modality {
+        Modality::Image => {
+            let url = data_url(&media.mime_type, &media.data)?;
+            Some(json!({ "type": "image_url", "image_url": { "url": url } }))
+        }
+        Modality::Audio => {
+            let data = media.data.to_base64()?;
+            let format = media.mime_type.rsplit('/').next().unwrap_or("wav");
+            let format = if format == "mpeg" { "mp3" } else { format };
+            Some(
+                json!({ "type": "input_audio", "input_audio": { "data": data, "format": format } }),
+            )
+        }
+        _ => {
+            tracing::debug!(mime_type = %media.mime_type, "Chat Completions cannot carry this media; left out");
+            None
+        }
+    }
+}
+
+fn file_block(file: &FilePart) -> Option<Value> {
+    let name = file.name.clone().unwrap_or_else(|| "file".to_owned());
+    match &file.data {
+        DataRef::Text { text } => Some(json!({
+            "type": "text",
+            "text": format!("<file name=\"{name}\">\n{text}\n</file>"),
+        })),
+        DataRef::ProviderFile { file_id } => {
+            Some(json!({ "type": "file", "file": { "file_id": file_id } }))
+        }
+        data => {
+            let mime = file
+                .mime_type
+                .as_deref()
+                .unwrap_or("application/octet-stream");
+            let url = data_url(mime, data)?;
+            Some(json!({ "type": "file", "file": { "filename": name, "file_data": url } }))
+        }
+    }
+}

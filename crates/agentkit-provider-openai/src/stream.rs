@@ -1,0 +1,504 @@
+//! `chat.completion.chunk` events turned into the loop's turn events.
+//!
+//! Chunks carry three interleaved things: visible text (`content`),
+//! reasoning (`reasoning_content` from DeepSeek, vLLM and llama.cpp,
+//! `reasoning` from OpenRouter and Ollama), and tool calls streamed in
+//! fragments keyed by `index`. Text and reasoning become parts through
+//! begin/append/commit deltas. Tool calls are assembled and handed over only
+//! when the answer is complete, once their arguments can be checked as JSON:
+//! a call with broken arguments is a protocol error, not a tool failure.
+//!
+//! The end of an answer is the `finish_reason`; `data: [DONE]` and the usage
+//! chunk normally follow it, but a stream that stops after the finish
+//! reason is still a complete answer. One that stops before is not.
+
+use crate::usage::WireUsage;
+use agentkit_core::{Delta, FinishReason, MetadataMap, PartId, PartKind, ToolCallPart};
+use agentkit_http::{ProviderError, SseEvent};
+use agentkit_loop::{ModelTurnEvent, ModelTurnResult};
+use serde::Deserialize;
+use serde_json::Value;
+use std::borrow::Cow;
+use std::collections::{HashMap, VecDeque};
+
+// Strings borrow from the event's data where they can: at tens of
+// thousands of chunks per answer, per-chunk allocations of the id and model
+// show up in the decoding cost.
+#[derive(Deserialize)]
+struct Chunk<'a> {
+    #[serde(borrow)]
+    id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    model: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    choices: Vec<Choice<'a>>,
+    usage: Option<WireUsage>,
+    error: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct Choice<'a> {
+    #[serde(default)]
+    index: u32,
+    #[serde(borrow)]
+    delta: Option<WireDelta<'a>>,
+    #[serde(borrow)]
+    finish_reason: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct WireDelta<'a> {
+    #[serde(borrow)]
+    content: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    refusal: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    reasoning_content: Option<Cow<'a, str>>,
+    // A string on most servers; some send structured reasoning here, which
+    // is ignored rather than failing the whole chunk.
+    reasoning: Option<Value>,
+    tool_calls: Option<Vec<WireToolCall>>,
+}
+
+#[derive(Deserialize)]
+struct WireToolCall {
+    index: Option<u64>,
+    id: Option<String>,
+    function: Option<WireFunction>,
+}
+
+#[derive(Deserialize)]
+struct WireFunction {
+    name: Option<String>,
+    arguments: Option<String>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum OpenKind {
+    Text,
+    Reasoning,
+}
+
+#[derive(Default)]
+struct CallBuilder {
+    id: String,
+    name: String,
+    arguments: String,
+}
+
+impl CallBuilder {
+    /// Servers differ in how they send the name: once (OpenAI), repeated in
+    /// every fragment (llama.cpp), or cumulatively. Only a genuinely new
+    /// fragment is appended.
+    fn merge_name(&mut self, name: &str) {
+        if name.is_empty() || name == self.name {
+        } else if self.name.is_empty() || name.starts_with(self.name.as_str()) {
+            self.name = name.to_owned();
+        } else {
+            self.name.push_str(name);
+        }
+    }
+}
+
+/// Decodes one streamed answer.
+#[derive(Default)]
+pub(crate) struct ChunkDecoder {
+    next_part: u32,
+    open: Option<(PartId, OpenKind)>,
+    calls: Vec<CallBuilder>,
+    by_index: HashMap<u64, usize>,
+    finish_reason: Option<String>,
+    response_id: Option<String>,
+    model: Option<String>,
+    finished: bool,
+}
+
+impl ChunkDecoder {
+    /// `true` once `Finished` was produced.
+    pub(crate) fn is_finished(&self) -> bool {
+        self.finished
+    }
+
+    /// Applies one SSE event.
+    pub(crate) fn on_event(
+        &mut self,
+        event: &SseEvent,
+        out: &mut VecDeque<ModelTurnEvent>,
+    ) -> Result<(), ProviderError> {
+        if self.finished {
+            return Ok(());
+        }
+        let data = event.data.trim();
+        if data == "[DONE]" {
+            return self.finish(out);
+        }
+        if event.event == "error" {
+            return Err(ProviderError::from_stream_error(data));
+        }
+        if data.is_empty() {
+            return Ok(());
+        }
+        let chunk: Chunk = serde_json::from_str(data).map_err(|err| {
+            ProviderError::protocol(format!(
+                "a stream chunk is not valid JSON ({err}): {}",
+                excerpt(data)
+            ))
+        })?;
+        if chunk.error.is_some() {
+            return Err(ProviderError::from_stream_error(data));
+        }
+        if self.response_id.is_none() {
+            self.response_id = chunk.id.map(Cow::into_owned);
+        }
+        if self.model.is_none() {
+            self.model = chunk.model.map(Cow::into_owned);
+        }
+        // We never ask for `n > 1`; other choices would be another answer.
+        for choice in chunk.choices.into_iter().filter(|c| c.index == 0) {
+            if let Some(delta) = choice.delta {
+                self.on_delta(delta, out);
+            }
+            if let Some(reason) = choice.finish_reason.filter(|r| !r.is_empty()) {
+                self.finish_reason = Some(reason.into_owned());
+            }
+        }
+        if let Some(usage) = chunk.usage {
+            out.push_back(ModelTurnEvent::Usage(usage.into_usage()));
+        }
+        Ok(())
+    }
+
+    /// The body ended without `[DONE]`.
+    pub(crate) fn on_end(
+        &mut self,
+        out: &mut VecDeque<ModelTurnEvent>,
+    ) -> Result<(), ProviderError> {
+        if self.finished {
+            return Ok(());
+        }
+        if self.finish_reason.is_some() {
+            return self.finish(out);
+        }
+        Err(ProviderError::protocol(
+            "the stream ended before the model finished its answer",
+        ))
+    }
+
+    fn on_delta(&mut self, delta: WireDelta<'_>, out: &mut VecDeque<ModelTurnEvent>) {
+        let reasoning = delta
+            .reasoning_content
+            .map(Cow::into_owned)
+            .or(match delta.reasoning {
+                Some(Value::String(text)) => Some(text),
+                _ => None,
+            });
+        if let Some(text) = reasoning.filter(|t| !t.is_empty()) {
+            self.append(OpenKind::Reasoning, text, out);
+        }
+        for text in [delta.content, delta.refusal].into_iter().flatten() {
+            if !text.is_empty() {
+                self.append(OpenKind::Text, text.into_owned(), out);
+            }
+        }
+        for call in delta.tool_calls.into_iter().flatten() {
+            self.on_tool_call(call);
+        }
+    }
+
+    /// Appends to the open part of this kind, committing a part of the
+    /// other kind first: reasoning and text alternate, they do not overlap.
+    fn append(&mut self, kind: OpenKind, chunk: String, out: &mut VecDeque<ModelTurnEvent>) {
+        let part_id = match &self.open {
+            Some((id, open)) if *open == kind => id.clone(),
+            _ => {
+                self.commit_open(out);
+                let part_id = PartId::new(format!("p{}", self.next_part));
+                self.next_part += 1;
+                let part_kind = match kind {
+                    OpenKind::Text => PartKind::Text,
+                    OpenKind::Reasoning => PartKind::Reasoning,
+                };
+                out.push_back(ModelTurnEvent::Delta(Delta::BeginPart {
+                    part_id: part_id.clone(),
+                    kind: part_kind,
+                }));
+                if kind == OpenKind::Reasoning {
+                    let mut metadata = MetadataMap::new();
+                    metadata.insert("agentkit.provider".into(), "openai".into());
+                    out.push_back(ModelTurnEvent::Delta(Delta::SetMetadata {
+                        part_id: part_id.clone(),
+                        metadata,
+                    }));
+                }
+                self.open = Some((part_id.clone(), kind));
+                part_id
+            }
+        };
+        out.push_back(ModelTurnEvent::Delta(Delta::AppendText { part_id, chunk }));
+    }
+
+    fn commit_open(&mut self, out: &mut VecDeque<ModelTurnEvent>) {
+        if let Some((part_id, _)) = self.open.take() {
+            out.push_back(ModelTurnEvent::Delta(Delta::CommitPart { part_id }));
+        }
+    }
+
+    fn on_tool_call(&mut self, call: WireToolCall) {
+        let same_call = |builder: &CallBuilder, id: Option<&str>| {
+            id.is_none_or(|id| builder.id.is_empty() || builder.id == id)
+        };
+        let existing = match call.index {
+            Some(index) => self
+                .by_index
+                .get(&index)
+                .copied()
+                .filter(|&at| same_call(&self.calls[at], call.id.as_deref())),
+            // Without an index, a fragment belongs to the call with its id,
+            // or (no id either) to the latest call.
+            None => match call.id.as_deref() {
+                Some(id) => self.calls.iter().position(|b| b.id == id),
+                None => self.calls.len().checked_sub(1),
+            },
+        };
+        let at = existing.unwrap_or_else(|| {
+            self.calls.push(CallBuilder::default());
+            let at = self.calls.len() - 1;
+            if let Some(index) = call.index {
+                self.by_index.insert(index, at);
+            }
+            at
+        });
+        let builder = &mut self.calls[at];
+        if let Some(id) = call.id.filter(|id| !id.is_empty() && builder.id.is_empty()) {
+            builder.id = id;
+        }
+        if let Some(function) = call.function {
+            if let Some(name) = function.name {
+                builder.merge_name(&name);
+            }
+            if let Some(arguments) = function.arguments {
+                builder.arguments.push_str(&arguments);
+            }
+        }
+    }
+
+    /// Checks the tool calls, then closes the answer. Nothing is emitted if
+    /// a call is broken, so the loop sees the error and no half-made part.
+    fn finish(&mut self, out: &mut VecDeque<ModelTurnEvent>) -> Result<(), ProviderError> {
+        let mut calls = Vec::with_capacity(self.calls.len());
+        for (position, builder) in std::mem::take(&mut self.calls).into_iter().enumerate() {
+            calls.push(tool_call(position, builder)?);
+        }
+        self.commit_open(out);
+        let has_calls = !calls.is_empty();
+        out.extend(calls.into_iter().map(ModelTurnEvent::ToolCall));
+        let reason = match self.finish_reason.as_deref() {
+            Some("tool_calls" | "function_call") => FinishReason::ToolCall,
+            Some("length") => FinishReason::MaxTokens,
+            Some("content_filter") => FinishReason::Blocked,
+            // Some servers say `stop` after tool calls; the calls decide.
+            Some("stop" | "eos" | "end_turn") | None if has_calls => FinishReason::ToolCall,
+            Some("stop" | "eos" | "end_turn") | None => FinishReason::Completed,
+            Some(other) => FinishReason::Other(other.to_owned()),
+        };
+        let mut result = ModelTurnResult::new(reason);
+        result
+            .metadata
+            .insert("agentkit.provider".into(), "openai".into());
+        if let Some(id) = self.response_id.take() {
+            result
+                .metadata
+                .insert("agentkit.response_id".into(), id.into());
+        }
+        if let Some(model) = self.model.take() {
+            result
+                .metadata
+                .insert("agentkit.model".into(), model.into());
+        }
+        out.push_back(ModelTurnEvent::Finished(result));
+        self.finished = true;
+        Ok(())
+    }
+}
+
+fn tool_call(position: usize, builder: CallBuilder) -> Result<ToolCallPart, ProviderError> {
+    if builder.name.is_empty() {
+        return Err(ProviderError::protocol(format!(
+            "tool call {position} has no name"
+        )));
+    }
+    let input = if builder.arguments.trim().is_empty() {
+        Value::Object(Default::default())
+    } else {
+        serde_json::from_str(&builder.arguments).map_err(|err| {
+            ProviderError::protocol(format!(
+                "the arguments of tool call {} ({}) are not valid JSON ({err}): {}",
+                builder.name,
+                builder.id,
+                excerpt(&builder.arguments)
+            ))
+        })?
+    };
+    // A few local servers omit ids; the loop needs one to pair the result.
+    let id = if builder.id.is_empty() {
+        format!("call_{position}")
+    } else {
+        builder.id
+    };
+    Ok(ToolCallPart::new(id, builder.name, input))
+}
+
+fn excerpt(text: &str) -> String {
+    let mut end = text.len().min(200);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    if end < text.len() {
+        format!("{}…", &text[..end])
+    } else {
+        text.to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn decode(chunks: &[Value]) -> Result<Vec<ModelTurnEvent>, ProviderError> {
+        let mut decoder = ChunkDecoder::default();
+        let mut out = VecDeque::new();
+        for chunk in chunks {
+            let mut event = SseEvent::default();
+            event.event = "message".into();
+            event.data = chunk.to_string();
+            decoder.on_event(&event, &mut out)?;
+        }
+        decoder.on_end(&mut out)?;
+        Ok(out.into())
+    }
+
+    fn calls(events: &[ModelTurnEvent]) -> Vec<(String, String, Value)> {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                ModelTurnEvent::ToolCall(c) => {
+                    Some((c.id.to_string(), c.name.clone(), c.input.clone()))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn tool_delta(call: Value) -> Value {
+        json!({"choices": [{"index": 0, "delta": {"tool_calls": [call]}}]})
+    }
+
+    fn finish(reason: &str) -> Value {
+        json!({"choices": [{"index": 0, "delta": {}, "finish_reason": reason}]})
+    }
+
+    #[test]
+    fn a_new_id_at_a_reused_index_is_a_new_call() {
+        // Some gateways number every call 0.
+        let events = decode(&[
+            tool_delta(json!({"index": 0, "id": "a", "function": {"name": "one", "arguments": "{}"}})),
+            tool_delta(json!({"index": 0, "id": "b", "function": {"name": "two", "arguments": "{\"x\":1}"}})),
+            finish("tool_calls"),
+        ])
+        .unwrap();
+        assert_eq!(
+            calls(&events),
+            vec![
+                ("a".into(), "one".into(), json!({})),
+                ("b".into(), "two".into(), json!({"x": 1})),
+            ]
+        );
+    }
+
+    #[test]
+    fn fragments_without_an_index_follow_their_id_or_the_latest_call() {
+        let events = decode(&[
+            tool_delta(json!({"id": "a", "function": {"name": "one", "arguments": "{\"k\":"}})),
+            tool_delta(json!({"function": {"arguments": "2}"}})),
+            finish("tool_calls"),
+        ])
+        .unwrap();
+        assert_eq!(
+            calls(&events),
+            vec![("a".into(), "one".into(), json!({"k": 2}))]
+        );
+    }
+
+    #[test]
+    fn names_sent_in_pieces_or_cumulatively_come_out_whole() {
+        for names in [
+            ["get_", "weather"],
+            ["get_", "get_weather"],
+            ["get_weather", "get_weather"],
+        ] {
+            let events = decode(&[
+                tool_delta(json!({"index": 0, "id": "a", "function": {"name": names[0]}})),
+                tool_delta(json!({"index": 0, "function": {"name": names[1], "arguments": "{}"}})),
+                finish("tool_calls"),
+            ])
+            .unwrap();
+            assert_eq!(calls(&events)[0].1, "get_weather", "{names:?}");
+        }
+    }
+
+    #[test]
+    fn a_call_without_a_name_is_a_protocol_error_and_missing_ids_are_filled() {
+        let err = decode(&[
+            tool_delta(json!({"index": 0, "id": "a", "function": {"arguments": "{}"}})),
+            finish("tool_calls"),
+        ])
+        .unwrap_err();
+        assert_eq!(err.kind, agentkit_http::ProviderErrorKind::Protocol);
+        let events = decode(&[
+            tool_delta(json!({"index": 0, "function": {"name": "one"}})),
+            finish("tool_calls"),
+        ])
+        .unwrap();
+        assert_eq!(calls(&events)[0].0, "call_0");
+    }
+
+    #[test]
+    fn finish_reasons_map() {
+        for (wire, expected) in [
+            ("stop", FinishReason::Completed),
+            ("length", FinishReason::MaxTokens),
+            ("content_filter", FinishReason::Blocked),
+            ("tool_calls", FinishReason::ToolCall),
+            ("something_new", FinishReason::Other("something_new".into())),
+        ] {
+            let events = decode(&[finish(wire)]).unwrap();
+            let Some(ModelTurnEvent::Finished(result)) = events.last() else {
+                panic!("finished");
+            };
+            assert_eq!(result.finish_reason, expected, "{wire}");
+        }
+    }
+
+    #[test]
+    fn switching_between_reasoning_and_text_commits_the_open_part() {
+        let delta =
+            |field: &str, text: &str| json!({"choices": [{"index": 0, "delta": {field: text}}]});
+        let events = decode(&[
+            delta("reasoning_content", "a"),
+            delta("content", "b"),
+            delta("reasoning_content", "c"),
+            finish("stop"),
+        ])
+        .unwrap();
+        let mut folder = agentkit_core::DeltaFolder::new();
+        for event in &events {
+            if let ModelTurnEvent::Delta(d) = event {
+                folder.apply(d).unwrap();
+            }
+        }
+        let parts = folder.finish().unwrap();
+        assert_eq!(parts.len(), 3);
+        assert_eq!(parts[1], agentkit_core::Part::text("b"));
+    }
+}

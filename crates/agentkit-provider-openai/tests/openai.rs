@@ -1,0 +1,550 @@
+//! The adapter against a real HTTP server on 127.0.0.1 replaying
+//! Chat Completions streams (tests/fixtures/*.sse, written in the documented
+//! wire format), cut at awkward byte offsets.
+
+use agentkit_core::{
+    CancellationController, DeltaFolder, FinishReason, Item, ItemKind, MediaPart, Part,
+    ReasoningPart, TokenUsage, ToolCallPart, ToolResultPart, TurnId,
+};
+use agentkit_http::testing::{Ending, ScriptedResponse, TestServer};
+use agentkit_http::{HttpConfig, RetryPolicy};
+use agentkit_loop::{
+    ModelAdapter, ModelError, ModelErrorKind, ModelSession, ModelTurn, ModelTurnEvent,
+    PromptCacheRequest, PromptCacheRetention, SessionConfig, TranscriptView, TurnRequest,
+};
+use agentkit_provider_openai::{OpenAiAdapter, OpenAiConfig, ToolChoice};
+use agentkit_tools_core::ToolSpec;
+use serde_json::json;
+use std::sync::Arc;
+use std::time::Duration;
+
+const LIMIT: Duration = Duration::from_secs(20);
+
+fn fixture(name: &str) -> String {
+    let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn config(server: &TestServer) -> OpenAiConfig {
+    OpenAiConfig::compatible(format!("{}/v1", server.url()), "gpt-test")
+        .with_api_key("sk-test")
+        .with_http(
+            HttpConfig::default()
+                .with_idle_timeout(Duration::from_secs(5))
+                .with_retry(
+                    RetryPolicy::default()
+                        .with_max_attempts(3)
+                        .with_backoff(Duration::from_millis(10), Duration::from_millis(50)),
+                ),
+        )
+}
+
+fn request(items: Vec<Item>) -> TurnRequest {
+    TurnRequest {
+        session_id: "s-1".into(),
+        turn_id: TurnId::new("turn-1"),
+        transcript: TranscriptView::from_items(items),
+        available_tools: vec![Arc::new(weather_tool())],
+        metadata: Default::default(),
+        cache: None,
+    }
+}
+
+fn weather_tool() -> ToolSpec {
+    ToolSpec::new(
+        "get_weather",
+        "Current weather for a city.",
+        json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
+    )
+    .unwrap()
+}
+
+/// What one turn produced: its events, and the error that ended it, if any.
+struct Outcome {
+    events: Vec<ModelTurnEvent>,
+    error: Option<ModelError>,
+}
+
+impl Outcome {
+    fn parts(&self) -> Vec<Part> {
+        let mut folder = DeltaFolder::new();
+        for event in &self.events {
+            if let ModelTurnEvent::Delta(delta) = event {
+                folder.apply(delta).expect("deltas fit together");
+            }
+        }
+        folder.finish().expect("every part committed")
+    }
+
+    fn tool_calls(&self) -> Vec<ToolCallPart> {
+        self.events
+            .iter()
+            .filter_map(|e| match e {
+                ModelTurnEvent::ToolCall(call) => Some(call.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn usage(&self) -> Option<TokenUsage> {
+        self.events.iter().rev().find_map(|e| match e {
+            ModelTurnEvent::Usage(usage) => Some(usage.tokens),
+            _ => None,
+        })
+    }
+
+    fn finish_reason(&self) -> Option<FinishReason> {
+        self.events.iter().find_map(|e| match e {
+            ModelTurnEvent::Finished(result) => Some(result.finish_reason.clone()),
+            _ => None,
+        })
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        self.events
+            .iter()
+            .filter_map(|e| match e {
+                ModelTurnEvent::Warning(w) => Some(w.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+async fn run_with(config: OpenAiConfig, request: TurnRequest) -> Result<Outcome, ModelError> {
+    tokio::time::timeout(LIMIT, async move {
+        let adapter = OpenAiAdapter::new(config)?;
+        let mut session = adapter.start_session(SessionConfig::new("s-1")).await?;
+        let mut turn = session.begin_turn(request, None).await?;
+        let mut events = Vec::new();
+        loop {
+            match turn.next_event(None).await {
+                Ok(Some(event)) => events.push(event),
+                Ok(None) => {
+                    return Ok(Outcome {
+                        events,
+                        error: None,
+                    });
+                }
+                Err(error) => {
+                    // After an error the turn is over.
+                    assert_eq!(turn.next_event(None).await, Ok(None));
+                    return Ok(Outcome {
+                        events,
+                        error: Some(error),
+                    });
+                }
+            }
+        }
+    })
+    .await
+    .expect("the turn finished in time")
+}
+
+async fn serve(script: Vec<ScriptedResponse>) -> TestServer {
+    TestServer::start(script).await.expect("server starts")
+}
+
+async fn run_fixture(response: ScriptedResponse) -> (Outcome, TestServer) {
+    let server = serve(vec![response]).await;
+    let outcome = run_with(config(&server), request(vec![Item::user("Hi")]))
+        .await
+        .expect("the turn starts");
+    (outcome, server)
+}
+
+#[tokio::test]
+async fn text_streams_as_one_part_with_usage_and_metadata() {
+    let (outcome, server) =
+        run_fixture(ScriptedResponse::sse(fixture("text.sse")).split_every(13)).await;
+    assert!(outcome.error.is_none(), "{:?}", outcome.error);
+    assert_eq!(
+        outcome.parts(),
+        vec![Part::text("Bonjour le monde 🌍, ça va ?")]
+    );
+    let usage = outcome.usage().expect("usage reported");
+    assert_eq!(
+        (
+            usage.input_tokens,
+            usage.output_tokens,
+            usage.cache_read_tokens
+        ),
+        (1200, 9, 1024)
+    );
+    let Some(ModelTurnEvent::Finished(result)) = outcome.events.last() else {
+        panic!("the last event is Finished: {:?}", outcome.events.last());
+    };
+    assert_eq!(result.finish_reason, FinishReason::Completed);
+    assert_eq!(result.metadata["agentkit.response_id"], "chatcmpl-1");
+    assert_eq!(result.metadata["agentkit.model"], "gpt-test");
+    let sent = &server.requests()[0];
+    assert_eq!(sent.path, "/v1/chat/completions");
+    assert_eq!(sent.header("authorization"), Some("Bearer sk-test"));
+    assert_eq!(
+        sent.json()["stream_options"],
+        json!({"include_usage": true})
+    );
+}
+
+#[tokio::test]
+async fn crlf_lines_and_split_utf8_characters_decode() {
+    let body = fixture("text.sse").replace('\n', "\r\n");
+    let globe = body.find('🌍').unwrap();
+    let cedilla = body.find('ç').unwrap();
+    let crlf = body.find("\r\n").unwrap();
+    let cuts = [crlf + 1, globe + 1, globe + 2, globe + 3, cedilla + 1];
+    let (outcome, _server) = run_fixture(ScriptedResponse::sse(body).split_at(&cuts)).await;
+    assert!(outcome.error.is_none(), "{:?}", outcome.error);
+    assert_eq!(
+        outcome.parts(),
+        vec![Part::text("Bonjour le monde 🌍, ça va ?")]
+    );
+}
+
+#[tokio::test]
+async fn reasoning_content_becomes_a_reasoning_part_before_the_text() {
+    let (outcome, _server) =
+        run_fixture(ScriptedResponse::sse(fixture("reasoning.sse")).split_every(64)).await;
+    let parts = outcome.parts();
+    let Part::Reasoning(reasoning) = &parts[0] else {
+        panic!("reasoning first: {parts:?}");
+    };
+    assert_eq!(
+        reasoning.summary.as_deref(),
+        Some("The user wants a number.")
+    );
+    assert_eq!(reasoning.metadata["agentkit.provider"], "openai");
+    assert_eq!(parts[1], Part::text("42"));
+    assert_eq!(outcome.usage().unwrap().reasoning_tokens, 28);
+    assert_eq!(outcome.finish_reason(), Some(FinishReason::Completed));
+}
+
+#[tokio::test]
+async fn the_reasoning_field_of_other_servers_is_read_too() {
+    let (outcome, _server) =
+        run_fixture(ScriptedResponse::sse(fixture("reasoning_field.sse"))).await;
+    let parts = outcome.parts();
+    assert!(
+        matches!(&parts[0], Part::Reasoning(r) if r.summary.as_deref() == Some("Thinking briefly."))
+    );
+    assert_eq!(parts[1], Part::text("Done."));
+}
+
+#[tokio::test]
+async fn one_tool_call_is_assembled_from_fragments() {
+    let (outcome, _server) =
+        run_fixture(ScriptedResponse::sse(fixture("tool_call.sse")).split_every(31)).await;
+    assert!(outcome.error.is_none(), "{:?}", outcome.error);
+    assert_eq!(
+        outcome.tool_calls(),
+        vec![ToolCallPart::new(
+            "call_abc",
+            "get_weather",
+            json!({"city": "Genève"})
+        )]
+    );
+    assert!(outcome.parts().is_empty());
+    assert_eq!(outcome.finish_reason(), Some(FinishReason::ToolCall));
+    assert_eq!(outcome.usage().unwrap().input_tokens, 80);
+}
+
+#[tokio::test]
+async fn parallel_tool_calls_keep_their_order_and_the_text() {
+    let (outcome, _server) =
+        run_fixture(ScriptedResponse::sse(fixture("parallel_tool_calls.sse"))).await;
+    assert_eq!(outcome.parts(), vec![Part::text("Checking both.")]);
+    assert_eq!(
+        outcome.tool_calls(),
+        vec![
+            ToolCallPart::new("call_1", "get_weather", json!({"city": "Paris"})),
+            ToolCallPart::new("call_2", "get_time", json!({"zone": "CET"})),
+        ]
+    );
+    assert_eq!(outcome.finish_reason(), Some(FinishReason::ToolCall));
+}
+
+#[tokio::test]
+async fn repeated_ids_and_names_are_not_concatenated() {
+    let (outcome, _server) =
+        run_fixture(ScriptedResponse::sse(fixture("repeated_id_and_name.sse"))).await;
+    assert_eq!(
+        outcome.tool_calls(),
+        vec![
+            ToolCallPart::new("call_x", "get_weather", json!({"city": "Oslo"})),
+            ToolCallPart::new("call_y", "get_time", json!({})),
+        ]
+    );
+    assert_eq!(
+        outcome.finish_reason(),
+        Some(FinishReason::ToolCall),
+        "`stop` with tool calls still means: call the tools"
+    );
+}
+
+#[tokio::test]
+async fn a_stream_ending_after_its_finish_reason_without_done_completes() {
+    let (outcome, _server) = run_fixture(ScriptedResponse::sse(fixture("no_done.sse"))).await;
+    assert!(outcome.error.is_none(), "{:?}", outcome.error);
+    assert_eq!(outcome.parts(), vec![Part::text("Short answer.")]);
+    assert_eq!(outcome.finish_reason(), Some(FinishReason::MaxTokens));
+}
+
+#[tokio::test]
+async fn a_stream_cut_before_the_finish_reason_is_a_protocol_error() {
+    let (outcome, _server) = run_fixture(ScriptedResponse::sse(fixture("cut.sse"))).await;
+    let error = outcome.error.as_ref().expect("an error");
+    assert_eq!(error.kind, ModelErrorKind::Protocol);
+    assert_eq!(outcome.finish_reason(), None);
+    assert!(outcome.tool_calls().is_empty());
+}
+
+#[tokio::test]
+async fn a_connection_dropped_mid_answer_is_a_transport_error() {
+    let (outcome, server) =
+        run_fixture(ScriptedResponse::sse(fixture("cut.sse")).ending(Ending::Abort)).await;
+    let error = outcome.error.as_ref().expect("an error");
+    assert_eq!(error.kind, ModelErrorKind::Transport);
+    assert_eq!(outcome.finish_reason(), None);
+    assert_eq!(
+        server.requests().len(),
+        1,
+        "not retried once content streamed"
+    );
+}
+
+#[tokio::test]
+async fn a_malformed_chunk_is_a_protocol_error() {
+    let (outcome, _server) = run_fixture(ScriptedResponse::sse(fixture("malformed.sse"))).await;
+    let error = outcome.error.expect("an error");
+    assert_eq!(error.kind, ModelErrorKind::Protocol);
+    assert!(
+        error.message.contains("not valid JSON"),
+        "{}",
+        error.message
+    );
+}
+
+#[tokio::test]
+async fn tool_arguments_that_are_not_json_are_a_protocol_error() {
+    let (outcome, _server) = run_fixture(ScriptedResponse::sse(fixture("bad_arguments.sse"))).await;
+    let error = outcome.error.as_ref().expect("an error");
+    assert_eq!(error.kind, ModelErrorKind::Protocol);
+    assert!(error.message.contains("call_bad"), "{}", error.message);
+    assert!(
+        outcome.tool_calls().is_empty(),
+        "no broken call reaches the loop"
+    );
+    assert_eq!(outcome.finish_reason(), None);
+}
+
+#[tokio::test]
+async fn an_error_chunk_mid_stream_is_reported() {
+    let (outcome, _server) = run_fixture(ScriptedResponse::sse(fixture("stream_error.sse"))).await;
+    let error = outcome.error.expect("an error");
+    assert_eq!(error.kind, ModelErrorKind::Server);
+    assert!(error.message.contains("server had an error"));
+}
+
+#[tokio::test]
+async fn http_401_is_an_authentication_error_and_not_retried() {
+    let server = serve(vec![ScriptedResponse::json(
+        401,
+        r#"{"error":{"message":"Incorrect API key provided: sk-test.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}"#,
+    )])
+    .await;
+    let error = run_with(config(&server), request(vec![Item::user("Hi")]))
+        .await
+        .err()
+        .expect("refused");
+    assert_eq!(error.kind, ModelErrorKind::Authentication);
+    assert_eq!(error.status, Some(401));
+    assert!(error.message.starts_with("Incorrect API key"));
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn http_400_context_length_is_recognised() {
+    let server = serve(vec![ScriptedResponse::json(
+        400,
+        r#"{"error":{"message":"This model's maximum context length is 128000 tokens. However, your messages resulted in 130512 tokens.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#,
+    )])
+    .await;
+    let error = run_with(config(&server), request(vec![Item::user("Hi")]))
+        .await
+        .err()
+        .expect("refused");
+    assert_eq!(error.kind, ModelErrorKind::ContextLengthExceeded);
+    assert!(!error.is_retryable());
+}
+
+#[tokio::test]
+async fn http_429_with_retry_after_then_success_warns_and_streams() {
+    let server = serve(vec![
+        ScriptedResponse::json(429, r#"{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}"#)
+            .with_header("retry-after", "1"),
+        ScriptedResponse::sse(fixture("text.sse")),
+    ])
+    .await;
+    let started = std::time::Instant::now();
+    let outcome = run_with(config(&server), request(vec![Item::user("Hi")]))
+        .await
+        .unwrap();
+    assert!(started.elapsed() >= Duration::from_secs(1));
+    let warnings = outcome.warnings();
+    assert_eq!(warnings.len(), 1);
+    assert!(warnings[0].contains("rate limited"), "{}", warnings[0]);
+    assert!(
+        matches!(outcome.events[0], ModelTurnEvent::Warning(_)),
+        "the warning opens the turn"
+    );
+    assert_eq!(
+        outcome.parts(),
+        vec![Part::text("Bonjour le monde 🌍, ça va ?")]
+    );
+    assert_eq!(server.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn http_500_then_success_is_retried() {
+    let server = serve(vec![
+        ScriptedResponse::json(
+            500,
+            r#"{"error":{"message":"internal","type":"server_error"}}"#,
+        ),
+        ScriptedResponse::sse(fixture("text.sse")),
+    ])
+    .await;
+    let outcome = run_with(config(&server), request(vec![Item::user("Hi")]))
+        .await
+        .unwrap();
+    assert_eq!(outcome.warnings().len(), 1);
+    assert_eq!(outcome.finish_reason(), Some(FinishReason::Completed));
+}
+
+#[tokio::test]
+async fn http_529_until_attempts_run_out_is_overloaded() {
+    let overloaded = || ScriptedResponse::json(529, r#"{"error":{"message":"overloaded"}}"#);
+    let server = serve(vec![overloaded(), overloaded(), overloaded()]).await;
+    let error = run_with(config(&server), request(vec![Item::user("Hi")]))
+        .await
+        .err()
+        .expect("gave up");
+    assert_eq!(error.kind, ModelErrorKind::Overloaded);
+    assert_eq!(error.status, Some(529));
+    assert!(error.is_retryable());
+    assert_eq!(server.requests().len(), 3);
+}
+
+#[tokio::test]
+async fn cancelling_mid_stream_ends_the_turn_at_once() {
+    let body = fixture("cut.sse");
+    let server = serve(vec![ScriptedResponse::sse(body).ending(Ending::Stall)]).await;
+    let adapter = OpenAiAdapter::new(config(&server)).unwrap();
+    let mut session = adapter
+        .start_session(SessionConfig::new("s-1"))
+        .await
+        .unwrap();
+    let controller = CancellationController::new();
+    let token = controller.handle().checkpoint();
+    let result = tokio::time::timeout(LIMIT, async {
+        let mut turn = session
+            .begin_turn(request(vec![Item::user("Hi")]), Some(token.clone()))
+            .await?;
+        let mut deltas = 0;
+        loop {
+            match turn.next_event(Some(token.clone())).await? {
+                Some(ModelTurnEvent::Delta(_)) => {
+                    deltas += 1;
+                    if deltas == 3 {
+                        controller.interrupt();
+                    }
+                }
+                Some(_) => {}
+                None => return Ok::<_, ModelError>(deltas),
+            }
+        }
+    })
+    .await
+    .expect("cancellation is prompt");
+    assert_eq!(result.unwrap_err().kind, ModelErrorKind::Cancelled);
+}
+
+#[tokio::test]
+async fn the_request_body_maps_every_item_kind() {
+    let server = serve(vec![ScriptedResponse::sse(fixture("text.sse"))]).await;
+    let transcript = vec![
+        Item::system("You are terse."),
+        Item::text(ItemKind::Developer, "Answer in French."),
+        Item::new(
+            ItemKind::User,
+            vec![
+                Part::text("What is in this picture?"),
+                Part::Media(MediaPart::image("image/png", vec![0x89, b'P', b'N', b'G'])),
+            ],
+        ),
+        Item::new(
+            ItemKind::Assistant,
+            vec![
+                Part::Reasoning(ReasoningPart {
+                    summary: Some("private thoughts".into()),
+                    ..Default::default()
+                }),
+                Part::text("Un logo. Je vérifie la météo."),
+                Part::ToolCall(ToolCallPart::new(
+                    "call_1",
+                    "get_weather",
+                    json!({"city": "Paris"}),
+                )),
+                Part::ToolCall(ToolCallPart::new(
+                    "call_2",
+                    "get_weather",
+                    json!({"city": "Lyon"}),
+                )),
+            ],
+        ),
+        Item::new(
+            ItemKind::Tool,
+            vec![
+                Part::ToolResult(ToolResultPart::success("call_1", "18°C")),
+                Part::ToolResult(ToolResultPart::error("call_2", "service unavailable")),
+            ],
+        ),
+        // Reasoning only: nothing the API accepts, so no message at all.
+        Item::new(
+            ItemKind::Assistant,
+            vec![Part::Reasoning(ReasoningPart {
+                summary: Some("more thoughts".into()),
+                ..Default::default()
+            })],
+        ),
+        Item::text(ItemKind::Context, "Today is Sunday."),
+        Item::user("Merci !"),
+    ];
+    let mut turn = request(transcript);
+    turn.cache = Some(
+        PromptCacheRequest::automatic()
+            .with_key("session-s-1")
+            .with_retention(PromptCacheRetention::Long),
+    );
+    let mut config = config(&server);
+    config.developer_role = true;
+    let config = config
+        .with_max_tokens(256)
+        .with_tool_choice(ToolChoice::Auto)
+        .with_body_field("temperature", 0.2);
+    let outcome = run_with(config, turn).await.unwrap();
+    assert!(outcome.error.is_none());
+    let body = server.requests()[0].json();
+    insta::assert_json_snapshot!("request_body", body);
+    let messages = body["messages"].as_array().unwrap();
+    assert!(
+        messages.iter().all(|m| m["role"] != "assistant"
+            || m.get("content").is_some()
+            || m.get("tool_calls").is_some()),
+        "no empty assistant message"
+    );
+    assert!(
+        !body.to_string().contains("thoughts"),
+        "reasoning never sent as text"
+    );
+}
