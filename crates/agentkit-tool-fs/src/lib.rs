@@ -34,6 +34,21 @@ use agentkit_tools_core::ToolRegistry;
 use std::sync::Arc;
 
 /// Every filesystem tool over `config`, in a registry named `fs`.
+///
+/// For a smaller set, register the tools you want over one shared config:
+///
+/// ```
+/// use agentkit_tool_fs::{FsToolsConfig, ListDirectoryTool, ReadFileTool, fs_tools};
+/// use agentkit_tools_core::ToolRegistry;
+/// use std::sync::Arc;
+///
+/// assert_eq!(fs_tools(FsToolsConfig::new(".")).len(), 8);
+/// let config = Arc::new(FsToolsConfig::new("."));
+/// let browse = ToolRegistry::new()
+///     .with(ReadFileTool::new(config.clone()))
+///     .with(ListDirectoryTool::new(config));
+/// assert_eq!(browse.len(), 2);
+/// ```
 pub fn fs_tools(config: FsToolsConfig) -> ToolRegistry {
     let config = Arc::new(config);
     fs_read_only_tools_shared(config.clone())

@@ -40,7 +40,8 @@ const DEFAULT_RECURSIVE_DEPTH: usize = 3;
 
 impl ListDirectoryTool {
     /// The tool over this configuration.
-    pub fn new(config: Arc<FsToolsConfig>) -> Self {
+    pub fn new(config: impl Into<Arc<FsToolsConfig>>) -> Self {
+        let config = config.into();
         let default_depth = DEFAULT_RECURSIVE_DEPTH.min(config.max_list_depth());
         let schema = json!({
             "type": "object",

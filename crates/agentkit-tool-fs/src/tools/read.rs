@@ -34,7 +34,8 @@ struct Input {
 
 impl ReadFileTool {
     /// The tool over this configuration.
-    pub fn new(config: Arc<FsToolsConfig>) -> Self {
+    pub fn new(config: impl Into<Arc<FsToolsConfig>>) -> Self {
+        let config = config.into();
         let schema = json!({
             "type": "object",
             "properties": {
