@@ -14,6 +14,8 @@ pub mod cancellation {}
 pub mod tools {}
 #[doc = include_str!("src/permissions.md")]
 pub mod permissions {}
+#[doc = include_str!("src/builtin-tools.md")]
+pub mod builtin_tools {}
 #[doc = include_str!("src/loop.md")]
 pub mod agent_loop {}
 #[doc = include_str!("src/soft-interrupts.md")]

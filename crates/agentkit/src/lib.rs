@@ -17,6 +17,8 @@
 //! | `openai` | `openai` | `agentkit-provider-openai`: Chat Completions and compatible servers |
 //! | `anthropic` | `anthropic` | `agentkit-provider-anthropic`: Messages API |
 //! | `mcp` | `mcp` | `agentkit-mcp`: MCP servers as a tool source |
+//! | `fs` | `fs` | `agentkit-tool-fs`: filesystem tools |
+//! | `shell` | `shell` | `agentkit-tool-shell`: the `shell_exec` tool |
 //! | `full` | | everything above |
 
 pub use agentkit_core as core;
@@ -37,6 +39,10 @@ pub use agentkit_provider_openai as openai;
 pub use agentkit_reporting as reporting;
 #[cfg(feature = "testkit")]
 pub use agentkit_testkit as testkit;
+#[cfg(feature = "fs")]
+pub use agentkit_tool_fs as fs;
+#[cfg(feature = "shell")]
+pub use agentkit_tool_shell as shell;
 #[cfg(feature = "tools")]
 pub use agentkit_tools_core as tools;
 

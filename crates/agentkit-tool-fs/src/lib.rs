@@ -1,0 +1,79 @@
+//! Filesystem tools for agentkit agents.
+//!
+//! A coding agent needs to look around a workspace and change it: this crate
+//! gives it `fs_read_file`, `fs_list_directory`, `fs_search`,
+//! `fs_write_file`, `fs_replace_in_file`, `fs_create_directory`, `fs_delete`
+//! and `fs_move`, each a [`Tool`](agentkit_tools_core::Tool) with a precise
+//! JSON Schema and behaviour annotations.
+//!
+//! The tools do not judge what may be touched. Each resolves the path it was
+//! given against the workspace root of its [`FsToolsConfig`] (symlinks and
+//! `..` included) and proposes a filesystem
+//! [`PermissionRequest`](agentkit_tools_core::PermissionRequest) with that
+//! path, so the agent's permission checker (typically a
+//! [`PathPolicy`](agentkit_tools_core::PathPolicy) over the same root)
+//! allows it, asks the host, or refuses, before anything runs.
+//!
+//! [`fs_tools`] returns all of them in a [`ToolRegistry`];
+//! [`fs_read_only_tools`] only those that change nothing.
+
+mod config;
+mod input;
+mod paths;
+mod text;
+mod tools;
+mod walk;
+
+pub use config::FsToolsConfig;
+pub use tools::{
+    CreateDirectoryTool, DeleteTool, ListDirectoryTool, MoveTool, ReadFileTool, ReplaceInFileTool,
+    SearchTool, WriteFileTool,
+};
+
+use agentkit_tools_core::ToolRegistry;
+use std::sync::Arc;
+
+/// Every filesystem tool over `config`, in a registry named `fs`.
+///
+/// For a smaller set, register the tools you want over one shared config:
+///
+/// ```
+/// use agentkit_tool_fs::{FsToolsConfig, ListDirectoryTool, ReadFileTool, fs_tools};
+/// use agentkit_tools_core::ToolRegistry;
+/// use std::sync::Arc;
+///
+/// assert_eq!(fs_tools(FsToolsConfig::new(".")).len(), 8);
+/// let config = Arc::new(FsToolsConfig::new("."));
+/// let browse = ToolRegistry::new()
+///     .with(ReadFileTool::new(config.clone()))
+///     .with(ListDirectoryTool::new(config));
+/// assert_eq!(browse.len(), 2);
+/// ```
+pub fn fs_tools(config: FsToolsConfig) -> ToolRegistry {
+    let config = Arc::new(config);
+    fs_read_only_tools_shared(config.clone())
+        .with(WriteFileTool::new(config.clone()))
+        .with(ReplaceInFileTool::new(config.clone()))
+        .with(CreateDirectoryTool::new(config.clone()))
+        .with(DeleteTool::new(config.clone()))
+        .with(MoveTool::new(config))
+}
+
+/// The tools that only look (`fs_read_file`, `fs_list_directory`,
+/// `fs_search`), for agents that should not change the workspace.
+pub fn fs_read_only_tools(config: FsToolsConfig) -> ToolRegistry {
+    fs_read_only_tools_shared(Arc::new(config))
+}
+
+fn fs_read_only_tools_shared(config: Arc<FsToolsConfig>) -> ToolRegistry {
+    ToolRegistry::new()
+        .named("fs")
+        .with(ReadFileTool::new(config.clone()))
+        .with(ListDirectoryTool::new(config.clone()))
+        .with(SearchTool::new(config))
+}
+
+// The README's example is compiled and run with the doc-tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

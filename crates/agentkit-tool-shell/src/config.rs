@@ -1,0 +1,111 @@
+//! `ShellConfig`: where commands run, how long they may take and how much
+//! of their output the model gets to see.
+//!
+//! The defaults suit a coding agent on a developer machine: builds and test
+//! runs get two minutes unless the call asks for more, never more than ten,
+//! and each stream keeps 16 KiB, which holds a compiler's error report but
+//! not a full build log.
+
+use agentkit_tools_core::resolve_path;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Settings of the shell tool.
+///
+/// ```
+/// use agentkit_tool_shell::ShellConfig;
+/// use std::time::Duration;
+///
+/// let config = ShellConfig::new(std::env::temp_dir())
+///     .with_default_timeout(Duration::from_secs(30))
+///     .with_max_output_bytes(8 * 1024);
+/// assert_eq!(config.default_timeout(), Duration::from_secs(30));
+/// ```
+#[derive(Clone, Debug)]
+pub struct ShellConfig {
+    root: PathBuf,
+    shell: PathBuf,
+    default_timeout: Duration,
+    max_timeout: Duration,
+    max_output_bytes: usize,
+}
+
+impl ShellConfig {
+    /// Default for [`with_default_timeout`](Self::with_default_timeout).
+    pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+    /// Default for [`with_max_timeout`](Self::with_max_timeout).
+    pub const DEFAULT_MAX_TIMEOUT: Duration = Duration::from_secs(600);
+    /// Default for [`with_max_output_bytes`](Self::with_max_output_bytes): 16 KiB
+    /// per stream, so both streams together stay well inside the executor's
+    /// default output budget (64 KiB) and its cut never hides the end of
+    /// stderr.
+    pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 16 * 1024;
+
+    /// Commands run in `root` unless a call names another directory, which is
+    /// then taken relative to it. The root is resolved now (symlinks, `..`),
+    /// as `CommandPolicy::allow_cwd` resolves its directories.
+    pub fn new(root: impl AsRef<Path>) -> Self {
+        let root = root.as_ref();
+        let base = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+        let root = resolve_path(root, &base).unwrap_or_else(|_| base.join(root));
+        Self {
+            root,
+            shell: PathBuf::from("sh"),
+            default_timeout: Self::DEFAULT_TIMEOUT,
+            max_timeout: Self::DEFAULT_MAX_TIMEOUT,
+            max_output_bytes: Self::DEFAULT_MAX_OUTPUT_BYTES,
+        }
+    }
+
+    /// The shell that runs the command line as `SHELL -c LINE`; `sh` (found
+    /// on `PATH`) by default.
+    pub fn with_shell(mut self, shell: impl Into<PathBuf>) -> Self {
+        self.shell = shell.into();
+        self
+    }
+
+    /// The timeout of calls that set none. Capped by the maximum.
+    pub fn with_default_timeout(mut self, timeout: Duration) -> Self {
+        self.default_timeout = timeout.max(Duration::from_millis(1));
+        self
+    }
+
+    /// The longest timeout a call may ask for.
+    pub fn with_max_timeout(mut self, timeout: Duration) -> Self {
+        self.max_timeout = timeout.max(Duration::from_secs(1));
+        self
+    }
+
+    /// How many bytes of stdout, and separately of stderr, are kept. Longer
+    /// output keeps its beginning and its end (where errors and summaries
+    /// usually are) with a marker for what was left out.
+    pub fn with_max_output_bytes(mut self, bytes: usize) -> Self {
+        self.max_output_bytes = bytes.max(2);
+        self
+    }
+
+    /// The resolved root directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The shell program.
+    pub fn shell(&self) -> &Path {
+        &self.shell
+    }
+
+    /// The timeout of calls that set none (never above the maximum).
+    pub fn default_timeout(&self) -> Duration {
+        self.default_timeout.min(self.max_timeout)
+    }
+
+    /// The longest timeout a call may ask for.
+    pub fn max_timeout(&self) -> Duration {
+        self.max_timeout
+    }
+
+    /// The byte budget of each stream.
+    pub fn max_output_bytes(&self) -> usize {
+        self.max_output_bytes
+    }
+}

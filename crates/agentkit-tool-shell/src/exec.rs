@@ -1,0 +1,245 @@
+//! `shell_exec`: run a command line and report what it printed and how it
+//! exited.
+//!
+//! The call proposes a shell permission request with the command line, the
+//! resolved working directory and the names of the variables it sets, so a
+//! `CommandPolicy` judges exactly what will run and where. A command that
+//! exits non-zero is a normal, if failed, result: the model reads the exit
+//! code and the output and decides what to do, which is why it is an error
+//! *result* and not a `ToolError`. The same goes for a timeout, whose partial
+//! output often says what hung.
+
+use crate::ShellConfig;
+use crate::run::{Ending, Finished, run};
+use agentkit_tools_core::{
+    PermissionRequest, ShellCommand, Tool, ToolAnnotations, ToolContext, ToolError, ToolRequest,
+    ToolResult, ToolSpec, resolve_path,
+};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Runs a command line with `sh -c`; see the module docs.
+pub struct ShellExecTool {
+    config: Arc<ShellConfig>,
+    spec: Arc<ToolSpec>,
+}
+
+#[derive(Deserialize)]
+struct Input {
+    command: String,
+    cwd: Option<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    timeout_secs: Option<u64>,
+}
+
+impl ShellExecTool {
+    /// The tool over this configuration.
+    pub fn new(config: impl Into<Arc<ShellConfig>>) -> Self {
+        let config = config.into();
+        let default_secs = config.default_timeout().as_secs().max(1);
+        let max_secs = config.max_timeout().as_secs().max(1);
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "command": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "The command line, run with `sh -c`. Pipes, `&&` and redirections work. There is no standard input."
+                },
+                "cwd": {
+                    "type": "string",
+                    "description": "The working directory, absolute or relative to the workspace root. Default: the root."
+                },
+                "env": {
+                    "type": "object",
+                    "additionalProperties": { "type": "string" },
+                    "description": "Environment variables to set, on top of the inherited ones."
+                },
+                "timeout_secs": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": max_secs,
+                    "description": format!("Seconds before the command and everything it started are killed. Default {default_secs}.")
+                }
+            },
+            "required": ["command"],
+            "additionalProperties": false
+        });
+        let description = format!(
+            "Runs a shell command line and returns its exit code, stdout and stderr. Each stream \
+             keeps at most {} bytes (its beginning and end). The command and every process it \
+             starts are killed at the timeout and when the call ends, so do not start servers \
+             meant to keep running. A non-zero exit code is reported as a failed result.",
+            config.max_output_bytes()
+        );
+        let annotations = ToolAnnotations {
+            read_only: false,
+            destructive: true,
+            idempotent: false,
+            parallel_safe: false,
+        };
+        let spec = ToolSpec::new("shell_exec", description, schema)
+            .unwrap_or_else(|err| panic!("built-in tool name: {err}"))
+            .with_annotations(annotations);
+        Self {
+            config,
+            spec: Arc::new(spec),
+        }
+    }
+
+    fn parse(input: &Value) -> Result<Input, ToolError> {
+        let input =
+            Input::deserialize(input).map_err(|err| ToolError::InvalidInput(err.to_string()))?;
+        if input.command.trim().is_empty() {
+            return Err(ToolError::InvalidInput(
+                "`command` must not be empty".into(),
+            ));
+        }
+        Ok(input)
+    }
+
+    fn cwd(&self, input: &Input) -> Result<PathBuf, ToolError> {
+        match input.cwd.as_deref() {
+            None | Some("") => Ok(self.config.root().to_path_buf()),
+            Some(dir) => resolve_path(Path::new(dir), self.config.root())
+                .map_err(|err| ToolError::InvalidInput(format!("cannot resolve cwd {dir}: {err}"))),
+        }
+    }
+
+    fn timeout(&self, input: &Input) -> Duration {
+        input
+            .timeout_secs
+            .map(Duration::from_secs)
+            .unwrap_or(self.config.default_timeout())
+            .min(self.config.max_timeout())
+    }
+}
+
+#[async_trait::async_trait]
+impl Tool for ShellExecTool {
+    fn spec(&self) -> Arc<ToolSpec> {
+        self.spec.clone()
+    }
+
+    fn proposed_requests(&self, input: &Value) -> Result<Vec<PermissionRequest>, ToolError> {
+        let input = Self::parse(input)?;
+        let cwd = self.cwd(&input)?;
+        Ok(vec![PermissionRequest::shell(ShellCommand {
+            command_line: input.command.clone(),
+            cwd: Some(cwd),
+            env_keys: input.env.keys().cloned().collect(),
+        })])
+    }
+
+    async fn invoke(
+        &self,
+        request: ToolRequest,
+        ctx: ToolContext,
+    ) -> Result<ToolResult, ToolError> {
+        let input = Self::parse(&request.input)?;
+        let cwd = self.cwd(&input)?;
+        if !cwd.is_dir() {
+            return Err(ToolError::ExecutionFailed(format!(
+                "the working directory {} does not exist",
+                cwd.display()
+            )));
+        }
+        let timeout = self.timeout(&input);
+        ctx.cancellation.check().map_err(|_| ToolError::Cancelled)?;
+
+        let mut command = tokio::process::Command::new(self.config.shell());
+        command
+            .arg("-c")
+            .arg(&input.command)
+            .current_dir(&cwd)
+            .envs(&input.env)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        #[cfg(unix)]
+        command.process_group(0);
+
+        tracing::debug!(command = %input.command, cwd = %cwd.display(), ?timeout, "shell_exec");
+        let finished = run(
+            command,
+            timeout,
+            self.config.max_output_bytes(),
+            &ctx.cancellation,
+        )
+        .await
+        .map_err(|err| {
+            ToolError::ExecutionFailed(format!(
+                "cannot start {}: {err}",
+                self.config.shell().display()
+            ))
+        })?;
+        report(finished, timeout)
+    }
+}
+
+/// The result the model reads: the status line first, then each stream that
+/// printed something.
+fn report(finished: Finished, timeout: Duration) -> Result<ToolResult, ToolError> {
+    let (status_line, exit_code, success) = match &finished.ending {
+        Ending::Cancelled => return Err(ToolError::Cancelled),
+        Ending::TimedOut => (
+            format!(
+                "timed out after {}s; the command and every process it started were killed",
+                timeout.as_secs_f64()
+            ),
+            None,
+            false,
+        ),
+        Ending::Exited(status) => match status.code() {
+            Some(code) => (format!("exit code: {code}"), Some(code), code == 0),
+            None => (describe_signal(status), None, false),
+        },
+    };
+    let mut text = status_line;
+    for (name, stream) in [("stdout", &finished.stdout), ("stderr", &finished.stderr)] {
+        if stream.total() > 0 {
+            if !text.ends_with('\n') {
+                text.push('\n');
+            }
+            text.push_str(&format!("{name}:\n{}", stream.render()));
+        }
+    }
+    if finished.stdout.total() == 0 && finished.stderr.total() == 0 {
+        text.push_str(" (no output)");
+    }
+    let mut result = if success {
+        ToolResult::new(text)
+    } else {
+        ToolResult::error(text)
+    };
+    result
+        .metadata
+        .insert("shell.exit_code".into(), json!(exit_code));
+    result.metadata.insert(
+        "shell.timed_out".into(),
+        json!(matches!(finished.ending, Ending::TimedOut)),
+    );
+    result.metadata.insert(
+        "shell.duration_ms".into(),
+        json!(finished.elapsed.as_millis() as u64),
+    );
+    Ok(result)
+}
+
+fn describe_signal(status: &std::process::ExitStatus) -> String {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(signal) = status.signal() {
+            return format!("killed by signal {signal}");
+        }
+    }
+    format!("ended without an exit code ({status})")
+}

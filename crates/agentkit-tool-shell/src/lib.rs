@@ -1,0 +1,38 @@
+//! A shell tool for agentkit agents.
+//!
+//! [`ShellExecTool`] (`shell_exec`) runs a command line with `sh -c` in a
+//! workspace directory and reports its exit code, stdout and stderr, each
+//! bounded. It is built to leave nothing behind: the command runs in its own
+//! process group, and that whole group is killed at the timeout, when the
+//! turn is cancelled, when the call's future is dropped, and once the command
+//! has exited (background processes included).
+//!
+//! The tool does not decide what may run. Every call proposes a
+//! [`PermissionRequest::shell`](agentkit_tools_core::PermissionRequest::shell)
+//! with the command line, the resolved working directory and the names of
+//! the environment variables it sets, for a
+//! [`CommandPolicy`](agentkit_tools_core::CommandPolicy) or another checker
+//! to allow, refuse or ask about before anything starts.
+
+mod capture;
+mod config;
+mod exec;
+mod process_group;
+mod run;
+
+pub use config::ShellConfig;
+pub use exec::ShellExecTool;
+
+use agentkit_tools_core::ToolRegistry;
+
+/// A registry named `shell` holding `shell_exec` over `config`.
+pub fn shell_tools(config: ShellConfig) -> ToolRegistry {
+    ToolRegistry::new()
+        .named("shell")
+        .with(ShellExecTool::new(config))
+}
+
+// The README's example is compiled and run with the doc-tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -1,0 +1,146 @@
+//! Running one command to its end: exit, timeout or cancellation.
+//!
+//! Output is read while the command runs (a child blocked on a full pipe
+//! would never exit), and the three ways a run can end race in one `select!`.
+//! When the shell exits but something it left in the background still holds
+//! the pipes, the run waits only a short grace period for the output to
+//! close and then kills the group: the call is over, and a background
+//! process must not keep it open until the timeout.
+
+use crate::capture::CappedOutput;
+use crate::process_group::ProcessGroup;
+use agentkit_core::TurnCancellation;
+use std::io;
+use std::process::ExitStatus;
+use std::time::Duration;
+use tokio::io::AsyncReadExt;
+use tokio::process::Command;
+use tokio::time::{Instant, sleep_until};
+
+/// How long output may stay open after the shell exits.
+const EXIT_GRACE: Duration = Duration::from_millis(250);
+
+/// How long output already written before a kill is still collected.
+const DRAIN_AFTER_KILL: Duration = Duration::from_millis(500);
+
+/// How a run ended.
+#[derive(Debug)]
+pub(crate) enum Ending {
+    /// The shell exited.
+    Exited(ExitStatus),
+    /// The deadline passed; the group was killed.
+    TimedOut,
+    /// The turn was cancelled; the group was killed.
+    Cancelled,
+}
+
+/// A finished run.
+#[derive(Debug)]
+pub(crate) struct Finished {
+    pub(crate) ending: Ending,
+    pub(crate) stdout: CappedOutput,
+    pub(crate) stderr: CappedOutput,
+    pub(crate) elapsed: Duration,
+}
+
+/// Spawns `command` (stdout and stderr piped, in its own process group) and
+/// waits for it to end. Only a failure to spawn is an error.
+pub(crate) async fn run(
+    mut command: Command,
+    timeout: Duration,
+    max_output_bytes: usize,
+    cancellation: &TurnCancellation,
+) -> io::Result<Finished> {
+    let started = Instant::now();
+    let deadline = started + timeout;
+    let mut child = command.spawn()?;
+    let group = ProcessGroup::led_by(&child);
+    let mut stdout = child.stdout.take();
+    let mut stderr = child.stderr.take();
+    let mut out = CappedOutput::new(max_output_bytes);
+    let mut err = CappedOutput::new(max_output_bytes);
+    let mut out_buf = vec![0u8; 8192];
+    let mut err_buf = vec![0u8; 8192];
+    let mut status: Option<ExitStatus> = None;
+    let mut grace_until: Option<Instant> = None;
+
+    let ending = loop {
+        if let Some(status) = status
+            && stdout.is_none()
+            && stderr.is_none()
+        {
+            break Ending::Exited(status);
+        }
+        tokio::select! {
+            read = read_some(&mut stdout, &mut out_buf) => match read {
+                Some(n) => out.push(&out_buf[..n]),
+                None => stdout = None,
+            },
+            read = read_some(&mut stderr, &mut err_buf) => match read {
+                Some(n) => err.push(&err_buf[..n]),
+                None => stderr = None,
+            },
+            exit = child.wait(), if status.is_none() => {
+                status = Some(exit?);
+                grace_until = Some(Instant::now() + EXIT_GRACE);
+            }
+            _ = sleep_until(grace_until.unwrap_or(deadline)), if grace_until.is_some() => {
+                tracing::debug!("output still open after the shell exited; killing its group");
+                group.kill();
+                break Ending::Exited(status.expect("grace starts at exit"));
+            }
+            _ = sleep_until(deadline) => break Ending::TimedOut,
+            _ = cancellation.cancelled() => break Ending::Cancelled,
+        }
+    };
+
+    // Whatever ended the run, nothing of the group outlives it. After a
+    // normal exit the leader is already reaped, so in theory its id could
+    // have been reused by a new group; pids cycle through millions of values
+    // first, and leaving background processes running is the worse risk.
+    group.kill();
+    if !matches!(ending, Ending::Exited(_)) {
+        let _ = child.start_kill();
+        let _ = tokio::time::timeout(DRAIN_AFTER_KILL, child.wait()).await;
+        if matches!(ending, Ending::TimedOut) {
+            // The pipes close with the group; keep what was written before.
+            let drain = async {
+                while stdout.is_some() || stderr.is_some() {
+                    tokio::select! {
+                        read = read_some(&mut stdout, &mut out_buf) => match read {
+                            Some(n) => out.push(&out_buf[..n]),
+                            None => stdout = None,
+                        },
+                        read = read_some(&mut stderr, &mut err_buf) => match read {
+                            Some(n) => err.push(&err_buf[..n]),
+                            None => stderr = None,
+                        },
+                    }
+                }
+            };
+            let _ = tokio::time::timeout(DRAIN_AFTER_KILL, drain).await;
+        }
+    }
+    Ok(Finished {
+        ending,
+        stdout: out,
+        stderr: err,
+        elapsed: started.elapsed(),
+    })
+}
+
+/// Reads the next chunk of an open stream: `None` at its end (or on a read
+/// error, which ends it too). A closed stream never resolves, so its
+/// `select!` branch simply stays idle.
+async fn read_some<R: AsyncReadExt + Unpin>(
+    stream: &mut Option<R>,
+    buf: &mut [u8],
+) -> Option<usize> {
+    let Some(reader) = stream.as_mut() else {
+        return std::future::pending().await;
+    };
+    match reader.read(buf).await {
+        Ok(0) | Err(_) => None,
+        Ok(n) => Some(n),
+    }
+}
