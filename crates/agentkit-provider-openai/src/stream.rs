@@ -17,6 +17,7 @@ use agentkit_core::{Delta, FinishReason, MetadataMap, PartId, PartKind, ToolCall
 use agentkit_http::{ProviderError, SseEvent};
 use agentkit_loop::{ModelTurnEvent, ModelTurnResult};
 use serde::Deserialize;
+use serde::de::IgnoredAny;
 use serde_json::Value;
 use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
@@ -31,9 +32,10 @@ struct Chunk<'a> {
     #[serde(borrow)]
     model: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
-    choices: Vec<Choice<'a>>,
+    choices: Choices<'a>,
     usage: Option<WireUsage>,
-    error: Option<Value>,
+    // Only its presence matters; the whole event is reported as the error.
+    error: Option<IgnoredAny>,
 }
 
 #[derive(Deserialize)]
@@ -44,6 +46,49 @@ struct Choice<'a> {
     delta: Option<WireDelta<'a>>,
     #[serde(borrow)]
     finish_reason: Option<Cow<'a, str>>,
+}
+
+/// The choices with index 0, in order. We never ask for `n > 1`, so there
+/// is one, and collecting the array into a `Vec` would cost an allocation
+/// per chunk; other choices are skipped without being kept.
+#[derive(Default)]
+struct Choices<'a> {
+    first: Option<Choice<'a>>,
+    more: Vec<Choice<'a>>,
+}
+
+impl<'a> Choices<'a> {
+    fn into_iter(self) -> impl Iterator<Item = Choice<'a>> {
+        self.first.into_iter().chain(self.more)
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Choices<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit<'a>(std::marker::PhantomData<Choice<'a>>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Visit<'a> {
+            type Value = Choices<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a sequence")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Choices<'a>, A::Error> {
+                let mut choices = Choices::default();
+                while let Some(choice) = seq.next_element::<Choice<'a>>()? {
+                    if choice.index != 0 {
+                    } else if choices.first.is_none() {
+                        choices.first = Some(choice);
+                    } else {
+                        choices.more.push(choice);
+                    }
+                }
+                Ok(choices)
+            }
+        }
+        deserializer.deserialize_seq(Visit(std::marker::PhantomData))
+    }
 }
 
 #[derive(Deserialize)]
@@ -111,6 +156,82 @@ pub(crate) struct ChunkDecoder {
     response_id: Option<String>,
     model: Option<String>,
     finished: bool,
+    head: Head,
+}
+
+/// The members every chunk of a stream repeats before `choices` (`id`,
+/// `object`, `created`, `model`, ...), learnt from one chunk, so that later
+/// chunks which start with the very same bytes skip them. They are most of
+/// a small chunk, and JSON parsing is most of the decoding cost. Skipping
+/// them changes nothing: the id and model are taken from the first chunk
+/// only, and the other members are ignored anyway.
+#[derive(Default)]
+struct Head {
+    /// The learnt bytes, up to and including the comma before `"choices"`;
+    /// empty while none is known.
+    bytes: String,
+    /// `{` followed by the rest of the current chunk.
+    scratch: String,
+    /// How many times a head was learnt; capped, so a stream whose heads
+    /// all differ does not pay for learning on every chunk.
+    learnt: u8,
+}
+
+impl Head {
+    const MAX_LEARNT: u8 = 4;
+
+    /// The chunk's members after the known head, as a JSON object in
+    /// `scratch`, or `None` when the chunk does not start with the head.
+    fn rest_of<'s>(&'s mut self, data: &str) -> Option<&'s str> {
+        if self.bytes.is_empty() {
+            return None;
+        }
+        let rest = data.strip_prefix(self.bytes.as_str())?;
+        self.scratch.clear();
+        self.scratch.push('{');
+        self.scratch.push_str(rest);
+        Some(&self.scratch)
+    }
+
+    /// Learns the head of a chunk that was parsed in full: the members
+    /// before the first `"choices"`, if they hold neither `usage` nor
+    /// `error` (members whose every occurrence matters). Parsing them on
+    /// their own checks that the cut is really between two members, not
+    /// inside a string.
+    fn learn(&mut self, data: &str) {
+        #[derive(Deserialize)]
+        struct Members {
+            #[serde(default, deserialize_with = "present")]
+            usage: bool,
+            #[serde(default, deserialize_with = "present")]
+            error: bool,
+        }
+        fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+            IgnoredAny::deserialize(d).map(|_| true)
+        }
+        if self.learnt >= Self::MAX_LEARNT {
+            return;
+        }
+        self.learnt += 1;
+        self.bytes.clear();
+        let Some(at) = data.find("\"choices\"") else {
+            return;
+        };
+        let head = &data[..at];
+        let Some(members) = head.trim_end().strip_suffix(',') else {
+            return;
+        };
+        self.scratch.clear();
+        self.scratch.push_str(members);
+        self.scratch.push('}');
+        if let Ok(Members {
+            usage: false,
+            error: false,
+        }) = serde_json::from_str(&self.scratch)
+        {
+            self.bytes.push_str(head);
+        }
+    }
 }
 
 impl ChunkDecoder {
@@ -138,12 +259,39 @@ impl ChunkDecoder {
         if data.is_empty() {
             return Ok(());
         }
-        let chunk: Chunk = serde_json::from_str(data).map_err(|err| {
-            ProviderError::protocol(format!(
-                "a stream chunk is not valid JSON ({err}): {}",
-                excerpt(data)
-            ))
-        })?;
+        let mut head = std::mem::take(&mut self.head);
+        let result = self.on_chunk(data, &mut head, out);
+        self.head = head;
+        result
+    }
+
+    fn on_chunk(
+        &mut self,
+        data: &str,
+        head: &mut Head,
+        out: &mut VecDeque<ModelTurnEvent>,
+    ) -> Result<(), ProviderError> {
+        let fast = match head.rest_of(data) {
+            // A rest that repeats the id or model, or that does not parse,
+            // goes through the full parse, which reports it as before.
+            Some(rest) => serde_json::from_str::<Chunk>(rest)
+                .ok()
+                .filter(|chunk| chunk.id.is_none() && chunk.model.is_none()),
+            None => None,
+        };
+        let chunk = match fast {
+            Some(chunk) => chunk,
+            None => {
+                let chunk: Chunk = serde_json::from_str(data).map_err(|err| {
+                    ProviderError::protocol(format!(
+                        "a stream chunk is not valid JSON ({err}): {}",
+                        excerpt(data)
+                    ))
+                })?;
+                head.learn(data);
+                chunk
+            }
+        };
         if chunk.error.is_some() {
             return Err(ProviderError::from_stream_error(data));
         }
@@ -154,7 +302,7 @@ impl ChunkDecoder {
             self.model = chunk.model.map(Cow::into_owned);
         }
         // We never ask for `n > 1`; other choices would be another answer.
-        for choice in chunk.choices.into_iter().filter(|c| c.index == 0) {
+        for choice in chunk.choices.into_iter() {
             if let Some(delta) = choice.delta {
                 self.on_delta(delta, out);
             }
@@ -478,6 +626,67 @@ mod tests {
             };
             assert_eq!(result.finish_reason, expected, "{wire}");
         }
+    }
+
+    fn decode_raw(chunks: &[&str]) -> Result<Vec<ModelTurnEvent>, ProviderError> {
+        let mut decoder = ChunkDecoder::default();
+        let mut out = VecDeque::new();
+        for chunk in chunks {
+            let mut event = SseEvent::default();
+            event.event = "message".into();
+            event.data = (*chunk).into();
+            decoder.on_event(&event, &mut out)?;
+        }
+        decoder.on_end(&mut out)?;
+        Ok(out.into())
+    }
+
+    fn text(events: &[ModelTurnEvent]) -> String {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                ModelTurnEvent::Delta(Delta::AppendText { chunk, .. }) => Some(chunk.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn chunks_repeating_a_head_decode_as_when_parsed_in_full() {
+        let head = r#"{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","#;
+        let content =
+            |t: &str| format!(r#"{head}"choices":[{{"index":0,"delta":{{"content":"{t}"}}}}]}}"#);
+        let events = decode_raw(&[
+            &content("a"),
+            &content("b"),
+            // Another head, where `"choices"` first shows up inside a
+            // string, and a usage member before the choices: parsed in full.
+            r#"{"id":"c2","model":"x\"choices","choices":[{"index":0,"delta":{"content":"c"}}]}"#,
+            r#"{"usage":{"prompt_tokens":1},"choices":[{"index":0,"delta":{"content":"d"}}]}"#,
+            r#"{"usage":{"prompt_tokens":2},"choices":[{"index":0,"delta":{"content":"e"}}]}"#,
+            &content("f"),
+            &format!(r#"{head}"choices":[{{"index":0,"delta":{{}},"finish_reason":"stop"}}]}}"#),
+        ])
+        .unwrap();
+        assert_eq!(text(&events), "abcdef");
+        let usages = events
+            .iter()
+            .filter(|e| matches!(e, ModelTurnEvent::Usage(_)))
+            .count();
+        assert_eq!(usages, 2);
+        let Some(ModelTurnEvent::Finished(result)) = events.last() else {
+            panic!("finished");
+        };
+        assert_eq!(result.metadata["agentkit.response_id"], json!("c1"));
+        assert_eq!(result.metadata["agentkit.model"], json!("m"));
+        // A member repeated after the head is still a duplicate.
+        let err = decode_raw(&[
+            &content("a"),
+            &format!(r#"{head}"choices":[],"model":"n"}}"#),
+        ])
+        .unwrap_err();
+        assert_eq!(err.kind, agentkit_http::ProviderErrorKind::Protocol);
+        assert!(err.to_string().contains("duplicate field"), "{err}");
     }
 
     #[test]
