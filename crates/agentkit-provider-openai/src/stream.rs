@@ -22,14 +22,25 @@ use serde_json::Value;
 use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
 
+/// An optional string, borrowed from the input when it has no escapes.
+/// Serde borrows a `Cow<str>` field marked `borrow`, but not one inside an
+/// `Option`: that one is always copied into a new `String`.
+fn borrowed<'de: 'a, 'a, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Cow<'a, str>>, D::Error> {
+    #[derive(Deserialize)]
+    struct Borrowed<'a>(#[serde(borrow)] Cow<'a, str>);
+    Ok(Option::<Borrowed<'a>>::deserialize(deserializer)?.map(|b| b.0))
+}
+
 // Strings borrow from the event's data where they can: at tens of
 // thousands of chunks per answer, per-chunk allocations of the id and model
 // show up in the decoding cost.
 #[derive(Deserialize)]
 struct Chunk<'a> {
-    #[serde(borrow)]
+    #[serde(default, borrow, deserialize_with = "borrowed")]
     id: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(default, borrow, deserialize_with = "borrowed")]
     model: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     choices: Choices<'a>,
@@ -44,7 +55,7 @@ struct Choice<'a> {
     index: u32,
     #[serde(borrow)]
     delta: Option<WireDelta<'a>>,
-    #[serde(borrow)]
+    #[serde(default, borrow, deserialize_with = "borrowed")]
     finish_reason: Option<Cow<'a, str>>,
 }
 
@@ -93,16 +104,29 @@ impl<'de: 'a, 'a> Deserialize<'de> for Choices<'a> {
 
 #[derive(Deserialize)]
 struct WireDelta<'a> {
-    #[serde(borrow)]
+    #[serde(default, borrow, deserialize_with = "borrowed")]
     content: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(default, borrow, deserialize_with = "borrowed")]
     refusal: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(default, borrow, deserialize_with = "borrowed")]
     reasoning_content: Option<Cow<'a, str>>,
     // A string on most servers; some send structured reasoning here, which
     // is ignored rather than failing the whole chunk.
     reasoning: Option<Value>,
     tool_calls: Option<Vec<WireToolCall>>,
+}
+
+impl<'a> WireDelta<'a> {
+    /// A delta carrying only text.
+    fn text(text: &'a str) -> Self {
+        Self {
+            content: Some(Cow::Borrowed(text)),
+            refusal: None,
+            reasoning_content: None,
+            reasoning: None,
+            tool_calls: None,
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -157,6 +181,93 @@ pub(crate) struct ChunkDecoder {
     model: Option<String>,
     finished: bool,
     head: Head,
+    template: Template,
+}
+
+/// The bytes around the text of a plain text chunk, learnt from one that
+/// was parsed: a chunk with one choice whose delta is nothing but
+/// `content`, written without escapes, and no finish reason, usage or
+/// error. Any chunk made of the same bytes around other text decodes to
+/// that text and nothing else, as long as the text cannot end the string
+/// or change its meaning: no `"`, no `\`, no control character. Such
+/// chunks, the bulk of a long answer, skip JSON parsing altogether.
+#[derive(Default)]
+struct Template {
+    /// Up to and including the opening quote of the text; empty while
+    /// none is known.
+    before: String,
+    /// From the closing quote on.
+    after: String,
+    /// How many times a template was learnt; capped, so a stream whose
+    /// chunks all differ around the text (a per-chunk nonce) stops paying
+    /// for learning.
+    learnt: u8,
+}
+
+impl Template {
+    const MAX_LEARNT: u8 = 8;
+
+    /// The text of a chunk that matches the template.
+    fn text_of<'d>(&self, data: &'d str) -> Option<&'d str> {
+        if self.before.is_empty() {
+            return None;
+        }
+        let text = data
+            .strip_prefix(self.before.as_str())?
+            .strip_suffix(self.after.as_str())?;
+        let plain = !text.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20);
+        plain.then_some(text)
+    }
+
+    /// Learns the template of `data` if its parsed `chunk` is a plain text
+    /// chunk. `chunk` borrows from `source`, which is `data` with its first
+    /// `dropped` bytes left out and `{` put in front, or `data` itself.
+    fn learn(&mut self, data: &str, source: &str, dropped: usize, chunk: &Chunk<'_>) {
+        if self.learnt >= Self::MAX_LEARNT
+            || chunk.usage.is_some()
+            || chunk.error.is_some()
+            || !chunk.choices.more.is_empty()
+        {
+            return;
+        }
+        let Some(Choice {
+            delta: Some(delta),
+            finish_reason: None,
+            ..
+        }) = &chunk.choices.first
+        else {
+            return;
+        };
+        let WireDelta {
+            content: Some(Cow::Borrowed(text)),
+            refusal: None,
+            reasoning_content: None,
+            reasoning: None,
+            tool_calls: None,
+        } = delta
+        else {
+            return;
+        };
+        // A borrowed string is a slice of the source, unescaped: its
+        // address gives its place.
+        let Some(at) = (text.as_ptr() as usize).checked_sub(source.as_ptr() as usize) else {
+            return;
+        };
+        let at = at + dropped;
+        let end = at + text.len();
+        // Checked rather than trusted: a template must be exact.
+        if data.get(at..end) != Some(*text)
+            || !data[..at].ends_with('"')
+            || !data[end..].starts_with('"')
+        {
+            return;
+        }
+        self.learnt += 1;
+        self.before.clear();
+        self.before.push_str(&data[..at]);
+        self.after.clear();
+        self.after.push_str(&data[end..]);
+    }
 }
 
 /// The members every chunk of a stream repeats before `choices` (`id`,
@@ -271,27 +382,34 @@ impl ChunkDecoder {
         head: &mut Head,
         out: &mut VecDeque<ModelTurnEvent>,
     ) -> Result<(), ProviderError> {
-        let fast = match head.rest_of(data) {
+        // The common text chunk, recognised by its bytes alone.
+        if let Some(text) = self.template.text_of(data) {
+            self.on_delta(WireDelta::text(text), out);
+            return Ok(());
+        }
+        // Where the parsed text came from: the chunk itself, or `{` and
+        // the chunk after its head.
+        let head_len = head.bytes.len();
+        let (chunk, source, dropped) = match head.rest_of(data) {
             // A rest that repeats the id or model, or that does not parse,
             // goes through the full parse, which reports it as before.
-            Some(rest) => serde_json::from_str::<Chunk>(rest)
-                .ok()
-                .filter(|chunk| chunk.id.is_none() && chunk.model.is_none()),
-            None => None,
-        };
-        let chunk = match fast {
-            Some(chunk) => chunk,
+            Some(rest) => match serde_json::from_str::<Chunk>(rest) {
+                Ok(chunk) if chunk.id.is_none() && chunk.model.is_none() => {
+                    (chunk, rest, head_len - 1)
+                }
+                _ => {
+                    let chunk = parse_chunk(data)?;
+                    head.learn(data);
+                    (chunk, data, 0)
+                }
+            },
             None => {
-                let chunk: Chunk = serde_json::from_str(data).map_err(|err| {
-                    ProviderError::protocol(format!(
-                        "a stream chunk is not valid JSON ({err}): {}",
-                        excerpt(data)
-                    ))
-                })?;
+                let chunk = parse_chunk(data)?;
                 head.learn(data);
-                chunk
+                (chunk, data, 0)
             }
         };
+        self.template.learn(data, source, dropped, &chunk);
         if chunk.error.is_some() {
             return Err(ProviderError::from_stream_error(data));
         }
@@ -496,6 +614,15 @@ fn tool_call(position: usize, builder: CallBuilder) -> Result<ToolCallPart, Prov
     Ok(ToolCallPart::new(id, builder.name, input))
 }
 
+fn parse_chunk(data: &str) -> Result<Chunk<'_>, ProviderError> {
+    serde_json::from_str(data).map_err(|err| {
+        ProviderError::protocol(format!(
+            "a stream chunk is not valid JSON ({err}): {}",
+            excerpt(data)
+        ))
+    })
+}
+
 fn excerpt(text: &str) -> String {
     let mut end = text.len().min(200);
     while !text.is_char_boundary(end) {
@@ -687,6 +814,37 @@ mod tests {
         .unwrap_err();
         assert_eq!(err.kind, agentkit_http::ProviderErrorKind::Protocol);
         assert!(err.to_string().contains("duplicate field"), "{err}");
+    }
+
+    #[test]
+    fn text_chunks_matching_a_template_decode_as_when_parsed_in_full() {
+        let chunk = |text: &str| {
+            format!(
+                r#"{{"id":"c","model":"m","choices":[{{"index":0,"delta":{{"content":"{text}"}},"finish_reason":null}}]}}"#
+            )
+        };
+        let chunks = [
+            chunk("a"),
+            chunk("b"),
+            chunk("é 🌍"),
+            // Escapes, and text that would close the string early.
+            chunk(r#"q\"q"#),
+            chunk(r#"\u00e9\n"#),
+            chunk(r#"x\"},\"finish_reason\":\"length"#),
+            chunk(""),
+            chunk("c"),
+            r#"{"id":"c","model":"m","choices":[{"index":0,"delta":{"content":"d"},"finish_reason":"stop"}]}"#.to_owned(),
+        ];
+        let chunks: Vec<&str> = chunks.iter().map(String::as_str).collect();
+        let events = decode_raw(&chunks).unwrap();
+        assert_eq!(
+            text(&events),
+            "abé 🌍q\"qé\nx\"},\"finish_reason\":\"lengthcd"
+        );
+        let Some(ModelTurnEvent::Finished(result)) = events.last() else {
+            panic!("finished");
+        };
+        assert_eq!(result.finish_reason, FinishReason::Completed);
     }
 
     #[test]
