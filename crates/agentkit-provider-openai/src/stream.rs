@@ -305,10 +305,14 @@ impl Head {
     }
 
     /// Learns the head of a chunk that was parsed in full: the members
-    /// before the first `"choices"`, if they hold neither `usage` nor
-    /// `error` (members whose every occurrence matters). Parsing them on
-    /// their own checks that the cut is really between two members, not
-    /// inside a string.
+    /// before the first `"choices"`, if they hold no `usage`, `error` or
+    /// `choices` (members whose every occurrence matters; a key may be
+    /// written with escapes). Parsing them on their own checks that the
+    /// cut is really between two members, not inside a string.
+    ///
+    /// One difference remains, for broken chunks only: a rest that repeats
+    /// the head's `id` or `model` as `null` is not reported as a duplicate
+    /// member; one that repeats them with a value is.
     fn learn(&mut self, data: &str) {
         #[derive(Deserialize)]
         struct Members {
@@ -316,6 +320,8 @@ impl Head {
             usage: bool,
             #[serde(default, deserialize_with = "present")]
             error: bool,
+            #[serde(default, deserialize_with = "present")]
+            choices: bool,
         }
         fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
             IgnoredAny::deserialize(d).map(|_| true)
@@ -338,6 +344,7 @@ impl Head {
         if let Ok(Members {
             usage: false,
             error: false,
+            choices: false,
         }) = serde_json::from_str(&self.scratch)
         {
             self.bytes.push_str(head);
