@@ -35,6 +35,7 @@
 //! ```
 
 mod client;
+mod decoded;
 mod error;
 mod retry;
 mod sse;
@@ -42,6 +43,7 @@ mod sse;
 pub mod testing;
 
 pub use client::{HttpClient, HttpConfig, StreamRequest, StreamResponse};
+pub use decoded::{DecodedStream, SseDecoder};
 pub use error::{ProviderError, ProviderErrorKind};
 pub use retry::{RetryNotice, RetryPolicy, parse_retry_after};
 pub use sse::{SseEvent, SseStream};

@@ -10,12 +10,11 @@ use crate::error::model_error;
 use crate::request::request_body;
 use crate::stream::EventDecoder;
 use agentkit_core::TurnCancellation;
-use agentkit_http::{HttpClient, SseStream, StreamRequest};
+use agentkit_http::{DecodedStream, HttpClient, SseStream, StreamRequest};
 use agentkit_loop::{
     ModelAdapter, ModelError, ModelSession, ModelTurn, ModelTurnEvent, PromptCacheRequest,
     SessionConfig, TurnRequest,
 };
-use std::collections::VecDeque;
 use std::sync::Arc;
 
 struct Shared {
@@ -102,30 +101,25 @@ impl ModelSession for AnthropicSession {
             .post_sse(http, cancellation.as_ref())
             .await
             .map_err(model_error)?;
-        let queue = response
-            .retries
-            .iter()
-            .map(|retry| ModelTurnEvent::Warning(format!("anthropic: {retry}")))
-            .collect();
-        let mut turn = AnthropicTurn::from_events(response.events);
-        turn.queue = queue;
-        Ok(turn)
+        let retries = response.retries.iter();
+        let warnings = retries.map(|retry| ModelTurnEvent::Warning(format!("anthropic: {retry}")));
+        Ok(AnthropicTurn {
+            stream: DecodedStream::new(response.events, EventDecoder::default())
+                .with_queued(warnings),
+        })
     }
 }
 
 /// One streaming turn.
 pub struct AnthropicTurn {
-    events: SseStream,
-    decoder: EventDecoder,
-    queue: VecDeque<ModelTurnEvent>,
-    done: bool,
+    stream: DecodedStream<EventDecoder>,
 }
 
 impl std::fmt::Debug for AnthropicTurn {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AnthropicTurn")
-            .field("queued", &self.queue.len())
-            .field("done", &self.done)
+            .field("queued", &self.stream.queued())
+            .field("done", &self.stream.is_done())
             .finish_non_exhaustive()
     }
 }
@@ -135,19 +129,8 @@ impl AnthropicTurn {
     /// response replayed in a test, or bytes fed from memory in a benchmark.
     pub fn from_events(events: SseStream) -> Self {
         Self {
-            events,
-            decoder: EventDecoder::default(),
-            queue: VecDeque::new(),
-            done: false,
+            stream: DecodedStream::new(events, EventDecoder::default()),
         }
-    }
-
-    fn fail(&mut self, error: agentkit_http::ProviderError) -> ModelError {
-        self.done = true;
-        self.queue.clear();
-        self.events.close();
-        tracing::debug!(%error, "Messages API turn failed");
-        model_error(error)
     }
 }
 
@@ -157,31 +140,12 @@ impl ModelTurn for AnthropicTurn {
         &mut self,
         cancellation: Option<TurnCancellation>,
     ) -> Result<Option<ModelTurnEvent>, ModelError> {
-        loop {
-            if let Some(event) = self.queue.pop_front() {
-                return Ok(Some(event));
-            }
-            if self.done {
-                return Ok(None);
-            }
-            match self.events.next_event(cancellation.as_ref()).await {
-                Ok(Some(event)) => {
-                    if let Err(error) = self.decoder.on_event(&event, &mut self.queue) {
-                        return Err(self.fail(error));
-                    }
-                    if self.decoder.is_finished() {
-                        self.done = true;
-                        self.events.close();
-                    }
-                }
-                Ok(None) => {
-                    if let Err(error) = self.decoder.on_end(&mut self.queue) {
-                        return Err(self.fail(error));
-                    }
-                    self.done = true;
-                }
-                Err(error) => return Err(self.fail(error)),
-            }
-        }
+        self.stream
+            .next(cancellation.as_ref())
+            .await
+            .map_err(|error| {
+                tracing::debug!(%error, "Messages API turn failed");
+                model_error(error)
+            })
     }
 }

@@ -97,6 +97,26 @@ fn provider_metadata() -> MetadataMap {
     metadata
 }
 
+impl agentkit_http::SseDecoder for EventDecoder {
+    type Output = ModelTurnEvent;
+
+    fn on_event(
+        &mut self,
+        event: &SseEvent,
+        out: &mut VecDeque<ModelTurnEvent>,
+    ) -> Result<(), ProviderError> {
+        EventDecoder::on_event(self, event, out)
+    }
+
+    fn on_end(&mut self, out: &mut VecDeque<ModelTurnEvent>) -> Result<(), ProviderError> {
+        EventDecoder::on_end(self, out)
+    }
+
+    fn is_finished(&self) -> bool {
+        EventDecoder::is_finished(self)
+    }
+}
+
 impl EventDecoder {
     /// `true` once `Finished` was produced.
     pub(crate) fn is_finished(&self) -> bool {

@@ -352,6 +352,26 @@ impl Head {
     }
 }
 
+impl agentkit_http::SseDecoder for ChunkDecoder {
+    type Output = ModelTurnEvent;
+
+    fn on_event(
+        &mut self,
+        event: &SseEvent,
+        out: &mut VecDeque<ModelTurnEvent>,
+    ) -> Result<(), ProviderError> {
+        ChunkDecoder::on_event(self, event, out)
+    }
+
+    fn on_end(&mut self, out: &mut VecDeque<ModelTurnEvent>) -> Result<(), ProviderError> {
+        ChunkDecoder::on_end(self, out)
+    }
+
+    fn is_finished(&self) -> bool {
+        ChunkDecoder::is_finished(self)
+    }
+}
+
 impl ChunkDecoder {
     /// `true` once `Finished` was produced.
     pub(crate) fn is_finished(&self) -> bool {
