@@ -50,7 +50,9 @@ pub use policy::{CommandPolicy, McpServerPolicy, OutsideRoots, PathPolicy, resol
 pub use schema::{SchemaErrors, SchemaViolation, validate_input};
 pub use source::{CatalogSnapshot, ToolCatalogEvent, ToolRegistry, ToolSource};
 pub use spec::{InvalidToolName, MAX_TOOL_NAME_LEN, ToolAnnotations, ToolSpec, validate_tool_name};
-pub use tool::{Tool, ToolContext, ToolRequest, ToolResources, ToolResult};
+pub use tool::{
+    ProgressSink, Tool, ToolContext, ToolProgress, ToolRequest, ToolResources, ToolResult,
+};
 pub use truncate::{DEFAULT_MAX_OUTPUT_BYTES, truncate_output, truncate_text};
 
 // The README's example is compiled with the doc-tests.

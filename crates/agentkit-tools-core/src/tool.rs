@@ -52,6 +52,75 @@ pub struct ToolContext {
     pub cancellation: TurnCancellation,
     /// Shared resources, see [`ToolResources`].
     pub resources: Arc<dyn ToolResources>,
+    /// Where a long-running tool reports how far it got; the loop turns each
+    /// report into a progress event for the host's observers.
+    pub progress: ProgressSink,
+}
+
+/// One progress report of a running tool.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct ToolProgress {
+    /// A short human-readable line ("cloned 3 of 7 repositories").
+    pub message: String,
+    /// How much is done, from 0.0 to 1.0, when the tool knows.
+    pub fraction: Option<f32>,
+}
+
+impl ToolProgress {
+    /// A report with a message and no fraction.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            fraction: None,
+        }
+    }
+
+    /// The same report with a completed fraction, clamped to `0.0..=1.0`.
+    pub fn with_fraction(mut self, fraction: f32) -> Self {
+        self.fraction = Some(if fraction.is_nan() {
+            0.0
+        } else {
+            fraction.clamp(0.0, 1.0)
+        });
+        self
+    }
+}
+
+/// Receives a tool's [`ToolProgress`] reports. Cheap to clone; the default
+/// drops every report.
+#[derive(Clone, Default)]
+pub struct ProgressSink {
+    inner: Option<Arc<dyn Fn(ToolProgress) + Send + Sync>>,
+}
+
+impl ProgressSink {
+    /// A sink that calls `f` for every report (it must not block).
+    pub fn new(f: impl Fn(ToolProgress) + Send + Sync + 'static) -> Self {
+        Self {
+            inner: Some(Arc::new(f)),
+        }
+    }
+
+    /// A sink that drops every report.
+    pub fn none() -> Self {
+        Self::default()
+    }
+
+    /// Sends one report.
+    pub fn report(&self, progress: ToolProgress) {
+        if let Some(f) = &self.inner {
+            f(progress);
+        }
+    }
+}
+
+impl std::fmt::Debug for ProgressSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProgressSink")
+            .field("connected", &self.inner.is_some())
+            .finish()
+    }
 }
 
 impl ToolContext {
@@ -63,7 +132,61 @@ impl ToolContext {
             turn_id: TurnId::new("detached"),
             cancellation: TurnCancellation::never(),
             resources: Arc::new(()),
+            progress: ProgressSink::none(),
         }
+    }
+
+    /// A context for one call outside a loop, to be refined with the
+    /// `with_*` methods.
+    ///
+    /// ```
+    /// use agentkit_core::TurnCancellation;
+    /// use agentkit_tools_core::ToolContext;
+    ///
+    /// let cancellation = TurnCancellation::never();
+    /// let ctx = ToolContext::new("call-1").with_cancellation(cancellation);
+    /// assert_eq!(ctx.call_id.as_str(), "call-1");
+    /// ```
+    pub fn new(call_id: impl Into<ToolCallId>) -> Self {
+        Self {
+            call_id: call_id.into(),
+            ..Self::detached()
+        }
+    }
+
+    /// The same context with another cancellation.
+    pub fn with_cancellation(mut self, cancellation: TurnCancellation) -> Self {
+        self.cancellation = cancellation;
+        self
+    }
+
+    /// The same context in another session.
+    pub fn with_session(mut self, session_id: impl Into<SessionId>) -> Self {
+        self.session_id = session_id.into();
+        self
+    }
+
+    /// The same context in another turn.
+    pub fn with_turn(mut self, turn_id: impl Into<TurnId>) -> Self {
+        self.turn_id = turn_id.into();
+        self
+    }
+
+    /// The same context with shared resources.
+    pub fn with_resources(mut self, resources: Arc<dyn ToolResources>) -> Self {
+        self.resources = resources;
+        self
+    }
+
+    /// The same context with a progress sink.
+    pub fn with_progress(mut self, progress: ProgressSink) -> Self {
+        self.progress = progress;
+        self
+    }
+
+    /// Reports progress of the running call (see [`ToolProgress`]).
+    pub fn report_progress(&self, progress: ToolProgress) {
+        self.progress.report(progress);
     }
 
     /// The shared resources, if they are a `T`.

@@ -122,6 +122,7 @@ impl<S: ModelSession> LoopDriver<S> {
                     .and_then(|t| t.cancellation.clone())
                     .unwrap_or_else(agentkit_core::TurnCancellation::never),
                 resources: shared.resources.clone(),
+                progress: agentkit_tools_core::ProgressSink::none(),
             },
             executor: shared.executor.clone(),
         }
