@@ -4,11 +4,11 @@
 //! Observers are called inline, in registration order, and cannot change
 //! what the loop does. Keep them fast; put slow work behind a channel.
 
-use crate::{MutationPoint, SoftInterruptPoint, TurnResult};
+use crate::{InjectedMessage, MutationPoint, SoftInterruptPoint, TurnResult};
 use agentkit_core::{
     Delta, Item, SessionId, ToolCallId, ToolCallPart, ToolResultPart, TurnId, Usage,
 };
-use agentkit_tools_core::{ApprovalRequest, ToolCatalogEvent};
+use agentkit_tools_core::{ApprovalRequest, ToolCatalogEvent, ToolProgress};
 use serde::{Deserialize, Serialize};
 
 /// Something that happened in the loop.
@@ -42,6 +42,23 @@ pub enum AgentEvent {
     ToolCallRequested {
         /// The call.
         call: ToolCallPart,
+    },
+    /// A call really started executing (after its approval, when the task
+    /// manager took it).
+    ToolStarted {
+        /// The call.
+        call_id: ToolCallId,
+        /// The tool's name.
+        tool_name: String,
+    },
+    /// A running tool reported progress through
+    /// [`ToolContext::report_progress`](agentkit_tools_core::ToolContext::report_progress).
+    /// Sent from the tool's task, possibly while `next()` is not polled.
+    ToolProgress {
+        /// The call.
+        call_id: ToolCallId,
+        /// The report.
+        progress: ToolProgress,
     },
     /// A tool result landed in the transcript (real, denied, skipped or
     /// cancelled).
@@ -95,6 +112,9 @@ pub enum AgentEvent {
         item: Item,
         /// How many tool calls were skipped for an urgent message.
         skipped_tools: usize,
+        /// The messages merged into the item, with their delivery modes.
+        #[serde(default)]
+        messages: Vec<InjectedMessage>,
     },
     /// A non-fatal problem (a tool failed, a provider request was retried).
     Warning {

@@ -32,14 +32,13 @@ async fn start(model: &ScriptedModel, input: &str) -> Driver {
 
 /// Runs to `Finished`, passing through cooperative pauses; panics on approvals.
 async fn run_to_finish(driver: &mut Driver) -> (agentkit_loop::TurnResult, usize) {
-    let mut pauses = 0;
-    loop {
-        match driver.next().await.unwrap() {
-            LoopStep::Finished(result) => return (result, pauses),
-            LoopStep::Interrupt(LoopInterrupt::AfterToolResult(_)) => pauses += 1,
-            other => panic!("unexpected step {other:?}"),
-        }
-    }
+    let run = agentkit_testkit::run_to_finish(
+        driver,
+        agentkit_testkit::Approvals::decide(|p| panic!("unexpected approval {p:?}")),
+    )
+    .await
+    .unwrap();
+    (run.result, run.pauses)
 }
 
 fn transcript(driver: &Driver) -> Vec<Item> {
