@@ -822,3 +822,139 @@ fn assistant_item(
     item.metadata = metadata;
     Some(item)
 }
+
+/// The core alone: no runtime, no clock, no model, no tools. Each test
+/// feeds events in the order it wants, so every interleaving is exact.
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn core(parallel: usize) -> DriverCore {
+        let settings = CoreSettings {
+            max_model_calls: 5,
+            parallel,
+            has_mutators: false,
+            observe_events: true,
+            observe_items: false,
+        };
+        let mut core = DriverCore::new(SessionId::new("s"), settings, None, None);
+        core.pending_input.push(Item::user("go"));
+        core
+    }
+
+    fn call(id: &str) -> ToolCallPart {
+        ToolCallPart::new(id, "t", serde_json::json!({}))
+    }
+
+    /// Polls to the model call and answers it with `calls`.
+    fn answer_with(core: &mut DriverCore, calls: Vec<ToolCallPart>) {
+        assert!(matches!(core.poll(), Action::CallModel(_)));
+        let answer = ModelAnswer {
+            parts: Vec::new(),
+            calls,
+            finish_reason: FinishReason::ToolCall,
+            metadata: MetadataMap::new(),
+            usage: Usage::default(),
+        };
+        core.on_model_answer(answer, &mut |_| CallState::Queued);
+    }
+
+    fn results(core: &DriverCore) -> Vec<(String, Option<String>)> {
+        core.log.with(|items| {
+            items
+                .iter()
+                .flat_map(|i| i.parts.iter())
+                .filter_map(Part::as_tool_result)
+                .map(|r| {
+                    let kind = r.metadata.get("agentkit.error_kind");
+                    (
+                        r.call_id.to_string(),
+                        kind.and_then(|k| k.as_str()).map(str::to_owned),
+                    )
+                })
+                .collect()
+        })
+    }
+
+    #[test]
+    fn an_urgent_message_keeps_a_finished_later_call() {
+        let mut core = core(4);
+        answer_with(&mut core, vec![call("a"), call("b"), call("c")]);
+        let Action::StartTools(started) = core.poll() else {
+            panic!()
+        };
+        assert_eq!(started.len(), 3);
+        assert!(matches!(core.poll(), Action::AwaitTools));
+        // b finishes first; it waits for a.
+        core.on_tool_done(1, &"b".into(), Ok(ToolResult::new("b done")));
+        assert!(matches!(core.poll(), Action::AwaitTools));
+        assert!(results(&core).is_empty(), "b waits for a");
+        core.soft.push_urgent(Item::user("stop"));
+        let Action::Yield(LoopStep::Interrupt(LoopInterrupt::AfterToolResult(_))) = core.poll()
+        else {
+            panic!()
+        };
+        assert_eq!(
+            results(&core),
+            [
+                ("a".into(), Some("skipped".into())),
+                ("b".into(), None),
+                ("c".into(), Some("skipped".into())),
+            ]
+        );
+        // A late completion of a skipped call is ignored.
+        core.on_tool_done(0, &"a".into(), Ok(ToolResult::new("late")));
+        assert_eq!(results(&core).len(), 3);
+    }
+
+    #[test]
+    fn lost_calls_are_answered_as_interrupted_in_order() {
+        let mut core = core(2);
+        answer_with(&mut core, vec![call("a"), call("b"), call("c")]);
+        let Action::StartTools(started) = core.poll() else {
+            panic!()
+        };
+        assert_eq!(started.len(), 2, "bounded by the parallelism");
+        core.on_tool_done(1, &"b".into(), Ok(ToolResult::new("b done")));
+        core.on_calls_lost();
+        // a is answered as interrupted, b keeps its result, c still runs.
+        let Action::StartTools(next) = core.poll() else {
+            panic!()
+        };
+        assert_eq!(next.iter().map(|s| s.index).collect::<Vec<_>>(), [2]);
+        assert_eq!(
+            results(&core),
+            [("a".into(), Some("interrupted".into())), ("b".into(), None)]
+        );
+    }
+
+    #[test]
+    fn the_step_limit_ends_the_turn() {
+        let mut core = core(1);
+        for round in 0..5 {
+            answer_with(&mut core, vec![call(&format!("c{round}"))]);
+            let Action::StartTools(_) = core.poll() else {
+                panic!()
+            };
+            core.on_tool_done(
+                0,
+                &format!("c{round}").as_str().into(),
+                Ok(ToolResult::new("x")),
+            );
+            assert!(matches!(core.poll(), Action::Yield(_)));
+        }
+        let Action::Yield(LoopStep::Finished(result)) = core.poll() else {
+            panic!()
+        };
+        assert_eq!(result.finish_reason, FinishReason::StepLimit);
+        core.log.with(agentkit_core::validate_transcript).unwrap();
+    }
+
+    #[test]
+    fn repeated_ids_get_fresh_ones() {
+        let mut core = core(1);
+        answer_with(&mut core, vec![call("x"), call("x"), call("x_2")]);
+        let ids: Vec<String> = core.round.iter().map(|c| c.call.id.to_string()).collect();
+        assert_eq!(ids, ["x", "x_2", "x_2_2"]);
+    }
+}
