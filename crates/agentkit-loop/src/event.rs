@@ -4,7 +4,7 @@
 //! Observers are called inline, in registration order, and cannot change
 //! what the loop does. Keep them fast; put slow work behind a channel.
 
-use crate::{InjectedMessage, MutationPoint, SoftInterruptPoint, TurnResult};
+use crate::{CompactionReport, InjectedMessage, MutationPoint, SoftInterruptPoint, TurnResult};
 use agentkit_core::{
     Delta, Item, SessionId, ToolCallId, ToolCallPart, ToolResultPart, TurnId, Usage,
 };
@@ -99,6 +99,19 @@ pub enum AgentEvent {
         /// `true` if it rewrote the transcript.
         dirty: bool,
     },
+    /// A compactor shrank the transcript.
+    CompactionApplied {
+        /// Where.
+        point: MutationPoint,
+        /// The mutator's name.
+        mutator: String,
+        /// Items before.
+        items_before: usize,
+        /// Items after.
+        items_after: usize,
+        /// What the compactor reported (strategy, tokens before and after).
+        report: CompactionReport,
+    },
     /// Token usage was reported.
     UsageUpdated {
         /// The usage of the current model call.
@@ -143,4 +156,13 @@ pub trait LoopObserver: Send + Sync {
 pub trait TranscriptObserver: Send + Sync {
     /// Called after `item` was appended at `index`.
     fn on_item_appended(&self, index: usize, item: &Item);
+
+    /// Called after a mutator (compaction, redaction) rewrote history:
+    /// `items` is the whole new transcript (later indices of
+    /// `on_item_appended` count in it) and `archived` the original items it
+    /// no longer holds, so a store can keep them as archived rather than
+    /// lose them. The default does nothing.
+    fn on_transcript_rewritten(&self, items: &[Item], archived: &[Item]) {
+        let _ = (items, archived);
+    }
 }

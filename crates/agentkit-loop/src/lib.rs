@@ -28,7 +28,9 @@ pub use event::{AgentEvent, LoopObserver, TranscriptObserver};
 pub use interrupt::{
     InputRequest, LoopInterrupt, LoopStep, PendingApproval, ToolRoundInfo, TurnResult,
 };
-pub use mutator::{LoopMutator, MutationContext, MutationPoint};
+pub use mutator::{
+    CompactionReport, LastCallUsage, LoopMutator, MutationContext, MutationPoint, Rewrite,
+};
 pub use snapshot::{
     LoopSnapshot, SNAPSHOT_VERSION, SnapshotCall, SnapshotCallState, SnapshotPhase, SnapshotTurn,
     arguments_hash,

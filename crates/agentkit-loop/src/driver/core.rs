@@ -17,9 +17,9 @@ use super::state::{ActiveTurn, CallState, Phase, RoundCall};
 use crate::soft::InjectedMessage;
 use crate::transcript::TranscriptLog;
 use crate::{
-    AgentEvent, InputRequest, InvalidStateReason, LoopInterrupt, LoopStep, MutationPoint,
-    PendingApproval, PromptCacheRequest, SoftInterruptHandle, SoftInterruptPoint, ToolRoundInfo,
-    TurnResult,
+    AgentEvent, InputRequest, InvalidStateReason, LastCallUsage, LoopInterrupt, LoopStep,
+    ModelErrorKind, MutationContext, MutationPoint, PendingApproval, PromptCacheRequest,
+    SoftInterruptHandle, SoftInterruptPoint, ToolRoundInfo, TurnResult,
 };
 use agentkit_core::{
     CancellationHandle, FinishReason, Item, ItemId, ItemKind, MetadataMap, Part, SessionId,
@@ -92,6 +92,20 @@ pub(crate) enum Note {
     Event(AgentEvent),
     /// The item at this index of the transcript was appended.
     Appended(usize),
+    /// A mutator rewrote the transcript; these items are no longer in it.
+    Rewritten(Vec<Item>),
+}
+
+/// What to do after a failed model call.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum AfterFailure {
+    /// Return the error; `next()` retries when called again.
+    Report,
+    /// The request was too long: compaction runs in forced mode and the
+    /// call is retried at once.
+    CompactAndRetry,
+    /// Too long even after a forced compaction: the turn was abandoned.
+    Abandoned,
 }
 
 /// Settings the core needs from the agent.
@@ -126,6 +140,14 @@ pub(crate) struct DriverCore {
     /// Every tool-call id of the transcript, built when first needed.
     call_ids: Option<HashSet<ToolCallId>>,
     outbox: VecDeque<Note>,
+    /// The `BeforeModelCall` mutators ran for the coming call.
+    premutated: bool,
+    /// The coming `BeforeModelCall` mutation is forced (context overflow).
+    forced_compaction: bool,
+    /// The automatic retry after a context-length error was used.
+    context_retry_used: bool,
+    /// The provider's usage of the last model call.
+    pub(crate) last_call: Option<LastCallUsage>,
 }
 
 impl DriverCore {
@@ -153,7 +175,18 @@ impl DriverCore {
             settings,
             call_ids: None,
             outbox: VecDeque::new(),
+            premutated: false,
+            forced_compaction: false,
+            context_retry_used: false,
+            last_call: None,
         }
+    }
+
+    /// What the mutators at `point` are told.
+    pub(crate) fn mutation_context(&self, point: MutationPoint) -> MutationContext {
+        MutationContext::new(self.session_id.clone(), point)
+            .with_forced(point == MutationPoint::BeforeModelCall && self.forced_compaction)
+            .with_last_call(self.last_call.clone())
     }
 
     /// Observer notes queued since the last call.
@@ -223,6 +256,11 @@ impl DriverCore {
                             self.settings.max_model_calls.into(),
                         );
                         self.end_turn(FinishReason::StepLimit, metadata);
+                        continue;
+                    }
+                    self.merge_pending_input();
+                    if self.settings.has_mutators && !self.premutated {
+                        self.mutation_due = Some(MutationPoint::BeforeModelCall);
                         continue;
                     }
                     return Action::CallModel(self.begin_model_call());
@@ -296,11 +334,12 @@ impl DriverCore {
                 .map(CancellationHandle::checkpoint),
             model_calls: 0,
         });
+        self.context_retry_used = false;
         self.phase = Phase::ModelCallDue;
     }
 
     fn begin_model_call(&mut self) -> ModelCall {
-        self.merge_pending_input();
+        self.premutated = false;
         let turn_id = TurnId::new(format!("turn-{}", self.next_turn_index));
         self.next_turn_index += 1;
         if let Some(turn) = self.turn.as_mut() {
@@ -478,7 +517,9 @@ impl DriverCore {
         if let Some(turn) = self.turn.as_mut() {
             turn.usage.accumulate(&usage);
         }
+        self.context_retry_used = false;
         let calls = self.unique_call_ids(calls);
+        let reported = usage.tokens.input_tokens + usage.tokens.output_tokens > 0;
         metadata.insert(
             "agentkit.finish_reason".into(),
             serde_json::to_value(&finish_reason).unwrap_or_default(),
@@ -486,6 +527,10 @@ impl DriverCore {
         if let Some(item) = assistant_item(parts, calls.clone(), metadata) {
             self.append(item, true);
         }
+        self.last_call = reported.then(|| LastCallUsage {
+            usage,
+            transcript_len: self.log.len(),
+        });
         if !calls.is_empty() {
             self.round = calls
                 .into_iter()
@@ -529,9 +574,29 @@ impl DriverCore {
     }
 
     /// The model call failed; the phase stays `ModelCallDue` so `next()`
-    /// retries, with the same one-off cache request.
-    pub(crate) fn on_model_failed(&mut self, one_off_cache: Option<PromptCacheRequest>) {
+    /// retries, with the same one-off cache request. A request too long for
+    /// the context window is retried once, at once, after the mutators ran
+    /// in forced mode; if it is still too long the turn is abandoned.
+    pub(crate) fn on_model_failed(
+        &mut self,
+        one_off_cache: Option<PromptCacheRequest>,
+        kind: Option<ModelErrorKind>,
+    ) -> AfterFailure {
         self.next_turn_cache = one_off_cache;
+        if kind != Some(ModelErrorKind::ContextLengthExceeded) || !self.settings.has_mutators {
+            return AfterFailure::Report;
+        }
+        if !self.context_retry_used {
+            self.context_retry_used = true;
+            self.forced_compaction = true;
+            self.premutated = false;
+            return AfterFailure::CompactAndRetry;
+        }
+        self.context_retry_used = false;
+        let _ = self.abandon_turn(
+            "the request exceeds the model's context window even after compaction".into(),
+        );
+        AfterFailure::Abandoned
     }
 
     /// A call finished.
@@ -576,14 +641,43 @@ impl DriverCore {
 
     /// The mutators of the owed point all ran.
     pub(crate) fn mutators_done(&mut self) {
+        if self.mutation_due == Some(MutationPoint::BeforeModelCall) {
+            self.premutated = true;
+            self.forced_compaction = false;
+        }
         self.mutation_due = None;
     }
 
-    /// A mutator rewrote the (already validated) transcript.
+    /// A mutator rewrote the (already validated) transcript. Items of the
+    /// old transcript that the new one no longer holds are reported to
+    /// transcript observers as archived.
     pub(crate) fn replace_transcript(&mut self, items: Vec<Item>) {
-        let items = items.into_iter().map(|item| self.with_id(item)).collect();
-        self.log.replace(items);
+        let items: Vec<Item> = items.into_iter().map(|item| self.with_id(item)).collect();
+        if self.settings.observe_items {
+            // An item is archived when the new transcript no longer holds it
+            // unchanged (removed, or rewritten in place like an elided output).
+            let kept: std::collections::HashMap<&ItemId, &Item> = items
+                .iter()
+                .filter_map(|i| i.id.as_ref().map(|id| (id, i)))
+                .collect();
+            let archived: Vec<Item> = self.log.with(|old| {
+                old.iter()
+                    .filter(|i| {
+                        i.id.as_ref()
+                            .and_then(|id| kept.get(id))
+                            .is_none_or(|new| *new != *i)
+                    })
+                    .cloned()
+                    .collect()
+            });
+            self.log.replace(items);
+            self.outbox.push_back(Note::Rewritten(archived));
+        } else {
+            self.log.replace(items);
+        }
         self.call_ids = None;
+        // The provider's measurement was of the old transcript.
+        self.last_call = None;
     }
 
     // ----- host requests ---------------------------------------------------

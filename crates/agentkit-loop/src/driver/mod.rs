@@ -17,8 +17,8 @@ pub(crate) use resume::check_snapshot;
 
 use crate::error::panic_message;
 use crate::{
-    AgentEvent, LoopError, LoopStep, ModelSession, MutationContext, MutationPoint, MutatorError,
-    PromptCacheRequest, SoftInterruptHandle, TurnResult,
+    AgentEvent, LoopError, LoopStep, ModelSession, MutationPoint, MutatorError, PromptCacheRequest,
+    SoftInterruptHandle, TurnResult,
 };
 use agentkit_core::{Item, SessionId, ToolCallId, validate_transcript};
 use agentkit_tools_core::{ApprovalDecision, ResolvedCatalog, ToolError, ToolResult};
@@ -271,6 +271,16 @@ impl<S: ModelSession> LoopDriver<S> {
         while let Some(note) = self.core.take_note() {
             match note {
                 Note::Event(event) => notify(self.config.as_ref(), event),
+                Note::Rewritten(archived) => {
+                    let observers = self.config.shared().transcript_observers;
+                    self.core.log.with(|items| {
+                        for observer in observers {
+                            guard("transcript observer", || {
+                                observer.on_transcript_rewritten(items, &archived)
+                            });
+                        }
+                    });
+                }
                 Note::Appended(index) => {
                     let observers = self.config.shared().transcript_observers;
                     self.core.log.with(|items| {
@@ -299,12 +309,10 @@ impl<S: ModelSession> LoopDriver<S> {
                 mutator: started,
             });
             self.dispatch();
-            let ctx = MutationContext {
-                session_id: self.core.session_id.clone(),
-                point,
-            };
+            let ctx = self.core.mutation_context(point);
             let view = self.core.log.view();
-            let outcome = AssertUnwindSafe(mutator.mutate(&ctx, view))
+            let items_before = view.len();
+            let outcome = AssertUnwindSafe(mutator.rewrite(&ctx, view))
                 .catch_unwind()
                 .await;
             let fail = |error| LoopError::Mutator {
@@ -319,10 +327,21 @@ impl<S: ModelSession> LoopDriver<S> {
                 }
             };
             let dirty = rewritten.is_some();
-            if let Some(items) = rewritten {
-                validate_transcript(&items)
+            if let Some(rewrite) = rewritten {
+                validate_transcript(&rewrite.items)
                     .map_err(|err| fail(MutatorError::InvalidTranscript(err)))?;
-                self.core.replace_transcript(items);
+                let items_after = rewrite.items.len();
+                self.core.replace_transcript(rewrite.items);
+                if let Some(report) = rewrite.compaction {
+                    let mutator = name.clone();
+                    self.core.emit(|| AgentEvent::CompactionApplied {
+                        point,
+                        mutator,
+                        items_before,
+                        items_after,
+                        report,
+                    });
+                }
             }
             self.core.emit(|| AgentEvent::MutationFinished {
                 point,

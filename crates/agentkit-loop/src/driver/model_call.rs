@@ -4,7 +4,7 @@
 //! a failed or dropped call leaves the transcript as it was and the phase at
 //! `ModelCallDue`: calling `next()` again simply retries.
 
-use super::core::{ModelAnswer, ModelCall, tool_error_result};
+use super::core::{AfterFailure, ModelAnswer, ModelCall, tool_error_result};
 use super::state::CallState;
 use super::{LoopDriver, notify};
 use crate::error::panic_message;
@@ -39,7 +39,7 @@ impl<S: ModelSession> LoopDriver<S> {
         let catalog = match self.catalog() {
             Ok(catalog) => catalog,
             Err(err) => {
-                self.core.on_model_failed(call.one_off_cache);
+                self.core.on_model_failed(call.one_off_cache, None);
                 return Err(err);
             }
         };
@@ -82,9 +82,22 @@ impl<S: ModelSession> LoopDriver<S> {
         let (outcome, usage) = match streamed {
             Ok(streamed) => streamed,
             Err(err) => {
+                let kind = match &err {
+                    LoopError::Model(model) => Some(model.kind),
+                    _ => None,
+                };
                 // The retry should use the same one-off cache request.
-                self.core.on_model_failed(call.one_off_cache);
-                return Err(err);
+                let after = self.core.on_model_failed(call.one_off_cache, kind);
+                self.dispatch();
+                return match after {
+                    AfterFailure::CompactAndRetry => {
+                        let message = format!("{err}; compacting and retrying once");
+                        self.core.emit(|| AgentEvent::Warning { message });
+                        self.dispatch();
+                        Ok(())
+                    }
+                    AfterFailure::Report | AfterFailure::Abandoned => Err(err),
+                };
             }
         };
         span.record("gen_ai.usage.input_tokens", usage.tokens.input_tokens);
