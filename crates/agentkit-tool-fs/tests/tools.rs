@@ -151,6 +151,54 @@ async fn read_refuses_binary_files_and_directories() {
 }
 
 #[tokio::test]
+async fn typed_arguments_name_the_field_even_without_the_executor() {
+    // Called directly, skipping the schema check, the typed arguments still
+    // refuse bad input and say which field is wrong.
+    let dir = tempfile::tempdir().unwrap();
+    let tools = fs_tools(FsToolsConfig::new(dir.path())).snapshot();
+    let read = tools
+        .tools
+        .iter()
+        .find(|t| t.spec().name == "fs_read_file")
+        .unwrap();
+    let cases = [
+        (json!({ "path": 3 }), "`path`: invalid type"),
+        (
+            json!({ "path": "a", "offset": -1 }),
+            "`offset`: invalid value",
+        ),
+        (json!({ "path": "a", "bogus": 1 }), "`bogus`: unknown field"),
+        (json!({}), "missing field `path`"),
+    ];
+    for (input, expected) in cases {
+        let err = read
+            .invoke(
+                ToolRequest::new("c", "fs_read_file", input.clone()),
+                ToolContext::detached(),
+            )
+            .await
+            .unwrap_err();
+        match &err {
+            ToolError::InvalidInput(message) => {
+                assert!(message.contains(expected), "{input}: {message}")
+            }
+            other => panic!("{input}: {other:?}"),
+        }
+    }
+    // The generated schema is what the model sees: described, bounded, closed.
+    let schema = &read.spec().input_schema;
+    assert_eq!(
+        schema["properties"]["path"]["description"],
+        "The file, absolute or relative to the workspace root."
+    );
+    assert_eq!(
+        schema["properties"]["limit"]["maximum"],
+        FsToolsConfig::DEFAULT_MAX_READ_LINES
+    );
+    assert_eq!(schema["required"], json!(["path"]));
+}
+
+#[tokio::test]
 async fn schema_rejects_bad_input_before_the_tool_runs() {
     let ws = Workspace::new();
     let err = ws
