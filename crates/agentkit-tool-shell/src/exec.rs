@@ -13,7 +13,7 @@ use crate::ShellConfig;
 use crate::run::{Ending, Finished, run};
 use agentkit_tools_core::{
     PermissionRequest, ShellCommand, Tool, ToolAnnotations, ToolContext, ToolError, ToolRequest,
-    ToolResult, ToolSpec, TypedTool, resolve_path,
+    ToolResult, ToolSpec, TypedTool, policy::shell_requests, resolve_path,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -71,11 +71,13 @@ impl ShellExecTool {
         .with_requests(move |input: &Input| {
             validate(input)?;
             let cwd = working_dir(&config, input)?;
-            Ok(vec![PermissionRequest::shell(ShellCommand {
+            // The command, then a filesystem request per file a redirection
+            // reads or writes, for the PathPolicy to judge.
+            Ok(shell_requests(ShellCommand {
                 command_line: input.command.clone(),
                 cwd: Some(cwd),
                 env_keys: input.env.keys().cloned().collect(),
-            })])
+            }))
         })
         .map_schema(|mut schema| {
             if let Some(timeout) = schema.pointer_mut("/properties/timeout_secs")
