@@ -5,7 +5,8 @@
 
 use super::{FsArgs, delegate_to_typed, on_path, typed_tool};
 use crate::FsToolsConfig;
-use crate::paths::{display, io_failure, resolve};
+use crate::beneath;
+use crate::paths::{display, io_failure, resolve_contained};
 use agentkit_tools_core::{
     FileSystemOperation, PermissionRequest, ToolAnnotations, ToolContext, ToolError, ToolResult,
     TypedTool,
@@ -60,21 +61,22 @@ async fn run(
     input: Input,
     _ctx: ToolContext,
 ) -> Result<ToolResult, ToolError> {
-    let path = resolve(&config, &input.path)?;
+    let path = resolve_contained(&config, &input.path)?;
     let shown = display(&config, &path);
-    match tokio::fs::metadata(&path).await {
-        Ok(meta) if meta.is_dir() => {
-            return Ok(ToolResult::new(format!("{shown} already exists")));
-        }
-        Ok(_) => {
-            return Err(ToolError::ExecutionFailed(format!(
-                "cannot create directory {shown}: a file of that name exists"
-            )));
-        }
-        Err(_) => {}
+    if tokio::fs::symlink_metadata(&path)
+        .await
+        .is_ok_and(|meta| !meta.is_dir())
+    {
+        return Err(ToolError::ExecutionFailed(format!(
+            "cannot create directory {shown}: a file of that name exists"
+        )));
     }
-    tokio::fs::create_dir_all(&path)
+    let root = config.root().to_path_buf();
+    let existed = super::blocking(move || beneath::create_dir_all(&root, &path))
         .await
         .map_err(|err| io_failure("create directory", &shown, &err))?;
+    if existed {
+        return Ok(ToolResult::new(format!("{shown} already exists")));
+    }
     Ok(ToolResult::new(format!("created directory {shown}")))
 }

@@ -8,7 +8,8 @@
 
 use super::{FsArgs, delegate_to_typed, typed_tool};
 use crate::FsToolsConfig;
-use crate::paths::{display, io_failure, resolve_keep_last};
+use crate::beneath::{self, Removed};
+use crate::paths::{display, io_failure, resolve_keep_last, resolve_keep_last_contained};
 use agentkit_tools_core::{
     FileSystemOperation, PermissionRequest, ToolAnnotations, ToolContext, ToolError, ToolResult,
     TypedTool,
@@ -69,7 +70,7 @@ async fn run(
     input: Input,
     ctx: ToolContext,
 ) -> Result<ToolResult, ToolError> {
-    let path = resolve_keep_last(&config, &input.path)?;
+    let path = resolve_keep_last_contained(&config, &input.path)?;
     let shown = display(&config, &path);
     if config.root().starts_with(&path) {
         return Err(ToolError::ExecutionFailed(format!(
@@ -77,25 +78,14 @@ async fn run(
         )));
     }
     super::check_cancelled(&ctx)?;
-    let meta = tokio::fs::symlink_metadata(&path)
-        .await
-        .map_err(|err| io_failure("delete", &shown, &err))?;
-    if !meta.is_dir() {
-        tokio::fs::remove_file(&path)
-            .await
-            .map_err(|err| io_failure("delete", &shown, &err))?;
-        return Ok(ToolResult::new(format!("deleted {shown}")));
-    }
-    if input.recursive {
-        tokio::fs::remove_dir_all(&path)
-            .await
-            .map_err(|err| io_failure("delete", &shown, &err))?;
-        return Ok(ToolResult::new(format!(
+    let root = config.root().to_path_buf();
+    let recursive = input.recursive;
+    match super::blocking(move || beneath::remove(&root, &path, recursive)).await {
+        Ok(Removed::File) => Ok(ToolResult::new(format!("deleted {shown}"))),
+        Ok(Removed::EmptyDir) => Ok(ToolResult::new(format!("deleted directory {shown}"))),
+        Ok(Removed::Tree) => Ok(ToolResult::new(format!(
             "deleted directory {shown} with its contents"
-        )));
-    }
-    match tokio::fs::remove_dir(&path).await {
-        Ok(()) => Ok(ToolResult::new(format!("deleted directory {shown}"))),
+        ))),
         Err(err) if err.kind() == io::ErrorKind::DirectoryNotEmpty => {
             Err(ToolError::ExecutionFailed(format!(
                 "cannot delete {shown}: the directory is not empty; set `recursive` to delete \

@@ -11,7 +11,7 @@ use super::{
 };
 use crate::FsToolsConfig;
 use crate::input::dot;
-use crate::paths::{display, io_failure, resolve};
+use crate::paths::{display, io_failure, resolve_contained};
 use crate::walk::{Entry, EntryKind, read_sorted};
 use agentkit_tools_core::{
     FileSystemOperation, PermissionRequest, ToolContext, ToolError, ToolResult, TypedTool,
@@ -72,7 +72,7 @@ async fn run(
     input: Input,
     ctx: ToolContext,
 ) -> Result<ToolResult, ToolError> {
-    let path = resolve(&config, &input.path)?;
+    let path = resolve_contained(&config, &input.path)?;
     let shown = display(&config, &path);
     let max_depth = if input.recursive {
         input

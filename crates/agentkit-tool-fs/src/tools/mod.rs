@@ -128,6 +128,18 @@ fn read_only() -> ToolAnnotations {
     }
 }
 
+/// Runs blocking filesystem calls (the race-free ones in
+/// [`beneath`](crate::beneath)) on tokio's blocking pool.
+async fn blocking<T, F>(f: F) -> std::io::Result<T>
+where
+    T: Send + 'static,
+    F: FnOnce() -> std::io::Result<T> + Send + 'static,
+{
+    tokio::task::spawn_blocking(f)
+        .await
+        .unwrap_or_else(|err| Err(std::io::Error::other(err)))
+}
+
 /// Stops a long walk or read when the turn is cancelled.
 fn check_cancelled(ctx: &agentkit_tools_core::ToolContext) -> Result<(), ToolError> {
     ctx.cancellation.check().map_err(|_| ToolError::Cancelled)

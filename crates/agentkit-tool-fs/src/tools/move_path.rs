@@ -8,7 +8,8 @@
 
 use super::{FsArgs, delegate_to_typed, typed_tool};
 use crate::FsToolsConfig;
-use crate::paths::{display, io_failure, resolve_keep_last};
+use crate::beneath;
+use crate::paths::{display, io_failure, resolve_keep_last, resolve_keep_last_contained};
 use agentkit_tools_core::{
     FileSystemOperation, PermissionRequest, ToolAnnotations, ToolContext, ToolError, ToolResult,
     TypedTool,
@@ -73,8 +74,8 @@ async fn run(
     input: Input,
     ctx: ToolContext,
 ) -> Result<ToolResult, ToolError> {
-    let from = resolve_keep_last(&config, &input.from)?;
-    let to = resolve_keep_last(&config, &input.to)?;
+    let from = resolve_keep_last_contained(&config, &input.from)?;
+    let to = resolve_keep_last_contained(&config, &input.to)?;
     let (from_shown, to_shown) = (display(&config, &from), display(&config, &to));
     if config.root().starts_with(&from) {
         return Err(ToolError::ExecutionFailed(format!(
@@ -82,29 +83,18 @@ async fn run(
         )));
     }
     super::check_cancelled(&ctx)?;
-    let source = tokio::fs::symlink_metadata(&from)
-        .await
-        .map_err(|err| io_failure("move", &from_shown, &err))?;
-    if tokio::fs::symlink_metadata(&to).await.is_ok() && !input.overwrite {
-        return Err(ToolError::ExecutionFailed(format!(
-            "cannot move {from_shown} to {to_shown}: the destination exists; set `overwrite` \
-                 to replace it"
-        )));
-    }
-    if let Some(parent) = to.parent() {
-        tokio::fs::create_dir_all(parent)
-            .await
-            .map_err(|err| io_failure("create the parent directories of", &to_shown, &err))?;
-    }
-    match tokio::fs::rename(&from, &to).await {
+    let root = config.root().to_path_buf();
+    let overwrite = input.overwrite;
+    match super::blocking(move || beneath::rename(&root, &from, &to, overwrite)).await {
         Ok(()) => {}
-        Err(err) if err.kind() == io::ErrorKind::CrossesDevices && source.is_file() => {
-            tokio::fs::copy(&from, &to)
-                .await
-                .map_err(|err| io_failure("copy", &from_shown, &err))?;
-            tokio::fs::remove_file(&from)
-                .await
-                .map_err(|err| io_failure("remove the original", &from_shown, &err))?;
+        Err(err) if err.kind() == io::ErrorKind::AlreadyExists => {
+            return Err(ToolError::ExecutionFailed(format!(
+                "cannot move {from_shown} to {to_shown}: the destination exists; set `overwrite` \
+                 to replace it"
+            )));
+        }
+        Err(err) if err.kind() == io::ErrorKind::NotFound => {
+            return Err(io_failure("move", &from_shown, &err));
         }
         Err(err) => {
             return Err(ToolError::ExecutionFailed(format!(

@@ -8,7 +8,8 @@ use super::{
     FsArgs, check_cancelled, delegate_to_typed, on_path, read_only, typed_tool, with_maximum,
 };
 use crate::FsToolsConfig;
-use crate::paths::{display, io_failure, resolve};
+use crate::beneath;
+use crate::paths::{display, io_failure, resolve_contained};
 use crate::text::{cut_line, has_nul, strip_newline};
 use agentkit_tools_core::{
     FileSystemOperation, PermissionRequest, ToolContext, ToolError, ToolResult, TypedTool,
@@ -68,19 +69,25 @@ async fn run(
     input: Input,
     ctx: ToolContext,
 ) -> Result<ToolResult, ToolError> {
-    let path = resolve(&config, &input.path)?;
+    let path = resolve_contained(&config, &input.path)?;
     let shown = display(&config, &path);
-    let metadata = tokio::fs::metadata(&path)
-        .await
-        .map_err(|err| io_failure("read", &shown, &err))?;
-    if metadata.is_dir() {
-        return Err(ToolError::ExecutionFailed(format!(
-            "cannot read {shown}: it is a directory; use fs_list_directory"
-        )));
-    }
-    let file = tokio::fs::File::open(&path)
-        .await
-        .map_err(|err| io_failure("read", &shown, &err))?;
+    let root = config.root().to_path_buf();
+    let opened = path.clone();
+    let file = super::blocking(move || {
+        let file = beneath::open_read(&root, &opened)?;
+        let is_dir = file.metadata()?.is_dir();
+        Ok((file, is_dir))
+    })
+    .await
+    .map_err(|err| io_failure("read", &shown, &err))?;
+    let file = match file {
+        (_, true) => {
+            return Err(ToolError::ExecutionFailed(format!(
+                "cannot read {shown}: it is a directory; use fs_list_directory"
+            )));
+        }
+        (file, false) => tokio::fs::File::from_std(file),
+    };
     let mut reader = BufReader::new(file);
     let head = reader
         .fill_buf()

@@ -8,7 +8,8 @@
 
 use super::{FsArgs, check_cancelled, delegate_to_typed, on_path, typed_tool};
 use crate::FsToolsConfig;
-use crate::paths::{display, io_failure, resolve};
+use crate::beneath;
+use crate::paths::{display, io_failure, resolve_contained};
 use crate::text::has_nul;
 use agentkit_tools_core::{
     FileSystemOperation, PermissionRequest, ToolAnnotations, ToolContext, ToolError, ToolResult,
@@ -16,6 +17,7 @@ use agentkit_tools_core::{
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
+use std::io::{Read as _, Write as _};
 use std::sync::Arc;
 
 /// Replaces exact text in a file; see the module docs.
@@ -84,11 +86,17 @@ async fn run(
             "`old_string` and `new_string` are the same; there is nothing to change".into(),
         ));
     }
-    let path = resolve(&config, &input.path)?;
+    let path = resolve_contained(&config, &input.path)?;
     let shown = display(&config, &path);
-    let bytes = tokio::fs::read(&path)
-        .await
-        .map_err(|err| io_failure("read", &shown, &err))?;
+    let root = config.root().to_path_buf();
+    let opened = path.clone();
+    let bytes = super::blocking(move || {
+        let mut bytes = Vec::new();
+        beneath::open_read(&root, &opened)?.read_to_end(&mut bytes)?;
+        Ok(bytes)
+    })
+    .await
+    .map_err(|err| io_failure("read", &shown, &err))?;
     let text = match String::from_utf8(bytes) {
         Ok(text) if !has_nul(text.as_bytes()) => text,
         _ => {
@@ -111,9 +119,13 @@ async fn run(
         )));
     }
     let updated = text.replace(input.old_string.as_str(), &input.new_string);
-    tokio::fs::write(&path, updated.as_bytes())
-        .await
-        .map_err(|err| io_failure("write", &shown, &err))?;
+    let root = config.root().to_path_buf();
+    super::blocking(move || {
+        let (mut file, _) = beneath::create_file(&root, &path)?;
+        file.write_all(updated.as_bytes())
+    })
+    .await
+    .map_err(|err| io_failure("write", &shown, &err))?;
     let noun = if count == 1 {
         "occurrence"
     } else {

@@ -10,7 +10,7 @@
 use super::{FsArgs, check_cancelled, delegate_to_typed, on_path, read_only, typed_tool};
 use crate::FsToolsConfig;
 use crate::input::dot;
-use crate::paths::{display, io_failure, resolve};
+use crate::paths::{display, io_failure, resolve_contained};
 use crate::text::{cut_line, has_nul};
 use crate::walk::{EntryKind, read_sorted};
 use agentkit_tools_core::{
@@ -91,7 +91,7 @@ async fn run(
             "`pattern` must not be empty".into(),
         ));
     }
-    let start = resolve(&config, &input.path)?;
+    let start = resolve_contained(&config, &input.path)?;
     let shown = display(&config, &start);
     let meta = tokio::fs::metadata(&start)
         .await

@@ -6,13 +6,15 @@
 
 use super::{FsArgs, delegate_to_typed, on_path, typed_tool};
 use crate::FsToolsConfig;
-use crate::paths::{display, io_failure, resolve};
+use crate::beneath;
+use crate::paths::{display, io_failure, resolve_contained};
 use agentkit_tools_core::{
     FileSystemOperation, PermissionRequest, ToolAnnotations, ToolContext, ToolError, ToolResult,
     TypedTool,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
+use std::io::Write as _;
 use std::sync::Arc;
 
 /// Writes a whole file; see the module docs.
@@ -65,29 +67,23 @@ async fn run(
     input: Input,
     ctx: ToolContext,
 ) -> Result<ToolResult, ToolError> {
-    let path = resolve(&config, &input.path)?;
+    let path = resolve_contained(&config, &input.path)?;
     let shown = display(&config, &path);
     super::check_cancelled(&ctx)?;
-    let existed = match tokio::fs::metadata(&path).await {
-        Ok(meta) if meta.is_dir() => {
-            return Err(ToolError::ExecutionFailed(format!(
-                "cannot write {shown}: it is a directory"
-            )));
-        }
-        Ok(_) => true,
-        Err(_) => false,
-    };
-    if let Some(parent) = path.parent() {
-        tokio::fs::create_dir_all(parent)
-            .await
-            .map_err(|err| io_failure("create the parent directories of", &shown, &err))?;
-    }
-    tokio::fs::write(&path, input.content.as_bytes())
-        .await
-        .map_err(|err| io_failure("write", &shown, &err))?;
+    let content_len = input.content.len();
+    // Opened beneath the root with symlinks refused: the file written is the
+    // one the permission check saw.
+    let root = config.root().to_path_buf();
+    let existed = super::blocking(move || {
+        let (mut file, existed) = beneath::create_file(&root, &path)?;
+        file.write_all(input.content.as_bytes())?;
+        Ok(existed)
+    })
+    .await
+    .map_err(|err| io_failure("write", &shown, &err))?;
     let verb = if existed { "overwrote" } else { "created" };
     Ok(ToolResult::new(format!(
         "{verb} {shown} ({} bytes)",
-        input.content.len()
+        content_len
     )))
 }
