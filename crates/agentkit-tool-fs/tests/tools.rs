@@ -463,6 +463,15 @@ async fn search_finds_literal_lines_and_skips_binary_and_bulky_dirs() {
     ws.write("target/debug/out.rs", "// TODO: generated\n");
     ws.write(".git/HEAD", "TODO\n");
     ws.write("blob.bin", b"TODO\x00\x01");
+    // Without ignore files, build output is searched like anything else
+    // (no fixed skip list); `.git` never is.
+    assert_eq!(
+        ws.call("fs_search", json!({ "pattern": "TODO" }))
+            .await
+            .unwrap(),
+        "src/lib.rs:2: // TODO: tidy\ntarget/debug/out.rs:1: // TODO: generated"
+    );
+    ws.write(".gitignore", "target/\n");
     assert_eq!(
         ws.call("fs_search", json!({ "pattern": "TODO" }))
             .await
@@ -492,6 +501,39 @@ async fn search_finds_literal_lines_and_skips_binary_and_bulky_dirs() {
             .await
             .unwrap(),
         "no matches for \"absent\" in ."
+    );
+}
+
+#[tokio::test]
+async fn search_and_list_respect_gitignore_and_ignore_files() {
+    let ws = Workspace::new();
+    ws.write(".gitignore", "*.log\nbuild/\n!keep.log\n");
+    ws.write("src/.ignore", "generated.rs\n");
+    ws.write("src/lib.rs", "needle\n");
+    ws.write("src/generated.rs", "needle\n");
+    ws.write("debug.log", "needle\n");
+    ws.write("keep.log", "needle\n");
+    ws.write("build/out.txt", "needle\n");
+    ws.write(".github/ci.yml", "needle\n");
+    assert_eq!(
+        ws.call("fs_search", json!({ "pattern": "needle" }))
+            .await
+            .unwrap(),
+        ".github/ci.yml:1: needle\nkeep.log:1: needle\nsrc/lib.rs:1: needle"
+    );
+    assert_eq!(
+        ws.call("fs_list_directory", json!({ "recursive": true }))
+            .await
+            .unwrap(),
+        ".github/\n.github/ci.yml\n.gitignore\nkeep.log\nsrc/\nsrc/.ignore\nsrc/lib.rs"
+    );
+    // A search started inside an ignored directory's parent still applies
+    // the root's rules.
+    assert_eq!(
+        ws.call("fs_search", json!({ "pattern": "needle", "path": "src" }))
+            .await
+            .unwrap(),
+        "src/lib.rs:1: needle"
     );
 }
 

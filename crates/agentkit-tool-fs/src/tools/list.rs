@@ -12,13 +12,12 @@ use super::{
 use crate::FsToolsConfig;
 use crate::input::dot;
 use crate::paths::{display, io_failure, resolve_contained};
-use crate::walk::{Entry, EntryKind, read_sorted};
+use crate::walk::{is_dir, walk};
 use agentkit_tools_core::{
     FileSystemOperation, PermissionRequest, ToolContext, ToolError, ToolResult, TypedTool,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
-use std::collections::VecDeque;
 use std::sync::Arc;
 
 /// Lists a directory; see the module docs.
@@ -48,7 +47,8 @@ impl ListDirectoryTool {
         let config = config.into();
         let description = format!(
             "Lists a directory, sorted by name. Directories end with `/`, symlinks show their \
-             target and are not followed. At most {} entries are returned.",
+             target and are not followed; `.git` and what `.gitignore`/`.ignore` exclude are \
+             left out. At most {} entries are returned.",
             config.max_list_entries()
         );
         let max_depth = config.max_list_depth();
@@ -84,50 +84,56 @@ async fn run(
     };
     let cap = config.max_list_entries();
 
-    let top = read_sorted(&path)
-        .await
-        .map_err(|err| io_failure("list", &shown, &err))?;
-    // One frame per open directory: its remaining entries, their depth
-    // and the prefix that makes their names relative to the listed one.
-    let mut stack: Vec<(VecDeque<Entry>, usize, String)> = vec![(top.into(), 1, String::new())];
-    let mut lines = Vec::new();
-    let mut stopped = false;
-    while let Some((entries, depth, prefix)) = stack.last_mut() {
-        let Some(entry) = entries.pop_front() else {
-            stack.pop();
-            continue;
-        };
-        if lines.len() == cap {
-            stopped = true;
-            break;
+    let cancellation = ctx.cancellation.clone();
+    let listed = path.clone();
+    let (lines, stopped) = super::blocking(move || {
+        let mut lines = Vec::new();
+        let mut walk = walk(&listed, max_depth);
+        // The listed directory itself must be readable; later failures are
+        // noted in the listing.
+        if let Some(Err(err)) = walk.next() {
+            return Err(std::io::Error::other(err));
         }
-        let (depth, name) = (*depth, format!("{prefix}{}", entry.name));
-        match entry.kind {
-            EntryKind::Dir => {
-                lines.push(format!("{name}/"));
-                if depth < max_depth {
-                    check_cancelled(&ctx)?;
-                    match read_sorted(&entry.path).await {
-                        Ok(children) => {
-                            stack.push((children.into(), depth + 1, format!("{name}/")))
-                        }
-                        Err(err) => {
-                            let last = lines.len() - 1;
-                            lines[last] = format!("{name}/ [cannot list: {err}]");
-                        }
-                    }
-                }
+        std::fs::read_dir(&listed)?;
+        for entry in walk {
+            if cancellation.is_cancelled() {
+                return Err(std::io::Error::from(std::io::ErrorKind::Interrupted));
             }
-            EntryKind::Symlink => {
-                let target = tokio::fs::read_link(&entry.path)
-                    .await
+            if lines.len() == cap {
+                return Ok((lines, true));
+            }
+            let entry = match entry {
+                Ok(entry) => entry,
+                Err(err) => {
+                    lines.push(format!("[cannot list: {err}]"));
+                    continue;
+                }
+            };
+            let name = entry
+                .path()
+                .strip_prefix(&listed)
+                .unwrap_or(entry.path())
+                .display()
+                .to_string();
+            if is_dir(&entry) {
+                lines.push(format!("{name}/"));
+            } else if entry.path_is_symlink() {
+                let target = std::fs::read_link(entry.path())
                     .map(|t| t.display().to_string())
                     .unwrap_or_else(|_| "?".into());
                 lines.push(format!("{name} -> {target}"));
+            } else {
+                lines.push(name);
             }
-            EntryKind::File | EntryKind::Other => lines.push(name),
         }
-    }
+        Ok((lines, false))
+    })
+    .await
+    .map_err(|err| match err.kind() {
+        std::io::ErrorKind::Interrupted => ToolError::Cancelled,
+        _ => io_failure("list", &shown, &err),
+    })?;
+    check_cancelled(&ctx)?;
 
     if lines.is_empty() {
         return Ok(ToolResult::new(format!("{shown} is empty")));

@@ -1,29 +1,25 @@
 //! `fs_search`: find lines containing a literal string, grep style.
 //!
-//! Literal matching keeps this tool free of a regex engine and its
-//! dependencies, and it covers what a coding agent mostly searches for:
-//! identifiers, error messages, config keys. The walk skips binary files,
-//! files above a size limit and the usual bulky directories (`.git`,
-//! `node_modules`, `target`), and stops at a result cap with a note saying
-//! so, so a common word cannot flood the context.
+//! Literal matching covers what a coding agent mostly searches for:
+//! identifiers, error messages, config keys. The walk (see `walk`) skips
+//! `.git` and what the project's `.gitignore` and `.ignore` files exclude
+//! (build output, vendored packages), binary files and files above a size
+//! limit, and stops at a result cap with a note saying so, so a common word
+//! cannot flood the context.
 
 use super::{FsArgs, check_cancelled, delegate_to_typed, on_path, read_only, typed_tool};
 use crate::FsToolsConfig;
 use crate::input::dot;
 use crate::paths::{display, io_failure, resolve_contained};
 use crate::text::{cut_line, has_nul};
-use crate::walk::{EntryKind, read_sorted};
+use crate::walk::walk;
 use agentkit_tools_core::{
     FileSystemOperation, PermissionRequest, ToolContext, ToolError, ToolResult, TypedTool,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
-
-/// Directories the search does not enter: version control data, vendored
-/// packages and build output, which are large and rarely what is sought.
-const SKIPPED_DIRS: &[&str] = &[".git", "node_modules", "target"];
 
 /// How deep the search goes below the starting directory.
 const MAX_SEARCH_DEPTH: usize = 32;
@@ -55,10 +51,9 @@ impl SearchTool {
         let config = config.into();
         let description = format!(
             "Searches text files for lines containing a literal string and returns them as \
-             `path:line: text`. Skips binary files, files over {} bytes and the \
-             directories {}. At most {} matches are returned.",
+             `path:line: text`. Skips binary files, files over {} bytes, `.git` and \
+             whatever `.gitignore` and `.ignore` files exclude. At most {} matches are returned.",
             config.max_search_file_bytes(),
-            SKIPPED_DIRS.join(", "),
             config.max_search_results()
         );
         Self(typed_tool(
@@ -93,54 +88,43 @@ async fn run(
     }
     let start = resolve_contained(&config, &input.path)?;
     let shown = display(&config, &start);
-    let meta = tokio::fs::metadata(&start)
-        .await
-        .map_err(|err| io_failure("search", &shown, &err))?;
     let needle = if input.case_insensitive {
         input.pattern.to_lowercase()
     } else {
         input.pattern.clone()
     };
     let mut search = Search {
-        config: &config,
+        config: config.clone(),
         needle,
         case_insensitive: input.case_insensitive,
         matches: Vec::new(),
         stopped: false,
     };
-    if meta.is_dir() {
-        // Depth-first over sorted entries, so results come in path order.
-        let mut stack: Vec<(PathBuf, usize)> = vec![(start.clone(), 0)];
-        while let Some((dir, depth)) = stack.pop() {
-            check_cancelled(&ctx)?;
-            let Ok(entries) = read_sorted(&dir).await else {
-                continue;
-            };
-            for entry in entries.iter().rev() {
-                match entry.kind {
-                    EntryKind::Dir
-                        if depth < MAX_SEARCH_DEPTH
-                            && !SKIPPED_DIRS.contains(&entry.name.as_str()) =>
-                    {
-                        stack.push((entry.path.clone(), depth + 1));
-                    }
-                    _ => {}
-                }
+    let cancellation = ctx.cancellation.clone();
+    let search = super::blocking(move || {
+        std::fs::metadata(&start)?;
+        // Depth first over sorted entries, so results come in path order; a
+        // single file is a walk of one.
+        for entry in walk(&start, MAX_SEARCH_DEPTH) {
+            if cancellation.is_cancelled() {
+                return Err(std::io::Error::from(std::io::ErrorKind::Interrupted));
             }
-            for entry in entries.iter().filter(|e| e.kind == EntryKind::File) {
-                check_cancelled(&ctx)?;
-                search.file(&entry.path).await;
+            let Ok(entry) = entry else { continue };
+            if entry.file_type().is_some_and(|t| t.is_file()) {
+                search.file(entry.path());
                 if search.stopped {
                     break;
                 }
             }
-            if search.stopped {
-                break;
-            }
         }
-    } else {
-        search.file(&start).await;
-    }
+        Ok(search)
+    })
+    .await
+    .map_err(|err| match err.kind() {
+        std::io::ErrorKind::Interrupted => ToolError::Cancelled,
+        _ => io_failure("search", &shown, &err),
+    })?;
+    check_cancelled(&ctx)?;
 
     let count = search.matches.len();
     if count == 0 {
@@ -159,23 +143,23 @@ async fn run(
 }
 
 /// The state of one search.
-struct Search<'a> {
-    config: &'a FsToolsConfig,
+struct Search {
+    config: Arc<FsToolsConfig>,
     needle: String,
     case_insensitive: bool,
     matches: Vec<String>,
     stopped: bool,
 }
 
-impl Search<'_> {
+impl Search {
     /// Adds the matching lines of one file; unreadable, oversized and binary
     /// files are passed over.
-    async fn file(&mut self, path: &Path) {
-        match tokio::fs::metadata(path).await {
+    fn file(&mut self, path: &Path) {
+        match std::fs::metadata(path) {
             Ok(meta) if meta.len() <= self.config.max_search_file_bytes() => {}
             _ => return,
         }
-        let Ok(bytes) = tokio::fs::read(path).await else {
+        let Ok(bytes) = std::fs::read(path) else {
             return;
         };
         if has_nul(&bytes) {
@@ -184,7 +168,7 @@ impl Search<'_> {
         let Ok(text) = std::str::from_utf8(&bytes) else {
             return;
         };
-        let shown = display(self.config, path);
+        let shown = display(&self.config, path);
         for (index, line) in text.lines().enumerate() {
             let hit = if self.case_insensitive {
                 line.to_lowercase().contains(&self.needle)
