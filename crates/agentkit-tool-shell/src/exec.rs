@@ -11,6 +11,7 @@
 
 use crate::ShellConfig;
 use crate::run::{Ending, Finished, run};
+use crate::sandbox::{self, SandboxOutcome, SpawnError};
 use agentkit_tools_core::{
     PermissionRequest, ShellCommand, Tool, ToolAnnotations, ToolContext, ToolError, ToolRequest,
     ToolResult, ToolSpec, TypedTool, policy::shell_requests, resolve_path,
@@ -171,22 +172,33 @@ async fn execute(
     command.process_group(0);
 
     tracing::debug!(command = %input.command, cwd = %cwd.display(), ?timeout, "shell_exec");
-    let finished = run(
-        command,
-        timeout,
-        config.max_output_bytes(),
-        &ctx.cancellation,
-    )
-    .await
-    .map_err(|err| {
-        ToolError::ExecutionFailed(format!("cannot start {}: {err}", config.shell().display()))
-    })?;
-    report(finished, timeout)
+    let (child, sandboxed) = sandbox::spawn(command, config.sandbox(), config.root())
+        .await
+        .map_err(|err| match err {
+            SpawnError::SandboxRequired(_) => {
+                ToolError::ExecutionFailed(format!("the command was not run: {err}"))
+            }
+            SpawnError::Io(err) => ToolError::ExecutionFailed(format!(
+                "cannot start {}: {err}",
+                config.shell().display()
+            )),
+        })?;
+    if let Some(note) = sandboxed.note() {
+        tracing::warn!(command = %input.command, "{note}");
+    }
+    let finished = run(child, timeout, config.max_output_bytes(), &ctx.cancellation)
+        .await
+        .map_err(|err| ToolError::ExecutionFailed(format!("cannot wait for the command: {err}")))?;
+    report(finished, timeout, &sandboxed)
 }
 
 /// The result the model reads: the status line first, then each stream that
 /// printed something.
-fn report(finished: Finished, timeout: Duration) -> Result<ToolResult, ToolError> {
+fn report(
+    finished: Finished,
+    timeout: Duration,
+    sandboxed: &SandboxOutcome,
+) -> Result<ToolResult, ToolError> {
     let (status_line, exit_code, success) = match &finished.ending {
         Ending::Cancelled => return Err(ToolError::Cancelled),
         Ending::TimedOut => (
@@ -214,6 +226,10 @@ fn report(finished: Finished, timeout: Duration) -> Result<ToolResult, ToolError
     if finished.stdout.total() == 0 && finished.stderr.total() == 0 {
         text.push_str(" (no output)");
     }
+    if let Some(note) = sandboxed.note() {
+        text.push('\n');
+        text.push_str(&note);
+    }
     let mut result = if success {
         ToolResult::new(text)
     } else {
@@ -226,6 +242,11 @@ fn report(finished: Finished, timeout: Duration) -> Result<ToolResult, ToolError
         "shell.timed_out".into(),
         json!(matches!(finished.ending, Ending::TimedOut)),
     );
+    if *sandboxed != SandboxOutcome::Off {
+        result
+            .metadata
+            .insert("shell.sandbox".into(), json!(sandboxed.label()));
+    }
     result.metadata.insert(
         "shell.duration_ms".into(),
         json!(finished.elapsed.as_millis() as u64),
