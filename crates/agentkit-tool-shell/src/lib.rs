@@ -23,7 +23,6 @@
 mod capture;
 mod config;
 mod exec;
-mod process_group;
 mod run;
 mod sandbox;
 

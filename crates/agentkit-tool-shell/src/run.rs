@@ -8,8 +8,8 @@
 //! process must not keep it open until the timeout.
 
 use crate::capture::CappedOutput;
-use crate::process_group::ProcessGroup;
 use agentkit_core::TurnCancellation;
+use agentkit_tools_core::ProcessGroup;
 use std::io;
 use std::process::ExitStatus;
 use std::time::Duration;
@@ -54,7 +54,7 @@ pub(crate) async fn run(
 ) -> io::Result<Finished> {
     let started = Instant::now();
     let deadline = started + timeout;
-    let group = ProcessGroup::led_by(&child);
+    let group = ProcessGroup::led_by(child.id());
     let mut stdout = child.stdout.take();
     let mut stderr = child.stderr.take();
     let mut out = CappedOutput::new(max_output_bytes);

@@ -32,6 +32,7 @@ mod federation;
 mod normalize;
 mod permission;
 pub mod policy;
+mod process_group;
 mod schema;
 mod source;
 mod spec;
@@ -53,6 +54,7 @@ pub use permission::{
     PermissionRequest, PolicyMatch, SafeDefaultPermissions, ShellCommand, approval_for,
 };
 pub use policy::{CommandPolicy, McpServerPolicy, OutsideRoots, PathPolicy, resolve_path};
+pub use process_group::ProcessGroup;
 pub use schema::{SchemaErrors, SchemaViolation, validate_input};
 pub use source::{CatalogSnapshot, ToolCatalogEvent, ToolRegistry, ToolSource};
 pub use spec::{InvalidToolName, MAX_TOOL_NAME_LEN, ToolAnnotations, ToolSpec, validate_tool_name};
