@@ -45,6 +45,7 @@ async fn the_model_retries_after_the_host_resolves_auth() {
         let agent = Agent::builder()
             .model(model.clone())
             .add_tool_source(manager.source())
+            .permissions(agentkit_tools_core::AllowAllPermissions)
             .input(vec![Item::user("am I authorized?")])
             .build()
             .unwrap();
