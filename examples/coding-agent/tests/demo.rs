@@ -1,0 +1,83 @@
+//! The offline demo, end to end on a pseudo-terminal, and without one.
+
+mod terminal;
+
+use std::process::{Command, Stdio};
+use terminal::Term;
+
+#[test]
+fn offline_demo_fixes_the_sample_project_with_approvals() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut term = Term::spawn(&[], &[], dir.path());
+    term.wait_for("offline demo: no provider configured");
+    term.wait_for("> The tests of this project fail. Find out why and fix it.");
+
+    // The first test run needs approval; "always" allows python3 for the
+    // rest of the session.
+    term.wait_for("allow? [y]es / [n]o / [a]lways for this session");
+    assert!(term.screen().contains("? run `python3 -m unittest -v`?"));
+    term.type_text("a");
+    term.wait_for("you: always for this session");
+    term.wait_for("exit code 1 · FAILED (failures=1)");
+
+    // The fix is shown as a diff and needs its own approval.
+    term.wait_for("  + return total(values) / len(values)");
+    term.wait_for("allow? [y]es");
+    assert!(term.screen().contains("  - return total(values) / (len(values) - 1)"));
+    term.type_text("y");
+    term.wait_for("replaced 1 occurrence in calc.py");
+
+    // The second test run is not asked about again.
+    term.wait_for("exit code 0 · OK");
+    term.wait_for("All 3 tests pass now.");
+    term.wait_for("── 0 in ·");
+    let screen = term.screen();
+    assert_eq!(screen.matches("you: ").count(), 2, "{screen}");
+    assert!(screen.contains("● shell_exec $ python3 -m unittest -v"));
+    assert!(screen.contains("● fs_read_file calc.py"));
+
+    // Ctrl-D at the prompt quits, and says where the fixed copy is.
+    term.ctrl_d();
+    term.wait_for("demo finished: calc.py is fixed");
+    assert!(term.wait_exit());
+}
+
+#[test]
+fn offline_demo_runs_without_a_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_coding-agent"))
+        .args(["--demo", "--yes"])
+        .env("CODING_AGENT_STATE_DIR", dir.path().join("state"))
+        .env("XDG_CONFIG_HOME", dir.path().join("config"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{text}");
+    assert!(text.contains("approved (--yes)"), "{text}");
+    assert!(text.contains("✓ exit code 0 · OK"), "{text}");
+    assert!(text.contains("demo finished: calc.py is fixed"), "{text}");
+    // Plain text: no escape sequences without a terminal.
+    assert!(!text.contains('\u{1b}'), "{text}");
+    // The demo saves no session.
+    assert!(!dir.path().join("state").exists());
+}
+
+#[test]
+fn denying_the_fix_leaves_the_file_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut term = Term::spawn(&[], &[], dir.path());
+    term.wait_for("allow? [y]es");
+    term.type_text("y");
+    term.wait_for("  + return total(values) / len(values)");
+    term.wait_count("allow? [y]es", 1);
+    term.type_text("n");
+    term.wait_for("Understood, I left calc.py unchanged.");
+    term.wait_for("── 0 in");
+    assert!(term.screen().contains("✗ permission denied by the user"));
+    term.ctrl_c();
+    term.wait_for("(Ctrl-C again or Ctrl-D to quit)");
+    term.ctrl_c();
+    term.wait_for("demo finished without the fix");
+    assert!(term.wait_exit());
+}
