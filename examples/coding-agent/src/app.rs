@@ -158,7 +158,8 @@ impl Ctx {
                         _ => {}
                     }
                     if !text.is_empty() {
-                        self.screen().line(Line::new("> ", Look::Bold).and(&text, Look::Bold));
+                        self.screen()
+                            .line(Line::new("> ", Look::Bold).and(&text, Look::Bold));
                     }
                     return Some(text);
                 }
@@ -258,7 +259,11 @@ pub async fn run<M: ModelAdapter>(model: M, setup: Setup) -> Result<Summary, Loo
             show_history(&screen, &snapshot);
             agent.resume(config, snapshot).await?
         }
-        None => agent.start(SessionConfig::new(SessionStore::new_id())).await?,
+        None => {
+            agent
+                .start(SessionConfig::new(SessionStore::new_id()))
+                .await?
+        }
     };
 
     let mut ctx = Ctx {
@@ -288,7 +293,10 @@ pub async fn run<M: ModelAdapter>(model: M, setup: Setup) -> Result<Summary, Loo
                 view.reset_round();
                 ctx.screen().set_activity(None);
                 let text = if let Some(text) = ctx.follow_ups.pop_front() {
-                    ctx.note(format!("sending follow-up: {}", shorten(&text, 60)), Look::Accent);
+                    ctx.note(
+                        format!("sending follow-up: {}", shorten(&text, 60)),
+                        Look::Accent,
+                    );
                     Some(text)
                 } else if let Some(text) = first_prompt.take() {
                     ctx.screen()
@@ -430,14 +438,19 @@ fn status_line(info: &ModelInfo, turn: &Usage, session: &Usage) -> Line {
 }
 
 fn show_approval(ctx: &Ctx, pending: &PendingApproval) {
-    let mut lines = vec![
-        Line::new("? ", Look::Warn).and(format!("{}?", pending.request.summary), Look::Bold),
-    ];
+    let mut lines =
+        vec![Line::new("? ", Look::Warn).and(format!("{}?", pending.request.summary), Look::Bold)];
     let input = &pending.call.input;
     let text = |key: &str| input.get(key).and_then(|v| v.as_str());
     if let (Some(old), Some(new)) = (text("old_string"), text("new_string")) {
-        lines.extend(old.lines().map(|l| Line::new(format!("  - {l}"), Look::Bad)));
-        lines.extend(new.lines().map(|l| Line::new(format!("  + {l}"), Look::Good)));
+        lines.extend(
+            old.lines()
+                .map(|l| Line::new(format!("  - {l}"), Look::Bad)),
+        );
+        lines.extend(
+            new.lines()
+                .map(|l| Line::new(format!("  + {l}"), Look::Good)),
+        );
     } else if let Some(content) = text("content") {
         let total = content.lines().count();
         lines.extend(
@@ -447,7 +460,10 @@ fn show_approval(ctx: &Ctx, pending: &PendingApproval) {
                 .map(|l| Line::new(format!("  + {l}"), Look::Good)),
         );
         if total > 8 {
-            lines.push(Line::new(format!("  … {} more lines", total - 8), Look::Dim));
+            lines.push(Line::new(
+                format!("  … {} more lines", total - 8),
+                Look::Dim,
+            ));
         }
     }
     ctx.screen().lines(&lines);
@@ -477,5 +493,8 @@ fn show_history(screen: &Arc<Mutex<Screen>>, snapshot: &LoopSnapshot) {
     if snapshot.pending_approvals().next().is_some() {
         lines.push(Line::new("(an approval is waiting)", Look::Warn));
     }
-    screen.lock().unwrap_or_else(|e| e.into_inner()).lines(&lines);
+    screen
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .lines(&lines);
 }

@@ -80,11 +80,10 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Args, String> {
             "--state-dir" => parsed.state_dir = Some(value("--state-dir")?.into()),
             "--max-steps" => {
                 let text = value("--max-steps")?;
-                let steps = text
-                    .parse::<u32>()
-                    .ok()
-                    .filter(|n| *n > 0)
-                    .ok_or_else(|| format!("--max-steps wants a positive number, not {text:?}"))?;
+                let steps =
+                    text.parse::<u32>().ok().filter(|n| *n > 0).ok_or_else(|| {
+                        format!("--max-steps wants a positive number, not {text:?}")
+                    })?;
                 parsed.max_steps = Some(steps);
             }
             "--resume" => {
@@ -121,8 +120,16 @@ mod tests {
 
     #[test]
     fn mistakes_are_reported() {
-        assert!(parse_str("--workspace").unwrap_err().contains("needs a value"));
+        assert!(
+            parse_str("--workspace")
+                .unwrap_err()
+                .contains("needs a value")
+        );
         assert!(parse_str("--max-steps 0").unwrap_err().contains("positive"));
-        assert!(parse_str("--frobnicate").unwrap_err().contains("unknown option"));
+        assert!(
+            parse_str("--frobnicate")
+                .unwrap_err()
+                .contains("unknown option")
+        );
     }
 }

@@ -11,7 +11,9 @@
 //! really happened: a denied fix is acknowledged, a test run skipped by an
 //! urgent message is tried again later, a steering message is answered.
 
-use agentkit_core::{Delta, FinishReason, Item, PartId, PartKind, TokenUsage, ToolResultPart, Usage};
+use agentkit_core::{
+    Delta, FinishReason, Item, PartId, PartKind, TokenUsage, ToolResultPart, Usage,
+};
 use agentkit_loop::{AgentEvent, LoopObserver};
 use agentkit_testkit::{ScriptedModel, ScriptedTurn};
 use serde_json::json;
@@ -24,7 +26,10 @@ use std::time::Duration;
 const SAMPLE: &[(&str, &str)] = &[
     ("README.md", include_str!("../sample-project/README.md")),
     ("calc.py", include_str!("../sample-project/calc.py")),
-    ("test_calc.py", include_str!("../sample-project/test_calc.py")),
+    (
+        "test_calc.py",
+        include_str!("../sample-project/test_calc.py"),
+    ),
 ];
 
 /// The task the demo user types.
@@ -41,10 +46,8 @@ pub fn scratch_project() -> std::io::Result<PathBuf> {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis())
         .unwrap_or_default();
-    let dir = std::env::temp_dir().join(format!(
-        "coding-agent-demo-{}-{millis}",
-        std::process::id()
-    ));
+    let dir =
+        std::env::temp_dir().join(format!("coding-agent-demo-{}-{millis}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     for (name, text) in SAMPLE {
         std::fs::write(dir.join(name), text)?;
@@ -158,7 +161,8 @@ fn next_turn(stage: &mut Stage, seen: &Seen) -> ScriptedTurn {
         }
         Stage::RunTests => {
             *stage = Stage::Read;
-            let turn = reason("A Python module with unittest tests. Running them shows what is broken.");
+            let turn =
+                reason("A Python module with unittest tests. Running them shows what is broken.");
             stream(turn, "text", PartKind::Text, &preface)
                 .call("call-2", "shell_exec", json!({ "command": TESTS }))
                 .finish(FinishReason::ToolCall)
@@ -175,7 +179,8 @@ fn next_turn(stage: &mut Stage, seen: &Seen) -> ScriptedTurn {
             let output = result.output.to_text();
             if !result.is_error && output.contains("\nOK") {
                 *stage = Stage::Done;
-                return say(&format!("{preface}All tests pass already.")).finish(FinishReason::Completed);
+                return say(&format!("{preface}All tests pass already."))
+                    .finish(FinishReason::Completed);
             }
             *stage = Stage::Fix;
             say(&format!(
@@ -188,17 +193,21 @@ fn next_turn(stage: &mut Stage, seen: &Seen) -> ScriptedTurn {
         Stage::Fix => {
             *stage = Stage::RunTestsAgain;
             let turn = reason("Line 11 divides by len(values) - 1; a mean divides by len(values).");
-            stream(turn, "text", PartKind::Text, &format!(
+            stream(
+                turn,
+                "text",
+                PartKind::Text,
+                &format!(
                     "{preface}`average` divides by `len(values) - 1`, but the mean divides by \
                      `len(values)`. Here is the one-line fix:"
                 ),
             )
-                .call(
-                    "call-4",
-                    "fs_replace_in_file",
-                    json!({ "path": "calc.py", "old_string": BUGGY, "new_string": FIXED }),
-                )
-                .finish(FinishReason::ToolCall)
+            .call(
+                "call-4",
+                "fs_replace_in_file",
+                json!({ "path": "calc.py", "old_string": BUGGY, "new_string": FIXED }),
+            )
+            .finish(FinishReason::ToolCall)
         }
         Stage::RunTestsAgain => {
             let applied = result.is_some_and(|r| !r.is_error);

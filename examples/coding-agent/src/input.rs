@@ -35,7 +35,10 @@ pub enum Mode {
 
 enum Source {
     Keys(EventStream),
-    Lines { lines: Lines<BufReader<Stdin>>, eof: bool },
+    Lines {
+        lines: Lines<BufReader<Stdin>>,
+        eof: bool,
+    },
 }
 
 /// The user's side of the program.

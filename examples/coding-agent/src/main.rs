@@ -73,7 +73,11 @@ async fn main() -> ExitCode {
         println!("{}", args::USAGE);
         return ExitCode::SUCCESS;
     }
-    let store = SessionStore::new(args.state_dir.clone().unwrap_or_else(SessionStore::default_dir));
+    let store = SessionStore::new(
+        args.state_dir
+            .clone()
+            .unwrap_or_else(SessionStore::default_dir),
+    );
     if args.list {
         return match store.list() {
             Ok(sessions) if sessions.is_empty() => {
@@ -82,7 +86,13 @@ async fn main() -> ExitCode {
             }
             Ok(sessions) => {
                 for s in sessions {
-                    println!("{}  {} items  {}  {}", s.id, s.items, s.workspace.display(), s.title);
+                    println!(
+                        "{}  {} items  {}  {}",
+                        s.id,
+                        s.items,
+                        s.workspace.display(),
+                        s.title
+                    );
                 }
                 ExitCode::SUCCESS
             }
@@ -174,7 +184,11 @@ async fn main() -> ExitCode {
     let result = match provider {
         Some((provider, info)) => {
             say(Line::new("coding-agent", Look::Bold).and(
-                format!(" · {} · {} · /help for keys", info.label, workspace.display()),
+                format!(
+                    " · {} · {} · /help for keys",
+                    info.label,
+                    workspace.display()
+                ),
                 Look::Dim,
             ));
             let setup = setup(info, Some(store.clone()));
@@ -193,7 +207,10 @@ async fn main() -> ExitCode {
                 Look::Dim,
             ));
             say(Line::new(
-                format!("Working on a scratch copy of the sample project: {}", workspace.display()),
+                format!(
+                    "Working on a scratch copy of the sample project: {}",
+                    workspace.display()
+                ),
                 Look::Dim,
             ));
             let model = demo::model();
@@ -215,9 +232,15 @@ async fn main() -> ExitCode {
             if let Some(dir) = &demo_dir {
                 let fixed = demo::is_fixed(dir);
                 if fixed {
-                    println!("demo finished: calc.py is fixed; the scratch copy is in {}", dir.display());
+                    println!(
+                        "demo finished: calc.py is fixed; the scratch copy is in {}",
+                        dir.display()
+                    );
                 } else {
-                    println!("demo finished without the fix; the scratch copy is in {}", dir.display());
+                    println!(
+                        "demo finished without the fix; the scratch copy is in {}",
+                        dir.display()
+                    );
                 }
                 // Without a terminal and with --yes (CI), the demo must
                 // have done its job.

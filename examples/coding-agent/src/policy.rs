@@ -27,8 +27,8 @@ pub const ALWAYS_KEY: &str = "coding_agent.always_key";
 
 /// Programs that only look around; they run without asking.
 const LOOK_AROUND: &[&str] = &[
-    "ls", "cat", "head", "tail", "wc", "grep", "rg", "find", "pwd", "echo", "sort", "uniq",
-    "diff", "file", "stat", "tree",
+    "ls", "cat", "head", "tail", "wc", "grep", "rg", "find", "pwd", "echo", "sort", "uniq", "diff",
+    "file", "stat", "tree",
 ];
 
 /// Asks before any filesystem change.
@@ -173,7 +173,10 @@ mod tests {
         };
         always.add(approval.metadata[ALWAYS_KEY].as_str().unwrap());
         assert_eq!(fs(write), PermissionDecision::Allow);
-        assert!(matches!(fs(outside), PermissionDecision::RequireApproval(_)));
+        assert!(matches!(
+            fs(outside),
+            PermissionDecision::RequireApproval(_)
+        ));
 
         // Always for python3 allows python3, not rm.
         let PermissionDecision::RequireApproval(approval) =

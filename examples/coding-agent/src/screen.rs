@@ -343,7 +343,10 @@ impl Screen {
         if self.drawn > 1 {
             let _ = queue!(self.out, cursor::MoveUp(self.drawn - 1));
         }
-        let _ = queue!(self.out, terminal::Clear(terminal::ClearType::FromCursorDown));
+        let _ = queue!(
+            self.out,
+            terminal::Clear(terminal::ClearType::FromCursorDown)
+        );
         self.drawn = 0;
     }
 

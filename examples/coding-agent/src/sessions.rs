@@ -230,9 +230,15 @@ mod tests {
         assert!(store.list().unwrap().is_empty());
         assert!(matches!(store.load(None), Err(SessionError::NotFound(_))));
 
-        store.save(&snapshot("s1", "fix the tests"), dir.path()).unwrap();
-        store.save(&snapshot("s2", "second\nline"), dir.path()).unwrap();
-        store.save(&snapshot("s1", "fix the tests"), dir.path()).unwrap();
+        store
+            .save(&snapshot("s1", "fix the tests"), dir.path())
+            .unwrap();
+        store
+            .save(&snapshot("s2", "second\nline"), dir.path())
+            .unwrap();
+        store
+            .save(&snapshot("s1", "fix the tests"), dir.path())
+            .unwrap();
         let list = store.list().unwrap();
         assert_eq!(list.len(), 2);
         assert_eq!(list.iter().find(|s| s.id == "s2").unwrap().title, "second");

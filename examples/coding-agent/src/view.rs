@@ -208,7 +208,10 @@ mod tests {
     fn summaries() {
         let call = |name: &str, input| ToolCallPart::new("c1", name, input);
         assert_eq!(
-            summarize_arguments(&call("shell_exec", json!({"command": "python3 -m unittest"}))),
+            summarize_arguments(&call(
+                "shell_exec",
+                json!({"command": "python3 -m unittest"})
+            )),
             "$ python3 -m unittest"
         );
         assert_eq!(

@@ -1,5 +1,6 @@
 //! The offline demo, end to end on a pseudo-terminal, and without one.
 
+#[allow(dead_code)] // each test file uses part of the harness
 mod terminal;
 
 use std::process::{Command, Stdio};
@@ -23,7 +24,10 @@ fn offline_demo_fixes_the_sample_project_with_approvals() {
     // The fix is shown as a diff and needs its own approval.
     term.wait_for("  + return total(values) / len(values)");
     term.wait_for("allow? [y]es");
-    assert!(term.screen().contains("  - return total(values) / (len(values) - 1)"));
+    assert!(
+        term.screen()
+            .contains("  - return total(values) / (len(values) - 1)")
+    );
     term.type_text("y");
     term.wait_for("replaced 1 occurrence in calc.py");
 

@@ -35,7 +35,9 @@ impl Term {
         let mut command = Command::new("sh");
         command
             .arg("-c")
-            .arg(format!("stty cols {COLS} rows {ROWS} && exec \"$0\" \"$@\""))
+            .arg(format!(
+                "stty cols {COLS} rows {ROWS} && exec \"$0\" \"$@\""
+            ))
             .arg(env!("CARGO_BIN_EXE_coding-agent"))
             .args(args);
         for var in [
@@ -57,7 +59,11 @@ impl Term {
         process.set_kill_timeout(Some(2_000));
         let mut reader = process.get_file_handle().expect("pty handle");
         let writer = process.get_file_handle().expect("pty handle");
-        let parser = Arc::new(Mutex::new(vt100::Parser::new(ROWS.try_into().unwrap(), COLS.try_into().unwrap(), 0)));
+        let parser = Arc::new(Mutex::new(vt100::Parser::new(
+            ROWS.try_into().unwrap(),
+            COLS.try_into().unwrap(),
+            0,
+        )));
         let closed = Arc::new(Mutex::new(false));
         {
             let parser = parser.clone();
