@@ -44,6 +44,9 @@ fn offline_demo_fixes_the_sample_project_with_approvals() {
     term.ctrl_d();
     term.wait_for("demo finished: calc.py is fixed");
     assert!(term.wait_exit());
+    // The book's transcript of a demo session comes from here
+    // (`cargo test -p coding-agent --test demo -- --nocapture`).
+    println!("{}", term.screen());
 }
 
 #[test]
