@@ -211,6 +211,7 @@ async fn advance<S: ModelSession>(
     ctx: &mut Ctx,
 ) -> Result<LoopStep, LoopError> {
     let soft = driver.soft_interrupts();
+    ctx.screen().set_prompt(Line::new("steer> ", Look::Dim));
     let next = driver.next();
     tokio::pin!(next);
     let mut ticker = tokio::time::interval(Duration::from_millis(100));

@@ -41,6 +41,7 @@ fn offline_demo_fixes_the_sample_project_with_approvals() {
     assert!(screen.contains("● fs_read_file calc.py"));
 
     // Ctrl-D at the prompt quits, and says where the fixed copy is.
+    term.wait_prompt();
     term.ctrl_d();
     term.wait_for("demo finished: calc.py is fixed");
     assert!(term.wait_exit());
@@ -82,6 +83,7 @@ fn denying_the_fix_leaves_the_file_alone() {
     term.wait_for("Understood, I left calc.py unchanged.");
     term.wait_for("── 0 in");
     assert!(term.screen().contains("✗ permission denied by the user"));
+    term.wait_prompt();
     term.ctrl_c();
     term.wait_for("(Ctrl-C again or Ctrl-D to quit)");
     term.ctrl_c();

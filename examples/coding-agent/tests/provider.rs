@@ -158,6 +158,7 @@ fn prompt_tool_call_approval_result() {
     assert_eq!(messages.len(), 2);
     let results = texts(&messages[1], "tool");
     assert_eq!(results.len(), 1, "{:?}", messages[1]);
+    term.wait_prompt();
     term.ctrl_d();
     assert!(term.wait_exit());
 }
@@ -172,15 +173,19 @@ fn a_message_typed_during_a_slow_tool_is_injected_after_it() {
             json!({ "command": "sleep 2; echo slept" }),
         )])),
         sse(text_answer("Done, and I will check the README too.")),
+        sse(text_answer("Summary: it slept.")),
     ]);
     let mut term = spawn(&server, dir.path(), &["--yes"]);
     term.wait_for("test-model");
+    term.wait_prompt();
     term.enter("run the slow thing");
     // While the command runs: the spinner names it, and the input line is
     // live.
     term.wait_for("shell_exec $ sleep 2; echo slept  ");
     term.enter("also check the README");
     term.wait_for("⧗ queued #1 (steer): also check the README");
+    term.enter("+then summarize it");
+    term.wait_for("⧗ queued follow-up: then summarize it (sent when this turn is done)");
     term.wait_for("✓ exit code 0 · slept");
     term.wait_for("↳ injected #1 after the tool round: also check the README");
     term.wait_for("Done, and I will check the README too.");
@@ -201,6 +206,7 @@ fn a_message_typed_during_a_slow_tool_is_injected_after_it() {
             .unwrap()
             .contains("also check the README")
     );
+    term.wait_prompt();
     term.ctrl_d();
     assert!(term.wait_exit());
 }
@@ -230,6 +236,7 @@ fn an_urgent_message_skips_the_remaining_tools() {
     ]);
     let mut term = spawn(&server, dir.path(), &["--yes"]);
     term.wait_for("test-model");
+    term.wait_prompt();
     term.enter("do three things");
     term.wait_for("shell_exec $ sleep 2; echo one  ");
     term.enter("!stop, do not write any files");
@@ -259,6 +266,7 @@ fn an_urgent_message_skips_the_remaining_tools() {
             .unwrap()
             .contains("stop, do not write any files")
     );
+    term.wait_prompt();
     term.ctrl_d();
     assert!(term.wait_exit());
 }
@@ -275,11 +283,13 @@ fn ctrl_c_mid_stream_cancels_and_the_next_prompt_works() {
     ]);
     let mut term = spawn(&server, dir.path(), &[]);
     term.wait_for("test-model");
+    term.wait_prompt();
     term.enter("tell me a long story");
     term.wait_for("Starting a long answer:");
     term.ctrl_c();
     term.wait_for("cancelling the turn…");
     term.wait_for("turn cancelled; the transcript is intact.");
+    term.wait_prompt();
     term.enter("and now something short");
     term.wait_for("Second answer, after the cancelled one.");
     let messages = server.messages();
@@ -290,6 +300,7 @@ fn ctrl_c_mid_stream_cancels_and_the_next_prompt_works() {
         Some("and now something short")
     );
     // A single Ctrl-C at the prompt does not quit; a second one does.
+    term.wait_prompt();
     term.ctrl_c();
     term.wait_for("(Ctrl-C again or Ctrl-D to quit)");
     term.ctrl_c();
@@ -313,6 +324,7 @@ fn resume_after_the_process_is_killed() {
     // killed.
     let mut term = spawn(&server, dir.path(), &[]);
     term.wait_for("test-model");
+    term.wait_prompt();
     term.enter("remember the word pineapple");
     term.wait_for("Noted: pineapple.");
     term.wait_for("── ");
@@ -352,6 +364,56 @@ fn resume_after_the_process_is_killed() {
             .any(|t| t.contains("Noted: pineapple."))
     );
     assert_eq!(texts(last, "tool").len(), 1);
+    term.wait_prompt();
+    term.ctrl_d();
+    assert!(term.wait_exit());
+}
+
+#[test]
+fn errors_and_the_step_limit_never_end_the_program() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(vec![
+        ScriptedResponse::json(
+            400,
+            r#"{"error":{"message":"the server refused this","type":"invalid_request_error"}}"#,
+        ),
+        sse(tool_calls(&[(
+            "call_1",
+            "shell_exec",
+            json!({ "command": "echo one" }),
+        )])),
+        sse(tool_calls(&[(
+            "call_2",
+            "shell_exec",
+            json!({ "command": "echo two" }),
+        )])),
+        sse(text_answer("All done.")),
+    ]);
+    let mut term = spawn(&server, dir.path(), &["--yes", "--max-steps", "1"]);
+    term.wait_for("test-model");
+    term.wait_prompt();
+    term.enter("count to two");
+    term.wait_for("the server refused this");
+    term.wait_for("the conversation is kept: press Enter to retry, or type a message");
+    // Enter retries the same call.
+    term.enter("");
+    term.wait_for("✓ exit code 0 · one");
+    term.wait_for("step limit: 1 tool rounds this turn.");
+    term.enter("");
+    term.wait_for("✓ exit code 0 · two");
+    term.wait_count("step limit: 1 tool rounds this turn.", 2);
+    // A message typed at the step limit goes with the next call.
+    term.enter("keep going please");
+    term.wait_for("All done.");
+    let messages = server.messages();
+    assert_eq!(messages.len(), 4);
+    // The failed request and its retry sent the same conversation.
+    assert_eq!(messages[0], messages[1]);
+    assert_eq!(
+        texts(&messages[3], "user").last().map(String::as_str),
+        Some("keep going please")
+    );
+    term.wait_prompt();
     term.ctrl_d();
     assert!(term.wait_exit());
 }

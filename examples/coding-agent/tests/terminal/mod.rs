@@ -133,6 +133,14 @@ impl Term {
         }
     }
 
+    /// Waits until the agent waits at its prompt: the last line is the
+    /// idle prompt `>` (while it works the prompt reads `steer>`).
+    pub fn wait_prompt(&self) {
+        self.wait_until("the idle prompt", |screen| {
+            screen.lines().last().is_some_and(|l| l.trim_end() == ">")
+        });
+    }
+
     /// Types `text` (no Enter).
     pub fn type_text(&mut self, text: &str) {
         self.writer.write_all(text.as_bytes()).unwrap();
