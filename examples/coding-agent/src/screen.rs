@@ -18,6 +18,7 @@ use crossterm::style::{Attribute, Color, ContentStyle, PrintStyledContent, Style
 use crossterm::{cursor, queue, terminal};
 use std::io::Write;
 use std::time::Instant;
+use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 const SPINNER: &[char] = &['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
 
@@ -175,7 +176,7 @@ impl Screen {
                 continue;
             }
             self.partial.push(ch);
-            if self.partial.chars().count() >= width {
+            if columns(&self.partial) >= width {
                 let cut = self
                     .partial
                     .rfind(' ')
@@ -354,7 +355,7 @@ impl Screen {
         let width = self.width().saturating_sub(1);
         let mut rows = 0;
         if !self.partial.is_empty() {
-            let line = self.take_partial_view();
+            let line = self.partial_view(width);
             self.print(&line);
             let _ = self.out.write_all(b"\r\n");
             rows += 1;
@@ -370,27 +371,60 @@ impl Screen {
         }
         // The input line: the prompt, then as much of the input as fits,
         // scrolled so the cursor stays visible.
-        let prompt_width = self.prompt.text().chars().count();
-        let room = width.saturating_sub(prompt_width).max(1);
-        let start = self.cursor.saturating_sub(room.saturating_sub(1));
-        let shown: String = self.input[start..].iter().take(room).collect();
-        let prompt = self.prompt.clone();
+        let prompt = if columns(&self.prompt.text()) <= width / 2 {
+            self.prompt.clone()
+        } else {
+            Line::new(fit(&self.prompt.text(), width / 2), Look::Bold)
+        };
+        let prompt_width = columns(&prompt.text());
+        let room = width.saturating_sub(prompt_width).max(2);
+        // The first character shown: far enough right that the cursor fits.
+        let mut start = self.cursor;
+        let mut used = 1;
+        while start > 0 && used + char_columns(self.input[start - 1]) <= room {
+            start -= 1;
+            used += char_columns(self.input[start]);
+        }
+        let mut shown = String::new();
+        let mut shown_width = 0;
+        for ch in &self.input[start..] {
+            if shown_width + char_columns(*ch) > room {
+                break;
+            }
+            shown_width += char_columns(*ch);
+            shown.push(*ch);
+        }
+        let before_cursor: usize = self.input[start..self.cursor]
+            .iter()
+            .map(|c| char_columns(*c))
+            .sum();
         self.print(&prompt);
         let _ = queue!(self.out, crossterm::style::Print(shown));
-        let column = (prompt_width + self.cursor - start).min(u16::MAX as usize) as u16;
+        let column = (prompt_width + before_cursor).min(u16::MAX as usize) as u16;
         let _ = queue!(self.out, cursor::MoveToColumn(column));
         rows += 1;
         self.drawn = rows;
         let _ = self.out.flush();
     }
 
-    fn take_partial_view(&self) -> Line {
+    /// The streamed line as the live area shows it: its end, when the
+    /// terminal became narrower than the line since it was wrapped.
+    fn partial_view(&self, width: usize) -> Line {
         let look = if self.partial_dim {
             Look::Dim
         } else {
             Look::Plain
         };
-        Line::new(self.partial.clone(), look)
+        let mut shown: Vec<char> = Vec::new();
+        let mut used = 0;
+        for ch in self.partial.chars().rev() {
+            if used + char_columns(ch) > width {
+                break;
+            }
+            used += char_columns(ch);
+            shown.push(ch);
+        }
+        Line::new(shown.into_iter().rev().collect::<String>(), look)
     }
 
     /// Clears the live area for good (before the program exits).
@@ -426,14 +460,30 @@ pub enum Edit {
     DeleteWord,
 }
 
-/// `text` cut to `width` characters.
+/// Terminal columns of `text` (wide characters take two).
+pub fn columns(text: &str) -> usize {
+    UnicodeWidthStr::width(text)
+}
+
+fn char_columns(ch: char) -> usize {
+    UnicodeWidthChar::width(ch).unwrap_or(0)
+}
+
+/// `text` cut to `width` columns.
 pub fn fit(text: &str, width: usize) -> String {
-    if text.chars().count() <= width {
-        text.to_owned()
-    } else {
-        let cut: String = text.chars().take(width.saturating_sub(1)).collect();
-        format!("{cut}…")
+    if columns(text) <= width {
+        return text.to_owned();
     }
+    let mut cut = String::new();
+    let mut used = 1; // the ellipsis
+    for ch in text.chars() {
+        if used + char_columns(ch) > width {
+            break;
+        }
+        used += char_columns(ch);
+        cut.push(ch);
+    }
+    cut + "…"
 }
 
 #[cfg(test)]
@@ -465,5 +515,7 @@ mod tests {
     fn fit_shortens() {
         assert_eq!(fit("abc", 3), "abc");
         assert_eq!(fit("abcdef", 4), "abc…");
+        assert_eq!(fit("日本語です", 6), "日本…");
+        assert_eq!(columns("日本"), 4);
     }
 }
