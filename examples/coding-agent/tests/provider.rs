@@ -417,3 +417,40 @@ fn errors_and_the_step_limit_never_end_the_program() {
     term.ctrl_d();
     assert!(term.wait_exit());
 }
+
+#[test]
+fn ctrl_c_mid_tool_kills_the_command_and_answers_the_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(vec![
+        sse(tool_calls(&[(
+            "call_1",
+            "shell_exec",
+            json!({ "command": "sleep 30; echo late > late.txt" }),
+        )])),
+        sse(text_answer("Fine, I stopped.")),
+    ]);
+    let mut term = spawn(&server, dir.path(), &["--yes"]);
+    term.wait_for("test-model");
+    term.wait_prompt();
+    term.enter("wait a long time");
+    term.wait_for("shell_exec $ sleep 30; echo late > late.txt  ");
+    term.ctrl_c();
+    // Well within the command's 30 s: the whole process group is killed.
+    term.wait_for("turn cancelled; the transcript is intact.");
+    term.wait_prompt();
+    term.enter("never mind");
+    term.wait_for("Fine, I stopped.");
+    assert!(!dir.path().join("late.txt").exists());
+    // The cancelled call was answered before the next message.
+    let messages = server.messages();
+    let second = &messages[1];
+    let roles: Vec<&str> = second.iter().filter_map(|m| m["role"].as_str()).collect();
+    assert_eq!(
+        roles[roles.len() - 3..],
+        ["assistant", "tool", "user"],
+        "{second:?}"
+    );
+    term.wait_prompt();
+    term.ctrl_d();
+    assert!(term.wait_exit());
+}
