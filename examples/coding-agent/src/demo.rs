@@ -84,7 +84,17 @@ struct Seen {
 /// Queues the demo model's next turn before each model call.
 pub struct Director {
     model: ScriptedModel,
-    state: Mutex<(Stage, Seen)>,
+    state: Mutex<Plan>,
+}
+
+/// Where the demo stands.
+struct Plan {
+    /// The next step.
+    stage: Stage,
+    /// The step whose tool call the last turn made, to redo it when the
+    /// call was skipped or cancelled.
+    issued: Option<Stage>,
+    seen: Seen,
 }
 
 impl Director {
@@ -92,15 +102,19 @@ impl Director {
     pub fn new(model: ScriptedModel) -> Self {
         Self {
             model,
-            state: Mutex::new((Stage::Look, Seen::default())),
+            state: Mutex::new(Plan {
+                stage: Stage::Look,
+                issued: None,
+                seen: Seen::default(),
+            }),
         }
     }
 }
 
 impl LoopObserver for Director {
     fn handle_event(&self, event: AgentEvent) {
-        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        let (stage, seen) = &mut *state;
+        let mut plan = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let seen = &mut plan.seen;
         match event {
             AgentEvent::ToolResultReceived { result } => seen.results.push(result),
             AgentEvent::InputAccepted { items } => {
@@ -116,8 +130,19 @@ impl LoopObserver for Director {
             }
             AgentEvent::TurnStarted { .. } => {
                 let seen = std::mem::take(seen);
-                let turn = next_turn(stage, &seen);
-                self.model.push_turns([turn]);
+                // A call skipped by an urgent message or cancelled by
+                // Ctrl-C did not happen: its step is done again later.
+                if let Some(issued) = plan.issued.take()
+                    && real_result(&seen).is_none()
+                {
+                    plan.stage = issued;
+                }
+                let before = plan.stage;
+                let turn = next_turn(&mut plan.stage, &seen);
+                if turn.makes_call {
+                    plan.issued = Some(before);
+                }
+                self.model.push_turns([turn.turn]);
             }
             _ => {}
         }
@@ -132,7 +157,33 @@ fn real_result(seen: &Seen) -> Option<&ToolResultPart> {
     })
 }
 
-fn next_turn(stage: &mut Stage, seen: &Seen) -> ScriptedTurn {
+/// The next scripted turn, and whether it calls a tool.
+struct Next {
+    turn: ScriptedTurn,
+    makes_call: bool,
+}
+
+impl From<ScriptedTurn> for Next {
+    fn from(turn: ScriptedTurn) -> Self {
+        Self {
+            turn,
+            makes_call: false,
+        }
+    }
+}
+
+fn calls(turn: ScriptedTurn) -> Next {
+    Next {
+        turn: turn.finish(FinishReason::ToolCall),
+        makes_call: true,
+    }
+}
+
+fn answers(turn: ScriptedTurn) -> Next {
+    turn.finish(FinishReason::Completed).into()
+}
+
+fn next_turn(stage: &mut Stage, seen: &Seen) -> Next {
     // What the user said since the last call, acknowledged first.
     let heard = seen
         .user
@@ -140,60 +191,65 @@ fn next_turn(stage: &mut Stage, seen: &Seen) -> ScriptedTurn {
         .filter(|text| text.as_str() != TASK)
         .map(|text| format!("“{}”", text.trim()))
         .collect::<Vec<_>>();
-    let mut preface = String::new();
-    if !heard.is_empty() {
-        preface = format!("Noted: {}. ", heard.join(", "));
-    }
+    let preface = if heard.is_empty() {
+        String::new()
+    } else {
+        format!("Noted: {}. ", heard.join(", "))
+    };
     if seen.urgent {
-        return say(&format!(
+        return answers(say(&format!(
             "{preface}I stopped the remaining steps. Tell me how to go on, \
              or say “continue” to pick up where I left off."
-        ))
-        .finish(FinishReason::Completed);
+        )));
     }
     let result = real_result(seen);
     match *stage {
         Stage::Look => {
             *stage = Stage::RunTests;
-            say(&format!("{preface}I'll look at the project first."))
-                .call("call-1", "fs_list_directory", json!({ "path": "." }))
-                .finish(FinishReason::ToolCall)
+            calls(
+                say(&format!("{preface}I'll look at the project first.")).call(
+                    "call-1",
+                    "fs_list_directory",
+                    json!({ "path": "." }),
+                ),
+            )
         }
         Stage::RunTests => {
             *stage = Stage::Read;
             let turn =
                 reason("A Python module with unittest tests. Running them shows what is broken.");
-            stream(turn, "text", PartKind::Text, &preface)
-                .call("call-2", "shell_exec", json!({ "command": TESTS }))
-                .finish(FinishReason::ToolCall)
+            calls(stream(turn, "text", PartKind::Text, &preface).call(
+                "call-2",
+                "shell_exec",
+                json!({ "command": TESTS }),
+            ))
         }
         Stage::Read => {
-            let Some(result) = result else {
+            let Some(result) = result.filter(|r| r.output.to_text().starts_with("exit code"))
+            else {
                 *stage = Stage::RunTests;
-                return say(&format!(
+                return answers(say(&format!(
                     "{preface}I could not run the tests (not approved). Approve \
                      `{TESTS}` next time, or tell me what to do instead."
-                ))
-                .finish(FinishReason::Completed);
+                )));
             };
-            let output = result.output.to_text();
-            if !result.is_error && output.contains("\nOK") {
+            if !result.is_error && result.output.to_text().contains("\nOK") {
                 *stage = Stage::Done;
-                return say(&format!("{preface}All tests pass already."))
-                    .finish(FinishReason::Completed);
+                return answers(say(&format!("{preface}All tests pass already.")));
             }
             *stage = Stage::Fix;
-            say(&format!(
-                "{preface}`test_average` fails: `average([1, 2, 3, 4])` gives 3.33 instead of 2.5. \
-                 Let me read calc.py."
-            ))
-            .call("call-3", "fs_read_file", json!({ "path": "calc.py" }))
-            .finish(FinishReason::ToolCall)
+            calls(
+                say(&format!(
+                    "{preface}`test_average` fails: `average([1, 2, 3, 4])` gives 3.33 instead \
+                     of 2.5. Let me read calc.py."
+                ))
+                .call("call-3", "fs_read_file", json!({ "path": "calc.py" })),
+            )
         }
         Stage::Fix => {
             *stage = Stage::RunTestsAgain;
             let turn = reason("Line 11 divides by len(values) - 1; a mean divides by len(values).");
-            stream(
+            let turn = stream(
                 turn,
                 "text",
                 PartKind::Text,
@@ -201,50 +257,43 @@ fn next_turn(stage: &mut Stage, seen: &Seen) -> ScriptedTurn {
                     "{preface}`average` divides by `len(values) - 1`, but the mean divides by \
                      `len(values)`. Here is the one-line fix:"
                 ),
-            )
-            .call(
+            );
+            calls(turn.call(
                 "call-4",
                 "fs_replace_in_file",
                 json!({ "path": "calc.py", "old_string": BUGGY, "new_string": FIXED }),
-            )
-            .finish(FinishReason::ToolCall)
+            ))
         }
         Stage::RunTestsAgain => {
-            let applied = result.is_some_and(|r| !r.is_error);
-            if !applied {
+            if !result.is_some_and(|r| !r.is_error) {
                 *stage = Stage::Fix;
-                return say(&format!(
+                return answers(say(&format!(
                     "{preface}Understood, I left calc.py unchanged. The fix is to divide by \
                      `len(values)` in `average`; say “continue” if you want me to apply it."
-                ))
-                .finish(FinishReason::Completed);
+                )));
             }
             *stage = Stage::Done;
-            say(&format!("{preface}Fixed. Running the tests again."))
-                .call("call-5", "shell_exec", json!({ "command": TESTS }))
-                .finish(FinishReason::ToolCall)
+            calls(
+                say(&format!("{preface}Fixed. Running the tests again.")).call(
+                    "call-5",
+                    "shell_exec",
+                    json!({ "command": TESTS }),
+                ),
+            )
         }
         Stage::Done => {
             let passed = result.is_some_and(|r| !r.is_error && r.output.to_text().contains("\nOK"));
-            if passed {
-                say(&format!(
-                    "{preface}All 3 tests pass now. The bug was in `average` (calc.py): it divided \
-                     the total by `len(values) - 1` instead of `len(values)`."
-                ))
-                .finish(FinishReason::Completed)
-            } else if seen.results.is_empty() && !heard.is_empty() {
-                say(&format!(
-                    "{preface}This is the offline demo: a scripted model that can only do this one \
-                     task. Set OPENAI_API_KEY, ANTHROPIC_API_KEY or OPENAI_BASE_URL to talk to a \
-                     real model."
-                ))
-                .finish(FinishReason::Completed)
+            let text = if passed {
+                "All 3 tests pass now. The bug was in `average` (calc.py): it divided the total \
+                 by `len(values) - 1` instead of `len(values)`."
+            } else if result.is_some() {
+                "The tests still fail; see the output above."
             } else {
-                say(&format!(
-                    "{preface}The tests still fail; see the output above."
-                ))
-                .finish(FinishReason::Completed)
-            }
+                "This is the offline demo: a scripted model that can only do this one task. \
+                 Set OPENAI_API_KEY, ANTHROPIC_API_KEY or OPENAI_BASE_URL to talk to a real \
+                 model."
+            };
+            answers(say(&format!("{preface}{text}")))
         }
     }
 }

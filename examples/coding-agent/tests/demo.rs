@@ -90,3 +90,24 @@ fn denying_the_fix_leaves_the_file_alone() {
     term.wait_for("demo finished without the fix");
     assert!(term.wait_exit());
 }
+
+#[test]
+fn the_demo_hears_a_steering_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut term = Term::spawn(&[], &[], dir.path());
+    term.wait_for("I'll look at the project");
+    term.enter("keep it short");
+    term.wait_for("⧗ queued #1 (steer): keep it short");
+    term.wait_for("allow? [y]es");
+    term.type_text("a");
+    term.wait_for("you: always for this session");
+    term.wait_for("↳ injected #1");
+    term.wait_for("Noted: “keep it short”.");
+    term.wait_for("  + return total(values) / len(values)");
+    term.wait_for("allow? [y]es");
+    term.type_text("y");
+    term.wait_for("All 3 tests pass now.");
+    term.wait_prompt();
+    term.ctrl_d();
+    assert!(term.wait_exit());
+}
