@@ -265,7 +265,7 @@ fn next_turn(stage: &mut Stage, seen: &Seen) -> Next {
             ))
         }
         Stage::RunTestsAgain => {
-            if !result.is_some_and(|r| !r.is_error) {
+            if result.is_none_or(|r| r.is_error) {
                 *stage = Stage::Fix;
                 return answers(say(&format!(
                     "{preface}Understood, I left calc.py unchanged. The fix is to divide by \
