@@ -3,7 +3,8 @@
 //! On a terminal the keys come from crossterm's event stream in raw mode,
 //! edit the screen's input line, and become events when they mean something
 //! to the program (Enter, Ctrl-C, Ctrl-D, an answer key). Without a
-//! terminal, each line of standard input is one event.
+//! terminal, each line of standard input is one event, and SIGINT (Ctrl-C
+//! in the shell that started it) is the same interrupt as on a terminal.
 
 use crate::screen::{Edit, Screen};
 use crossterm::event::{Event, EventStream, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
@@ -75,7 +76,17 @@ impl Input {
                 if *eof {
                     return InputEvent::Eof;
                 }
-                match lines.next_line().await {
+                let line = tokio::select! {
+                    line = lines.next_line() => line,
+                    signal = tokio::signal::ctrl_c() => {
+                        if signal.is_ok() {
+                            return InputEvent::Interrupt;
+                        }
+                        // No signal handling here: only lines count.
+                        lines.next_line().await
+                    }
+                };
+                match line {
                     Ok(Some(line)) if mode == Mode::Choice => {
                         InputEvent::Key(line.trim().chars().next().unwrap_or('n'))
                     }

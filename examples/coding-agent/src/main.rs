@@ -63,8 +63,19 @@ fn fail(message: impl std::fmt::Display) -> ExitCode {
     ExitCode::from(2)
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(error) => return fail(format!("cannot start the async runtime: {error}")),
+    };
+    let code = runtime.block_on(run());
+    // Standard input may be read by a blocking thread that waits for a line
+    // that never comes; do not wait for it.
+    runtime.shutdown_background();
+    code
+}
+
+async fn run() -> ExitCode {
     let args = match args::parse(std::env::args().skip(1)) {
         Ok(args) => args,
         Err(message) => return fail(message),

@@ -111,3 +111,48 @@ fn the_demo_hears_a_steering_message() {
     term.ctrl_d();
     assert!(term.wait_exit());
 }
+
+#[test]
+fn sigint_without_a_terminal_cancels_the_turn_then_quits() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_coding-agent"))
+        .arg("--demo")
+        .env("CODING_AGENT_STATE_DIR", dir.path().join("state"))
+        .env("XDG_CONFIG_HOME", dir.path().join("config"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut seen = String::new();
+    let mut read_until = |needle: &str| {
+        use std::io::BufRead;
+        while !seen.contains(needle) {
+            let mut line = String::new();
+            assert!(
+                stdout.read_line(&mut line).unwrap() > 0,
+                "no {needle:?} in:\n{seen}"
+            );
+            seen += &line;
+        }
+    };
+    // The first approval waits for a line on stdin: interrupt it instead.
+    read_until("? run `python3 -m unittest -v`?");
+    let interrupt = |pid: u32| {
+        let status = Command::new("kill")
+            .args(["-INT", &pid.to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    };
+    interrupt(child.id());
+    read_until("you: cancel the turn");
+    read_until("turn cancelled; the transcript is intact.");
+    // At the prompt, SIGINT arms quitting; a second one quits.
+    read_until("── ");
+    interrupt(child.id());
+    read_until("(Ctrl-C again or Ctrl-D to quit)");
+    interrupt(child.id());
+    read_until("demo finished without the fix");
+    assert!(child.wait().unwrap().success());
+}
