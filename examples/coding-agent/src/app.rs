@@ -9,7 +9,7 @@
 //! conversation goes on; only Ctrl-D or a second Ctrl-C at the prompt quit.
 
 use crate::input::{Input, InputEvent, Mode};
-use crate::policy::{ALWAYS_KEY, CodingPolicy, SessionAllowList};
+use crate::policy::{ALWAYS_KEY, CodingPolicy, SessionAllowList, describe_key};
 use crate::provider::ModelInfo;
 use crate::screen::{Line, Look, Screen};
 use crate::sessions::{SessionStore, shorten};
@@ -328,7 +328,12 @@ pub async fn run<M: ModelAdapter>(model: M, setup: Setup) -> Result<Summary, Loo
                     Answer::Yes => pending.approve(&mut driver),
                     Answer::Always => {
                         if let Some(key) = pending.request.metadata.get(ALWAYS_KEY) {
-                            always.add(key.as_str().unwrap_or_default());
+                            let key = key.as_str().unwrap_or_default();
+                            always.add(key);
+                            ctx.note(
+                                format!("  allowed from now on: {}", describe_key(key)),
+                                Look::Dim,
+                            );
                         }
                         pending.approve(&mut driver)
                     }

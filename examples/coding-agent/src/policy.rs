@@ -130,6 +130,26 @@ fn always_key(request: &PermissionRequest, reason: &ApprovalReason) -> String {
     format!("{}:{reason:?}:{detail}", request.kind)
 }
 
+/// An allow-list key in words: `shell.command python3`,
+/// `filesystem.write in the workspace`.
+pub fn describe_key(key: &str) -> String {
+    let mut parts = key.splitn(3, ':');
+    let kind = parts.next().unwrap_or_default();
+    let reason = parts.next().unwrap_or_default();
+    let detail = parts.next().unwrap_or_default();
+    let place = match reason {
+        "PolicyRequiresConfirmation" if kind.starts_with("filesystem.") => " in the workspace",
+        "SensitivePath" => " outside the workspace",
+        _ => "",
+    };
+    let what = match kind {
+        "shell.command" => format!("`{}` commands", detail.replace(',', "`, `")),
+        _ if detail.is_empty() => kind.to_owned(),
+        _ => format!("{kind} on {detail}"),
+    };
+    format!("{what}{place}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -171,7 +191,9 @@ mod tests {
         let PermissionDecision::RequireApproval(approval) = fs(write.clone()) else {
             panic!("a write needs approval");
         };
-        always.add(approval.metadata[ALWAYS_KEY].as_str().unwrap());
+        let key = approval.metadata[ALWAYS_KEY].as_str().unwrap();
+        assert_eq!(describe_key(key), "filesystem.write in the workspace");
+        always.add(key);
         assert_eq!(fs(write), PermissionDecision::Allow);
         assert!(matches!(
             fs(outside),
@@ -184,7 +206,9 @@ mod tests {
         else {
             panic!("python3 needs approval");
         };
-        always.add(approval.metadata[ALWAYS_KEY].as_str().unwrap());
+        let key = approval.metadata[ALWAYS_KEY].as_str().unwrap();
+        assert_eq!(describe_key(key), "`python3` commands");
+        always.add(key);
         assert_eq!(
             policy.evaluate(&shell("python3 -m unittest -v", &dir)),
             PermissionDecision::Allow

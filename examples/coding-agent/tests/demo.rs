@@ -19,6 +19,7 @@ fn offline_demo_fixes_the_sample_project_with_approvals() {
     assert!(term.screen().contains("? run `python3 -m unittest -v`?"));
     term.type_text("a");
     term.wait_for("you: always for this session");
+    term.wait_for("allowed from now on: `python3` commands");
     term.wait_for("exit code 1 · FAILED (failures=1)");
 
     // The fix is shown as a diff and needs its own approval.
