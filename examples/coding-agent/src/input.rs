@@ -11,6 +11,7 @@ use crossterm::event::{Event, EventStream, KeyCode, KeyEvent, KeyEventKind, KeyM
 use futures::StreamExt;
 use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncBufReadExt, BufReader, Lines, Stdin};
+use tokio::signal::unix::{Signal, SignalKind, signal};
 
 /// Something the user did that the program acts on.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -39,6 +40,8 @@ enum Source {
     Lines {
         lines: Lines<BufReader<Stdin>>,
         eof: bool,
+        /// SIGINT, registered once so that none is lost between reads.
+        interrupts: Option<Signal>,
     },
 }
 
@@ -58,6 +61,7 @@ impl Input {
             Source::Lines {
                 lines: BufReader::new(tokio::io::stdin()).lines(),
                 eof: false,
+                interrupts: signal(SignalKind::interrupt()).ok(),
             }
         };
         Self { source, screen }
@@ -72,19 +76,20 @@ impl Input {
     /// is dropped, since typed text lives in the screen's input line.
     pub async fn next(&mut self, mode: Mode) -> InputEvent {
         match &mut self.source {
-            Source::Lines { lines, eof } => {
+            Source::Lines {
+                lines,
+                eof,
+                interrupts,
+            } => {
                 if *eof {
                     return InputEvent::Eof;
                 }
-                let line = tokio::select! {
-                    line = lines.next_line() => line,
-                    signal = tokio::signal::ctrl_c() => {
-                        if signal.is_ok() {
-                            return InputEvent::Interrupt;
-                        }
-                        // No signal handling here: only lines count.
-                        lines.next_line().await
-                    }
+                let line = match interrupts {
+                    Some(interrupts) => tokio::select! {
+                        line = lines.next_line() => line,
+                        Some(()) = interrupts.recv() => return InputEvent::Interrupt,
+                    },
+                    None => lines.next_line().await,
                 };
                 match line {
                     Ok(Some(line)) if mode == Mode::Choice => {

@@ -124,17 +124,26 @@ fn sigint_without_a_terminal_cancels_the_turn_then_quits() {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    // Lines arrive through a thread, so a missing one fails the test in
+    // time instead of hanging it.
+    let (lines, arrived) = std::sync::mpsc::channel::<String>();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if lines.send(line).is_err() {
+                break;
+            }
+        }
+    });
     let mut seen = String::new();
     let mut read_until = |needle: &str| {
-        use std::io::BufRead;
         while !seen.contains(needle) {
-            let mut line = String::new();
-            assert!(
-                stdout.read_line(&mut line).unwrap() > 0,
-                "no {needle:?} in:\n{seen}"
-            );
-            seen += &line;
+            match arrived.recv_timeout(std::time::Duration::from_secs(30)) {
+                Ok(line) => seen += &(line + "\n"),
+                Err(_) => panic!("no {needle:?} in:\n{seen}"),
+            }
         }
     };
     // The first approval waits for a line on stdin: interrupt it instead.
@@ -155,5 +164,16 @@ fn sigint_without_a_terminal_cancels_the_turn_then_quits() {
     read_until("(Ctrl-C again or Ctrl-D to quit)");
     interrupt(child.id());
     read_until("demo finished without the fix");
-    assert!(child.wait().unwrap().success());
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if start.elapsed() > std::time::Duration::from_secs(30) {
+            let _ = child.kill();
+            panic!("the agent did not quit:\n{seen}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert!(status.success());
 }
