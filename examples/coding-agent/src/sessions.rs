@@ -135,7 +135,7 @@ impl SessionStore {
         std::fs::rename(&temp, &path).map_err(io(&path))
     }
 
-    /// Every saved session, the most recent first.
+    /// Every readable saved session, the most recent first.
     pub fn list(&self) -> Result<Vec<SessionInfo>, SessionError> {
         let entries = match std::fs::read_dir(&self.dir) {
             Ok(entries) => entries,
@@ -152,8 +152,10 @@ impl SessionStore {
             let path = entry.path();
             let is_session = path.extension().is_some_and(|e| e == "json")
                 && !entry.file_name().to_string_lossy().starts_with('.');
-            if is_session {
-                sessions.push(read(&path)?.info);
+            // A file this version cannot read (damaged, or from a newer
+            // version) is left out of the list rather than hiding the rest.
+            if is_session && let Ok(file) = read(&path) {
+                sessions.push(file.info);
             }
         }
         sessions.sort_by(|a, b| b.updated.cmp(&a.updated).then(b.id.cmp(&a.id)));
@@ -239,8 +241,13 @@ mod tests {
         store
             .save(&snapshot("s1", "fix the tests"), dir.path())
             .unwrap();
+        std::fs::write(dir.path().join("state/broken.json"), "{").unwrap();
         let list = store.list().unwrap();
         assert_eq!(list.len(), 2);
+        assert!(matches!(
+            store.load(Some("broken")),
+            Err(SessionError::Format { .. })
+        ));
         assert_eq!(list.iter().find(|s| s.id == "s2").unwrap().title, "second");
 
         let (info, loaded) = store.load(Some("s1")).unwrap();
