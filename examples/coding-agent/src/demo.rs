@@ -55,6 +55,16 @@ pub fn scratch_project() -> std::io::Result<PathBuf> {
     Ok(dir)
 }
 
+/// `true` when `python3` runs: the sample project's tests need it.
+pub fn python_available() -> bool {
+    std::process::Command::new("python3")
+        .arg("--version")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success())
+}
+
 /// `true` when the demo's fix is in place in `dir`.
 pub fn is_fixed(dir: &Path) -> bool {
     std::fs::read_to_string(dir.join("calc.py")).is_ok_and(|text| text.contains(FIXED))

@@ -224,6 +224,13 @@ async fn run() -> ExitCode {
                 ),
                 Look::Dim,
             ));
+            if !demo::python_available() {
+                say(Line::new(
+                    "python3 was not found: the demo runs the sample project's tests with it, \
+                     so those runs will fail.",
+                    Look::Bad,
+                ));
+            }
             let model = demo::model();
             let mut setup = setup(
                 ModelInfo {
