@@ -149,8 +149,9 @@ fn sigint_without_a_terminal_cancels_the_turn_then_quits() {
     // The first approval waits for a line on stdin: interrupt it instead.
     read_until("? run `python3 -m unittest -v`?");
     let interrupt = |pid: u32| {
-        let status = Command::new("kill")
-            .args(["-INT", &pid.to_string()])
+        // The shell's own `kill`, so no procps package is needed.
+        let status = Command::new("sh")
+            .args(["-c", &format!("kill -INT {pid}")])
             .status()
             .unwrap();
         assert!(status.success());
