@@ -317,33 +317,9 @@ pub async fn run<M: ModelAdapter>(model: M, setup: Setup) -> Result<Summary, Loo
                 save(&driver, &ctx);
             }
             Ok(LoopStep::Interrupt(LoopInterrupt::ApprovalRequest(pending))) => {
-                show_approval(&ctx, &pending);
-                let answer = if setup.yes {
-                    ctx.note("  approved (--yes)", Look::Dim);
-                    Answer::Yes
-                } else {
-                    ctx.ask_approval().await
-                };
-                let resolved = match answer {
-                    Answer::Yes => pending.approve(&mut driver),
-                    Answer::Always => {
-                        if let Some(key) = pending.request.metadata.get(ALWAYS_KEY) {
-                            let key = key.as_str().unwrap_or_default();
-                            always.add(key);
-                            ctx.note(
-                                format!("  allowed from now on: {}", describe_key(key)),
-                                Look::Dim,
-                            );
-                        }
-                        pending.approve(&mut driver)
-                    }
-                    Answer::No => pending.deny_with_reason(&mut driver, "the user declined"),
-                    Answer::Cancel => {
-                        ctx.controller.interrupt();
-                        pending.deny_with_reason(&mut driver, "the user cancelled the turn")
-                    }
-                };
-                if let Err(error) = resolved {
+                if let Err(error) =
+                    answer_approval(&mut driver, &mut ctx, pending, setup.yes, &always).await
+                {
                     summary.errors += 1;
                     ctx.note(format!("error: {error}"), Look::Bad);
                 }
@@ -389,31 +365,10 @@ pub async fn run<M: ModelAdapter>(model: M, setup: Setup) -> Result<Summary, Loo
             Err(error) => {
                 view.reset_round();
                 summary.errors += 1;
-                ctx.screen().set_activity(None);
-                ctx.note(format!("error: {error}"), Look::Bad);
-                ctx.note(
-                    "the conversation is kept: press Enter to retry, or type a message",
-                    Look::Dim,
-                );
-                match ctx.read_line(true).await {
-                    None => break,
-                    Some(text) if text.is_empty() => {}
-                    Some(text) => {
-                        // Sent with the retried call; if a tool round is
-                        // open, it waits in the queue for the next safe point.
-                        let request = InputRequest {
-                            session_id: driver.session_id().clone(),
-                            reason: "retry after an error".into(),
-                        };
-                        if request
-                            .submit(&mut driver, vec![Item::user(text.clone())])
-                            .is_err()
-                        {
-                            driver.soft_interrupts().push_text(text);
-                        }
-                        save(&driver, &ctx);
-                    }
+                if !recover(&mut driver, &mut ctx, &error).await {
+                    break;
                 }
+                save(&driver, &ctx);
             }
         }
     }
@@ -422,6 +377,76 @@ pub async fn run<M: ModelAdapter>(model: M, setup: Setup) -> Result<Summary, Loo
         manager.disconnect_all().await;
     }
     Ok(summary)
+}
+
+/// Shows an approval request and resolves it with the user's answer.
+async fn answer_approval<S: ModelSession>(
+    driver: &mut LoopDriver<S>,
+    ctx: &mut Ctx,
+    pending: PendingApproval,
+    yes: bool,
+    always: &SessionAllowList,
+) -> Result<(), LoopError> {
+    show_approval(ctx, &pending);
+    let answer = if yes {
+        ctx.note("  approved (--yes)", Look::Dim);
+        Answer::Yes
+    } else {
+        ctx.ask_approval().await
+    };
+    match answer {
+        Answer::Yes => pending.approve(driver),
+        Answer::Always => {
+            if let Some(key) = pending.request.metadata.get(ALWAYS_KEY) {
+                let key = key.as_str().unwrap_or_default();
+                always.add(key);
+                ctx.note(
+                    format!("  allowed from now on: {}", describe_key(key)),
+                    Look::Dim,
+                );
+            }
+            pending.approve(driver)
+        }
+        Answer::No => pending.deny_with_reason(driver, "the user declined"),
+        Answer::Cancel => {
+            ctx.controller.interrupt();
+            pending.deny_with_reason(driver, "the user cancelled the turn")
+        }
+    }
+}
+
+/// Shows an error of `next()` and waits for the user: Enter retries, a
+/// message is sent with the retry. `false` means the user quit.
+async fn recover<S: ModelSession>(
+    driver: &mut LoopDriver<S>,
+    ctx: &mut Ctx,
+    error: &LoopError,
+) -> bool {
+    ctx.screen().set_activity(None);
+    ctx.note(format!("error: {error}"), Look::Bad);
+    ctx.note(
+        "the conversation is kept: press Enter to retry, or type a message",
+        Look::Dim,
+    );
+    match ctx.read_line(true).await {
+        None => false,
+        Some(text) if text.is_empty() => true,
+        Some(text) => {
+            // Sent with the retried call; if a tool round is open, it
+            // waits in the queue for the next safe point.
+            let request = InputRequest {
+                session_id: driver.session_id().clone(),
+                reason: "retry after an error".into(),
+            };
+            if request
+                .submit(driver, vec![Item::user(text.clone())])
+                .is_err()
+            {
+                driver.soft_interrupts().push_text(text);
+            }
+            true
+        }
+    }
 }
 
 fn status_line(info: &ModelInfo, turn: &Usage, session: &Usage) -> Line {
