@@ -145,6 +145,18 @@ async fn a_path_inside_the_root_that_now_leads_out_is_refused_at_use() {
     assert!(setup.outside.join("x.txt").exists());
 }
 
+/// Exchanges `ws/d` and `ws/alt` atomically.
+fn swap(ws: &std::path::Path) {
+    renameat_with(
+        CWD,
+        ws.join("d"),
+        CWD,
+        ws.join("alt"),
+        RenameFlags::EXCHANGE,
+    )
+    .unwrap();
+}
+
 /// Allows everything and, as a side effect, swaps `ws/d` with `ws/alt`
 /// right after judging: the worst possible moment, deterministically.
 struct SwapAfterCheck {
@@ -156,14 +168,7 @@ impl agentkit_tools_core::PermissionChecker for SwapAfterCheck {
         &self,
         _request: &agentkit_tools_core::PermissionRequest,
     ) -> agentkit_tools_core::PermissionDecision {
-        renameat_with(
-            CWD,
-            self.ws.join("d"),
-            CWD,
-            self.ws.join("alt"),
-            RenameFlags::EXCHANGE,
-        )
-        .unwrap();
+        swap(&self.ws);
         agentkit_tools_core::PermissionDecision::Allow
     }
 }
@@ -197,14 +202,7 @@ async fn a_swap_between_check_and_use_is_refused_even_inside_the_root() {
             "{tool}: {err}"
         );
         // Swap back for the next round.
-        renameat_with(
-            CWD,
-            setup.ws.join("d"),
-            CWD,
-            setup.ws.join("alt"),
-            RenameFlags::EXCHANGE,
-        )
-        .unwrap();
+        swap(&setup.ws);
     }
     assert!(!setup.ws.join(".git/hooks/pre-commit").exists());
     assert!(!setup.ws.join(".git/hooks/x").exists());
