@@ -7,7 +7,9 @@
 //! fresh one. Calls race the server's answer against their deadline and the
 //! turn's cancellation, and whichever of those fires first sends MCP
 //! `notifications/cancelled`, so the server can stop working on an answer
-//! nobody will read.
+//! nobody will read. A guard on the call sends it too when the call's
+//! future is dropped before the answer came (a caller's timeout, an
+//! aborted task).
 
 use crate::auth::{Challenge, McpCredentials};
 use crate::config::{McpServerConfig, McpTransport};
@@ -19,7 +21,7 @@ use agentkit_core::TurnCancellation;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientCapabilities,
     ClientConfig, ClientRequest, GetPromptRequestParams, GetPromptResponse, Implementation,
-    ReadResourceRequestParams, ServerResult,
+    ReadResourceRequestParams, RequestId, ServerResult,
 };
 use rmcp::service::{NotificationContext, Peer, RunningService, ServiceError};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -288,18 +290,26 @@ impl Connection {
             }
             Err(err) => return Err(classify(err)),
         };
-        let request_id = handle.id.clone();
+        // From here on the request is the server's business: whatever ends
+        // this future early (deadline, cancellation, or a caller dropping
+        // it: a task manager's timeout, an aborted task, a dropped `next()`)
+        // tells the server to stop, through the guard.
+        let mut in_flight = InFlight {
+            peer: self.peer.clone(),
+            request_id: Some(handle.id.clone()),
+        };
         let answer = tokio::select! {
             answer = handle.await_response() => answer,
             _ = tokio::time::sleep(deadline) => {
-                self.send_cancel(request_id, format!("deadline of {deadline:?} passed")).await;
+                in_flight.cancel(format!("deadline of {deadline:?} passed")).await;
                 return Err(CallError::Timeout(deadline));
             }
             _ = cancel.cancelled() => {
-                self.send_cancel(request_id, "the turn was cancelled".into()).await;
+                in_flight.cancel("the turn was cancelled".into()).await;
                 return Err(CallError::Cancelled);
             }
         };
+        in_flight.disarm();
         match answer {
             Ok(ServerResult::CallToolResult(result)) => {
                 serde_json::to_value(&result).map_err(|err| CallError::Protocol(err.to_string()))
@@ -354,19 +364,6 @@ impl Connection {
         }
     }
 
-    async fn send_cancel(&self, request_id: rmcp::model::RequestId, reason: String) {
-        tracing::debug!(%request_id, %reason, "sending notifications/cancelled");
-        let notice = self.peer.notify_cancelled(CancelledNotificationParam::new(
-            Some(request_id),
-            Some(reason),
-        ));
-        match tokio::time::timeout(CONTROL_TIMEOUT, notice).await {
-            Ok(Ok(())) => {}
-            Ok(Err(err)) => tracing::debug!(%err, "could not send notifications/cancelled"),
-            Err(_) => tracing::debug!("sending notifications/cancelled timed out"),
-        }
-    }
-
     /// Ends the session: closes the transport politely, then makes sure a
     /// child process (and its group) is gone. Bounded even when the server
     /// ignores us.
@@ -383,6 +380,60 @@ impl Connection {
         if let Some(process) = &self.process {
             process.shutdown(Duration::from_millis(500)).await;
         }
+    }
+}
+
+/// A tool call the server is working on. Dropped while armed (the caller
+/// gave up on the answer without saying so), it sends
+/// `notifications/cancelled` from a task of its own, since `Drop` cannot
+/// wait; the caller's timeout or abort then costs the server no more work.
+struct InFlight {
+    peer: Peer<RoleClient>,
+    /// `None` once the call is answered or its cancellation was sent.
+    request_id: Option<RequestId>,
+}
+
+impl InFlight {
+    /// The call got its answer: nothing to cancel any more.
+    fn disarm(&mut self) {
+        self.request_id = None;
+    }
+
+    /// Sends the cancellation now and waits (boundedly) until it left.
+    async fn cancel(&mut self, reason: String) {
+        if let Some(request_id) = self.request_id.take() {
+            send_cancel(&self.peer, request_id, reason).await;
+        }
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let Some(request_id) = self.request_id.take() else {
+            return;
+        };
+        // Without a runtime (the whole runtime is shutting down) there is
+        // no transport left to carry the notice either.
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let peer = self.peer.clone();
+        runtime.spawn(async move {
+            send_cancel(&peer, request_id, "the caller stopped waiting".into()).await;
+        });
+    }
+}
+
+async fn send_cancel(peer: &Peer<RoleClient>, request_id: RequestId, reason: String) {
+    tracing::debug!(%request_id, %reason, "sending notifications/cancelled");
+    let notice = peer.notify_cancelled(CancelledNotificationParam::new(
+        Some(request_id),
+        Some(reason),
+    ));
+    match tokio::time::timeout(CONTROL_TIMEOUT, notice).await {
+        Ok(Ok(())) => {}
+        Ok(Err(err)) => tracing::debug!(%err, "could not send notifications/cancelled"),
+        Err(_) => tracing::debug!("sending notifications/cancelled timed out"),
     }
 }
 

@@ -8,8 +8,9 @@
 //! agent loop relies on:
 //!
 //! - every call has a deadline, and the server is sent
-//!   `notifications/cancelled` when the deadline passes or the turn is
-//!   cancelled;
+//!   `notifications/cancelled` when the deadline passes, the turn is
+//!   cancelled, or the caller drops the call (a task manager's timeout, an
+//!   aborted task, a dropped `next()`);
 //! - a server that crashed is reconnected on the next call;
 //! - `notifications/tools/list_changed` updates the catalog (a new
 //!   revision, and a [`ToolCatalogEvent`](agentkit_tools_core::ToolCatalogEvent));

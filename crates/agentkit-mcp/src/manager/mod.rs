@@ -272,6 +272,31 @@ impl McpServerManager {
     /// Calls a server's tool by its own name (not the exposed
     /// `mcp_<server>_<tool>` name), outside any agent loop. The same path
     /// the source's tools take: deadline, cancellation, reconnect, auth.
+    ///
+    /// The context needs no more than a call id, plus a cancellation when
+    /// the host wants to be able to stop the call. Interrupting it, or
+    /// simply dropping the returned future, sends the server
+    /// `notifications/cancelled`.
+    ///
+    /// ```no_run
+    /// use agentkit_core::CancellationController;
+    /// use agentkit_mcp::{McpServerConfig, McpServerManager};
+    /// use agentkit_tools_core::ToolContext;
+    /// use serde_json::json;
+    ///
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// let manager = McpServerManager::new();
+    /// manager.register(McpServerConfig::stdio("everything", "mcp-server-everything").arg("stdio"))?;
+    /// let stop = CancellationController::new();
+    /// let ctx = ToolContext::new("call-1").with_cancellation(stop.handle().checkpoint());
+    /// // Elsewhere: `stop.interrupt()` ends the call and cancels it on the server.
+    /// let result = manager
+    ///     .call_tool("everything", "echo", json!({ "message": "hi" }), ctx)
+    ///     .await?;
+    /// println!("{}", result.output.to_text());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn call_tool(
         &self,
         server: &str,
