@@ -36,6 +36,10 @@ use tokio::sync::Notify;
 /// stop being polite.
 const CONTROL_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// The key rmcp puts in the data of the error it answers a call with when
+/// the call's stream closed before the answer.
+const TRANSPORT_CLOSED_MARKER: &str = "io.modelcontextprotocol/transportClosed";
+
 static NEXT_CONNECTION: AtomicU64 = AtomicU64::new(1);
 
 /// Receives the server's notifications. Only the list-changed signal
@@ -442,6 +446,19 @@ fn classify(err: ServiceError) -> CallError {
         return CallError::Auth(challenge);
     }
     match err {
+        // rmcp answers a call whose response stream broke for good with
+        // an error of its own making, marked as such: the session is gone,
+        // the server did not reject anything.
+        ServiceError::McpError(data)
+            if data
+                .data
+                .as_ref()
+                .and_then(|d| d.get(TRANSPORT_CLOSED_MARKER))
+                .is_some() =>
+        {
+            tracing::debug!(message = %data.message, "response stream closed for good");
+            CallError::Lost
+        }
         ServiceError::McpError(data) => CallError::Rejected(data.message.into_owned()),
         ServiceError::TransportClosed => CallError::Lost,
         ServiceError::TransportSend(error) => CallError::Broken(error.to_string()),

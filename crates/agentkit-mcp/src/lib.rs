@@ -54,7 +54,7 @@ pub use auth::{AuthOperation, AuthRequest, AuthResolution, McpAuthResponder, Mcp
 pub use catalog::{CatalogEvents, McpToolSource, SOURCE_NAME};
 pub use config::{
     DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, HttpConfig, McpServerConfig, McpTransport,
-    StdioConfig,
+    StdioConfig, StreamRetry,
 };
 pub use discovery::{McpPrompt, McpPromptArgument, McpResource};
 pub use error::McpError;
