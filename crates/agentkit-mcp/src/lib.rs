@@ -58,7 +58,7 @@ pub use config::{
 };
 pub use discovery::{McpPrompt, McpPromptArgument, McpResource};
 pub use error::McpError;
-pub use manager::{McpServerManager, ServerStatus};
+pub use manager::{McpServerManager, ServerState, ServerStatus};
 pub use naming::exposed_tool_name;
 
 // The README's example is compiled with the doc-tests.

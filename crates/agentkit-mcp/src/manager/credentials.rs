@@ -14,10 +14,11 @@ use std::sync::Arc;
 const PENDING_PER_SERVER: usize = 16;
 
 impl Inner {
-    /// Asks the registered responder; `true` when it provided credentials
-    /// worth a retry.
+    /// Asks the server's responder, or else the manager's; `true` when it
+    /// provided credentials worth a retry.
     pub(super) async fn ask_responder(&self, server: &Arc<Server>, request: &AuthRequest) -> bool {
-        let responder = self.responder.lock().expect("responder lock").clone();
+        let own = server.responder.lock().expect("responder lock").clone();
+        let responder = own.or_else(|| self.responder.lock().expect("responder lock").clone());
         let Some(responder) = responder else {
             return false;
         };

@@ -210,6 +210,18 @@ pub struct HttpServer {
 }
 
 impl HttpServer {
+    /// A manager with this server registered as `secure` (no token yet).
+    pub fn manager(&self) -> agentkit_mcp::McpServerManager {
+        let manager = agentkit_mcp::McpServerManager::new();
+        manager
+            .register(
+                agentkit_mcp::McpServerConfig::http("secure", &self.url)
+                    .connect_timeout(std::time::Duration::from_secs(10)),
+            )
+            .unwrap();
+        manager
+    }
+
     /// Starts the server on a free port of 127.0.0.1, accepting `token`.
     pub async fn start(token: &str) -> Self {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
