@@ -103,6 +103,22 @@ pub(crate) enum CallError {
     Protocol(String),
 }
 
+/// In plain words, for the host's own requests (resources, prompts).
+impl std::fmt::Display for CallError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CallError::NotSent(why) => write!(f, "the request could not be sent: {why}"),
+            CallError::Lost => f.write_str("the session closed before the answer came"),
+            CallError::Timeout(after) => write!(f, "no answer within {after:?}"),
+            CallError::Cancelled => f.write_str("cancelled"),
+            CallError::Auth(_) => f.write_str("the server wants credentials"),
+            CallError::Broken(why) => write!(f, "the connection broke: {why}"),
+            CallError::Rejected(message) => write!(f, "the server refused: {message}"),
+            CallError::Protocol(message) => f.write_str(message),
+        }
+    }
+}
+
 impl Connection {
     /// Connects and discovers, all within `config.connect_timeout`.
     pub(crate) async fn open(
@@ -124,7 +140,7 @@ impl Connection {
             McpTransport::Stdio(stdio) => {
                 let spawned = process::spawn(server, stdio).map_err(|err| McpError::Spawn {
                     server: server.to_owned(),
-                    message: format!("{}: {err}", stdio.command),
+                    message: format!("{}: {}", stdio.command, crate::plain::describe(&err)),
                 })?;
                 let process = spawned.process;
                 let started = tokio::time::timeout(
@@ -140,7 +156,11 @@ impl Connection {
                         process.stderr.settle(Duration::from_millis(500)).await;
                         return Err(McpError::Connect {
                             server: server.to_owned(),
-                            message: format!("{err}{}", process.stderr.describe()),
+                            message: format!(
+                                "{}{}",
+                                crate::plain::describe(&err),
+                                process.stderr.describe()
+                            ),
                         });
                     }
                     Ok(Ok(service)) => (service, Some(process)),
@@ -168,7 +188,7 @@ impl Connection {
                             }
                             None => McpError::Connect {
                                 server: server.to_owned(),
-                                message: err.to_string(),
+                                message: crate::plain::describe(&err),
                             },
                         });
                     }
@@ -237,7 +257,7 @@ impl Connection {
             .unwrap_or_default();
         McpError::Protocol {
             server: server.to_owned(),
-            message: format!("{err}{tail}"),
+            message: format!("{}{tail}", crate::plain::describe(&err)),
         }
     }
 
@@ -315,9 +335,8 @@ impl Connection {
         };
         in_flight.disarm();
         match answer {
-            Ok(ServerResult::CallToolResult(result)) => {
-                serde_json::to_value(&result).map_err(|err| CallError::Protocol(err.to_string()))
-            }
+            Ok(ServerResult::CallToolResult(result)) => serde_json::to_value(&result)
+                .map_err(|err| CallError::Protocol(crate::plain::describe(&err))),
             Ok(other) => Err(CallError::Protocol(format!(
                 "expected a tools/call result, got {}",
                 serde_json::to_value(&other)
@@ -339,9 +358,8 @@ impl Connection {
         match tokio::time::timeout(limit, self.peer.read_resource(params)).await {
             Err(_) => Err(CallError::Timeout(limit)),
             Ok(Err(err)) => Err(classify(err)),
-            Ok(Ok(result)) => {
-                serde_json::to_value(&result).map_err(|err| CallError::Protocol(err.to_string()))
-            }
+            Ok(Ok(result)) => serde_json::to_value(&result)
+                .map_err(|err| CallError::Protocol(crate::plain::describe(&err))),
         }
     }
 
@@ -359,9 +377,8 @@ impl Connection {
         match tokio::time::timeout(limit, self.peer.get_prompt_once(params)).await {
             Err(_) => Err(CallError::Timeout(limit)),
             Ok(Err(err)) => Err(classify(err)),
-            Ok(Ok(GetPromptResponse::Complete(result))) => {
-                serde_json::to_value(&result).map_err(|err| CallError::Protocol(err.to_string()))
-            }
+            Ok(Ok(GetPromptResponse::Complete(result))) => serde_json::to_value(&result)
+                .map_err(|err| CallError::Protocol(crate::plain::describe(&err))),
             Ok(Ok(_)) => Err(CallError::Protocol(
                 "the server asked for more input before answering; not supported".into(),
             )),
@@ -461,7 +478,7 @@ fn classify(err: ServiceError) -> CallError {
         }
         ServiceError::McpError(data) => CallError::Rejected(data.message.into_owned()),
         ServiceError::TransportClosed => CallError::Lost,
-        ServiceError::TransportSend(error) => CallError::Broken(error.to_string()),
-        other => CallError::Protocol(other.to_string()),
+        ServiceError::TransportSend(error) => CallError::Broken(crate::plain::describe(&error)),
+        other => CallError::Protocol(crate::plain::describe(&other)),
     }
 }

@@ -31,6 +31,7 @@
 //! | `ToolSpec::metadata` | `mcp.title`, `mcp.output_schema` | as the server listed them |
 //! | `ToolResult::metadata` | `mcp.server`, `mcp.tool` | who answered |
 //! | `ToolResult::metadata` | `mcp.meta` | the result's `_meta`, when sent |
+//! | `ToolResult::metadata` | `mcp.deduplicated_text` | how many text blocks were dropped for repeating `structuredContent` as JSON |
 //! | `FilePart::metadata` | `mcp.uri` | an embedded or read resource's URI |
 //! | `TextPart::metadata` | `mcp.resource_link` | a resource link block, verbatim |
 //! | `StructuredPart::metadata` | `mcp.structured_content` | `true` on the result's `structuredContent` |
@@ -47,6 +48,7 @@ mod error;
 mod http;
 mod manager;
 mod naming;
+mod plain;
 mod process;
 mod tool;
 

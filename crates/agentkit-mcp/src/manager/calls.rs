@@ -179,17 +179,16 @@ impl Inner {
                     }
                     Err(self.auth_failure(&server, request))
                 }
-                Err(CallError::Timeout(after)) => {
-                    Err(failed(format!("no answer within {after:?}")))
-                }
                 Err(err @ (CallError::NotSent(_) | CallError::Lost | CallError::Broken(_))) => {
                     self.discard(&server, &connection).await;
-                    Err(failed(format!("{err:?}")))
+                    Err(failed(err.to_string()))
                 }
-                Err(CallError::Cancelled) => Err(failed("cancelled".into())),
-                Err(CallError::Rejected(message) | CallError::Protocol(message)) => {
-                    Err(failed(message))
-                }
+                Err(
+                    err @ (CallError::Timeout(_)
+                    | CallError::Cancelled
+                    | CallError::Rejected(_)
+                    | CallError::Protocol(_)),
+                ) => Err(failed(err.to_string())),
             };
         }
     }
