@@ -6,9 +6,12 @@
 //! [`AuthRequest`] and fails the connect ([`McpError::AuthRequired`]) or the
 //! tool call ([`ToolError::AuthRequired`]). The host (which may own a
 //! browser, a secret store, a person) answers with an [`AuthResolution`]
-//! through [`McpServerManager::resolve_auth`]; the next call reconnects
+//! through [`McpServerManager::resolve_auth`], which connects the server
 //! with the new credentials. A host that can always answer (a secret store,
-//! say) registers an [`McpAuthResponder`] instead and is asked directly.
+//! a token cache) registers an [`McpAuthResponder`] instead, per server or
+//! for all, and is asked directly: on the first 401 / 403, and once more
+//! whenever a later operation meets one, so a refreshed token is picked up
+//! without an error.
 //!
 //! [`McpError::AuthRequired`]: crate::McpError::AuthRequired
 //! [`ToolError::AuthRequired`]: agentkit_tools_core::ToolError::AuthRequired
@@ -101,9 +104,14 @@ impl AuthResolution {
     }
 }
 
-/// Answers auth requests without involving the host's main flow, for
-/// example from a secret store. Registered with
-/// [`McpServerManager::set_auth_responder`](crate::McpServerManager::set_auth_responder).
+/// A credentials provider: answers auth requests without involving the
+/// host's main flow, for example from a secret store or a token cache.
+/// Registered for every server with
+/// [`McpServerManager::set_auth_responder`](crate::McpServerManager::set_auth_responder),
+/// or for one with
+/// [`McpServerManager::set_server_auth_responder`](crate::McpServerManager::set_server_auth_responder).
+/// Asked at most once per operation (a connect, a call); what it provides
+/// is used for the retry and kept for later calls.
 #[async_trait::async_trait]
 pub trait McpAuthResponder: Send + Sync {
     /// The answer to `request`, or `None` to let it surface as an
