@@ -1,8 +1,8 @@
 //! Credentials for MCP servers, asked for and given out of band.
 //!
 //! When a server answers `401 Unauthorized` (or `403` with
-//! `error="insufficient_scope"`), the manager does not run an OAuth flow of
-//! its own: it turns the `WWW-Authenticate` challenge into an
+//! `error="insufficient_scope"`), the manager never blocks on a person: it
+//! turns the `WWW-Authenticate` challenge into an
 //! [`AuthRequest`] and fails the connect ([`McpError::AuthRequired`]) or the
 //! tool call ([`ToolError::AuthRequired`]). The host (which may own a
 //! browser, a secret store, a person) answers with an [`AuthResolution`]
@@ -11,7 +11,10 @@
 //! a token cache) registers an [`McpAuthResponder`] instead, per server or
 //! for all, and is asked directly: on the first 401 / 403, and once more
 //! whenever a later operation meets one, so a refreshed token is picked up
-//! without an error.
+//! without an error. With the `oauth` feature, a server configured with an
+//! `OAuthConfig` runs OAuth 2.1 (see the `oauth` module): the request
+//! carries the authorization URL, and the host answers with
+//! [`McpCredentials::oauth_redirect`].
 //!
 //! [`McpError::AuthRequired`]: crate::McpError::AuthRequired
 //! [`ToolError::AuthRequired`]: agentkit_tools_core::ToolError::AuthRequired
@@ -31,6 +34,11 @@ pub enum McpCredentials {
     Bearer(String),
     /// Headers sent with every request (API keys in custom headers).
     Headers(BTreeMap<String, String>),
+    /// The URL an OAuth authorization server redirected the user's browser
+    /// to (with `code` and `state`), answering a request that carried an
+    /// `mcp.authorization_url` (feature `oauth`). The manager trades the
+    /// code for tokens and keeps them fresh itself.
+    OAuthRedirect(String),
 }
 
 impl McpCredentials {
@@ -42,6 +50,13 @@ impl McpCredentials {
     /// A single header, such as `X-Api-Key`.
     pub fn header(name: impl Into<String>, value: impl Into<String>) -> Self {
         McpCredentials::Headers(BTreeMap::from([(name.into(), value.into())]))
+    }
+
+    /// The redirect that ends an OAuth authorization: the full URL the
+    /// browser was sent to, such as
+    /// `http://127.0.0.1:8765/callback?code=…&state=…`.
+    pub fn oauth_redirect(url: impl Into<String>) -> Self {
+        McpCredentials::OAuthRedirect(url.into())
     }
 }
 
@@ -55,6 +70,7 @@ impl std::fmt::Debug for McpCredentials {
                 .debug_tuple("Headers")
                 .field(&headers.keys().collect::<Vec<_>>())
                 .finish(),
+            McpCredentials::OAuthRedirect(_) => f.write_str("OAuthRedirect(<redacted>)"),
         }
     }
 }

@@ -71,6 +71,9 @@ pub struct HttpConfig {
     /// How often, and how patiently, a broken response stream is resumed
     /// before the call waiting on it fails as unavailable.
     pub stream_retry: StreamRetry,
+    /// Authorize with OAuth 2.1 when the server asks (feature `oauth`).
+    #[cfg(feature = "oauth")]
+    pub oauth: Option<crate::OAuthConfig>,
 }
 
 /// How a streamable-HTTP session resumes a server-sent-event stream that
@@ -262,6 +265,16 @@ impl McpServerConfig {
     pub fn stream_retry(mut self, retry: StreamRetry) -> Self {
         if let McpTransport::Http(http) = &mut self.transport {
             http.stream_retry = retry;
+        }
+        self
+    }
+
+    /// Authorizes with OAuth 2.1 when the server answers `401` (HTTP
+    /// servers; ignored for stdio; feature `oauth`). See [`crate::OAuthConfig`].
+    #[cfg(feature = "oauth")]
+    pub fn oauth(mut self, oauth: crate::OAuthConfig) -> Self {
+        if let McpTransport::Http(http) = &mut self.transport {
+            http.oauth = Some(oauth);
         }
         self
     }

@@ -114,7 +114,8 @@ pub(crate) fn http_config(
                 add(name, value)?;
             }
         }
-        None => {}
+        // Consumed by the OAuth flow, which supplies a bearer token instead.
+        Some(McpCredentials::OAuthRedirect(_)) | None => {}
     }
     let mut config = StreamableHttpClientTransportConfig::with_uri(http.url.clone());
     config.custom_headers = headers;
@@ -135,7 +136,7 @@ mod tests {
             url: "http://127.0.0.1:9/mcp".into(),
             headers: BTreeMap::from([("X-Team".to_owned(), "platform".to_owned())]),
             bearer_token: token.map(str::to_owned),
-            stream_retry: StreamRetry::default(),
+            ..HttpConfig::default()
         }
     }
 

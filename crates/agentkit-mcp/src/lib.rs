@@ -37,6 +37,8 @@
 //! | `StructuredPart::metadata` | `mcp.structured_content` | `true` on the result's `structuredContent` |
 //! | `AuthRequest::metadata` | `mcp.http_status` | 401 or 403 |
 //! | `AuthRequest::metadata` | `mcp.error`, `mcp.error_description`, `mcp.realm`, `mcp.resource_metadata` | from the challenge |
+//! | `AuthRequest::metadata` | `mcp.authorization_url` | where to send the user, for a server configured with OAuth (feature `oauth`) |
+//! | `AuthRequest::metadata` | `mcp.authorization_error` | why no authorization URL could be made (discovery or registration failed) |
 
 mod auth;
 mod catalog;
@@ -48,6 +50,8 @@ mod error;
 mod http;
 mod manager;
 mod naming;
+#[cfg(feature = "oauth")]
+mod oauth;
 mod plain;
 mod process;
 mod tool;
@@ -62,6 +66,8 @@ pub use discovery::{McpPrompt, McpPromptArgument, McpResource};
 pub use error::McpError;
 pub use manager::{McpServerManager, ServerState, ServerStatus};
 pub use naming::exposed_tool_name;
+#[cfg(feature = "oauth")]
+pub use oauth::OAuthConfig;
 
 // The README's example is compiled with the doc-tests.
 #[cfg(doctest)]

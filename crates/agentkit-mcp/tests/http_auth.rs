@@ -9,7 +9,7 @@ use agentkit_mcp::{
     McpServerConfig, McpServerManager, ServerState,
 };
 use agentkit_tools_core::{ToolContext, ToolError, ToolRequest, ToolSource};
-use common::rmcp_server::{HttpServer, READ_ONLY_TOKEN, SCOPE_CHALLENGE, challenge};
+use common::rmcp_server::{HttpServer, READ_ONLY_TOKEN, SCOPE_CHALLENGE, challenge, whoami};
 use common::{eventually, tool, within};
 use serde_json::json;
 use std::sync::Arc;
@@ -559,28 +559,26 @@ async fn a_credentials_provider_is_asked_again_once_on_401_and_403() {
             .await
             .expect("the provider's token works");
         assert_eq!(provider.asked(), 1);
-        let call = |id: &'static str| {
-            let manager = manager.clone();
-            async move {
-                manager
-                    .call_tool("secure", "whoami", json!({}), ToolContext::new(id))
-                    .await
-            }
-        };
-        assert_eq!(call("c1").await.unwrap().output.to_text(), "authorized");
+        assert_eq!(
+            whoami(&manager, "c1").await.unwrap().output.to_text(),
+            "authorized"
+        );
 
         // The token is rotated, and the provider has the new one: the 401
         // in the middle of the call is absorbed.
         server.shared.set_token("token-2");
         *provider.token.lock().unwrap() = "token-2".into();
-        assert_eq!(call("c2").await.unwrap().output.to_text(), "authorized");
+        assert_eq!(
+            whoami(&manager, "c2").await.unwrap().output.to_text(),
+            "authorized"
+        );
         assert_eq!(provider.asked(), 2);
 
         // A 403 (the provider's token lacks a scope) is asked about once
         // too, then surfaces with the scopes the server wants.
         *provider.token.lock().unwrap() = READ_ONLY_TOKEN.into();
         server.shared.set_token("token-3");
-        let Err(ToolError::AuthRequired(request)) = call("c3").await else {
+        let Err(ToolError::AuthRequired(request)) = whoami(&manager, "c3").await else {
             panic!("AuthRequired expected")
         };
         assert_eq!(provider.asked(), 3, "asked once, not in a loop");
@@ -590,7 +588,10 @@ async fn a_credentials_provider_is_asked_again_once_on_401_and_403() {
 
         // The provider catches up: the next call works again.
         *provider.token.lock().unwrap() = "token-3".into();
-        assert_eq!(call("c4").await.unwrap().output.to_text(), "authorized");
+        assert_eq!(
+            whoami(&manager, "c4").await.unwrap().output.to_text(),
+            "authorized"
+        );
         assert_eq!(global.asked(), 0, "the server's own provider wins");
     })
     .await;

@@ -119,7 +119,7 @@ impl Inner {
                                 continue;
                             }
                         }
-                        Err(self.auth_failure(&server, request).into_tool_error())
+                        Err(self.surface_auth(&server, request).await.into_tool_error())
                     }
                     Err(CallError::Rejected(message)) => Err(ToolError::ExecutionFailed(format!(
                         "MCP server {server_name} rejected the call: {message}"
@@ -177,7 +177,7 @@ impl Inner {
                             continue;
                         }
                     }
-                    Err(self.auth_failure(&server, request))
+                    Err(self.surface_auth(&server, request).await)
                 }
                 Err(err @ (CallError::NotSent(_) | CallError::Lost | CallError::Broken(_))) => {
                     self.discard(&server, &connection).await;

@@ -78,6 +78,9 @@ struct Server {
     resources: Mutex<Vec<McpResource>>,
     prompts: Mutex<Vec<McpPrompt>>,
     refresher: Mutex<Option<AbortHandle>>,
+    /// The OAuth flow, for servers configured with OAuth.
+    #[cfg(feature = "oauth")]
+    oauth: crate::oauth::OAuthFlow,
 }
 
 impl Drop for Server {
@@ -128,6 +131,8 @@ impl McpServerManager {
             resources: Mutex::new(Vec::new()),
             prompts: Mutex::new(Vec::new()),
             refresher: Mutex::new(None),
+            #[cfg(feature = "oauth")]
+            oauth: crate::oauth::OAuthFlow::default(),
         }));
         Ok(())
     }
@@ -385,7 +390,7 @@ impl McpServerManager {
         }
         let server = self.inner.server(&request.provider)?;
         let provided = matches!(resolution, AuthResolution::Provided { .. });
-        self.inner.apply_resolution(&server, resolution).await;
+        self.inner.apply_resolution(&server, resolution).await?;
         if provided {
             self.inner
                 .connection(&server, AuthOperation::Connect)

@@ -54,7 +54,12 @@ impl Inner {
             }
         }
         loop {
-            let credentials = server.credentials.lock().expect("credentials lock").clone();
+            #[allow(unused_mut)]
+            let mut credentials = server.credentials.lock().expect("credentials lock").clone();
+            #[cfg(feature = "oauth")]
+            if let Some(token) = server.oauth.access_token().await {
+                credentials = Some(crate::auth::McpCredentials::Bearer(token));
+            }
             let span = tracing::info_span!("mcp.connect", server = name);
             match Connection::open(&server.config, credentials.as_ref())
                 .instrument(span)
@@ -75,7 +80,7 @@ impl Inner {
                             continue;
                         }
                     }
-                    return Err(self.auth_failure(server, *request));
+                    return Err(self.surface_auth(server, *request).await);
                 }
                 Err(err) => {
                     tracing::warn!(server = name, %err, "MCP connect failed");
