@@ -213,3 +213,32 @@ async fn a_concurrent_task_manager_timeout_cancels_the_call_on_the_server() {
     })
     .await;
 }
+
+/// The host drops a `next()` future in the middle of the tool round (its
+/// own timeout, a `select!` that took another branch): the call is cancelled
+/// on the server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_next_cancels_the_call_on_the_server() {
+    within(60, "the dropped next() test", async {
+        let manager = connected("stubborn").await;
+        let model = ScriptedModel::new([
+            ScriptedTurn::tool_call("c1", "mcp_stubborn_hang", json!({})),
+            ScriptedTurn::text("never reached"),
+        ]);
+        let agent = Agent::builder()
+            .model(model)
+            .add_tool_source(manager.source())
+            .input(vec![Item::user("hang, please")])
+            .build()
+            .unwrap();
+        let mut driver = agent.start(SessionConfig::new("mcp-drop")).await.unwrap();
+        let dropped_at = tokio::select! {
+            step = driver.next() => panic!("hang never answers, got {step:?}"),
+            _ = server_time(&manager, "stubborn", "hang started") => now_ms(),
+        };
+        // `next()` was dropped when `select!` returned.
+        let seen = server_time(&manager, "stubborn", "cancelled request").await;
+        assert_prompt("dropped next()", dropped_at, seen);
+    })
+    .await;
+}

@@ -91,6 +91,10 @@ async fn failures_read_as_plain_sentences() {
             rows.push((server, connect.to_string()));
             rows.push((server, call(&manager, server, "anything").await.to_string()));
         }
+        assert!(matches!(
+            manager.status("refusing").unwrap().state,
+            agentkit_mcp::ServerState::Failed(agentkit_mcp::McpError::Connect { .. })
+        ));
         let read = manager
             .read_resource("refusing", "demo://a")
             .await

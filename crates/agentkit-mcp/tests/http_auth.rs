@@ -341,9 +341,8 @@ async fn deadlines_and_turn_cancellation_cancel_the_call_on_the_server() {
 
         // The turn is interrupted while the call runs.
         let controller = CancellationController::new();
-        let mut ctx = ToolContext::detached();
-        ctx.cancellation = controller.handle().checkpoint();
-        let turn = ctx.cancellation.clone();
+        let turn = controller.handle().checkpoint();
+        let ctx = ToolContext::new("hang-2").with_cancellation(turn.clone());
         let interrupter = tokio::spawn(async move {
             tokio::time::sleep(Duration::from_millis(100)).await;
             controller.interrupt();
@@ -358,12 +357,26 @@ async fn deadlines_and_turn_cancellation_cancel_the_call_on_the_server() {
 
         // Already cancelled: refused before anything is sent.
         let _controller = interrupter.await.unwrap();
-        let mut ctx = ToolContext::detached();
-        ctx.cancellation = turn;
+        let ctx = ToolContext::new("hang-3").with_cancellation(turn);
         let outcome = manager.call_tool("secure", "hang", json!({}), ctx).await;
         assert_eq!(outcome, Err(ToolError::Cancelled));
         tokio::time::sleep(Duration::from_millis(200)).await;
         assert_eq!(server.shared.cancellations(), 2);
+
+        // The caller drops the call's future (its own timeout): the server
+        // hears of it over HTTP too.
+        let dropped = tokio::time::timeout(
+            Duration::from_millis(150),
+            manager.call_tool("secure", "hang", json!({}), ToolContext::new("hang-4")),
+        )
+        .await;
+        assert!(dropped.is_err());
+        eventually(
+            10,
+            "the server seeing the dropped call's cancellation",
+            || server.shared.cancellations() == 3,
+        )
+        .await;
     })
     .await;
 }
