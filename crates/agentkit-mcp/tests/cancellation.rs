@@ -15,7 +15,8 @@ mod common;
 
 use agentkit_core::{CancellationController, Item, validate_transcript};
 use agentkit_loop::{
-    Agent, ConcurrentTaskManager, LoopStep, SessionConfig, SimpleTaskManager, TaskManager,
+    Agent, AgentBuilder, ConcurrentTaskManager, LoopStep, SessionConfig, SimpleTaskManager,
+    TaskManager,
 };
 use agentkit_mcp::{McpServerConfig, McpServerManager};
 use agentkit_testkit::{ScriptedModel, ScriptedTurn};
@@ -61,6 +62,18 @@ fn assert_prompt(what: &str, from_ms: u128, seen_ms: u128) {
     let delay = Duration::from_millis(seen_ms.saturating_sub(from_ms) as u64);
     eprintln!("{what}: the server saw notifications/cancelled after {delay:?}");
     assert!(delay < BOUND, "{what}: took {delay:?}");
+}
+
+/// An agent whose model calls the stubborn server's `hang` tool once.
+fn hanging_agent(manager: &McpServerManager) -> AgentBuilder<ScriptedModel> {
+    let model = ScriptedModel::new([
+        ScriptedTurn::tool_call("c1", "mcp_stubborn_hang", json!({})),
+        ScriptedTurn::text("after the hang"),
+    ]);
+    Agent::builder()
+        .model(model)
+        .add_tool_source(manager.source())
+        .input(vec![Item::user("hang, please")])
 }
 
 async fn connected(name: &str) -> McpServerManager {
@@ -126,15 +139,8 @@ async fn interrupting_the_loop_cancels_the_call_on_the_server() {
     within(60, "the loop interrupt test", async {
         let manager = connected("stubborn").await;
         let controller = CancellationController::new();
-        let model = ScriptedModel::new([
-            ScriptedTurn::tool_call("c1", "mcp_stubborn_hang", json!({})),
-            ScriptedTurn::text("never reached"),
-        ]);
-        let agent = Agent::builder()
-            .model(model)
-            .add_tool_source(manager.source())
+        let agent = hanging_agent(&manager)
             .cancellation(controller.handle())
-            .input(vec![Item::user("hang, please")])
             .build()
             .unwrap();
         let mut driver = agent.start(SessionConfig::new("mcp-cancel")).await.unwrap();
@@ -162,15 +168,8 @@ async fn interrupting_the_loop_cancels_the_call_on_the_server() {
 
 async fn task_manager_timeout_cancels(task_manager: impl TaskManager + 'static, what: &str) {
     let manager = connected("stubborn").await;
-    let model = ScriptedModel::new([
-        ScriptedTurn::tool_call("c1", "mcp_stubborn_hang", json!({})),
-        ScriptedTurn::text("the tool timed out"),
-    ]);
-    let agent = Agent::builder()
-        .model(model)
-        .add_tool_source(manager.source())
+    let agent = hanging_agent(&manager)
         .task_manager(task_manager)
-        .input(vec![Item::user("hang, please")])
         .build()
         .unwrap();
     let mut driver = agent
@@ -221,16 +220,7 @@ async fn a_concurrent_task_manager_timeout_cancels_the_call_on_the_server() {
 async fn dropping_next_cancels_the_call_on_the_server() {
     within(60, "the dropped next() test", async {
         let manager = connected("stubborn").await;
-        let model = ScriptedModel::new([
-            ScriptedTurn::tool_call("c1", "mcp_stubborn_hang", json!({})),
-            ScriptedTurn::text("never reached"),
-        ]);
-        let agent = Agent::builder()
-            .model(model)
-            .add_tool_source(manager.source())
-            .input(vec![Item::user("hang, please")])
-            .build()
-            .unwrap();
+        let agent = hanging_agent(&manager).build().unwrap();
         let mut driver = agent.start(SessionConfig::new("mcp-drop")).await.unwrap();
         let dropped_at = tokio::select! {
             step = driver.next() => panic!("hang never answers, got {step:?}"),
