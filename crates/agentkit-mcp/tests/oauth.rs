@@ -73,7 +73,7 @@ async fn authorization_code_with_pkce_then_refresh() {
             ))
             .await;
         assert!(
-            matches!(refused, Err(McpError::InvalidConfig { .. })),
+            matches!(refused, Err(McpError::Authorization { .. })),
             "{refused:?}"
         );
         assert_eq!(auth.state.code_exchanges.load(Ordering::SeqCst), 0);

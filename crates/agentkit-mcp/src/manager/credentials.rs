@@ -147,9 +147,9 @@ impl Inner {
             Err("this build has no OAuth support (the `oauth` feature is off)".into())
         };
         if let Err(message) = outcome {
-            return Err(McpError::InvalidConfig {
+            return Err(McpError::Authorization {
                 server: name,
-                message: format!("OAuth authorization failed: {message}"),
+                message,
             });
         }
         tracing::info!(server = %name, "OAuth authorization completed");
