@@ -19,12 +19,15 @@
 //! | `mcp` | `mcp` | `agentkit-mcp`: MCP servers as a tool source |
 //! | `fs` | `fs` | `agentkit-tool-fs`: filesystem tools |
 //! | `shell` | `shell` | `agentkit-tool-shell`: the `shell_exec` tool |
+//! | `context` | `context` | `agentkit-context`: `AGENTS.md` and Agent Skills |
 //! | `full` | | everything above |
 
 pub use agentkit_core as core;
 
 #[cfg(feature = "compaction")]
 pub use agentkit_compaction as compaction;
+#[cfg(feature = "context")]
+pub use agentkit_context as context;
 #[cfg(feature = "http")]
 pub use agentkit_http as http;
 #[cfg(feature = "loop")]
