@@ -116,12 +116,47 @@ pub enum SnapshotCallState {
 /// FNV-1a over the canonical JSON of the arguments: stable across processes
 /// and Rust versions, unlike `DefaultHasher`.
 pub fn arguments_hash(arguments: &Value) -> String {
+    let mut canonical = String::new();
+    write_canonical(arguments, &mut canonical);
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in arguments.to_string().bytes() {
+    for byte in canonical.bytes() {
         hash ^= u64::from(byte);
         hash = hash.wrapping_mul(0x0100_0000_01b3);
     }
     format!("fnv1a64:{hash:016x}")
+}
+
+/// Compact JSON with every object's keys sorted: what `Value::to_string`
+/// prints when serde_json keeps maps sorted, and the same text when a crate
+/// in the build turns on serde_json's `preserve_order` (the ACP SDK does).
+fn write_canonical(value: &Value, out: &mut String) {
+    match value {
+        Value::Object(map) => {
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(b.0));
+            out.push('{');
+            for (index, (key, value)) in entries.into_iter().enumerate() {
+                if index > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(key.clone()).to_string());
+                out.push(':');
+                write_canonical(value, out);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (index, item) in items.iter().enumerate() {
+                if index > 0 {
+                    out.push(',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(']');
+        }
+        other => out.push_str(&other.to_string()),
+    }
 }
 
 #[cfg(test)]
