@@ -28,3 +28,5 @@ pub mod providers {}
 pub mod mcp {}
 #[doc = include_str!("src/context.md")]
 pub mod context {}
+#[doc = include_str!("src/acp.md")]
+pub mod acp {}

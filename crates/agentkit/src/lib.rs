@@ -20,10 +20,13 @@
 //! | `fs` | `fs` | `agentkit-tool-fs`: filesystem tools |
 //! | `shell` | `shell` | `agentkit-tool-shell`: the `shell_exec` tool |
 //! | `context` | `context` | `agentkit-context`: `AGENTS.md` and Agent Skills |
+//! | `acp` | `acp` | `agentkit-acp`: serving agents to editors over ACP |
 //! | `full` | | everything above |
 
 pub use agentkit_core as core;
 
+#[cfg(feature = "acp")]
+pub use agentkit_acp as acp;
 #[cfg(feature = "compaction")]
 pub use agentkit_compaction as compaction;
 #[cfg(feature = "context")]
