@@ -29,7 +29,7 @@ mod updates;
 pub use error::{AcpError, BoxError};
 pub use kind::ToolKind;
 pub use loader::{MemorySessions, SessionLoader, SessionRecorder, StoredSession};
-pub use server::{AcpServer, SessionRequest};
+pub use server::{AcpServer, EditorMcpServer, SessionRequest};
 
 // The README's example is compiled with the doc-tests.
 #[cfg(doctest)]

@@ -32,6 +32,64 @@ pub struct SessionRequest {
     /// `true` for `session/load`: the server sets the stored transcript
     /// itself, the factory should not add starting items.
     pub loaded: bool,
+    /// The MCP servers the editor wants the agent to use in this session
+    /// (ACP clients send their configured servers here); connect them with
+    /// `agentkit-mcp` and add them as a tool source.
+    pub mcp_servers: Vec<EditorMcpServer>,
+}
+
+/// An MCP server the editor passes to a session.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum EditorMcpServer {
+    /// A server to start as a child process speaking MCP on stdio.
+    Stdio {
+        /// Its name in the editor's configuration.
+        name: String,
+        /// The program.
+        command: PathBuf,
+        /// Its arguments.
+        args: Vec<String>,
+        /// Extra environment variables, `(name, value)`.
+        env: Vec<(String, String)>,
+    },
+    /// A server reached over streamable HTTP.
+    Http {
+        /// Its name in the editor's configuration.
+        name: String,
+        /// The endpoint.
+        url: String,
+        /// Extra request headers, `(name, value)`.
+        headers: Vec<(String, String)>,
+    },
+}
+
+impl EditorMcpServer {
+    /// The stdio and HTTP servers of an ACP request; other transports
+    /// (SSE, MCP over ACP) are not offered to the factory.
+    fn from_acp(servers: Vec<acp::McpServer>) -> Vec<Self> {
+        servers
+            .into_iter()
+            .filter_map(|server| match server {
+                acp::McpServer::Stdio(stdio) => Some(EditorMcpServer::Stdio {
+                    name: stdio.name,
+                    command: stdio.command,
+                    args: stdio.args,
+                    env: stdio.env.into_iter().map(|v| (v.name, v.value)).collect(),
+                }),
+                acp::McpServer::Http(http) => Some(EditorMcpServer::Http {
+                    name: http.name,
+                    url: http.url,
+                    headers: http
+                        .headers
+                        .into_iter()
+                        .map(|h| (h.name, h.value))
+                        .collect(),
+                }),
+                _ => None,
+            })
+            .collect()
+    }
 }
 
 type Factory<M> = dyn Fn(&SessionRequest) -> Result<AgentBuilder<M>, BoxError> + Send + Sync;
@@ -220,7 +278,8 @@ where
         cx: ConnectionTo<Client>,
     ) -> Result<acp::NewSessionResponse, Error> {
         let session_id = self.fresh_id();
-        self.open(&session_id, request.cwd, None, cx)
+        let servers = EditorMcpServer::from_acp(request.mcp_servers);
+        self.open(&session_id, request.cwd, servers, None, cx)
             .await
             .map_err(to_rpc_error)?;
         Ok(acp::NewSessionResponse::new(session_id))
@@ -246,7 +305,8 @@ where
             })?
             .ok_or_else(|| Error::from(acp::Error::session_not_found(session_id.clone())))?;
         replay(&cx, &session_id, stored.transcript(), &self.server.kinds)?;
-        self.open(&session_id, request.cwd, Some(stored), cx)
+        let servers = EditorMcpServer::from_acp(request.mcp_servers);
+        self.open(&session_id, request.cwd, servers, Some(stored), cx)
             .await
             .map_err(to_rpc_error)?;
         Ok(acp::LoadSessionResponse::new())
@@ -257,6 +317,7 @@ where
         &self,
         session_id: &str,
         cwd: PathBuf,
+        mcp_servers: Vec<EditorMcpServer>,
         stored: Option<StoredSession>,
         cx: ConnectionTo<Client>,
     ) -> Result<(), AcpError> {
@@ -264,6 +325,7 @@ where
             session_id: session_id.to_owned(),
             cwd,
             loaded: stored.is_some(),
+            mcp_servers,
         };
         let builder = (self.server.factory)(&request).map_err(|source| AcpError::Setup {
             session_id: session_id.to_owned(),
@@ -326,4 +388,40 @@ where
 
 fn to_rpc_error(err: AcpError) -> Error {
     Error::internal_error().data(serde_json::Value::from(err.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn editor_mcp_servers_reach_the_factory_as_plain_data() {
+        let servers = vec![
+            acp::McpServer::Stdio(
+                acp::McpServerStdio::new("everything", "/usr/bin/node")
+                    .args(vec!["server.js".into()])
+                    .env(vec![acp::EnvVariable::new("TOKEN", "t")]),
+            ),
+            acp::McpServer::Http(
+                acp::McpServerHttp::new("remote", "http://127.0.0.1:9/mcp")
+                    .headers(vec![acp::HttpHeader::new("Authorization", "Bearer x")]),
+            ),
+        ];
+        assert_eq!(
+            EditorMcpServer::from_acp(servers),
+            [
+                EditorMcpServer::Stdio {
+                    name: "everything".into(),
+                    command: "/usr/bin/node".into(),
+                    args: vec!["server.js".into()],
+                    env: vec![("TOKEN".into(), "t".into())],
+                },
+                EditorMcpServer::Http {
+                    name: "remote".into(),
+                    url: "http://127.0.0.1:9/mcp".into(),
+                    headers: vec![("Authorization".into(), "Bearer x".into())],
+                },
+            ]
+        );
+    }
 }

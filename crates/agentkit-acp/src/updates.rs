@@ -104,6 +104,8 @@ impl LoopObserver for UpdateSink {
             AgentEvent::ToolResultReceived { result } => {
                 self.send(acp::SessionUpdate::ToolCallUpdate(result_update(&result)));
             }
+            // A cancelled turn leaves parts open: forget them.
+            AgentEvent::TurnFinished { .. } => self.parts.lock().expect("parts lock").clear(),
             _ => {}
         }
     }
