@@ -358,3 +358,32 @@ fn the_catalog_can_be_a_context_item_instead() {
             .contains("No skills are installed.")
     );
 }
+
+#[test]
+fn a_nearer_project_skill_shadows_one_further_up() {
+    let repo = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(repo.path().join(".git")).unwrap();
+    let write = |dir: &Path, body: &str| {
+        let skill = dir.join(".agents/skills/deploy");
+        std::fs::create_dir_all(&skill).unwrap();
+        std::fs::write(
+            skill.join("SKILL.md"),
+            format!("---\nname: deploy\ndescription: Deploys.\n---\n{body}\n"),
+        )
+        .unwrap();
+    };
+    let service = repo.path().join("services/api");
+    write(repo.path(), "root version");
+    write(&service, "service version");
+
+    let catalog = SkillLoader::new().project(&service).load();
+    assert_eq!(catalog.names(), ["deploy"]);
+    assert_eq!(catalog.get("deploy").unwrap().body, "service version\n");
+    let [shadowed] = catalog.diagnostics() else {
+        panic!("one diagnostic expected: {:?}", catalog.diagnostics());
+    };
+    assert!(shadowed.path.starts_with(repo.path().join(".agents")));
+    assert!(
+        matches!(&shadowed.problem, Problem::Duplicate { kept, .. } if kept.starts_with(&service))
+    );
+}
