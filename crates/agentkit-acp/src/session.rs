@@ -40,9 +40,24 @@ pub(crate) struct Prompt {
     pub(crate) responder: Responder<acp::PromptResponse>,
 }
 
+/// A turn for the session's task to start.
+enum Start {
+    /// The prompt is already on the soft-interrupt queue (the idle driver
+    /// takes it as its input); it is withdrawn if the turn is cancelled
+    /// before it begins.
+    Queued {
+        id: u64,
+        responder: Responder<acp::PromptResponse>,
+    },
+    /// The prompt arrived while a turn was being cancelled (or behind such
+    /// a prompt): it waits here, so the cancelled turn cannot take it in,
+    /// and prompts keep their order.
+    Deferred(Prompt),
+}
+
 /// What the handlers share with a session's task.
 pub(crate) struct SessionHandle {
-    prompts: mpsc::UnboundedSender<Prompt>,
+    starts: mpsc::UnboundedSender<Start>,
     shared: Arc<Shared>,
 }
 
@@ -60,6 +75,8 @@ struct TurnState {
     cancel_requested: bool,
     /// Prompts that arrived during the turn: their soft-interrupt ids.
     joined: Vec<(u64, Responder<acp::PromptResponse>)>,
+    /// `Start::Deferred` prompts sent and not yet taken by the task.
+    deferred: usize,
 }
 
 impl SessionHandle {
@@ -73,7 +90,7 @@ impl SessionHandle {
     where
         LoopDriver<S>: Send,
     {
-        let (prompts, receiver) = mpsc::unbounded_channel();
+        let (starts, receiver) = mpsc::unbounded_channel();
         let shared = Arc::new(Shared {
             soft: driver.soft_interrupts(),
             cancel,
@@ -87,28 +104,34 @@ impl SessionHandle {
             always_allowed: HashSet::new(),
         };
         tokio::spawn(runner.run(receiver));
-        SessionHandle { prompts, shared }
+        SessionHandle { starts, shared }
     }
 
     /// Handles `session/prompt`: a new turn, or a soft interrupt of the
-    /// running one.
+    /// running one. The queue is written under the state lock, so prompts
+    /// reach the model in the order they arrived.
     pub(crate) fn prompt(&self, prompt: Prompt) -> Result<(), Error> {
         let mut state = self.shared.state.lock().expect("turn state lock");
-        if state.running && !state.cancel_requested {
+        let start = if state.cancel_requested || state.deferred > 0 {
+            state.deferred += 1;
+            Start::Deferred(prompt)
+        } else if state.running {
             let id = self.shared.soft.push(prompt.item);
             state.joined.push((id, prompt.responder));
             return Ok(());
-        }
-        if state.running {
-            // The running turn is being cancelled: this prompt waits for
-            // the next one.
-            drop(state);
         } else {
             state.running = true;
-            drop(state);
-        }
-        self.prompts
-            .send(prompt)
+            let id = self.shared.soft.push(prompt.item);
+            Start::Queued {
+                id,
+                responder: prompt.responder,
+            }
+        };
+        drop(state);
+        // A send fails only when the task has ended; the dropped responder
+        // then answers the request with an error.
+        self.starts
+            .send(start)
             .map_err(|_| Error::internal_error().data("the session has ended"))
     }
 
@@ -148,22 +171,35 @@ enum Permission {
 }
 
 impl<S: ModelSession> Runner<S> {
-    async fn run(mut self, mut prompts: mpsc::UnboundedReceiver<Prompt>) {
-        while let Some(prompt) = prompts.recv().await {
-            let mut responders = vec![prompt.responder];
+    async fn run(mut self, mut starts: mpsc::UnboundedReceiver<Start>) {
+        while let Some(start) = starts.recv().await {
+            let (queued, responder) = match start {
+                Start::Queued { id, responder } => (Some(id), responder),
+                Start::Deferred(prompt) => {
+                    let mut state = self.shared.state.lock().expect("turn state lock");
+                    state.deferred -= 1;
+                    if !state.cancel_requested {
+                        // An idle driver takes queued messages as its input.
+                        self.shared.soft.push(prompt.item);
+                    }
+                    (None, prompt.responder)
+                }
+            };
+            let mut responders = vec![responder];
             {
                 let mut state = self.shared.state.lock().expect("turn state lock");
                 state.running = true;
                 if state.cancel_requested {
                     // Cancelled before it began: nothing ran, nothing to undo.
+                    if let Some(id) = queued {
+                        self.shared.soft.withdraw(id);
+                    }
                     state.cancel_requested = false;
-                    state.running = false;
+                    state.running = state.deferred > 0;
                     drop(state);
                     answer(responders, Ok(acp::StopReason::Cancelled));
                     continue;
                 }
-                // An idle driver takes queued messages as its next input.
-                self.shared.soft.push(prompt.item);
             }
             let outcome = loop {
                 let outcome = self.turn().await;
@@ -175,7 +211,7 @@ impl<S: ModelSession> Runner<S> {
                     continue;
                 }
                 responders.extend(state.joined.drain(..).map(|(_, responder)| responder));
-                state.running = false;
+                state.running = state.deferred > 0;
                 state.cancel_requested = false;
                 break outcome;
             };
