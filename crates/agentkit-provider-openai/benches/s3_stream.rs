@@ -103,6 +103,7 @@ async fn over_http(body: &Bytes) -> Duration {
         available_tools: Vec::new(),
         metadata: Default::default(),
         cache: None,
+        output_schema: None,
     };
     let started = Instant::now();
     let turn = session.begin_turn(request, None).await.unwrap();

@@ -14,6 +14,7 @@
 
 use crate::usage::WireUsage;
 use agentkit_core::{Delta, FinishReason, MetadataMap, PartId, PartKind, ToolCallPart};
+use agentkit_http::PriceTable;
 use agentkit_http::{ProviderError, SseEvent};
 use agentkit_loop::{ModelTurnEvent, ModelTurnResult};
 use serde::Deserialize;
@@ -21,6 +22,7 @@ use serde::de::IgnoredAny;
 use serde_json::Value;
 use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 
 /// An optional string, borrowed from the input when it has no escapes.
 /// Serde borrows a `Cow<str>` field marked `borrow`, but not one inside an
@@ -172,6 +174,15 @@ impl CallBuilder {
 /// Decodes one streamed answer.
 #[derive(Default)]
 pub(crate) struct ChunkDecoder {
+    /// Ids for calls the server sent without one: `<prefix><position>`,
+    /// the prefix unique to this turn of this session.
+    fallback_ids: String,
+    /// Whether the server reported usage; when it did not, the turn's
+    /// usage is reported as unknown rather than zero.
+    usage_seen: bool,
+    /// Prices for computing the cost the server did not report, and the
+    /// model they are looked up by.
+    pricing: Option<(Arc<PriceTable>, String)>,
     next_part: u32,
     open: Option<(PartId, OpenKind)>,
     calls: Vec<CallBuilder>,
@@ -373,6 +384,19 @@ impl agentkit_http::SseDecoder for ChunkDecoder {
 }
 
 impl ChunkDecoder {
+    /// A decoder naming id-less tool calls `<fallback_ids><position>`, and
+    /// computing costs from `pricing` when the server reports none.
+    pub(crate) fn new(
+        fallback_ids: impl Into<String>,
+        pricing: Option<(Arc<PriceTable>, String)>,
+    ) -> Self {
+        Self {
+            fallback_ids: fallback_ids.into(),
+            pricing,
+            ..Self::default()
+        }
+    }
+
     /// `true` once `Finished` was produced.
     pub(crate) fn is_finished(&self) -> bool {
         self.finished
@@ -456,7 +480,12 @@ impl ChunkDecoder {
             }
         }
         if let Some(usage) = chunk.usage {
-            out.push_back(ModelTurnEvent::Usage(usage.into_usage()));
+            self.usage_seen = true;
+            let mut usage = usage.into_usage();
+            if let Some((prices, model)) = &self.pricing {
+                prices.fill_cost(model, &mut usage);
+            }
+            out.push_back(ModelTurnEvent::Usage(usage));
         }
         Ok(())
     }
@@ -580,11 +609,16 @@ impl ChunkDecoder {
     fn finish(&mut self, out: &mut VecDeque<ModelTurnEvent>) -> Result<(), ProviderError> {
         let mut calls = Vec::with_capacity(self.calls.len());
         for (position, builder) in std::mem::take(&mut self.calls).into_iter().enumerate() {
-            calls.push(tool_call(position, builder)?);
+            calls.push(tool_call(position, builder, &self.fallback_ids)?);
         }
         self.commit_open(out);
         let has_calls = !calls.is_empty();
         out.extend(calls.into_iter().map(ModelTurnEvent::ToolCall));
+        if !self.usage_seen {
+            // llama.cpp's server (and others) send no usage when streaming:
+            // say it is unknown instead of letting it count as zero.
+            out.push_back(ModelTurnEvent::Usage(agentkit_core::Usage::unknown()));
+        }
         let reason = match self.finish_reason.as_deref() {
             Some("tool_calls" | "function_call") => FinishReason::ToolCall,
             Some("length") => FinishReason::MaxTokens,
@@ -614,7 +648,11 @@ impl ChunkDecoder {
     }
 }
 
-fn tool_call(position: usize, builder: CallBuilder) -> Result<ToolCallPart, ProviderError> {
+fn tool_call(
+    position: usize,
+    builder: CallBuilder,
+    fallback_ids: &str,
+) -> Result<ToolCallPart, ProviderError> {
     if builder.name.is_empty() {
         return Err(ProviderError::protocol(format!(
             "tool call {position} has no name"
@@ -632,9 +670,10 @@ fn tool_call(position: usize, builder: CallBuilder) -> Result<ToolCallPart, Prov
             ))
         })?
     };
-    // A few local servers omit ids; the loop needs one to pair the result.
+    // A few local servers omit ids; the loop needs one to pair the result,
+    // unique across the session so results never pair with an older call.
     let id = if builder.id.is_empty() {
-        format!("call_{position}")
+        format!("{fallback_ids}{position}")
     } else {
         builder.id
     };
@@ -762,7 +801,19 @@ mod tests {
             finish("tool_calls"),
         ])
         .unwrap();
-        assert_eq!(calls(&events)[0].0, "call_0");
+        assert_eq!(calls(&events)[0].0, "0");
+        let mut decoder = ChunkDecoder::new("call_s1t2_", None);
+        let mut out = VecDeque::new();
+        for chunk in [
+            tool_delta(json!({"index": 0, "function": {"name": "one"}})),
+            finish("tool_calls"),
+        ] {
+            let mut event = SseEvent::default();
+            event.data = chunk.to_string();
+            decoder.on_event(&event, &mut out).unwrap();
+        }
+        decoder.on_end(&mut out).unwrap();
+        assert_eq!(calls(&Vec::from(out))[0].0, "call_s1t2_0");
     }
 
     #[test]

@@ -68,6 +68,7 @@ impl<S: ModelSession> LoopDriver<S> {
             available_tools: catalog.specs().to_vec(),
             metadata: MetadataMap::new(),
             cache: turn_cache.clone().or_else(|| self.default_cache.clone()),
+            output_schema: None,
         };
         let cancellation = self.turn.as_ref().and_then(|t| t.cancellation.clone());
         let span = tracing::info_span!(
