@@ -61,10 +61,10 @@ impl<S: ModelSession> ErasedSession for S {
 /// ```
 /// use agentkit::agent::Agent;
 /// use agentkit::provider::DynModel;
-/// use agentkit::testkit::ScriptedModel;
+/// use agentkit::testkit::{ScriptedModel, ScriptedTurn};
 ///
 /// // Whatever the configuration picked, the agent's model type is the same.
-/// let model = DynModel::new(ScriptedModel::new());
+/// let model = DynModel::new(ScriptedModel::new([ScriptedTurn::text("hi")]));
 /// let agent = Agent::builder().model(model).build().unwrap();
 /// # drop(agent);
 /// ```
