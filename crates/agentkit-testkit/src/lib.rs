@@ -6,6 +6,8 @@
 //! assert on what the model saw. [`normalized`] and
 //! [`assert_transcript_snapshot!`] make transcripts snapshot-stable.
 
+#[cfg(feature = "cassette")]
+pub mod cassette;
 mod script;
 mod snapshot;
 
