@@ -45,6 +45,7 @@ pub fn run() -> Result<(), String> {
         .map_err(|e| format!("no free port: {e}"))?
         .port();
     let log_path = root.join("target/llama-server.log");
+    std::fs::create_dir_all(root.join("target")).map_err(|e| format!("target/: {e}"))?;
     let log =
         std::fs::File::create(&log_path).map_err(|e| format!("{}: {e}", log_path.display()))?;
     println!(

@@ -334,11 +334,20 @@ async fn forward(upstream: &Upstream, request: &RecordedRequest) -> ScriptedResp
             response.pause = Duration::ZERO;
             response
         }
-        Err(err) => ScriptedResponse::json(
-            502,
-            serde_json::json!({"error": {"message": format!("the recording proxy could not reach {url}: {err}")}})
-                .to_string(),
-        ),
+        Err(err) => {
+            let mut cause = err.to_string();
+            let mut source = std::error::Error::source(&err);
+            while let Some(inner) = source {
+                cause.push_str(": ");
+                cause.push_str(&inner.to_string());
+                source = inner.source();
+            }
+            ScriptedResponse::json(
+                502,
+                serde_json::json!({"error": {"message": format!("the recording proxy could not reach {url}: {cause}")}})
+                    .to_string(),
+            )
+        }
     }
 }
 

@@ -84,7 +84,16 @@ pub async fn run_turn<A: ModelAdapter>(
     adapter: A,
     request: TurnRequest,
 ) -> Result<Outcome, ModelError> {
-    tokio::time::timeout(LIMIT, async move {
+    run_turn_within(LIMIT, adapter, request).await
+}
+
+/// [`run_turn`] with another time limit (a real, slow server).
+pub async fn run_turn_within<A: ModelAdapter>(
+    limit: Duration,
+    adapter: A,
+    request: TurnRequest,
+) -> Result<Outcome, ModelError> {
+    tokio::time::timeout(limit, async move {
         let mut session = adapter.start_session(SessionConfig::new("s-1")).await?;
         let mut turn = session.begin_turn(request, None).await?;
         let mut events = Vec::new();
