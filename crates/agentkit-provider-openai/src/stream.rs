@@ -118,19 +118,6 @@ struct WireDelta<'a> {
     tool_calls: Option<Vec<WireToolCall>>,
 }
 
-impl<'a> WireDelta<'a> {
-    /// A delta carrying only text.
-    fn text(text: &'a str) -> Self {
-        Self {
-            content: Some(Cow::Borrowed(text)),
-            refusal: None,
-            reasoning_content: None,
-            reasoning: None,
-            tool_calls: None,
-        }
-    }
-}
-
 #[derive(Deserialize)]
 struct WireToolCall {
     index: Option<u64>,
@@ -192,93 +179,6 @@ pub(crate) struct ChunkDecoder {
     model: Option<String>,
     finished: bool,
     head: Head,
-    template: Template,
-}
-
-/// The bytes around the text of a plain text chunk, learnt from one that
-/// was parsed: a chunk with one choice whose delta is nothing but
-/// `content`, written without escapes, and no finish reason, usage or
-/// error. Any chunk made of the same bytes around other text decodes to
-/// that text and nothing else, as long as the text cannot end the string
-/// or change its meaning: no `"`, no `\`, no control character. Such
-/// chunks, the bulk of a long answer, skip JSON parsing altogether.
-#[derive(Default)]
-struct Template {
-    /// Up to and including the opening quote of the text; empty while
-    /// none is known.
-    before: String,
-    /// From the closing quote on.
-    after: String,
-    /// How many times a template was learnt; capped, so a stream whose
-    /// chunks all differ around the text (a per-chunk nonce) stops paying
-    /// for learning.
-    learnt: u8,
-}
-
-impl Template {
-    const MAX_LEARNT: u8 = 8;
-
-    /// The text of a chunk that matches the template.
-    fn text_of<'d>(&self, data: &'d str) -> Option<&'d str> {
-        if self.before.is_empty() {
-            return None;
-        }
-        let text = data
-            .strip_prefix(self.before.as_str())?
-            .strip_suffix(self.after.as_str())?;
-        let plain = !text.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20);
-        plain.then_some(text)
-    }
-
-    /// Learns the template of `data` if its parsed `chunk` is a plain text
-    /// chunk. `chunk` borrows from `source`, which is `data` with its first
-    /// `dropped` bytes left out and `{` put in front, or `data` itself.
-    fn learn(&mut self, data: &str, source: &str, dropped: usize, chunk: &Chunk<'_>) {
-        if self.learnt >= Self::MAX_LEARNT
-            || chunk.usage.is_some()
-            || chunk.error.is_some()
-            || !chunk.choices.more.is_empty()
-        {
-            return;
-        }
-        let Some(Choice {
-            delta: Some(delta),
-            finish_reason: None,
-            ..
-        }) = &chunk.choices.first
-        else {
-            return;
-        };
-        let WireDelta {
-            content: Some(Cow::Borrowed(text)),
-            refusal: None,
-            reasoning_content: None,
-            reasoning: None,
-            tool_calls: None,
-        } = delta
-        else {
-            return;
-        };
-        // A borrowed string is a slice of the source, unescaped: its
-        // address gives its place.
-        let Some(at) = (text.as_ptr() as usize).checked_sub(source.as_ptr() as usize) else {
-            return;
-        };
-        let at = at + dropped;
-        let end = at + text.len();
-        // Checked rather than trusted: a template must be exact.
-        if data.get(at..end) != Some(*text)
-            || !data[..at].ends_with('"')
-            || !data[end..].starts_with('"')
-        {
-            return;
-        }
-        self.learnt += 1;
-        self.before.clear();
-        self.before.push_str(&data[..at]);
-        self.after.clear();
-        self.after.push_str(&data[end..]);
-    }
 }
 
 /// The members every chunk of a stream repeats before `choices` (`id`,
@@ -433,34 +333,25 @@ impl ChunkDecoder {
         head: &mut Head,
         out: &mut VecDeque<ModelTurnEvent>,
     ) -> Result<(), ProviderError> {
-        // The common text chunk, recognised by its bytes alone.
-        if let Some(text) = self.template.text_of(data) {
-            self.on_delta(WireDelta::text(text), out);
-            return Ok(());
-        }
-        // Where the parsed text came from: the chunk itself, or `{` and
-        // the chunk after its head.
-        let head_len = head.bytes.len();
-        let (chunk, source, dropped) = match head.rest_of(data) {
+        // The chunk after its known head (`{` and the rest), or the whole
+        // chunk.
+        let chunk = match head.rest_of(data) {
             // A rest that repeats the id or model, or that does not parse,
             // goes through the full parse, which reports it as before.
             Some(rest) => match serde_json::from_str::<Chunk>(rest) {
-                Ok(chunk) if chunk.id.is_none() && chunk.model.is_none() => {
-                    (chunk, rest, head_len - 1)
-                }
+                Ok(chunk) if chunk.id.is_none() && chunk.model.is_none() => chunk,
                 _ => {
                     let chunk = parse_chunk(data)?;
                     head.learn(data);
-                    (chunk, data, 0)
+                    chunk
                 }
             },
             None => {
                 let chunk = parse_chunk(data)?;
                 head.learn(data);
-                (chunk, data, 0)
+                chunk
             }
         };
-        self.template.learn(data, source, dropped, &chunk);
         if chunk.error.is_some() {
             return Err(ProviderError::from_stream_error(data));
         }
@@ -892,37 +783,6 @@ mod tests {
         .unwrap_err();
         assert_eq!(err.kind, agentkit_http::ProviderErrorKind::Protocol);
         assert!(err.to_string().contains("duplicate field"), "{err}");
-    }
-
-    #[test]
-    fn text_chunks_matching_a_template_decode_as_when_parsed_in_full() {
-        let chunk = |text: &str| {
-            format!(
-                r#"{{"id":"c","model":"m","choices":[{{"index":0,"delta":{{"content":"{text}"}},"finish_reason":null}}]}}"#
-            )
-        };
-        let chunks = [
-            chunk("a"),
-            chunk("b"),
-            chunk("é 🌍"),
-            // Escapes, and text that would close the string early.
-            chunk(r#"q\"q"#),
-            chunk(r#"\u00e9\n"#),
-            chunk(r#"x\"},\"finish_reason\":\"length"#),
-            chunk(""),
-            chunk("c"),
-            r#"{"id":"c","model":"m","choices":[{"index":0,"delta":{"content":"d"},"finish_reason":"stop"}]}"#.to_owned(),
-        ];
-        let chunks: Vec<&str> = chunks.iter().map(String::as_str).collect();
-        let events = decode_raw(&chunks).unwrap();
-        assert_eq!(
-            text(&events),
-            "abé 🌍q\"qé\nx\"},\"finish_reason\":\"lengthcd"
-        );
-        let Some(ModelTurnEvent::Finished(result)) = events.last() else {
-            panic!("finished");
-        };
-        assert_eq!(result.finish_reason, FinishReason::Completed);
     }
 
     #[test]
