@@ -4,6 +4,8 @@
 
 #[doc = include_str!("src/introduction.md")]
 pub mod introduction {}
+#[doc = include_str!("src/coding-agent.md")]
+pub mod coding_agent {}
 #[doc = include_str!("src/transcript.md")]
 pub mod transcript {}
 #[doc = include_str!("src/deltas.md")]
@@ -20,6 +22,8 @@ pub mod builtin_tools {}
 pub mod agent_loop {}
 #[doc = include_str!("src/soft-interrupts.md")]
 pub mod soft_interrupts {}
+#[doc = include_str!("src/compaction.md")]
+pub mod compaction {}
 #[doc = include_str!("src/testing.md")]
 pub mod testing {}
 #[doc = include_str!("src/providers.md")]

@@ -17,7 +17,7 @@ use agentkit_core::{
 use agentkit_loop::{
     OutputSchema, PromptCacheMode, PromptCacheRequest, PromptCacheRetention, TurnRequest,
 };
-use agentkit_tools_core::ToolSpec;
+use agentkit_tools_core::{SchemaDialect, ToolSpec, normalize_for};
 use serde_json::{Map, Value, json};
 
 /// Builds the JSON body for one streamed turn.
@@ -80,13 +80,23 @@ pub fn request_body(
 fn response_format(schema: &OutputSchema) -> Value {
     let mut format = json!({
         "name": schema.name,
-        "schema": schema.schema,
+        "schema": output_schema(schema),
         "strict": schema.strict,
     });
     if let Some(description) = &schema.description {
         format["description"] = json!(description);
     }
     json!({ "type": "json_schema", "json_schema": format })
+}
+
+/// The schema as sent: strict mode wants every object closed and every
+/// property required, which tools-core's normalisation makes of it.
+pub(crate) fn output_schema(schema: &OutputSchema) -> Value {
+    if schema.strict {
+        normalize_for(SchemaDialect::OpenAiStrict, &schema.schema)
+    } else {
+        schema.schema.clone()
+    }
 }
 
 fn tool(spec: &ToolSpec) -> Value {

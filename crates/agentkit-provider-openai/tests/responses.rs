@@ -469,3 +469,29 @@ async fn a_price_table_fills_the_cost_the_server_did_not_report() {
     assert!((cost.amount - expected).abs() < 1e-12, "{cost:?}");
     assert_eq!(cost.currency, "USD");
 }
+
+#[tokio::test]
+async fn a_strict_output_schema_is_normalised_for_openai_strict_mode() {
+    let server = TestServer::start([ScriptedResponse::sse(fixture("text.sse"))])
+        .await
+        .unwrap();
+    // An open object with an optional property: strict mode refuses it as is.
+    let schema = json!({"type": "object", "properties": {"city": {"type": "string"}, "zip": {"type": "string"}}, "required": ["city"]});
+    let strict = request(vec![Item::user("Where?")])
+        .with_output_schema(OutputSchema::new("place", schema.clone()));
+    run(config(&server), strict).await.unwrap();
+    let sent = &server.requests()[0].json()["text"]["format"]["schema"];
+    assert_eq!(sent["additionalProperties"], false);
+    assert_eq!(sent["required"].as_array().unwrap().len(), 2, "{sent}");
+    // Not strict: sent as given.
+    let server = TestServer::start([ScriptedResponse::sse(fixture("text.sse"))])
+        .await
+        .unwrap();
+    let request = request(vec![Item::user("Where?")])
+        .with_output_schema(OutputSchema::new("place", schema.clone()).with_strict(false));
+    run(config(&server), request).await.unwrap();
+    assert_eq!(
+        server.requests()[0].json()["text"]["format"]["schema"],
+        schema
+    );
+}

@@ -3,14 +3,22 @@
 //! [`ScriptedModel`] plays a script of model turns (deltas, tool calls,
 //! usage, finish reasons, errors, delays) and records every
 //! [`TurnRequest`](agentkit_loop::TurnRequest) it receives, so a test can
-//! assert on what the model saw. [`normalized`] and
-//! [`assert_transcript_snapshot!`] make transcripts snapshot-stable.
+//! assert on what the model saw. [`run_to_finish`] drives a session to the
+//! end of a turn, answering approvals, and checks the transcript. [`normalized`] and
+//! [`assert_transcript_snapshot!`] make transcripts snapshot-stable. With
+//! the `cassette` feature, [`cassette`](crate::cassette) records real
+//! provider exchanges and replays them offline through the real adapter and
+//! HTTP client.
 
 #[cfg(feature = "cassette")]
 pub mod cassette;
+mod drive;
 mod script;
 mod snapshot;
 
+pub use drive::{
+    Approvals, DriveError, MAX_STEPS, Run, error_kind, results_by_call, run_to_finish,
+};
 pub use script::{ScriptStep, ScriptedModel, ScriptedSession, ScriptedTurn, ScriptedTurnStream};
 pub use snapshot::normalized;
 

@@ -103,7 +103,7 @@ fn text_format(schema: &OutputSchema) -> Value {
     let mut format = json!({
         "type": "json_schema",
         "name": schema.name,
-        "schema": schema.schema,
+        "schema": crate::request::output_schema(schema),
         "strict": schema.strict,
     });
     if let Some(description) = &schema.description {

@@ -100,10 +100,9 @@ fn strip_fence(text: &str) -> &str {
 
 /// The output schema of `T`, named `name`, derived with `schemars`.
 ///
-/// The schema is used as derived. For OpenAI's strict mode it must close
-/// every object and require every property; pass it through tools-core's
-/// schema normalisation for the OpenAI strict dialect, or set
-/// `strict: false`.
+/// The schema is used as derived; the OpenAI adapters normalise a strict
+/// schema for OpenAI's strict mode (closed objects, every property
+/// required) when they send it.
 #[cfg(feature = "schemars")]
 pub fn output_schema_for<T: schemars::JsonSchema>(name: impl Into<String>) -> OutputSchema {
     let schema = schemars::schema_for!(T);
