@@ -55,6 +55,19 @@ const RULES: &[(&str, Option<&[&str]>)] = &[
         Some(&["agentkit-core", "agentkit-loop"]),
     ),
     (
+        "agentkit-context",
+        Some(&["agentkit-core", "agentkit-tools-core"]),
+    ),
+    (
+        "agentkit-acp",
+        Some(&[
+            "agentkit-core",
+            "agentkit-tools-core",
+            "agentkit-loop",
+            "agentkit-store",
+        ]),
+    ),
+    (
         "agentkit-testkit",
         // agentkit-http (layer 3 too, but it depends on core only): cassettes
         // replay through the real HTTP client, behind the `cassette` feature.

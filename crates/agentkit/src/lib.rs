@@ -20,13 +20,19 @@
 //! | `mcp` | `mcp` | `agentkit-mcp`: MCP servers as a tool source |
 //! | `fs` | `fs` | `agentkit-tool-fs`: filesystem tools |
 //! | `shell` | `shell` | `agentkit-tool-shell`: the `shell_exec` tool |
+//! | `context` | `context` | `agentkit-context`: `AGENTS.md` and Agent Skills |
+//! | `acp` | `acp` | `agentkit-acp`: serving agents to editors over ACP |
 //! | `schemars` | | `provider::output_schema_for`: schemas derived from Rust types |
 //! | `full` | | everything above |
 
 pub use agentkit_core as core;
 
+#[cfg(feature = "acp")]
+pub use agentkit_acp as acp;
 #[cfg(feature = "compaction")]
 pub use agentkit_compaction as compaction;
+#[cfg(feature = "context")]
+pub use agentkit_context as context;
 #[cfg(feature = "http")]
 pub use agentkit_http as http;
 #[cfg(feature = "loop")]

@@ -9,7 +9,7 @@
 //! running call: point C is *between* tools.
 
 use super::core::StartCall;
-use super::{LoopDriver, notify};
+use super::{LoopDriver, Running, RunningCall, notify};
 use crate::{AgentEvent, ModelSession, ToolJob};
 use agentkit_tools_core::{ProgressSink, ToolContext, ToolRequest};
 use futures::{FutureExt, StreamExt};
@@ -17,8 +17,8 @@ use std::sync::Arc;
 use tracing::Instrument;
 
 impl<S: ModelSession> LoopDriver<S> {
-    /// Hands call `index` of the round to the task manager.
-    pub(super) fn start_call(&mut self, start: StartCall) {
+    /// Hands a call of the round to the task manager; returns its future.
+    pub(super) fn start_call(&mut self, start: StartCall) -> RunningCall {
         let StartCall { index, approval } = start;
         let shared = self.config.shared();
         let entry = &self.core.round[index];
@@ -76,22 +76,20 @@ impl<S: ModelSession> LoopDriver<S> {
             );
         }
         let manager = Arc::clone(shared.task_manager);
-        self.running.push(
-            async move {
-                let outcome = manager.run(job).instrument(span.clone()).await;
-                if record_content && let Ok(result) = &outcome {
-                    span.record("gen_ai.tool.call.result", result.output.to_text().as_str());
-                }
-                (index, call_id, outcome)
+        async move {
+            let outcome = manager.run(job).instrument(span.clone()).await;
+            if record_content && let Ok(result) = &outcome {
+                span.record("gen_ai.tool.call.result", result.output.to_text().as_str());
             }
-            .boxed(),
-        );
+            (index, call_id, outcome)
+        }
+        .boxed()
     }
 
     /// Waits until a call finishes, the turn is cancelled, or (with several
     /// calls at once) an urgent message is queued; the core sorts it out.
-    pub(super) async fn await_calls(&mut self) {
-        if self.running.is_empty() {
+    pub(super) async fn await_calls(&mut self, running: &mut Running) {
+        if running.calls.is_empty() {
             self.core.on_calls_lost();
             return;
         }
@@ -115,20 +113,15 @@ impl<S: ModelSession> LoopDriver<S> {
             biased;
             _ = cancelled => {}
             _ = urgent => {}
-            Some((index, call_id, outcome)) = self.running.next() => {
+            Some((index, call_id, outcome)) = running.calls.next() => {
                 self.core.on_tool_done(index, &call_id, outcome);
             }
         }
         // Calls that finished in the same instant as a cancellation or an
         // urgent message keep their real results.
-        self.collect_finished();
-        self.dispatch();
-    }
-
-    /// Hands every already finished call to the core without waiting.
-    pub(super) fn collect_finished(&mut self) {
-        while let Some(Some((index, call_id, outcome))) = self.running.next().now_or_never() {
+        for (index, call_id, outcome) in running.ready() {
             self.core.on_tool_done(index, &call_id, outcome);
         }
+        self.dispatch();
     }
 }
