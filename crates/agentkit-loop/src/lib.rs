@@ -47,7 +47,7 @@ pub use cache::{
 };
 pub use model::{
     ModelAdapter, ModelError, ModelErrorKind, ModelSession, ModelTurn, ModelTurnEvent,
-    ModelTurnResult, SessionConfig, TurnRequest,
+    ModelTurnResult, OutputSchema, SessionConfig, TurnRequest,
 };
 pub use transcript::{TranscriptGuard, TranscriptView};
 
