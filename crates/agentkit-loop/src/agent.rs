@@ -7,7 +7,7 @@
 use crate::driver::core::DEFAULT_MAX_MODEL_CALLS;
 use crate::driver::{DriverConfig, DriverParts, LoopDriver, SharedConfig};
 use crate::{
-    LoopError, LoopMutator, LoopObserver, LoopSnapshot, ModelAdapter, SessionConfig,
+    LoopError, LoopMutator, LoopObserver, LoopSnapshot, ModelAdapter, OutputSchema, SessionConfig,
     SimpleTaskManager, TaskManager, TranscriptObserver,
 };
 use agentkit_core::{CancellationHandle, Item};
@@ -30,6 +30,7 @@ pub(crate) struct AgentConfig<M> {
     pub(crate) input: Vec<Item>,
     pub(crate) record_content: bool,
     pub(crate) max_model_calls: u32,
+    pub(crate) output_schema: Option<Arc<OutputSchema>>,
 }
 
 impl<M: ModelAdapter> DriverConfig for AgentConfig<M> {
@@ -42,6 +43,7 @@ impl<M: ModelAdapter> DriverConfig for AgentConfig<M> {
             observers: &self.observers,
             transcript_observers: &self.transcript_observers,
             record_content: self.record_content,
+            output_schema: &self.output_schema,
         }
     }
 }
@@ -125,6 +127,7 @@ pub struct AgentBuilder<M> {
     input: Vec<Item>,
     record_content: bool,
     max_model_calls: u32,
+    output_schema: Option<Arc<OutputSchema>>,
 }
 
 impl<M> Default for AgentBuilder<M> {
@@ -143,6 +146,7 @@ impl<M> Default for AgentBuilder<M> {
             input: Vec::new(),
             record_content: false,
             max_model_calls: DEFAULT_MAX_MODEL_CALLS,
+            output_schema: None,
         }
     }
 }
@@ -261,6 +265,14 @@ impl<M: ModelAdapter> AgentBuilder<M> {
         self
     }
 
+    /// Asks every model call for an answer matching this JSON schema
+    /// (structured output: OpenAI `response_format` / Responses
+    /// `text.format`, a forced tool on Anthropic). Default: none.
+    pub fn output_schema(mut self, schema: impl Into<Arc<OutputSchema>>) -> Self {
+        self.output_schema = Some(schema.into());
+        self
+    }
+
     /// Builds the agent; fails if no model was set or the starting
     /// transcript breaks the tool-call invariant.
     pub fn build(self) -> Result<Agent<M>, LoopError> {
@@ -283,6 +295,7 @@ impl<M: ModelAdapter> AgentBuilder<M> {
                 input: self.input,
                 record_content: self.record_content,
                 max_model_calls: self.max_model_calls,
+                output_schema: self.output_schema,
             }),
         })
     }

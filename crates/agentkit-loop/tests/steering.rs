@@ -219,3 +219,26 @@ async fn invalid_states_are_typed() {
     );
     validate_transcript(&driver.transcript().to_vec()).ok();
 }
+
+#[tokio::test]
+async fn the_output_schema_reaches_every_model_call() {
+    let model = ScriptedModel::new([ScriptedTurn::text(r#"{"answer": 42}"#)]);
+    let schema = agentkit_loop::OutputSchema::new(
+        "answer",
+        json!({ "type": "object", "properties": { "answer": { "type": "integer" } } }),
+    );
+    let mut driver = Agent::builder()
+        .model(model.clone())
+        .output_schema(schema.clone())
+        .input(vec![Item::user("the answer?")])
+        .build()
+        .unwrap()
+        .start(SessionConfig::new("s"))
+        .await
+        .unwrap();
+    run_to_finish(&mut driver, Approvals::ApproveAll)
+        .await
+        .unwrap();
+    let sent = model.requests()[0].output_schema.clone().unwrap();
+    assert_eq!(*sent, schema);
+}

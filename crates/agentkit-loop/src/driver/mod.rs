@@ -132,6 +132,7 @@ pub(crate) struct SharedConfig<'a> {
     pub(crate) observers: &'a [Arc<dyn crate::LoopObserver>],
     pub(crate) transcript_observers: &'a [Arc<dyn crate::TranscriptObserver>],
     pub(crate) record_content: bool,
+    pub(crate) output_schema: &'a Option<Arc<crate::OutputSchema>>,
 }
 
 /// What the driver needs to be built, from the agent.

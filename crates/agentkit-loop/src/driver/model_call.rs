@@ -64,7 +64,7 @@ impl<S: ModelSession> LoopDriver<S> {
             available_tools: catalog.specs().to_vec(),
             metadata: MetadataMap::new(),
             cache: call.cache,
-            output_schema: None,
+            output_schema: self.config.shared().output_schema.clone(),
         };
         let cancellation = self.core.turn.as_ref().and_then(|t| t.cancellation.clone());
         let span = tracing::info_span!(
