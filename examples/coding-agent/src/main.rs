@@ -24,7 +24,7 @@ mod screen;
 mod sessions;
 mod view;
 
-use crate::provider::{ModelInfo, Provider};
+use crate::provider::ModelInfo;
 use crate::screen::{Line, Look, Screen};
 use crate::sessions::SessionStore;
 use std::io::IsTerminal;
@@ -202,11 +202,7 @@ async fn run() -> ExitCode {
                 ),
                 Look::Dim,
             ));
-            let setup = setup(info, Some(store.clone()));
-            match provider {
-                Provider::OpenAi(model) => app::run(model, setup).await,
-                Provider::Anthropic(model) => app::run(model, setup).await,
-            }
+            app::run(provider, setup(info, Some(store.clone()))).await
         }
         None => {
             say(Line::new("offline demo", Look::Warn).and(

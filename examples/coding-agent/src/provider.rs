@@ -1,24 +1,15 @@
-//! Which model to talk to, chosen from the environment.
-//!
-//! `OPENAI_BASE_URL` (a compatible server such as Ollama or llama.cpp)
-//! wins, then `OPENAI_API_KEY`, then `ANTHROPIC_API_KEY`; `AGENTKIT_MODEL`
-//! overrides the model. With none of them the offline demo runs.
-//!
-//! This is the one place that knows the adapters: when the umbrella crate's
-//! run-time provider choice (`DynModel` from the environment) lands, the
-//! [`Provider`] enum collapses into it and `main` keeps calling one function.
+//! Which model to talk to, chosen from the environment through the
+//! umbrella crate's run-time provider choice ([`ProviderConfig`], a
+//! [`DynModel`]): `AGENTKIT_PROVIDER`, `OPENAI_API_KEY`, `OPENAI_BASE_URL`
+//! (a compatible server such as Ollama or llama.cpp), `ANTHROPIC_API_KEY`,
+//! `AGENTKIT_MODEL`. With none of them the offline demo runs. A compatible
+//! server without `AGENTKIT_MODEL` gets `llama3.2`.
 
+use agentkit::provider::{ConfigError, DynModel, ProviderConfig, ProviderKind};
 use agentkit_core::Usage;
-use agentkit_provider_anthropic::{AnthropicAdapter, AnthropicConfig};
-use agentkit_provider_openai::{OpenAiAdapter, OpenAiConfig};
 
-/// A configured provider, ready to build the agent with.
-pub enum Provider {
-    /// OpenAI Chat Completions, or a compatible server.
-    OpenAi(OpenAiAdapter),
-    /// Anthropic Messages.
-    Anthropic(AnthropicAdapter),
-}
+/// The model a compatible server is asked for when `AGENTKIT_MODEL` is unset.
+const DEFAULT_LOCAL_MODEL: &str = "llama3.2";
 
 /// What the status line says about the model, and how it prices tokens.
 #[derive(Clone, Debug, PartialEq)]
@@ -44,64 +35,41 @@ impl ModelInfo {
     }
 }
 
-/// Why no provider could be built.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ProviderError {
-    /// The OpenAI adapter refused its configuration.
-    #[error("OpenAI configuration: {0}")]
-    OpenAi(String),
-    /// The Anthropic adapter refused its configuration.
-    #[error("Anthropic configuration: {0}")]
-    Anthropic(String),
-}
+/// Why no provider could be built: the configuration error, which names
+/// the missing or invalid variables.
+pub type ProviderError = ConfigError;
 
-/// The provider the environment configures, or `None` for the demo.
-pub fn from_env() -> Result<Option<(Provider, ModelInfo)>, ProviderError> {
+/// The model the environment configures, or `None` for the demo.
+pub fn from_env() -> Result<Option<(DynModel, ModelInfo)>, ProviderError> {
     from_vars(|name| std::env::var(name).ok())
 }
 
 /// [`from_env`] over any variable lookup, for tests.
 pub fn from_vars(
     var: impl Fn(&str) -> Option<String>,
-) -> Result<Option<(Provider, ModelInfo)>, ProviderError> {
-    let env = |name: &str| var(name).filter(|v| !v.trim().is_empty());
-    let model = env("AGENTKIT_MODEL");
-    if let Some(base_url) = env("OPENAI_BASE_URL") {
-        let model = model.unwrap_or_else(|| "llama3.2".into());
-        let mut config = OpenAiConfig::compatible(base_url.clone(), model.clone());
-        if let Some(key) = env("OPENAI_API_KEY") {
-            config = config.with_api_key(key);
-        }
-        let adapter =
-            OpenAiAdapter::new(config).map_err(|e| ProviderError::OpenAi(e.to_string()))?;
-        let info = ModelInfo {
-            label: format!("{model} at {base_url}"),
-            price: price_of(&model),
-        };
-        return Ok(Some((Provider::OpenAi(adapter), info)));
-    }
-    if let Some(key) = env("OPENAI_API_KEY") {
-        let model = model.unwrap_or_else(|| "gpt-4o-mini".into());
-        let adapter = OpenAiAdapter::new(OpenAiConfig::openai(key, model.clone()))
-            .map_err(|e| ProviderError::OpenAi(e.to_string()))?;
-        let info = ModelInfo {
-            label: format!("openai {model}"),
-            price: price_of(&model),
-        };
-        return Ok(Some((Provider::OpenAi(adapter), info)));
-    }
-    if let Some(key) = env("ANTHROPIC_API_KEY") {
-        let model = model.unwrap_or_else(|| "claude-sonnet-4-5".into());
-        let adapter = AnthropicAdapter::new(AnthropicConfig::new(key, model.clone()))
-            .map_err(|e| ProviderError::Anthropic(e.to_string()))?;
-        let info = ModelInfo {
-            label: format!("anthropic {model}"),
-            price: price_of(&model),
-        };
-        return Ok(Some((Provider::Anthropic(adapter), info)));
-    }
-    Ok(None)
+) -> Result<Option<(DynModel, ModelInfo)>, ProviderError> {
+    let set = |name: &str| var(name).filter(|v| !v.trim().is_empty());
+    let local = set("OPENAI_BASE_URL").is_some() && set("AGENTKIT_PROVIDER").is_none();
+    let lookup = |name: &str| match name {
+        "AGENTKIT_MODEL" if local => set(name).or_else(|| Some(DEFAULT_LOCAL_MODEL.into())),
+        _ => set(name),
+    };
+    let config = match ProviderConfig::from_lookup(lookup) {
+        Ok(config) => config,
+        Err(ConfigError::NoProvider) => return Ok(None),
+        Err(error) => return Err(error),
+    };
+    let model = config.build()?;
+    let label = match (config.kind, &config.base_url) {
+        (ProviderKind::Compatible, Some(url)) => format!("{} at {url}", config.model),
+        (ProviderKind::Anthropic, _) => format!("anthropic {}", config.model),
+        (kind, _) => format!("{} {}", kind.name(), config.model),
+    };
+    let info = ModelInfo {
+        label,
+        price: price_of(&config.model),
+    };
+    Ok(Some((model, info)))
 }
 
 /// List prices (USD per million input, output tokens) of a few well-known
@@ -149,10 +117,31 @@ mod tests {
         .unwrap();
         assert_eq!(local.label, "llama3.2 at http://127.0.0.1:1/v1");
         assert_eq!(local.price, None);
-        let openai = pick(&[("OPENAI_API_KEY", "sk"), ("ANTHROPIC_API_KEY", "a")]).unwrap();
+        let openai = pick(&[
+            ("OPENAI_API_KEY", "sk"),
+            ("ANTHROPIC_API_KEY", "a"),
+            ("AGENTKIT_MODEL", "gpt-4o-mini"),
+        ])
+        .unwrap();
         assert_eq!(openai.label, "openai gpt-4o-mini");
+        assert_eq!(openai.price, Some((0.15, 0.60)));
+        let chat = pick(&[
+            ("AGENTKIT_PROVIDER", "openai-chat"),
+            ("OPENAI_API_KEY", "sk"),
+            ("AGENTKIT_MODEL", "gpt-4.1"),
+        ])
+        .unwrap();
+        assert_eq!(chat.label, "openai-chat gpt-4.1");
         let claude = pick(&[("ANTHROPIC_API_KEY", "a")]).unwrap();
         assert_eq!(claude.label, "anthropic claude-sonnet-4-5");
+    }
+
+    #[test]
+    fn a_provider_missing_its_key_is_a_clear_error() {
+        let error = from_vars(|name| (name == "AGENTKIT_PROVIDER").then(|| "anthropic".into()))
+            .err()
+            .unwrap();
+        assert!(error.to_string().contains("ANTHROPIC_API_KEY"), "{error}");
     }
 
     #[test]
