@@ -56,14 +56,15 @@ fn usage(input: u64, output: u64) -> Usage {
 }
 
 /// Items are in the database while the turn still runs: a tool reading the
-/// store from another connection sees the user message and its own call.
+/// store from another connection sees the user message and its own call
+/// before it returns.
 pub async fn appends_items_as_they_happen(backend: &impl Backend) {
     let store = open(backend).await;
     let lease = SessionLease::create(store.clone(), NewSession::new().with_id("s-append"))
         .await
         .unwrap();
     let model = ScriptedModel::new([
-        ScriptedTurn::tool_call("c1", "peek", json!({ "session": "s-append" })),
+        ScriptedTurn::tool_call("c1", "peek", json!({ "session": "s-append", "expect": 2 })),
         ScriptedTurn::text("done"),
     ]);
     let agent = test_agent(&lease, model, &Danger::default(), open(backend).await);

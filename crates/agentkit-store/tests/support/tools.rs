@@ -90,6 +90,8 @@ impl PermissionChecker for DangerNeedsApproval {
 }
 
 /// Reads, while it runs, how many items of `input.session` the store holds.
+/// Waits up to 5 s for `input.expect` of them: a backend may write through
+/// a task, a few milliseconds after the append.
 pub struct Peek {
     pub store: Arc<dyn SessionStore>,
 }
@@ -105,13 +107,20 @@ impl Tool for Peek {
         request: ToolRequest,
         _ctx: ToolContext,
     ) -> Result<ToolResult, ToolError> {
-        let id = request.input["session"].as_str().unwrap_or_default();
-        let stored = self
-            .store
-            .load(&id.into())
-            .await
-            .map_err(|err| ToolError::ExecutionFailed(err.to_string()))?;
-        Ok(ToolResult::new(format!("stored: {}", stored.items.len())))
+        let id = request.input["session"].as_str().unwrap_or_default().into();
+        let expect = request.input["expect"].as_u64().unwrap_or(0) as usize;
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            let stored = self
+                .store
+                .load(&id)
+                .await
+                .map_err(|err| ToolError::ExecutionFailed(err.to_string()))?;
+            if stored.items.len() >= expect || std::time::Instant::now() > deadline {
+                return Ok(ToolResult::new(format!("stored: {}", stored.items.len())));
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
     }
 }
 
