@@ -30,23 +30,6 @@ impl Backend for Postgres {
     }
 }
 
-macro_rules! suite {
-    ($($name:ident),* $(,)?) => {$(
-        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-        async fn $name() {
-            let backend = Postgres { cluster: TempCluster::start() };
-            support::suite::$name(&backend).await;
-        }
-    )*};
-}
-
-suite!(
-    appends_items_as_they_happen,
-    resume_surfaces_a_pending_approval_again,
-    queued_input_and_messages_survive_a_restart,
-    two_workers_race_and_one_wins,
-    leases_expire_unless_renewed,
-    list_fork_and_delete,
-    rewrites_by_mutators_are_stored,
-    newer_schemas_are_refused,
-);
+shared_suite!(Postgres {
+    cluster: TempCluster::start()
+});

@@ -31,25 +31,7 @@ impl Backend for Sqlite {
     }
 }
 
-macro_rules! suite {
-    ($($name:ident),* $(,)?) => {$(
-        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-        async fn $name() {
-            support::suite::$name(&Sqlite::new()).await;
-        }
-    )*};
-}
-
-suite!(
-    appends_items_as_they_happen,
-    resume_surfaces_a_pending_approval_again,
-    queued_input_and_messages_survive_a_restart,
-    two_workers_race_and_one_wins,
-    leases_expire_unless_renewed,
-    list_fork_and_delete,
-    rewrites_by_mutators_are_stored,
-    newer_schemas_are_refused,
-);
+shared_suite!(Sqlite::new());
 
 #[tokio::test]
 async fn an_in_memory_store_works_too() {
