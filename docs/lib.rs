@@ -26,3 +26,5 @@ pub mod testing {}
 pub mod providers {}
 #[doc = include_str!("src/mcp.md")]
 pub mod mcp {}
+#[doc = include_str!("src/sessions.md")]
+pub mod sessions {}

@@ -15,6 +15,11 @@
 //! The book's chapter "Sessions and resuming" walks through a full example;
 //! [`SessionLease`] has a short one.
 
+#![cfg_attr(
+    not(any(feature = "sqlite", feature = "postgres")),
+    allow(dead_code, unused_imports)
+)]
+
 mod error;
 mod recorder;
 mod recover;

@@ -30,7 +30,7 @@ pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(30);
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// use agentkit_core::Item;
 /// use agentkit_loop::{Agent, LoopInterrupt, LoopStep};
-/// use agentkit_store::{NewSession, SessionLease, SqliteStore};
+/// use agentkit_store::{NewSession, SessionLease, SessionStore, SqliteStore};
 /// use agentkit_testkit::{ScriptedModel, ScriptedTurn};
 /// use std::sync::Arc;
 ///
