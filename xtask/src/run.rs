@@ -90,6 +90,14 @@ pub fn bench() -> Result<(), String> {
         "agentkit-provider-openai",
         "--bench",
         "s3_stream",
+    ])?;
+    cargo(&[
+        "bench",
+        "--locked",
+        "-p",
+        "agentkit-store",
+        "--bench",
+        "store",
     ])
 }
 

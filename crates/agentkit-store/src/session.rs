@@ -155,6 +155,7 @@ impl SessionLease {
             usage: stored.info.usage,
             has_title: stored.info.title.is_some(),
             saved: None,
+            touched: false,
             lost,
             heartbeat,
         };
@@ -217,18 +218,25 @@ pub struct Session<S: ModelSession> {
     has_title: bool,
     /// What the last checkpoint held, to skip saving an unchanged one.
     saved: Option<String>,
+    /// The host had the driver mutably since the last save (an approval,
+    /// input): save before the next step.
+    touched: bool,
     lost: Arc<AtomicBool>,
     heartbeat: tokio::task::JoinHandle<()>,
 }
 
 impl<S: ModelSession> Session<S> {
-    /// Saves, runs the driver to its next yield point, and saves again.
+    /// Runs the driver to its next yield point and saves. If the host
+    /// changed the driver since the last save (resolved an approval,
+    /// submitted input), that is saved first.
     ///
     /// A loop failure comes back as [`StoreError::Loop`] after the state was
     /// saved; [`StoreError::LeaseLost`] means another worker owns the
     /// session now and this one must stop.
     pub async fn next(&mut self) -> StoreResult<LoopStep> {
-        self.save().await?;
+        if self.touched {
+            self.save().await?;
+        }
         let result = self.driver.next().await;
         if let Ok(LoopStep::Finished(turn)) = &result {
             self.usage.accumulate(&turn.usage);
@@ -287,6 +295,7 @@ impl<S: ModelSession> Session<S> {
         self.has_title |= title.is_some();
         self.recorder.reset(transcript.len());
         self.saved = Some(key);
+        self.touched = false;
         Ok(())
     }
 
@@ -315,6 +324,7 @@ impl<S: ModelSession> Session<S> {
     /// The driver, to resolve approvals or submit input. Changes are saved
     /// by the next [`Session::next`] or [`Session::save`].
     pub fn driver_mut(&mut self) -> &mut LoopDriver<S> {
+        self.touched = true;
         &mut self.driver
     }
 
@@ -339,6 +349,7 @@ impl<S: ModelSession> std::ops::Deref for Session<S> {
 
 impl<S: ModelSession> std::ops::DerefMut for Session<S> {
     fn deref_mut(&mut self) -> &mut LoopDriver<S> {
+        self.touched = true;
         &mut self.driver
     }
 }
