@@ -334,6 +334,9 @@ impl SessionStore for PgStore {
     }
 
     async fn save(&self, lease: &LeaseToken, checkpoint: Checkpoint<'_>) -> StoreResult<()> {
+        if checkpoint.items.is_none() {
+            return save_checkpoint_only(&self.client, lease, &checkpoint).await;
+        }
         let mut client = self.client.lock().await;
         let tx = client.transaction().await.map_err(db)?;
         let id = &lease.session_id;
@@ -532,66 +535,137 @@ impl LogWriter for PgLogWriter {
     }
 }
 
-/// Writes entries in order; the first failure is reported at the next flush.
+/// The common save: the item rows are already written, so one statement
+/// (one round trip) checks the lease, trims the rows, clears the journal
+/// and stores the checkpoint.
+async fn save_checkpoint_only(
+    client: &Mutex<Client>,
+    lease: &LeaseToken,
+    checkpoint: &Checkpoint<'_>,
+) -> StoreResult<()> {
+    let saved = client
+        .lock()
+        .await
+        .execute(
+            "WITH lease AS (
+                SELECT 1 FROM agentkit_leases WHERE session_id = $1 AND owner = $2 FOR UPDATE
+             ), trimmed AS (
+                DELETE FROM agentkit_items
+                WHERE session_id = $1 AND seq >= $3 AND EXISTS (SELECT 1 FROM lease)
+             ), cleared AS (
+                DELETE FROM agentkit_marks WHERE session_id = $1 AND EXISTS (SELECT 1 FROM lease)
+             )
+             UPDATE agentkit_sessions SET snapshot = $4, snapshot_version = $5,
+                transcript_len = $3, usage = $6, updated_at = $7, title = COALESCE(title, $8)
+             WHERE id = $1 AND EXISTS (SELECT 1 FROM lease)",
+            &[
+                &lease.session_id.as_str(),
+                &lease.owner,
+                &(checkpoint.transcript_len as i64),
+                &checkpoint.snapshot_json,
+                &i64::from(checkpoint.snapshot_version),
+                &serde_json::to_string(checkpoint.usage)?,
+                &now_ms(),
+                &checkpoint.title,
+            ],
+        )
+        .await
+        .map_err(db)?;
+    if saved == 0 {
+        return Err(StoreError::LeaseLost(lease.session_id.clone()));
+    }
+    Ok(())
+}
+
+/// Writes entries in order, batching whatever queued up while the last
+/// batch was written; the first failure is reported at the next flush.
 async fn write_log(
     client: Arc<Mutex<Client>>,
     lease: LeaseToken,
     mut commands: mpsc::UnboundedReceiver<Command>,
 ) {
     let mut failure: Option<StoreError> = None;
+    let mut batch = Vec::new();
     while let Some(command) = commands.recv().await {
-        match command {
-            Command::Write(entry) => {
-                if let Err(err) = write_entry(&client, &lease, &entry).await {
-                    failure.get_or_insert(err);
+        let mut next = Some(command);
+        while let Some(command) = next.take() {
+            match command {
+                Command::Write(entry) => {
+                    batch.push(entry);
+                    next = commands.try_recv().ok();
+                }
+                Command::Flush(done) => {
+                    write_batch(&client, &lease, &mut batch, &mut failure).await;
+                    let _ = done.send(failure.take().map_or(Ok(()), Err));
                 }
             }
-            Command::Flush(done) => {
-                let _ = done.send(failure.take().map_or(Ok(()), Err));
-            }
         }
+        write_batch(&client, &lease, &mut batch, &mut failure).await;
     }
 }
 
-async fn write_entry(
+async fn write_batch(
     client: &Mutex<Client>,
     lease: &LeaseToken,
-    entry: &LogEntry,
+    batch: &mut Vec<LogEntry>,
+    failure: &mut Option<StoreError>,
+) {
+    if batch.is_empty() {
+        return;
+    }
+    if let Err(err) = write_entries(client, lease, batch).await {
+        failure.get_or_insert(err);
+    }
+    batch.clear();
+}
+
+async fn write_entries(
+    client: &Mutex<Client>,
+    lease: &LeaseToken,
+    entries: &[LogEntry],
 ) -> StoreResult<()> {
+    let mut seqs = Vec::new();
+    let mut items = Vec::new();
+    let mut marks = Vec::new();
+    for entry in entries {
+        match entry {
+            LogEntry::Item { index, item } => {
+                seqs.push(*index as i64);
+                items.push(serde_json::to_string(item)?);
+            }
+            LogEntry::Mark(mark) => marks.push(serde_json::to_string(mark)?),
+        }
+    }
     let client = client.lock().await;
     let id = lease.session_id.as_str();
     // Each statement checks the lease, so a worker that lost it can never
     // write into the session again.
-    let written = match entry {
-        LogEntry::Item { index, item } => {
-            client
-                .execute(
-                    "INSERT INTO agentkit_items (session_id, seq, item)
-                     SELECT $1, $2, $3 WHERE EXISTS
-                        (SELECT 1 FROM agentkit_leases WHERE session_id = $1 AND owner = $4)
-                     ON CONFLICT (session_id, seq) DO UPDATE SET item = excluded.item",
-                    &[
-                        &id,
-                        &(*index as i64),
-                        &serde_json::to_string(item)?,
-                        &lease.owner,
-                    ],
-                )
-                .await
-        }
-        LogEntry::Mark(mark) => {
-            client
-                .execute(
-                    "INSERT INTO agentkit_marks (session_id, mark)
-                     SELECT $1, $2 WHERE EXISTS
-                        (SELECT 1 FROM agentkit_leases WHERE session_id = $1 AND owner = $3)",
-                    &[&id, &serde_json::to_string(mark)?, &lease.owner],
-                )
-                .await
-        }
+    let mut written = 0;
+    if !items.is_empty() {
+        written += client
+            .execute(
+                "INSERT INTO agentkit_items (session_id, seq, item)
+                 SELECT $1, seq, item FROM UNNEST($2::BIGINT[], $3::TEXT[]) AS rows (seq, item)
+                 WHERE EXISTS (SELECT 1 FROM agentkit_leases WHERE session_id = $1 AND owner = $4)
+                 ON CONFLICT (session_id, seq) DO UPDATE SET item = excluded.item",
+                &[&id, &seqs, &items, &lease.owner],
+            )
+            .await
+            .map_err(db)?;
     }
-    .map_err(db)?;
-    if written == 0 {
+    if !marks.is_empty() {
+        written += client
+            .execute(
+                "INSERT INTO agentkit_marks (session_id, mark)
+                 SELECT $1, mark FROM UNNEST($2::TEXT[]) WITH ORDINALITY AS rows (mark, n)
+                 WHERE EXISTS (SELECT 1 FROM agentkit_leases WHERE session_id = $1 AND owner = $3)
+                 ORDER BY n",
+                &[&id, &marks, &lease.owner],
+            )
+            .await
+            .map_err(db)?;
+    }
+    if written < entries.len() as u64 {
         return Err(StoreError::LeaseLost(lease.session_id.clone()));
     }
     Ok(())
