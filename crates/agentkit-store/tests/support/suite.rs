@@ -279,6 +279,33 @@ pub async fn leases_expire_unless_renewed(backend: &impl Backend) {
         Err(StoreError::Busy { .. })
     ));
     session.close().await.unwrap();
+
+    // A session whose lease was taken over stops at its next save.
+    let lease = SessionLease::acquire(first.clone(), &id).await.unwrap();
+    let token = lease.token().clone();
+    let model = ScriptedModel::new([ScriptedTurn::text("never stored")]);
+    let agent = test_agent(&lease, model, &Danger::default(), first.clone());
+    let mut session = lease.open(&agent).await.unwrap();
+    first.release(&token).await.unwrap(); // revoked, as by an operator
+    let usurper = SessionLease::acquire(second.clone(), &id).await.unwrap();
+    let LoopStep::Interrupt(LoopInterrupt::AwaitingInput(request)) = session.next().await.unwrap()
+    else {
+        panic!("expected AwaitingInput")
+    };
+    request
+        .submit(&mut session, vec![Item::user("hello?")])
+        .unwrap();
+    assert!(matches!(
+        session.next().await,
+        Err(StoreError::LeaseLost(_))
+    ));
+    assert!(matches!(
+        session.next().await,
+        Err(StoreError::LeaseLost(_))
+    ));
+    assert!(second.load(&id).await.unwrap().items.is_empty());
+    drop(session);
+    usurper.release().await.unwrap();
     SessionLease::acquire(first.clone(), &id)
         .await
         .unwrap()
@@ -318,6 +345,14 @@ pub async fn list_fork_and_delete(backend: &impl Backend) {
         .create(NewSession::new().with_id("s-other"))
         .await
         .unwrap();
+    assert!(matches!(
+        store.create(NewSession::new().with_id("s-other")).await,
+        Err(StoreError::AlreadyExists(id)) if id.as_str() == "s-other"
+    ));
+    assert!(matches!(
+        SessionLease::acquire(store.clone(), &"s-missing".into()).await,
+        Err(StoreError::NotFound(_))
+    ));
 
     let list = store.list().await.unwrap();
     assert_eq!(list.len(), 2);
