@@ -20,6 +20,8 @@ pub mod builtin_tools {}
 pub mod agent_loop {}
 #[doc = include_str!("src/soft-interrupts.md")]
 pub mod soft_interrupts {}
+#[doc = include_str!("src/compaction.md")]
+pub mod compaction {}
 #[doc = include_str!("src/testing.md")]
 pub mod testing {}
 #[doc = include_str!("src/providers.md")]

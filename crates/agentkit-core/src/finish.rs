@@ -19,6 +19,8 @@ pub enum FinishReason {
     Blocked,
     /// The turn ended because of an error.
     Error,
+    /// The loop's step limit (model calls per user turn) was reached.
+    StepLimit,
     /// A provider-specific reason with no equivalent above.
     Other(String),
 }

@@ -4,7 +4,8 @@
 //! session. The agent is cheap to clone and can run many sessions at once;
 //! each [`LoopDriver`] owns its own transcript.
 
-use crate::driver::LoopDriver;
+use crate::driver::core::DEFAULT_MAX_MODEL_CALLS;
+use crate::driver::{DriverConfig, DriverParts, LoopDriver, SharedConfig};
 use crate::{
     LoopError, LoopMutator, LoopObserver, LoopSnapshot, ModelAdapter, SessionConfig,
     SimpleTaskManager, TaskManager, TranscriptObserver,
@@ -28,6 +29,21 @@ pub(crate) struct AgentConfig<M> {
     pub(crate) transcript: Vec<Item>,
     pub(crate) input: Vec<Item>,
     pub(crate) record_content: bool,
+    pub(crate) max_model_calls: u32,
+}
+
+impl<M: ModelAdapter> DriverConfig for AgentConfig<M> {
+    fn shared(&self) -> SharedConfig<'_> {
+        SharedConfig {
+            executor: &self.executor,
+            task_manager: &self.task_manager,
+            resources: &self.resources,
+            mutators: &self.mutators,
+            observers: &self.observers,
+            transcript_observers: &self.transcript_observers,
+            record_content: self.record_content,
+        }
+    }
 }
 
 /// An agent: a model, tools, permissions and observers, ready to start
@@ -55,9 +71,28 @@ impl<M: ModelAdapter> Agent<M> {
     /// `next()`.
     pub async fn start(&self, config: SessionConfig) -> Result<LoopDriver<M::Session>, LoopError> {
         let session_id = config.session_id.clone();
+        let parts = self.driver_parts(config).await?;
+        Ok(LoopDriver::new(
+            parts,
+            session_id,
+            &self.config.transcript,
+            self.config.input.clone(),
+        ))
+    }
+
+    async fn driver_parts(
+        &self,
+        config: SessionConfig,
+    ) -> Result<DriverParts<M::Session>, LoopError> {
         let default_cache = config.cache.clone();
         let session = self.config.model.start_session(config).await?;
-        LoopDriver::new(self, session_id, session, default_cache)
+        Ok(DriverParts {
+            session,
+            config: self.config.clone(),
+            cancellation: self.config.cancellation.clone(),
+            max_model_calls: self.config.max_model_calls,
+            default_cache,
+        })
     }
 
     /// Opens a model session and continues where `snapshot` stopped. A
@@ -70,14 +105,8 @@ impl<M: ModelAdapter> Agent<M> {
         snapshot: LoopSnapshot,
     ) -> Result<LoopDriver<M::Session>, LoopError> {
         crate::driver::check_snapshot(&snapshot, self.config.executor.as_ref())?;
-        let default_cache = config.cache.clone();
-        let session = self.config.model.start_session(config).await?;
-        Ok(LoopDriver::from_snapshot(
-            self,
-            session,
-            default_cache,
-            snapshot,
-        ))
+        let parts = self.driver_parts(config).await?;
+        Ok(LoopDriver::from_snapshot(parts, snapshot))
     }
 }
 
@@ -95,6 +124,7 @@ pub struct AgentBuilder<M> {
     transcript: Vec<Item>,
     input: Vec<Item>,
     record_content: bool,
+    max_model_calls: u32,
 }
 
 impl<M> Default for AgentBuilder<M> {
@@ -112,6 +142,7 @@ impl<M> Default for AgentBuilder<M> {
             transcript: Vec::new(),
             input: Vec::new(),
             record_content: false,
+            max_model_calls: DEFAULT_MAX_MODEL_CALLS,
         }
     }
 }
@@ -216,6 +247,15 @@ impl<M: ModelAdapter> AgentBuilder<M> {
         self
     }
 
+    /// The step limit: at most this many model calls per user turn
+    /// (default [`DEFAULT_MAX_MODEL_CALLS`](crate::DEFAULT_MAX_MODEL_CALLS),
+    /// 100). Reaching it ends the turn with `FinishReason::StepLimit` and a
+    /// valid transcript; the next input starts a new count. At least 1.
+    pub fn max_model_calls(mut self, limit: u32) -> Self {
+        self.max_model_calls = limit.max(1);
+        self
+    }
+
     /// Builds the agent; fails if no model was set or the starting
     /// transcript breaks the tool-call invariant.
     pub fn build(self) -> Result<Agent<M>, LoopError> {
@@ -237,6 +277,7 @@ impl<M: ModelAdapter> AgentBuilder<M> {
                 transcript: self.transcript,
                 input: self.input,
                 record_content: self.record_content,
+                max_model_calls: self.max_model_calls,
             }),
         })
     }

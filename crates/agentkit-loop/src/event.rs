@@ -4,11 +4,11 @@
 //! Observers are called inline, in registration order, and cannot change
 //! what the loop does. Keep them fast; put slow work behind a channel.
 
-use crate::{MutationPoint, SoftInterruptPoint, TurnResult};
+use crate::{CompactionReport, InjectedMessage, MutationPoint, SoftInterruptPoint, TurnResult};
 use agentkit_core::{
     Delta, Item, SessionId, ToolCallId, ToolCallPart, ToolResultPart, TurnId, Usage,
 };
-use agentkit_tools_core::{ApprovalRequest, ToolCatalogEvent};
+use agentkit_tools_core::{ApprovalRequest, ToolCatalogEvent, ToolProgress};
 use serde::{Deserialize, Serialize};
 
 /// Something that happened in the loop.
@@ -42,6 +42,23 @@ pub enum AgentEvent {
     ToolCallRequested {
         /// The call.
         call: ToolCallPart,
+    },
+    /// A call really started executing (after its approval, when the task
+    /// manager took it).
+    ToolStarted {
+        /// The call.
+        call_id: ToolCallId,
+        /// The tool's name.
+        tool_name: String,
+    },
+    /// A running tool reported progress through
+    /// [`ToolContext::report_progress`](agentkit_tools_core::ToolContext::report_progress).
+    /// Sent from the tool's task, possibly while `next()` is not polled.
+    ToolProgress {
+        /// The call.
+        call_id: ToolCallId,
+        /// The report.
+        progress: ToolProgress,
     },
     /// A tool result landed in the transcript (real, denied, skipped or
     /// cancelled).
@@ -82,6 +99,19 @@ pub enum AgentEvent {
         /// `true` if it rewrote the transcript.
         dirty: bool,
     },
+    /// A compactor shrank the transcript.
+    CompactionApplied {
+        /// Where.
+        point: MutationPoint,
+        /// The mutator's name.
+        mutator: String,
+        /// Items before.
+        items_before: usize,
+        /// Items after.
+        items_after: usize,
+        /// What the compactor reported (strategy, tokens before and after).
+        report: CompactionReport,
+    },
     /// Token usage was reported.
     UsageUpdated {
         /// The usage of the current model call.
@@ -95,6 +125,9 @@ pub enum AgentEvent {
         item: Item,
         /// How many tool calls were skipped for an urgent message.
         skipped_tools: usize,
+        /// The messages merged into the item, with their delivery modes.
+        #[serde(default)]
+        messages: Vec<InjectedMessage>,
     },
     /// A non-fatal problem (a tool failed, a provider request was retried).
     Warning {
@@ -123,4 +156,13 @@ pub trait LoopObserver: Send + Sync {
 pub trait TranscriptObserver: Send + Sync {
     /// Called after `item` was appended at `index`.
     fn on_item_appended(&self, index: usize, item: &Item);
+
+    /// Called after a mutator (compaction, redaction) rewrote history:
+    /// `items` is the whole new transcript (later indices of
+    /// `on_item_appended` count in it) and `archived` the original items it
+    /// no longer holds, so a store can keep them as archived rather than
+    /// lose them. The default does nothing.
+    fn on_transcript_rewritten(&self, items: &[Item], archived: &[Item]) {
+        let _ = (items, archived);
+    }
 }

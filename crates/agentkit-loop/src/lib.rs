@@ -22,16 +22,22 @@ mod transcript;
 
 pub use agent::{Agent, AgentBuilder};
 pub use driver::LoopDriver;
-pub use error::LoopError;
+pub use driver::core::DEFAULT_MAX_MODEL_CALLS;
+pub use error::{InvalidStateReason, LoopError, MutatorError};
 pub use event::{AgentEvent, LoopObserver, TranscriptObserver};
 pub use interrupt::{
     InputRequest, LoopInterrupt, LoopStep, PendingApproval, ToolRoundInfo, TurnResult,
 };
-pub use mutator::{LoopMutator, MutationContext, MutationPoint};
-pub use snapshot::{
-    LoopSnapshot, SNAPSHOT_VERSION, SnapshotCall, SnapshotCallState, SnapshotPhase, arguments_hash,
+pub use mutator::{
+    CompactionReport, LastCallUsage, LoopMutator, MutationContext, MutationPoint, Rewrite,
 };
-pub use soft::{SoftInterruptHandle, SoftInterruptMessage, SoftInterruptPoint};
+pub use snapshot::{
+    LoopSnapshot, SNAPSHOT_VERSION, SnapshotCall, SnapshotCallState, SnapshotPhase, SnapshotTurn,
+    arguments_hash,
+};
+pub use soft::{
+    DeliveryMode, InjectedMessage, SoftInterruptHandle, SoftInterruptMessage, SoftInterruptPoint,
+};
 pub use task::{ConcurrentTaskManager, SimpleTaskManager, TaskManager, ToolJob};
 
 pub use cache::{

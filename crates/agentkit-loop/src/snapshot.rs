@@ -6,14 +6,15 @@
 //! still hash to what was approved-for, so a host never approves one call and
 //! runs another.
 
-use crate::{SoftInterruptMessage, TranscriptView};
-use agentkit_core::{Item, SessionId, ToolCallId};
+use crate::{MutationPoint, PromptCacheRequest, SoftInterruptMessage, TranscriptView, TurnResult};
+use agentkit_core::{Item, SessionId, ToolCallId, ToolResultPart, TurnId, Usage};
 use agentkit_tools_core::ApprovalRequest;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// The snapshot format this version writes and reads.
-pub const SNAPSHOT_VERSION: u32 = 1;
+/// The snapshot format this version writes. It also reads version 1; a
+/// newer version is refused, never guessed at.
+pub const SNAPSHOT_VERSION: u32 = 2;
 
 /// A resumable picture of a driver.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -37,6 +38,36 @@ pub struct LoopSnapshot {
     /// Soft-interrupt messages still queued.
     #[serde(default)]
     pub soft_interrupts: Vec<SoftInterruptMessage>,
+    /// The user turn in progress: its items and usage so far.
+    #[serde(default)]
+    pub turn: Option<SnapshotTurn>,
+    /// A turn that ended but whose result the host has not received yet
+    /// (phase `TurnEnding`).
+    #[serde(default)]
+    pub ended_turn: Option<TurnResult>,
+    /// Mutators owed at this point before the loop goes on.
+    #[serde(default)]
+    pub mutation_due: Option<MutationPoint>,
+    /// The one-off prompt-cache request of the next model call.
+    #[serde(default)]
+    pub next_turn_cache: Option<PromptCacheRequest>,
+    /// The soft-interrupt queue's id in the process that took the snapshot,
+    /// so a resume in the same process adopts the handles the host holds.
+    #[serde(default)]
+    pub soft_queue_id: Option<u64>,
+}
+
+/// The user turn in progress when the snapshot was taken.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SnapshotTurn {
+    /// Its current model call.
+    pub turn_id: TurnId,
+    /// The items it appended so far.
+    pub items: Vec<Item>,
+    /// Usage summed over its model calls so far.
+    pub usage: Usage,
+    /// Model calls made so far (for the step limit).
+    pub model_calls: u32,
 }
 
 impl LoopSnapshot {
@@ -64,6 +95,10 @@ pub enum SnapshotPhase {
     ModelCallDue,
     /// Inside a tool round.
     ToolRound,
+    /// Every call of the round is answered; the `AfterToolResult` pause is next.
+    AfterToolRound,
+    /// A turn ended; its result (`ended_turn`) is delivered next.
+    TurnEnding,
 }
 
 /// One call of the open tool round.
@@ -105,6 +140,14 @@ pub enum SnapshotCallState {
     Rejected {
         /// The error the model will read.
         message: String,
+        /// The exact result, error kind included (absent in version 1).
+        #[serde(default)]
+        result: Option<ToolResultPart>,
+    },
+    /// Finished; its real result waits for earlier calls to be answered.
+    Finished {
+        /// The result.
+        result: ToolResultPart,
     },
     /// Was running when the driver stopped; it is answered with a stub on
     /// resume rather than run twice.
@@ -113,15 +156,55 @@ pub enum SnapshotCallState {
     Answered,
 }
 
-/// FNV-1a over the canonical JSON of the arguments: stable across processes
-/// and Rust versions, unlike `DefaultHasher`.
+/// FNV-1a over the canonical JSON of the arguments (object keys sorted
+/// recursively): stable across processes, Rust versions and serde_json's
+/// `preserve_order` feature, unlike `DefaultHasher` or `to_string`.
 pub fn arguments_hash(arguments: &Value) -> String {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in arguments.to_string().bytes() {
-        hash ^= u64::from(byte);
-        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    let mut hasher = Fnv(0xcbf2_9ce4_8422_2325);
+    canonical(arguments, &mut hasher);
+    format!("fnv1a64:{:016x}", hasher.0)
+}
+
+struct Fnv(u64);
+
+impl Fnv {
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.0 ^= u64::from(byte);
+            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+        }
     }
-    format!("fnv1a64:{hash:016x}")
+}
+
+/// Feeds the compact JSON of `value` with sorted keys to the hasher.
+fn canonical(value: &Value, out: &mut Fnv) {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            out.write(b"{");
+            for (i, key) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.write(b",");
+                }
+                out.write(Value::String(key.clone()).to_string().as_bytes());
+                out.write(b":");
+                canonical(&map[key], out);
+            }
+            out.write(b"}");
+        }
+        Value::Array(items) => {
+            out.write(b"[");
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.write(b",");
+                }
+                canonical(item, out);
+            }
+            out.write(b"]");
+        }
+        scalar => out.write(scalar.to_string().as_bytes()),
+    }
 }
 
 #[cfg(test)]
@@ -140,6 +223,19 @@ mod tests {
         assert_eq!(
             arguments_hash(&serde_json::json!(null)),
             "fnv1a64:5b9bc4ba528108e4"
+        );
+        // Nested objects are canonical too, whatever order they were built in.
+        let mut outer = serde_json::Map::new();
+        outer.insert("z".into(), serde_json::json!({ "y": 1, "x": 2 }));
+        outer.insert("a".into(), serde_json::json!(true));
+        assert_eq!(
+            arguments_hash(&Value::Object(outer)),
+            arguments_hash(&serde_json::json!({ "a": true, "z": { "x": 2, "y": 1 } }))
+        );
+        // The same bytes as version 1 wrote for sorted input.
+        assert_eq!(
+            arguments_hash(&serde_json::json!({ "a": 1 })),
+            arguments_hash(&serde_json::from_str::<Value>("{\"a\":1}").unwrap())
         );
     }
 }

@@ -32,14 +32,13 @@ async fn start(model: &ScriptedModel, input: &str) -> Driver {
 
 /// Runs to `Finished`, passing through cooperative pauses; panics on approvals.
 async fn run_to_finish(driver: &mut Driver) -> (agentkit_loop::TurnResult, usize) {
-    let mut pauses = 0;
-    loop {
-        match driver.next().await.unwrap() {
-            LoopStep::Finished(result) => return (result, pauses),
-            LoopStep::Interrupt(LoopInterrupt::AfterToolResult(_)) => pauses += 1,
-            other => panic!("unexpected step {other:?}"),
-        }
-    }
+    let run = agentkit_testkit::run_to_finish(
+        driver,
+        agentkit_testkit::Approvals::decide(|p| panic!("unexpected approval {p:?}")),
+    )
+    .await
+    .unwrap();
+    (run.result, run.pauses)
 }
 
 fn transcript(driver: &Driver) -> Vec<Item> {
@@ -439,20 +438,28 @@ async fn mutator_rewrite_is_seen_by_the_next_model_call() {
     );
     let names = events.names();
     assert!(names.contains(&"mutation_finished".to_owned()));
-    let dirty: Vec<bool> = events
+    use agentkit_loop::MutationPoint::*;
+    let dirty: Vec<(agentkit_loop::MutationPoint, bool)> = events
         .0
         .lock()
         .unwrap()
         .iter()
         .filter_map(|e| match e {
-            agentkit_loop::AgentEvent::MutationFinished { dirty, .. } => Some(*dirty),
+            agentkit_loop::AgentEvent::MutationFinished { point, dirty, .. } => {
+                Some((*point, *dirty))
+            }
             _ => None,
         })
         .collect();
     assert_eq!(
         dirty,
-        vec![true, false],
-        "dirty after the tool round, clean after the turn"
+        vec![
+            (BeforeModelCall, false),
+            (AfterToolResult, true),
+            (BeforeModelCall, false),
+            (AfterTurnEnded, false)
+        ],
+        "dirty after the tool round, clean before each model call and after the turn"
     );
     assert_transcript_snapshot!(&transcript(&driver));
 }

@@ -204,10 +204,66 @@ fn check_pushes(pushed: &[u64], items: &[Item], queue: &SoftInterruptHandle) -> 
     Ok(())
 }
 
+/// Wraps a tool and records the calls whose `invoke` returned.
+struct Recording<T> {
+    inner: T,
+    ran: Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+#[async_trait::async_trait]
+impl<T: agentkit_tools_core::Tool> agentkit_tools_core::Tool for Recording<T> {
+    fn spec(&self) -> Arc<agentkit_tools_core::ToolSpec> {
+        self.inner.spec()
+    }
+
+    async fn invoke(
+        &self,
+        request: agentkit_tools_core::ToolRequest,
+        ctx: agentkit_tools_core::ToolContext,
+    ) -> Result<agentkit_tools_core::ToolResult, agentkit_tools_core::ToolError> {
+        let call_id = request.call_id.to_string();
+        let outcome = self.inner.invoke(request, ctx).await;
+        if outcome.is_ok() {
+            self.ran.lock().unwrap().push(call_id);
+        }
+        outcome
+    }
+}
+
+/// A call whose tool really ran to completion is never answered with a
+/// stub (skipped, cancelled, interrupted): its real result is kept.
+fn check_ran(ran: &[String], items: &[Item]) -> Result<(), String> {
+    for result in items.iter().flat_map(Item::tool_results) {
+        let kind = result
+            .metadata
+            .get("agentkit.error_kind")
+            .and_then(|v| v.as_str());
+        if ran.iter().any(|id| id == result.call_id.as_str())
+            && matches!(kind, Some("skipped" | "cancelled" | "interrupted"))
+        {
+            return Err(format!(
+                "call {} ran but is reported as {kind:?}",
+                result.call_id
+            ));
+        }
+    }
+    Ok(())
+}
+
 async fn run_case(case: Case) -> Result<(), String> {
     let model = ScriptedModel::new(script(&case.turns));
     let controller = CancellationController::new();
-    let tools = registry()
+    let ran = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let tools = agentkit_tools_core::ToolRegistry::new()
+        .with(Recording {
+            inner: Echo,
+            ran: ran.clone(),
+        })
+        .with(Recording {
+            inner: Slow,
+            ran: ran.clone(),
+        })
+        .with(Panics)
         .with(Danger {
             runs: Arc::new(AtomicUsize::new(0)),
         })
@@ -256,6 +312,7 @@ async fn run_case(case: Case) -> Result<(), String> {
             Ok(LoopStep::Interrupt(LoopInterrupt::ApprovalRequest(_)))
         );
         check_valid(&items, at_approval).map_err(|e| format!("step {step}: {e}"))?;
+        check_ran(&ran.lock().unwrap(), &items).map_err(|e| format!("step {step}: {e}"))?;
         let ids = pushed.lock().unwrap().clone();
         check_pushes(&ids, &items, &queue).map_err(|e| format!("step {step}: {e}"))?;
         match outcome {
@@ -298,6 +355,7 @@ async fn run_case(case: Case) -> Result<(), String> {
         ));
     }
     check_valid(&items, false)?;
+    check_ran(&ran.lock().unwrap(), &items)?;
     check_pushes(&ids, &items, &queue)
 }
 

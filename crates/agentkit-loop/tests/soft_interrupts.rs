@@ -23,6 +23,7 @@ fn injections(events: &EventLog) -> Vec<(SoftInterruptPoint, usize, String)> {
                 point,
                 item,
                 skipped_tools,
+                ..
             } => Some((*point, *skipped_tools, item.text_content())),
             _ => None,
         })
@@ -176,10 +177,10 @@ async fn point_c_urgent_during_parallel_execution() {
         .await
         .expect("not stuck")
         .unwrap();
-    assert!(matches!(
-        step,
-        LoopStep::Interrupt(LoopInterrupt::AfterToolResult(_))
-    ));
+    assert!(
+        matches!(step, LoopStep::Interrupt(LoopInterrupt::AfterToolResult(_))),
+        "{step:?}"
+    );
     pusher.await.unwrap();
     let items = driver.transcript().to_vec();
     validate_transcript(&items).unwrap();

@@ -18,13 +18,13 @@ use support::*;
 type Driver = LoopDriver<ScriptedSession>;
 
 async fn finish(driver: &mut Driver) -> agentkit_loop::TurnResult {
-    loop {
-        match driver.next().await.unwrap() {
-            LoopStep::Finished(result) => return result,
-            LoopStep::Interrupt(LoopInterrupt::AfterToolResult(_)) => {}
-            other => panic!("unexpected {other:?}"),
-        }
-    }
+    agentkit_testkit::run_to_finish(
+        driver,
+        agentkit_testkit::Approvals::decide(|p| panic!("unexpected approval {p:?}")),
+    )
+    .await
+    .unwrap()
+    .result
 }
 
 #[test]
@@ -279,6 +279,7 @@ async fn observers_see_the_taxonomy_and_every_item_once_in_order() {
             "input_accepted",
             "turn_started",
             "tool_call_requested",
+            "tool_started",
             "tool_result_received",
             "turn_started",
             "content_delta",

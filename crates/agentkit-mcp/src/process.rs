@@ -4,19 +4,20 @@
 //! Servers are often launchers (`npx`, `uvx`, shell scripts) whose real
 //! server is a grandchild. Killing only the direct child leaves that
 //! grandchild running, holding ports and files. Each server therefore leads
-//! a new process group and every shutdown signals the whole group. Its
+//! a new process group and every shutdown signals the whole group, through
+//! the same [`ProcessGroup`] the shell tool uses. Its
 //! stderr is piped (a server's log lines must never scribble over the
 //! host's terminal UI), forwarded to `tracing` at debug level and kept as a
 //! short tail that connect errors quote.
 
 use crate::config::StdioConfig;
-use process_wrap::tokio::{ChildWrapper, CommandWrap};
+use agentkit_tools_core::ProcessGroup;
 use std::collections::VecDeque;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{ChildStdin, ChildStdout};
+use tokio::process::{Child, ChildStdin, ChildStdout};
 
 /// How many stderr lines a server keeps for error messages.
 const STDERR_TAIL_LINES: usize = 50;
@@ -74,7 +75,8 @@ impl StderrTail {
 
 /// A running server process, ended (with its whole group) on drop.
 pub(crate) struct ServerProcess {
-    child: Mutex<Option<Box<dyn ChildWrapper>>>,
+    child: Mutex<Option<Child>>,
+    group: ProcessGroup,
     pid: Option<u32>,
     pub(crate) stderr: Arc<StderrTail>,
 }
@@ -88,25 +90,26 @@ pub(crate) struct Spawned {
 
 /// Starts the server in a new process group with all three stdio pipes.
 pub(crate) fn spawn(server: &str, config: &StdioConfig) -> std::io::Result<Spawned> {
-    #[cfg_attr(not(unix), allow(unused_mut))]
-    let mut command = CommandWrap::with_new(&config.command, |cmd| {
-        cmd.args(&config.args)
-            .envs(&config.env)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        if let Some(cwd) = &config.cwd {
-            cmd.current_dir(cwd);
-        }
-    });
+    let mut command = tokio::process::Command::new(&config.command);
+    command
+        .args(&config.args)
+        .envs(&config.env)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    if let Some(cwd) = &config.cwd {
+        command.current_dir(cwd);
+    }
     #[cfg(unix)]
-    command.wrap(process_wrap::tokio::ProcessGroup::leader());
+    command.process_group(0);
     let mut child = command.spawn()?;
     let pid = child.id();
+    let group = ProcessGroup::led_by(pid);
     let missing = |what| std::io::Error::other(format!("the child's {what} was not piped"));
-    let stdin = child.stdin().take().ok_or_else(|| missing("stdin"))?;
-    let stdout = child.stdout().take().ok_or_else(|| missing("stdout"))?;
-    let stderr_pipe = child.stderr().take();
+    let stdin = child.stdin.take().ok_or_else(|| missing("stdin"))?;
+    let stdout = child.stdout.take().ok_or_else(|| missing("stdout"))?;
+    let stderr_pipe = child.stderr.take();
     let stderr = Arc::new(StderrTail::default());
     if let Some(pipe) = stderr_pipe {
         let tail = stderr.clone();
@@ -124,6 +127,7 @@ pub(crate) fn spawn(server: &str, config: &StdioConfig) -> std::io::Result<Spawn
     Ok(Spawned {
         process: ServerProcess {
             child: Mutex::new(Some(child)),
+            group,
             pid,
             stderr,
         },
@@ -157,14 +161,11 @@ impl ServerProcess {
         if tokio::time::timeout(grace, child.wait()).await.is_ok() {
             return;
         }
-        #[cfg(unix)]
-        {
-            // SIGTERM is 15 on every Unix we support.
-            let _ = child.signal(15);
-            if tokio::time::timeout(grace, child.wait()).await.is_ok() {
-                return;
-            }
+        self.group.terminate();
+        if tokio::time::timeout(grace, child.wait()).await.is_ok() {
+            return;
         }
+        self.group.kill();
         let _ = child.start_kill();
         let _ = tokio::time::timeout(grace, child.wait()).await;
     }
@@ -176,8 +177,9 @@ impl Drop for ServerProcess {
         if let Some(mut child) = child {
             // SIGKILL to the whole group, synchronously: drop may run where
             // no runtime is left to await a graceful exit.
+            self.group.kill();
             if let Err(err) = child.start_kill() {
-                tracing::debug!(pid = self.pid, %err, "could not kill MCP server group");
+                tracing::debug!(pid = self.pid, %err, "could not kill MCP server");
             }
             // Reap in the background when a runtime is still around.
             if let Ok(handle) = tokio::runtime::Handle::try_current() {

@@ -14,9 +14,21 @@
 //! [`PathPolicy`](agentkit_tools_core::PathPolicy) over the same root)
 //! allows it, asks the host, or refuses, before anything runs.
 //!
+//! When a call runs, the path is resolved again and must still lie in the
+//! workspace if it was written as a path in it, and it is opened with
+//! symlinks refused (`openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)` on
+//! Linux, an `O_NOFOLLOW` walk on other Unix systems): a symlink swapped in
+//! after the permission check cannot redirect a write outside the root.
+//! Search and listing respect `.gitignore` and `.ignore` files.
+//!
 //! [`fs_tools`] returns all of them in a [`ToolRegistry`];
 //! [`fs_read_only_tools`] only those that change nothing.
 
+#[cfg(unix)]
+mod beneath;
+#[cfg(not(unix))]
+#[path = "beneath_portable.rs"]
+mod beneath;
 mod config;
 mod input;
 mod paths;

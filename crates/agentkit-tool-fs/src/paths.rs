@@ -41,6 +41,61 @@ pub(crate) fn resolve_keep_last(config: &FsToolsConfig, path: &str) -> Result<Pa
     }
 }
 
+/// [`resolve`] for the moment of use: a path written inside the root (as
+/// text, `..` applied) must still resolve inside it. A symlink swapped in
+/// after the permission check (`ws/dir` -> `/etc`) would otherwise send the
+/// call outside the workspace; such a call fails instead. Files outside the
+/// workspace are reached by their real path, which the permission checker
+/// then judges as such.
+pub(crate) fn resolve_contained(config: &FsToolsConfig, path: &str) -> Result<PathBuf, ToolError> {
+    let resolved = resolve(config, path)?;
+    check_contained(config, path, &resolved)?;
+    Ok(resolved)
+}
+
+/// [`resolve_keep_last`] for the moment of use, see [`resolve_contained`].
+pub(crate) fn resolve_keep_last_contained(
+    config: &FsToolsConfig,
+    path: &str,
+) -> Result<PathBuf, ToolError> {
+    let resolved = resolve_keep_last(config, path)?;
+    check_contained(config, path, &resolved)?;
+    Ok(resolved)
+}
+
+fn check_contained(
+    config: &FsToolsConfig,
+    written: &str,
+    resolved: &Path,
+) -> Result<(), ToolError> {
+    let root = config.root();
+    if lexically_inside(root, Path::new(written)) && !resolved.starts_with(root) {
+        return Err(ToolError::ExecutionFailed(format!(
+            "{written} now resolves to {}, outside the workspace, through a symlink; \
+             refusing to follow it (use the real path if that is intended)",
+            resolved.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Whether `path` (relative to `root` unless absolute) names something under
+/// `root` as text, with `.` and `..` applied but no symlink followed.
+fn lexically_inside(root: &Path, path: &Path) -> bool {
+    let joined = root.join(path);
+    let mut normal = PathBuf::new();
+    for component in joined.components() {
+        match component {
+            Component::ParentDir => {
+                normal.pop();
+            }
+            Component::CurDir => {}
+            other => normal.push(other.as_os_str()),
+        }
+    }
+    normal.starts_with(root)
+}
+
 /// How a path is shown to the model: relative to the root when inside it
 /// (shorter, and what the model wrote), absolute otherwise.
 pub(crate) fn display(config: &FsToolsConfig, path: &Path) -> String {

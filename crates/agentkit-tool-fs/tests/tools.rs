@@ -151,6 +151,54 @@ async fn read_refuses_binary_files_and_directories() {
 }
 
 #[tokio::test]
+async fn typed_arguments_name_the_field_even_without_the_executor() {
+    // Called directly, skipping the schema check, the typed arguments still
+    // refuse bad input and say which field is wrong.
+    let dir = tempfile::tempdir().unwrap();
+    let tools = fs_tools(FsToolsConfig::new(dir.path())).snapshot();
+    let read = tools
+        .tools
+        .iter()
+        .find(|t| t.spec().name == "fs_read_file")
+        .unwrap();
+    let cases = [
+        (json!({ "path": 3 }), "`path`: invalid type"),
+        (
+            json!({ "path": "a", "offset": -1 }),
+            "`offset`: invalid value",
+        ),
+        (json!({ "path": "a", "bogus": 1 }), "`bogus`: unknown field"),
+        (json!({}), "missing field `path`"),
+    ];
+    for (input, expected) in cases {
+        let err = read
+            .invoke(
+                ToolRequest::new("c", "fs_read_file", input.clone()),
+                ToolContext::detached(),
+            )
+            .await
+            .unwrap_err();
+        match &err {
+            ToolError::InvalidInput(message) => {
+                assert!(message.contains(expected), "{input}: {message}")
+            }
+            other => panic!("{input}: {other:?}"),
+        }
+    }
+    // The generated schema is what the model sees: described, bounded, closed.
+    let schema = &read.spec().input_schema;
+    assert_eq!(
+        schema["properties"]["path"]["description"],
+        "The file, absolute or relative to the workspace root."
+    );
+    assert_eq!(
+        schema["properties"]["limit"]["maximum"],
+        FsToolsConfig::DEFAULT_MAX_READ_LINES
+    );
+    assert_eq!(schema["required"], json!(["path"]));
+}
+
+#[tokio::test]
 async fn schema_rejects_bad_input_before_the_tool_runs() {
     let ws = Workspace::new();
     let err = ws
@@ -415,6 +463,15 @@ async fn search_finds_literal_lines_and_skips_binary_and_bulky_dirs() {
     ws.write("target/debug/out.rs", "// TODO: generated\n");
     ws.write(".git/HEAD", "TODO\n");
     ws.write("blob.bin", b"TODO\x00\x01");
+    // Without ignore files, build output is searched like anything else
+    // (no fixed skip list); `.git` never is.
+    assert_eq!(
+        ws.call("fs_search", json!({ "pattern": "TODO" }))
+            .await
+            .unwrap(),
+        "src/lib.rs:2: // TODO: tidy\ntarget/debug/out.rs:1: // TODO: generated"
+    );
+    ws.write(".gitignore", "target/\n");
     assert_eq!(
         ws.call("fs_search", json!({ "pattern": "TODO" }))
             .await
@@ -444,6 +501,39 @@ async fn search_finds_literal_lines_and_skips_binary_and_bulky_dirs() {
             .await
             .unwrap(),
         "no matches for \"absent\" in ."
+    );
+}
+
+#[tokio::test]
+async fn search_and_list_respect_gitignore_and_ignore_files() {
+    let ws = Workspace::new();
+    ws.write(".gitignore", "*.log\nbuild/\n!keep.log\n");
+    ws.write("src/.ignore", "generated.rs\n");
+    ws.write("src/lib.rs", "needle\n");
+    ws.write("src/generated.rs", "needle\n");
+    ws.write("debug.log", "needle\n");
+    ws.write("keep.log", "needle\n");
+    ws.write("build/out.txt", "needle\n");
+    ws.write(".github/ci.yml", "needle\n");
+    assert_eq!(
+        ws.call("fs_search", json!({ "pattern": "needle" }))
+            .await
+            .unwrap(),
+        ".github/ci.yml:1: needle\nkeep.log:1: needle\nsrc/lib.rs:1: needle"
+    );
+    assert_eq!(
+        ws.call("fs_list_directory", json!({ "recursive": true }))
+            .await
+            .unwrap(),
+        ".github/\n.github/ci.yml\n.gitignore\nkeep.log\nsrc/\nsrc/.ignore\nsrc/lib.rs"
+    );
+    // A search started inside an ignored directory's parent still applies
+    // the root's rules.
+    assert_eq!(
+        ws.call("fs_search", json!({ "pattern": "needle", "path": "src" }))
+            .await
+            .unwrap(),
+        "src/lib.rs:1: needle"
     );
 }
 

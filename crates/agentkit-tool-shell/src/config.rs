@@ -6,6 +6,7 @@
 //! and each stream keeps 16 KiB, which holds a compiler's error report but
 //! not a full build log.
 
+use crate::ShellSandbox;
 use agentkit_tools_core::resolve_path;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -28,6 +29,7 @@ pub struct ShellConfig {
     default_timeout: Duration,
     max_timeout: Duration,
     max_output_bytes: usize,
+    sandbox: Option<ShellSandbox>,
 }
 
 impl ShellConfig {
@@ -54,6 +56,7 @@ impl ShellConfig {
             default_timeout: Self::DEFAULT_TIMEOUT,
             max_timeout: Self::DEFAULT_MAX_TIMEOUT,
             max_output_bytes: Self::DEFAULT_MAX_OUTPUT_BYTES,
+            sandbox: None,
         }
     }
 
@@ -82,6 +85,19 @@ impl ShellConfig {
     pub fn with_max_output_bytes(mut self, bytes: usize) -> Self {
         self.max_output_bytes = bytes.max(2);
         self
+    }
+
+    /// Runs every command inside an OS sandbox (Landlock on Linux): writes
+    /// only beneath the root and the sandbox's paths, optionally no network.
+    /// Off unless set; see [`ShellSandbox`].
+    pub fn with_sandbox(mut self, sandbox: ShellSandbox) -> Self {
+        self.sandbox = Some(sandbox);
+        self
+    }
+
+    /// The sandbox, when one is configured.
+    pub fn sandbox(&self) -> Option<&ShellSandbox> {
+        self.sandbox.as_ref()
     }
 
     /// The resolved root directory.

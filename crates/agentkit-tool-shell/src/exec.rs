@@ -11,10 +11,12 @@
 
 use crate::ShellConfig;
 use crate::run::{Ending, Finished, run};
+use crate::sandbox::{self, SandboxOutcome, SpawnError};
 use agentkit_tools_core::{
     PermissionRequest, ShellCommand, Tool, ToolAnnotations, ToolContext, ToolError, ToolRequest,
-    ToolResult, ToolSpec, resolve_path,
+    ToolResult, ToolSpec, TypedTool, policy::shell_requests, resolve_path,
 };
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -24,17 +26,22 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// Runs a command line with `sh -c`; see the module docs.
-pub struct ShellExecTool {
-    config: Arc<ShellConfig>,
-    spec: Arc<ToolSpec>,
-}
+pub struct ShellExecTool(TypedTool);
 
-#[derive(Deserialize)]
+/// The arguments of `shell_exec`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 struct Input {
+    /// The command line, run with `sh -c`. Pipes, `&&` and redirections work. There is no standard input.
+    #[schemars(length(min = 1))]
     command: String,
+    /// The working directory, absolute or relative to the workspace root. Default: the root.
     cwd: Option<String>,
+    /// Environment variables to set, on top of the inherited ones.
     #[serde(default)]
     env: BTreeMap<String, String>,
+    /// Seconds before the command and everything it started are killed.
+    #[schemars(range(min = 1))]
     timeout_secs: Option<u64>,
 }
 
@@ -44,33 +51,6 @@ impl ShellExecTool {
         let config = config.into();
         let default_secs = config.default_timeout().as_secs().max(1);
         let max_secs = config.max_timeout().as_secs().max(1);
-        let schema = json!({
-            "type": "object",
-            "properties": {
-                "command": {
-                    "type": "string",
-                    "minLength": 1,
-                    "description": "The command line, run with `sh -c`. Pipes, `&&` and redirections work. There is no standard input."
-                },
-                "cwd": {
-                    "type": "string",
-                    "description": "The working directory, absolute or relative to the workspace root. Default: the root."
-                },
-                "env": {
-                    "type": "object",
-                    "additionalProperties": { "type": "string" },
-                    "description": "Environment variables to set, on top of the inherited ones."
-                },
-                "timeout_secs": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": max_secs,
-                    "description": format!("Seconds before the command and everything it started are killed. Default {default_secs}.")
-                }
-            },
-            "required": ["command"],
-            "additionalProperties": false
-        });
         let description = format!(
             "Runs a shell command line and returns its exit code, stdout and stderr. Each stream \
              keeps at most {} bytes (its beginning and end). The command and every process it \
@@ -84,57 +64,48 @@ impl ShellExecTool {
             idempotent: false,
             parallel_safe: false,
         };
-        let spec = ToolSpec::new("shell_exec", description, schema)
-            .unwrap_or_else(|err| panic!("built-in tool name: {err}"))
-            .with_annotations(annotations);
-        Self {
-            config,
-            spec: Arc::new(spec),
-        }
-    }
-
-    fn parse(input: &Value) -> Result<Input, ToolError> {
-        let input =
-            Input::deserialize(input).map_err(|err| ToolError::InvalidInput(err.to_string()))?;
-        if input.command.trim().is_empty() {
-            return Err(ToolError::InvalidInput(
-                "`command` must not be empty".into(),
-            ));
-        }
-        Ok(input)
-    }
-
-    fn cwd(&self, input: &Input) -> Result<PathBuf, ToolError> {
-        match input.cwd.as_deref() {
-            None | Some("") => Ok(self.config.root().to_path_buf()),
-            Some(dir) => resolve_path(Path::new(dir), self.config.root())
-                .map_err(|err| ToolError::InvalidInput(format!("cannot resolve cwd {dir}: {err}"))),
-        }
-    }
-
-    fn timeout(&self, input: &Input) -> Duration {
-        input
-            .timeout_secs
-            .map(Duration::from_secs)
-            .unwrap_or(self.config.default_timeout())
-            .min(self.config.max_timeout())
+        let for_run = config.clone();
+        let tool = TypedTool::new("shell_exec", description, move |input: Input, ctx| {
+            execute(for_run.clone(), input, ctx)
+        })
+        .with_annotations(annotations)
+        .with_requests(move |input: &Input| {
+            validate(input)?;
+            let cwd = working_dir(&config, input)?;
+            // The command, then a filesystem request per file a redirection
+            // reads or writes, for the PathPolicy to judge.
+            Ok(shell_requests(ShellCommand {
+                command_line: input.command.clone(),
+                cwd: Some(cwd),
+                env_keys: input.env.keys().cloned().collect(),
+            }))
+        })
+        .map_schema(|mut schema| {
+            if let Some(timeout) = schema.pointer_mut("/properties/timeout_secs")
+                && let Some(timeout) = timeout.as_object_mut()
+            {
+                timeout.insert("maximum".into(), json!(max_secs));
+                timeout.insert(
+                    "description".into(),
+                    json!(format!(
+                        "Seconds before the command and everything it started are killed. Default {default_secs}."
+                    )),
+                );
+            }
+            schema
+        });
+        Self(tool)
     }
 }
 
 #[async_trait::async_trait]
 impl Tool for ShellExecTool {
     fn spec(&self) -> Arc<ToolSpec> {
-        self.spec.clone()
+        self.0.spec()
     }
 
     fn proposed_requests(&self, input: &Value) -> Result<Vec<PermissionRequest>, ToolError> {
-        let input = Self::parse(input)?;
-        let cwd = self.cwd(&input)?;
-        Ok(vec![PermissionRequest::shell(ShellCommand {
-            command_line: input.command.clone(),
-            cwd: Some(cwd),
-            env_keys: input.env.keys().cloned().collect(),
-        })])
+        self.0.proposed_requests(input)
     }
 
     async fn invoke(
@@ -142,51 +113,92 @@ impl Tool for ShellExecTool {
         request: ToolRequest,
         ctx: ToolContext,
     ) -> Result<ToolResult, ToolError> {
-        let input = Self::parse(&request.input)?;
-        let cwd = self.cwd(&input)?;
-        if !cwd.is_dir() {
-            return Err(ToolError::ExecutionFailed(format!(
-                "the working directory {} does not exist",
-                cwd.display()
-            )));
-        }
-        let timeout = self.timeout(&input);
-        ctx.cancellation.check().map_err(|_| ToolError::Cancelled)?;
-
-        let mut command = tokio::process::Command::new(self.config.shell());
-        command
-            .arg("-c")
-            .arg(&input.command)
-            .current_dir(&cwd)
-            .envs(&input.env)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        #[cfg(unix)]
-        command.process_group(0);
-
-        tracing::debug!(command = %input.command, cwd = %cwd.display(), ?timeout, "shell_exec");
-        let finished = run(
-            command,
-            timeout,
-            self.config.max_output_bytes(),
-            &ctx.cancellation,
-        )
-        .await
-        .map_err(|err| {
-            ToolError::ExecutionFailed(format!(
-                "cannot start {}: {err}",
-                self.config.shell().display()
-            ))
-        })?;
-        report(finished, timeout)
+        self.0.invoke(request, ctx).await
     }
+}
+
+fn validate(input: &Input) -> Result<(), ToolError> {
+    if input.command.trim().is_empty() {
+        return Err(ToolError::InvalidInput(
+            "`command` must not be empty".into(),
+        ));
+    }
+    Ok(())
+}
+
+fn working_dir(config: &ShellConfig, input: &Input) -> Result<PathBuf, ToolError> {
+    match input.cwd.as_deref() {
+        None | Some("") => Ok(config.root().to_path_buf()),
+        Some(dir) => resolve_path(Path::new(dir), config.root())
+            .map_err(|err| ToolError::InvalidInput(format!("cannot resolve cwd {dir}: {err}"))),
+    }
+}
+
+fn timeout(config: &ShellConfig, input: &Input) -> Duration {
+    input
+        .timeout_secs
+        .map(Duration::from_secs)
+        .unwrap_or(config.default_timeout())
+        .min(config.max_timeout())
+}
+
+async fn execute(
+    config: Arc<ShellConfig>,
+    input: Input,
+    ctx: ToolContext,
+) -> Result<ToolResult, ToolError> {
+    validate(&input)?;
+    let cwd = working_dir(&config, &input)?;
+    if !cwd.is_dir() {
+        return Err(ToolError::ExecutionFailed(format!(
+            "the working directory {} does not exist",
+            cwd.display()
+        )));
+    }
+    let timeout = timeout(&config, &input);
+    ctx.cancellation.check().map_err(|_| ToolError::Cancelled)?;
+
+    let mut command = tokio::process::Command::new(config.shell());
+    command
+        .arg("-c")
+        .arg(&input.command)
+        .current_dir(&cwd)
+        .envs(&input.env)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    #[cfg(unix)]
+    command.process_group(0);
+
+    tracing::debug!(command = %input.command, cwd = %cwd.display(), ?timeout, "shell_exec");
+    let (child, sandboxed) = sandbox::spawn(command, config.sandbox(), config.root())
+        .await
+        .map_err(|err| match err {
+            SpawnError::SandboxRequired(_) => {
+                ToolError::ExecutionFailed(format!("the command was not run: {err}"))
+            }
+            SpawnError::Io(err) => ToolError::ExecutionFailed(format!(
+                "cannot start {}: {err}",
+                config.shell().display()
+            )),
+        })?;
+    if let Some(note) = sandboxed.note() {
+        tracing::warn!(command = %input.command, "{note}");
+    }
+    let finished = run(child, timeout, config.max_output_bytes(), &ctx.cancellation)
+        .await
+        .map_err(|err| ToolError::ExecutionFailed(format!("cannot wait for the command: {err}")))?;
+    report(finished, timeout, &sandboxed)
 }
 
 /// The result the model reads: the status line first, then each stream that
 /// printed something.
-fn report(finished: Finished, timeout: Duration) -> Result<ToolResult, ToolError> {
+fn report(
+    finished: Finished,
+    timeout: Duration,
+    sandboxed: &SandboxOutcome,
+) -> Result<ToolResult, ToolError> {
     let (status_line, exit_code, success) = match &finished.ending {
         Ending::Cancelled => return Err(ToolError::Cancelled),
         Ending::TimedOut => (
@@ -214,6 +226,10 @@ fn report(finished: Finished, timeout: Duration) -> Result<ToolResult, ToolError
     if finished.stdout.total() == 0 && finished.stderr.total() == 0 {
         text.push_str(" (no output)");
     }
+    if let Some(note) = sandboxed.note() {
+        text.push('\n');
+        text.push_str(&note);
+    }
     let mut result = if success {
         ToolResult::new(text)
     } else {
@@ -226,6 +242,11 @@ fn report(finished: Finished, timeout: Duration) -> Result<ToolResult, ToolError
         "shell.timed_out".into(),
         json!(matches!(finished.ending, Ending::TimedOut)),
     );
+    if *sandboxed != SandboxOutcome::Off {
+        result
+            .metadata
+            .insert("shell.sandbox".into(), json!(sandboxed.label()));
+    }
     result.metadata.insert(
         "shell.duration_ms".into(),
         json!(finished.elapsed.as_millis() as u64),

@@ -7,6 +7,12 @@
 //! turn is cancelled, when the call's future is dropped, and once the command
 //! has exited (background processes included).
 //!
+//! With [`ShellConfig::with_sandbox`] the command runs inside a Landlock
+//! domain on Linux ([`ShellSandbox`]): it can write only beneath the
+//! workspace and the configured paths, optionally with no network, under
+//! `PR_SET_NO_NEW_PRIVS`; where Landlock is missing the tool says it ran
+//! unsandboxed, or refuses, as configured.
+//!
 //! The tool does not decide what may run. Every call proposes a
 //! [`PermissionRequest::shell`](agentkit_tools_core::PermissionRequest::shell)
 //! with the command line, the resolved working directory and the names of
@@ -17,11 +23,12 @@
 mod capture;
 mod config;
 mod exec;
-mod process_group;
 mod run;
+mod sandbox;
 
 pub use config::ShellConfig;
 pub use exec::ShellExecTool;
+pub use sandbox::{ShellSandbox, WhenUnavailable};
 
 use agentkit_tools_core::ToolRegistry;
 

@@ -8,13 +8,13 @@
 //! process must not keep it open until the timeout.
 
 use crate::capture::CappedOutput;
-use crate::process_group::ProcessGroup;
 use agentkit_core::TurnCancellation;
+use agentkit_tools_core::ProcessGroup;
 use std::io;
 use std::process::ExitStatus;
 use std::time::Duration;
 use tokio::io::AsyncReadExt;
-use tokio::process::Command;
+use tokio::process::Child;
 use tokio::time::{Instant, sleep_until};
 
 /// How long output may stay open after the shell exits.
@@ -43,18 +43,18 @@ pub(crate) struct Finished {
     pub(crate) elapsed: Duration,
 }
 
-/// Spawns `command` (stdout and stderr piped, in its own process group) and
-/// waits for it to end. Only a failure to spawn is an error.
+/// Waits for `child` (spawned with stdout and stderr piped, in its own
+/// process group) to end, killing its group at the deadline or on
+/// cancellation.
 pub(crate) async fn run(
-    mut command: Command,
+    mut child: Child,
     timeout: Duration,
     max_output_bytes: usize,
     cancellation: &TurnCancellation,
 ) -> io::Result<Finished> {
     let started = Instant::now();
     let deadline = started + timeout;
-    let mut child = command.spawn()?;
-    let group = ProcessGroup::led_by(&child);
+    let group = ProcessGroup::led_by(child.id());
     let mut stdout = child.stdout.take();
     let mut stderr = child.stderr.take();
     let mut out = CappedOutput::new(max_output_bytes);

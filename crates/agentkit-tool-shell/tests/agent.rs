@@ -8,7 +8,7 @@ use agentkit_core::{
 use agentkit_loop::{Agent, LoopDriver, LoopInterrupt, LoopStep, SessionConfig, TurnResult};
 use agentkit_testkit::{ScriptedModel, ScriptedSession, ScriptedTurn};
 use agentkit_tool_shell::{ShellConfig, shell_tools};
-use agentkit_tools_core::{CommandPolicy, CompositePermissionChecker};
+use agentkit_tools_core::{CommandPolicy, CompositePermissionChecker, PathPolicy};
 use serde_json::json;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -28,7 +28,13 @@ fn start(
     let agent = Agent::builder()
         .model(ScriptedModel::new(turns))
         .add_tool_source(shell_tools(ShellConfig::new(workspace)))
-        .permissions(CompositePermissionChecker::new().with_policy(policy))
+        // Redirections are filesystem writes: the PathPolicy allows those
+        // inside the workspace.
+        .permissions(
+            CompositePermissionChecker::new()
+                .with_policy(policy)
+                .with_policy(PathPolicy::new().with_allowed_root(workspace)),
+        )
         .cancellation(controller.handle())
         .input(vec![Item::user("build it")])
         .build()

@@ -334,6 +334,57 @@ fn the_call_proposes_its_line_resolved_cwd_and_env_keys() {
     );
     let spec = tool.spec();
     assert!(spec.annotations.destructive && !spec.annotations.read_only);
+
+    // A redirection adds a filesystem request with the file it writes.
+    let requests = tool
+        .proposed_requests(&json!({ "command": "echo x > /etc/passwd 2>/dev/null" }))
+        .unwrap();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(
+        requests[1].payload,
+        PermissionPayload::FileSystem(agentkit_tools_core::FileSystemOperation::Write {
+            path: "/etc/passwd".into()
+        })
+    );
+}
+
+#[tokio::test]
+async fn a_redirection_outside_the_workspace_needs_the_path_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let checker = CompositePermissionChecker::new()
+        .with_policy(CommandPolicy::new().allow_programs(["echo"]))
+        .with_policy(agentkit_tools_core::PathPolicy::new().with_allowed_root(&root));
+    let executor = BasicToolExecutor::new(
+        ToolFederation::new().with_source(shell_tools(ShellConfig::new(dir.path()))),
+    )
+    .with_permissions(Arc::new(checker));
+    let preflight = |line: &str| {
+        executor.preflight(&ToolRequest::new(
+            "c",
+            "shell_exec",
+            json!({ "command": line }),
+        ))
+    };
+    assert_eq!(preflight("echo x > inside.txt"), Preflight::Ready);
+    let Preflight::NeedsApproval(approval) = preflight("echo x >> /etc/profile") else {
+        panic!("a write outside the workspace must be approved");
+    };
+    assert_eq!(approval.request_kind, "filesystem.write");
+    // Nothing ran without approval.
+    let err = executor
+        .execute(
+            ToolRequest::new(
+                "c",
+                "shell_exec",
+                json!({ "command": "echo x > ../escaped" }),
+            ),
+            ToolContext::detached(),
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ToolError::PermissionDenied(_)), "{err}");
+    assert!(!root.parent().unwrap().join("escaped").exists());
 }
 
 #[tokio::test]

@@ -1,5 +1,8 @@
 //! Tools for agentkit agents, and the permission system around them.
 //!
+//! - [`TypedTool`] builds a tool from an argument type
+//!   (`#[derive(Deserialize, JsonSchema)]`) and an async function: the schema
+//!   is generated, the input deserialized, errors name the field.
 //! - A [`Tool`] has a shared [`ToolSpec`] (name, description, JSON Schema),
 //!   says which [`PermissionRequest`]s a call would make, and is invoked with
 //!   a [`ToolContext`].
@@ -26,13 +29,16 @@ mod dynamic;
 mod error;
 mod executor;
 mod federation;
+mod normalize;
 mod permission;
 pub mod policy;
+mod process_group;
 mod schema;
 mod source;
 mod spec;
 mod tool;
 mod truncate;
+mod typed;
 
 pub use adapter::{FilteredSource, PrefixedSource};
 pub use approval::{ApprovalDecision, ApprovalReason, ApprovalRequest};
@@ -41,12 +47,14 @@ pub use dynamic::{CatalogReader, CatalogWriter, dynamic_catalog};
 pub use error::ToolError;
 pub use executor::{BasicToolExecutor, Preflight, ToolExecutor};
 pub use federation::{CatalogError, CollisionPolicy, ResolvedCatalog, ToolFederation};
+pub use normalize::{SchemaDialect, normalize_for};
 pub use permission::{
     AllowAllPermissions, CompositePermissionChecker, FileSystemOperation, McpOperation,
     PermissionChecker, PermissionDecision, PermissionDenial, PermissionPayload, PermissionPolicy,
-    PermissionRequest, PolicyMatch, ShellCommand, approval_for,
+    PermissionRequest, PolicyMatch, SafeDefaultPermissions, ShellCommand, approval_for,
 };
 pub use policy::{CommandPolicy, McpServerPolicy, OutsideRoots, PathPolicy, resolve_path};
+pub use process_group::ProcessGroup;
 pub use schema::{SchemaErrors, SchemaViolation, validate_input};
 pub use source::{CatalogSnapshot, ToolCatalogEvent, ToolRegistry, ToolSource};
 pub use spec::{InvalidToolName, MAX_TOOL_NAME_LEN, ToolAnnotations, ToolSpec, validate_tool_name};
@@ -54,6 +62,12 @@ pub use tool::{
     ProgressSink, Tool, ToolContext, ToolProgress, ToolRequest, ToolResources, ToolResult,
 };
 pub use truncate::{DEFAULT_MAX_OUTPUT_BYTES, truncate_output, truncate_text};
+pub use typed::{IntoToolResult, TypedTool, parse_args, schema_for};
+
+/// The schemars version typed tools derive `JsonSchema` with, for crates that
+/// would rather not name it in their own manifest
+/// (`#[schemars(crate = "agentkit_tools_core::schemars")]`).
+pub use schemars;
 
 // The README's example is compiled with the doc-tests.
 #[cfg(doctest)]

@@ -9,7 +9,8 @@
 //! or a schema), `enum`, `const`, `items`, `minimum`, `maximum`,
 //! `exclusiveMinimum`, `exclusiveMaximum`, `minLength`, `maxLength`,
 //! `minItems`, `maxItems`, `anyOf`, `oneOf`, `allOf`, `not`, OpenAPI's
-//! `nullable: true`, and local `$ref`s (`#/$defs/...`). Keywords outside that
+//! `nullable: true`, and local `$ref`s (`#/$defs/...`); a `$ref` it cannot
+//! resolve (remote, or dangling, as some MCP servers send) accepts anything. Keywords outside that
 //! set are ignored, which accepts rather than refuses: the tool still checks
 //! what it relies on.
 
@@ -146,9 +147,15 @@ impl<'a> Validator<'a> {
         };
 
         if let Some(reference) = schema.get("$ref").and_then(Value::as_str) {
-            match self.resolve(reference) {
-                Some(target) => self.check(target, value, path, depth + 1),
-                None => self.report(path, format!("the schema's $ref {reference:?} is unknown")),
+            // A reference this validator cannot follow (a remote URL, a
+            // pointer into `definitions` the server forgot to send) is a fault
+            // of the schema, not of the model's input: accept what cannot be
+            // checked rather than fail every call of the tool. The tool still
+            // checks what it relies on.
+            if let Some(target) = self.resolve(reference) {
+                self.check(target, value, path, depth + 1);
+            } else {
+                tracing::debug!(reference, "unresolvable $ref in a tool schema; not checked");
             }
         }
 
@@ -687,8 +694,30 @@ mod tests {
         );
         let cyclic = json!({ "$ref": "#" });
         assert_eq!(errors(cyclic, json!(1)).len(), 1);
-        let dangling = json!({ "$ref": "#/$defs/nope" });
-        assert_eq!(errors(dangling, json!(1)).len(), 1);
+    }
+
+    #[test]
+    fn unresolvable_refs_accept_what_they_cannot_check() {
+        // MCP servers send these; refusing every call would make the tool
+        // unusable. The rest of the schema is still checked.
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "a": { "$ref": "#/$defs/nope" },
+                "b": { "$ref": "https://example.com/schema.json" },
+                "c": { "$ref": "#/definitions/Missing", "type": "string" }
+            },
+            "required": ["a"]
+        });
+        assert!(errors(schema.clone(), json!({ "a": 1, "b": [true], "c": "x" })).is_empty());
+        assert_eq!(
+            errors(schema.clone(), json!({ "a": 1, "c": 2 })),
+            vec!["`/c`: expected string, got integer"]
+        );
+        assert_eq!(
+            errors(schema, json!({})),
+            vec!["`input`: missing required property `a`"]
+        );
     }
 
     #[test]

@@ -58,7 +58,7 @@ pub struct ToolContext {
 }
 
 /// One progress report of a running tool.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct ToolProgress {
     /// A short human-readable line ("cloned 3 of 7 repositories").

@@ -4,7 +4,7 @@
 use agentkit_tools_core::{
     ApprovalReason, CommandPolicy, CompositePermissionChecker, FileSystemOperation, McpOperation,
     McpServerPolicy, OutsideRoots, PathPolicy, PermissionChecker, PermissionDecision,
-    PermissionPolicy, PermissionRequest, PolicyMatch, ShellCommand,
+    PermissionPolicy, PermissionRequest, PolicyMatch, ShellCommand, policy::shell_requests,
 };
 use std::path::{Path, PathBuf};
 
@@ -329,6 +329,156 @@ fn command_policy_table() {
     ];
     for (line, expected) in cases {
         assert_eq!(shape(&policy.evaluate(&shell(line))), *expected, "{line:?}");
+    }
+}
+
+/// Ways around the allow list, each a row: what the line is, what the
+/// policy must say. The policy allows `ls`, `cat`, `echo`, `cargo`, `git`
+/// ... and the exact path `/opt/tools/fmt`; it denies `rm`.
+#[test]
+fn command_policy_bypass_table() {
+    let policy = command_policy().allow_programs(["/opt/tools/fmt"]);
+    let approve = Expect::Approve(ApprovalReason::SensitiveCommand);
+    let cases: &[(&str, Expect)] = &[
+        // The allow list matches bare names or exact paths, nothing else.
+        ("./ls", approve),
+        ("/tmp/evil/ls -la", approve),
+        ("../bin/cargo build", approve),
+        ("/usr/bin/ls", approve),
+        ("bin/git status", approve),
+        ("/opt/tools/fmt src", Expect::Allow),
+        ("/opt/tools/../tools/fmt src", approve),
+        ("/tmp/opt/tools/fmt src", approve),
+        // Shells and runners are looked through only when genuine.
+        ("./sh -c 'ls'", approve),
+        ("/tmp/x/env ls", approve),
+        ("/usr/bin/env ls", Expect::Allow),
+        ("/bin/sh -c 'ls'", Expect::Allow),
+        ("nice -n 5 ./evil", approve),
+        ("timeout 5 ../cargo", approve),
+        // Denied programs stay denied however they are spelled.
+        ("./rm -rf /", Expect::Deny),
+        ("\\rm -rf /", Expect::Deny),
+        ("'r''m' -rf /", Expect::Deny),
+        // Environment that changes what runs needs approval (PATH and
+        // LD_PRELOAD are on this policy's deny list: those are denied).
+        ("LD_LIBRARY_PATH=/tmp ls", approve),
+        ("LD_AUDIT=/tmp/a.so ls", approve),
+        ("BASH_ENV=/tmp/x bash -c ls", approve),
+        ("ENV=/tmp/x sh -c ls", approve),
+        ("IFS=/ ls", approve),
+        ("PYTHONPATH=/tmp cat x", approve),
+        ("GIT_SSH_COMMAND='sh -c id' git fetch", approve),
+        ("RUSTC_WRAPPER=/tmp/w cargo build", approve),
+        (
+            "CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER=/tmp/r cargo run",
+            approve,
+        ),
+        ("env LD_LIBRARY_PATH=/tmp ls", approve),
+        ("export BASH_ENV=/tmp/x; bash -c ls", approve),
+        ("declare -x IFS=/; ls", approve),
+        ("HOME=/tmp/evil git status", approve),
+        ("PATH=/tmp/evil ls", Expect::Deny),
+        ("env PATH=/tmp/evil ls", Expect::Deny),
+        ("CARGO_TARGET_DIR=/tmp/t cargo build", Expect::Allow),
+        ("RUST_LOG=debug cargo test", Expect::Allow),
+        // Words the reader cannot resolve are never an allowed program.
+        ("$'\\x6c\\x73'", approve),
+        ("$'ls' -la", approve),
+        ("$'\\x72m' -rf /", approve),
+        ("{rm,-rf,/}", approve),
+        ("{ls,-la}", approve),
+        ("echo {a,b}", Expect::Allow),
+        ("~/bin/ls", approve),
+        ("~root/ls", approve),
+        ("l$IFS", approve),
+        ("${PATH:0:1}bin/ls", approve),
+        ("x=ls; $x", approve),
+        ("sh -c $'ls'", approve),
+        ("env $'\\x72m' x", approve),
+        ("eval $'ls'", approve),
+        // Redirections whose target the shell computes need approval;
+        // literal ones become filesystem requests (next test).
+        ("echo x >> ~/.bashrc", approve),
+        ("echo x > \"$HOME/.profile\"", approve),
+        ("echo x > $(echo /etc/passwd)", approve),
+        ("ls > out{1,2}", approve),
+        ("ls > /etc/passwd", Expect::Allow),
+        ("ls 2>/dev/null >&2", Expect::Allow),
+        // A `cd` makes relative redirections unresolvable in advance.
+        ("cd /etc && echo x > passwd", approve),
+        ("cd /etc; sh -c 'echo x > passwd'", approve),
+        ("cd sub && ls > /abs/out.txt", Expect::Allow),
+    ];
+    for (line, expected) in cases {
+        assert_eq!(shape(&policy.evaluate(&shell(line))), *expected, "{line:?}");
+    }
+}
+
+/// Redirections as filesystem requests: every file a line writes or reads is
+/// judged by the `PathPolicy`, like a tool's path.
+#[test]
+fn redirections_are_judged_by_the_path_policy() {
+    let tree = Tree::new("redirect");
+    let ws = tree.path("ws");
+    let checker = CompositePermissionChecker::new()
+        .with_policy(command_policy())
+        .with_policy(tree.policy());
+    let decide = |line: &str| -> Expect {
+        let requests = shell_requests(ShellCommand {
+            command_line: line.into(),
+            cwd: Some(ws.clone()),
+            env_keys: Vec::new(),
+        });
+        // The executor folds a call's requests: the first denial wins, then
+        // any approval.
+        let mut verdict = Expect::Allow;
+        for request in &requests {
+            match checker.evaluate(request) {
+                PermissionDecision::Deny(_) => return Expect::Deny,
+                PermissionDecision::RequireApproval(approval) => {
+                    if verdict == Expect::Allow {
+                        verdict = Expect::Approve(approval.reason);
+                    }
+                }
+                PermissionDecision::Allow => {}
+            }
+        }
+        verdict
+    };
+    let path = Expect::Approve(ApprovalReason::SensitivePath);
+    let command = Expect::Approve(ApprovalReason::SensitiveCommand);
+    let cases: &[(&str, Expect)] = &[
+        ("ls > out.txt", Expect::Allow),
+        ("ls > src/listing.txt 2>&1", Expect::Allow),
+        ("ls > /dev/null 2>/dev/stderr", Expect::Allow),
+        ("ls > /etc/passwd", path),
+        ("ls >| /etc/passwd", path),
+        ("ls >> ../outside/log", path),
+        ("ls &> /etc/x", path),
+        ("ls &>> /etc/x", path),
+        ("ls >& /etc/x", path),
+        ("ls 2> /etc/x", path),
+        ("ls <> /etc/x", path),
+        ("cat <<EOF > /etc/cron.d/job\n* * * * * root id\nEOF", path),
+        ("cat <<EOF > notes.md\nhello\nEOF", Expect::Allow),
+        ("cat < ../outside/secret.txt", path),
+        ("cat < src/main.rs", Expect::Allow),
+        ("echo x > escape/owned", path),
+        ("echo x > .git/config", Expect::Deny),
+        ("echo x > sneaky/config", Expect::Deny),
+        ("echo x > vendor/lib.rs", Expect::Deny),
+        ("echo > /dev/tcp/127.0.0.1/80", path),
+        ("sh -c 'echo x > /etc/passwd'", path),
+        ("env FOO=1 bash -c \"ls > /etc/x\"", path),
+        ("eval 'ls > /etc/x'", path),
+        ("echo x >> ~/.bashrc", command),
+        ("(ls > /etc/x)", path),
+        ("echo $(ls > /etc/x)", path),
+        ("> /etc/x", path),
+    ];
+    for (line, expected) in cases {
+        assert_eq!(decide(line), *expected, "{line:?}");
     }
 }
 

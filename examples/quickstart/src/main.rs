@@ -1,7 +1,9 @@
 //! Offline quickstart: an agent loop driven by a scripted model.
 //!
 //! The "model" counts the words of a sentence with one tool, then saves a
-//! note with another. Saving needs the user's approval, asked at the
+//! note with another. Both are typed tools: an argument struct deriving
+//! `Deserialize` and `JsonSchema`, and an async function. Saving proposes a
+//! permission request, so it needs the user's approval, asked at the
 //! terminal (with no terminal attached, it is approved automatically).
 //! Every event is printed as it happens, and the final transcript at the end.
 //!
@@ -11,86 +13,71 @@ use agentkit_core::{FinishReason, Item};
 use agentkit_loop::{AgentEvent, LoopInterrupt, LoopObserver, LoopStep, SessionConfig};
 use agentkit_testkit::{ScriptedModel, ScriptedTurn};
 use agentkit_tools_core::{
-    ApprovalReason, PermissionChecker, PermissionDecision, PermissionRequest, Tool, ToolContext,
-    ToolError, ToolRegistry, ToolRequest, ToolResult, ToolSpec, approval_for,
+    PermissionRequest, SafeDefaultPermissions, ToolError, ToolRegistry, TypedTool,
 };
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::io::IsTerminal;
 use std::sync::{Arc, Mutex};
 use tokio::io::AsyncBufReadExt;
 
-struct CountWords;
-
-#[async_trait::async_trait]
-impl Tool for CountWords {
-    fn spec(&self) -> Arc<ToolSpec> {
-        let schema = json!({ "type": "object", "properties": { "text": { "type": "string" } }, "required": ["text"] });
-        Arc::new(
-            ToolSpec::new("count_words", "Counts the words of a text.", schema)
-                .expect("valid name"),
-        )
-    }
-
-    async fn invoke(
-        &self,
-        request: ToolRequest,
-        _ctx: ToolContext,
-    ) -> Result<ToolResult, ToolError> {
-        let text = request.input["text"]
-            .as_str()
-            .ok_or_else(|| ToolError::InvalidInput("`text` must be a string".into()))?;
-        Ok(ToolResult::new(text.split_whitespace().count().to_string()))
-    }
+/// The arguments of `count_words`; the doc comments become the schema's
+/// descriptions.
+#[derive(Deserialize, JsonSchema)]
+struct CountArgs {
+    /// The text whose words to count.
+    text: String,
 }
 
-struct SaveNote(Arc<Mutex<Vec<String>>>);
+/// A typed output: the model receives it as JSON.
+#[derive(Serialize)]
+struct WordCount {
+    words: usize,
+}
 
-#[async_trait::async_trait]
-impl Tool for SaveNote {
-    fn spec(&self) -> Arc<ToolSpec> {
-        let schema = json!({ "type": "object", "properties": { "note": { "type": "string" } }, "required": ["note"] });
-        Arc::new(ToolSpec::new("save_note", "Saves a note for later.", schema).expect("valid name"))
-    }
+/// The arguments of `save_note`.
+#[derive(Deserialize, JsonSchema)]
+struct NoteArgs {
+    /// The note to keep.
+    note: String,
+}
 
-    fn proposed_requests(
-        &self,
-        input: &serde_json::Value,
-    ) -> Result<Vec<PermissionRequest>, ToolError> {
+/// `count_words` only computes: it proposes no permission request and runs
+/// freely.
+fn count_words() -> TypedTool {
+    TypedTool::new(
+        "count_words",
+        "Counts the words of a text.",
+        |args: CountArgs, _ctx| async move {
+            Ok::<_, ToolError>(WordCount {
+                words: args.text.split_whitespace().count(),
+            })
+        },
+    )
+}
+
+/// `save_note` changes state, so it proposes a `notes.write` request; the
+/// safe default checker asks the user about it.
+fn save_note(notes: Arc<Mutex<Vec<String>>>) -> TypedTool {
+    TypedTool::new(
+        "save_note",
+        "Saves a note for later.",
+        move |args: NoteArgs, _ctx| {
+            let notes = notes.clone();
+            async move {
+                notes.lock().expect("notes lock").push(args.note);
+                Ok::<_, ToolError>("saved")
+            }
+        },
+    )
+    .with_requests(|args: &NoteArgs| {
         Ok(vec![PermissionRequest::custom(
             "notes.write",
-            format!("save the note {}", input["note"]),
+            format!("save the note {:?}", args.note),
             json!({}),
         )])
-    }
-
-    async fn invoke(
-        &self,
-        request: ToolRequest,
-        _ctx: ToolContext,
-    ) -> Result<ToolResult, ToolError> {
-        let note = request.input["note"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
-        self.0.lock().expect("notes lock").push(note);
-        Ok(ToolResult::new("saved"))
-    }
-}
-
-/// Writing notes needs the user's say-so; everything else is allowed.
-struct AskBeforeWriting;
-
-impl PermissionChecker for AskBeforeWriting {
-    fn evaluate(&self, request: &PermissionRequest) -> PermissionDecision {
-        if request.kind.ends_with(".write") {
-            PermissionDecision::RequireApproval(approval_for(
-                request,
-                ApprovalReason::PolicyRequiresConfirmation,
-            ))
-        } else {
-            PermissionDecision::Allow
-        }
-    }
+    })
 }
 
 struct PrintEvents;
@@ -144,10 +131,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .model(model)
         .add_tool_source(
             ToolRegistry::new()
-                .with(CountWords)
-                .with(SaveNote(notes.clone())),
+                .with(count_words())
+                .with(save_note(notes.clone())),
         )
-        .permissions(AskBeforeWriting)
+        // Reads and pure functions run; side effects (here `notes.write`) ask.
+        .permissions(SafeDefaultPermissions::new())
         .observer(PrintEvents)
         .transcript(vec![Item::system("You count words and keep notes.")])
         .input(vec![Item::user(format!(

@@ -62,6 +62,7 @@ impl LoopObserver for Printer {
                 point,
                 item,
                 skipped_tools,
+                ..
             } => println!(
                 "{at:>5} ms  injected at {point:?} ({skipped_tools} tools skipped): {:?}",
                 item.text_content()

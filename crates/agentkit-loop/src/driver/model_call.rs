@@ -1,20 +1,22 @@
-//! One model call: build the request, stream the answer, record it.
+//! One model call: build the request, stream the answer, hand it to the core.
 //!
 //! Nothing is appended to the transcript until the stream has finished, so
 //! a failed or dropped call leaves the transcript as it was and the phase at
 //! `ModelCallDue`: calling `next()` again simply retries.
 
-use super::LoopDriver;
-use super::state::{CallState, Phase, RoundCall};
+use super::core::{AfterFailure, ModelAnswer, ModelCall, tool_error_result};
+use super::state::CallState;
+use super::{LoopDriver, notify};
+use crate::error::panic_message;
 use crate::{
-    AgentEvent, LoopError, LoopStep, ModelError, ModelErrorKind, ModelSession, ModelTurn,
-    ModelTurnEvent, SoftInterruptPoint, TurnRequest,
+    AgentEvent, LoopError, ModelError, ModelErrorKind, ModelSession, ModelTurn, ModelTurnEvent,
+    TurnRequest,
 };
 use agentkit_core::{
-    DeltaFolder, FinishReason, Item, ItemKind, MetadataMap, Part, ToolCallPart, TurnCancellation,
-    TurnId, Usage,
+    DeltaFolder, FinishReason, MetadataMap, Part, ToolCallPart, TurnCancellation, Usage,
 };
-use agentkit_tools_core::{Preflight, ToolRequest};
+use agentkit_tools_core::{Preflight, ToolError, ToolRequest};
+use std::panic::AssertUnwindSafe;
 use tracing::Instrument;
 
 /// What the stream produced.
@@ -32,49 +34,43 @@ enum StreamOutcome {
 }
 
 impl<S: ModelSession> LoopDriver<S> {
-    /// Calls the model once. `Some(step)` is a yield for the host; `None`
-    /// means the loop goes on (a tool round is open, or soft-interrupt
-    /// messages were injected and the model is due again).
-    pub(super) async fn model_call(&mut self) -> Result<Option<LoopStep>, LoopError> {
-        self.merge_pending_input();
-        let catalog = self.config.shared().executor.catalog()?;
+    /// Performs the core's `CallModel` action.
+    pub(super) async fn model_call(&mut self, call: ModelCall) -> Result<(), LoopError> {
+        let catalog = match self.catalog() {
+            Ok(catalog) => catalog,
+            Err(err) => {
+                self.core.on_model_failed(call.one_off_cache, None);
+                return Err(err);
+            }
+        };
         if let Some(previous) = &self.last_catalog
             && previous.generation != catalog.generation
         {
             let change = catalog.diff_from(previous, "agent");
             if !change.is_empty() {
-                self.emit(AgentEvent::ToolCatalogChanged { change });
+                self.core.emit(|| AgentEvent::ToolCatalogChanged { change });
+                self.dispatch();
             }
         }
         self.last_catalog = Some(catalog.clone());
         if cfg!(debug_assertions) {
-            self.log.with(agentkit_core::validate_transcript)?;
+            self.core.log.with(agentkit_core::validate_transcript)?;
         }
-
-        let turn_id = TurnId::new(format!("turn-{}", self.next_turn_index));
-        self.next_turn_index += 1;
-        if let Some(turn) = self.turn.as_mut() {
-            turn.turn_id = turn_id.clone();
-        }
-        self.emit(AgentEvent::TurnStarted {
-            session_id: self.session_id.clone(),
-            turn_id: turn_id.clone(),
-        });
-        let turn_cache = self.next_turn_cache.take();
+        let session_id = self.core.session_id.clone();
         let request = TurnRequest {
-            session_id: self.session_id.clone(),
-            turn_id: turn_id.clone(),
-            transcript: self.log.view(),
+            session_id: session_id.clone(),
+            turn_id: call.turn_id.clone(),
+            transcript: self.core.log.view(),
             available_tools: catalog.specs().to_vec(),
             metadata: MetadataMap::new(),
-            cache: turn_cache.clone().or_else(|| self.default_cache.clone()),
+            cache: call.cache,
         };
-        let cancellation = self.turn.as_ref().and_then(|t| t.cancellation.clone());
+        let cancellation = self.core.turn.as_ref().and_then(|t| t.cancellation.clone());
         let span = tracing::info_span!(
             "chat",
             gen_ai.operation.name = "chat",
-            gen_ai.conversation.id = %self.session_id,
-            agentkit.turn_id = %turn_id,
+            gen_ai.conversation.id = %session_id,
+            agentkit.turn_id = %call.turn_id,
             gen_ai.usage.input_tokens = tracing::field::Empty,
             gen_ai.usage.output_tokens = tracing::field::Empty,
             gen_ai.output.messages = tracing::field::Empty,
@@ -86,9 +82,22 @@ impl<S: ModelSession> LoopDriver<S> {
         let (outcome, usage) = match streamed {
             Ok(streamed) => streamed,
             Err(err) => {
+                let kind = match &err {
+                    LoopError::Model(model) => Some(model.kind),
+                    _ => None,
+                };
                 // The retry should use the same one-off cache request.
-                self.next_turn_cache = turn_cache;
-                return Err(err);
+                let after = self.core.on_model_failed(call.one_off_cache, kind);
+                self.dispatch();
+                return match after {
+                    AfterFailure::CompactAndRetry => {
+                        let message = format!("{err}; compacting and retrying once");
+                        self.core.emit(|| AgentEvent::Warning { message });
+                        self.dispatch();
+                        Ok(())
+                    }
+                    AfterFailure::Report | AfterFailure::Abandoned => Err(err),
+                };
             }
         };
         span.record("gen_ai.usage.input_tokens", usage.tokens.input_tokens);
@@ -99,50 +108,49 @@ impl<S: ModelSession> LoopDriver<S> {
             let text: String = parts.iter().filter_map(Part::as_text).collect();
             span.record("gen_ai.output.messages", text.as_str());
         }
-        if let Some(turn) = self.turn.as_mut() {
-            turn.usage.accumulate(&usage);
-        }
         match outcome {
             StreamOutcome::Cancelled { parts, calls } => {
-                let partial = assistant_item(parts, calls.clone(), MetadataMap::new());
-                self.round = calls
-                    .into_iter()
-                    .map(|call| RoundCall {
-                        call,
-                        state: CallState::Queued,
-                    })
-                    .collect();
-                self.finish_cancelled(partial.into_iter().collect())
-                    .await
-                    .map(Some)
+                self.core.on_model_cancelled(parts, calls, usage);
             }
             StreamOutcome::Finished {
                 parts,
                 calls,
                 finish_reason,
-                mut metadata,
+                metadata,
             } => {
-                metadata.insert(
-                    "agentkit.finish_reason".into(),
-                    serde_json::to_value(&finish_reason).unwrap_or_default(),
+                let executor = self.config.shared().executor.clone();
+                let mut preflight = |call: &ToolCallPart| preflight(executor.as_ref(), call);
+                self.core.on_model_answer(
+                    ModelAnswer {
+                        parts,
+                        calls,
+                        finish_reason,
+                        metadata,
+                        usage,
+                    },
+                    &mut preflight,
                 );
-                let has_calls = !calls.is_empty();
-                if let Some(item) = assistant_item(parts, calls.clone(), metadata) {
-                    self.append(item, true);
-                }
-                if has_calls {
-                    self.open_round(calls);
-                    return Ok(None);
-                }
-                // Point B: the model is done, but the user typed meanwhile.
-                if let Some(item) = self.soft.drain_merged() {
-                    self.inject_soft(SoftInterruptPoint::TurnComplete, item, 0);
-                    return Ok(None);
-                }
-                self.finish_turn(finish_reason, MetadataMap::new())
-                    .await
-                    .map(Some)
             }
+        }
+        self.dispatch();
+        Ok(())
+    }
+
+    /// The tool catalog; a panicking tool source or `spec` is caught.
+    fn catalog(&self) -> Result<std::sync::Arc<agentkit_tools_core::ResolvedCatalog>, LoopError> {
+        let executor = self.config.shared().executor;
+        match std::panic::catch_unwind(AssertUnwindSafe(|| executor.catalog())) {
+            Ok(catalog) => Ok(catalog?),
+            Err(panic) => Err(LoopError::Panicked {
+                component: "tool catalog".into(),
+                message: panic_message(&*panic),
+            }),
+        }
+    }
+
+    fn observe(&self, event: impl FnOnce() -> AgentEvent) {
+        if !self.config.shared().observers.is_empty() {
+            notify(self.config.as_ref(), event());
         }
     }
 
@@ -195,18 +203,20 @@ impl<S: ModelSession> LoopDriver<S> {
                     folder
                         .apply(&delta)
                         .map_err(|err| protocol_error(format!("malformed delta stream: {err}")))?;
-                    self.emit(AgentEvent::ContentDelta { delta });
+                    self.observe(|| AgentEvent::ContentDelta { delta });
                 }
                 Some(ModelTurnEvent::ToolCall(call)) => {
-                    self.emit(AgentEvent::ToolCallRequested { call: call.clone() });
+                    self.observe(|| AgentEvent::ToolCallRequested { call: call.clone() });
                     calls.push(call);
                 }
                 Some(ModelTurnEvent::Usage(reported)) => {
-                    usage = reported.clone();
-                    self.emit(AgentEvent::UsageUpdated { usage: reported });
+                    self.observe(|| AgentEvent::UsageUpdated {
+                        usage: reported.clone(),
+                    });
+                    usage = reported;
                 }
                 Some(ModelTurnEvent::Warning(message)) => {
-                    self.emit(AgentEvent::Warning { message })
+                    self.observe(|| AgentEvent::Warning { message })
                 }
                 Some(ModelTurnEvent::Finished(result)) => {
                     let parts = folder
@@ -231,46 +241,6 @@ impl<S: ModelSession> LoopDriver<S> {
             }
         }
     }
-
-    /// Opens a tool round: every call goes through the preflight now, so
-    /// approvals can be surfaced before anything runs.
-    fn open_round(&mut self, calls: Vec<ToolCallPart>) {
-        let executor = self.config.shared().executor.clone();
-        self.round = calls
-            .into_iter()
-            .map(|call| {
-                let request = ToolRequest {
-                    call_id: call.id.clone(),
-                    tool_name: call.name.clone(),
-                    input: call.input.clone(),
-                    metadata: call.metadata.clone(),
-                };
-                let state = match executor.preflight(&request) {
-                    Preflight::Ready => CallState::Queued,
-                    Preflight::NeedsApproval(approval) => CallState::AwaitingApproval(approval),
-                    Preflight::Rejected(err) => CallState::Rejected(err),
-                };
-                RoundCall { call, state }
-            })
-            .collect();
-        self.phase = Phase::ToolRound;
-    }
-
-    /// Appends a merged soft-interrupt item and reports it.
-    pub(super) fn inject_soft(
-        &mut self,
-        point: SoftInterruptPoint,
-        item: Item,
-        skipped_tools: usize,
-    ) {
-        self.append(item.clone(), false);
-        self.emit(AgentEvent::SoftInterruptInjected {
-            point,
-            item,
-            skipped_tools,
-        });
-        self.phase = Phase::ModelCallDue;
-    }
 }
 
 /// `true` when the adapter reports a cancellation the turn really asked for.
@@ -285,17 +255,26 @@ fn protocol_error(message: String) -> ModelError {
     ModelError::new(ModelErrorKind::Protocol, message)
 }
 
-/// The assistant item for a model answer, or `None` if it said nothing.
-fn assistant_item(
-    parts: Vec<Part>,
-    calls: Vec<ToolCallPart>,
-    metadata: MetadataMap,
-) -> Option<Item> {
-    if parts.is_empty() && calls.is_empty() {
-        return None;
+/// The permission preflight of one call; a panic in the tool's
+/// `proposed_requests` or in the permission checker becomes an error result.
+fn preflight(executor: &dyn agentkit_tools_core::ToolExecutor, call: &ToolCallPart) -> CallState {
+    let request = ToolRequest {
+        call_id: call.id.clone(),
+        tool_name: call.name.clone(),
+        input: call.input.clone(),
+        metadata: call.metadata.clone(),
+    };
+    let checked = std::panic::catch_unwind(AssertUnwindSafe(|| executor.preflight(&request)));
+    match checked {
+        Ok(Preflight::Ready) => CallState::Queued,
+        Ok(Preflight::NeedsApproval(approval)) => CallState::AwaitingApproval(approval),
+        Ok(Preflight::Rejected(err)) => CallState::Rejected(tool_error_result(&call.id, &err)),
+        Err(panic) => {
+            let err = ToolError::Internal(format!(
+                "the permission check panicked: {}",
+                panic_message(&*panic)
+            ));
+            CallState::Rejected(tool_error_result(&call.id, &err))
+        }
     }
-    let mut item = Item::new(ItemKind::Assistant, parts);
-    item.parts.extend(calls.into_iter().map(Part::ToolCall));
-    item.metadata = metadata;
-    Some(item)
 }

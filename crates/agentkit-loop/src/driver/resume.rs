@@ -1,29 +1,35 @@
 //! Snapshots out, snapshots back in.
+//!
+//! The snapshot is derived from the core's state field by field, so it holds
+//! everything by construction: the turn in progress with its items and
+//! usage, every call's state (a finished call's real result included), the
+//! owed mutation, the next-turn cache request, the queued messages.
 
-use super::LoopDriver;
-use super::state::{CallState, Phase, RoundCall};
+use super::core::DriverCore;
+use super::state::{ActiveTurn, CallState, Phase, RoundCall};
+use super::{DriverParts, LoopDriver};
 use crate::snapshot::{
-    SNAPSHOT_VERSION, SnapshotCall, SnapshotCallState, SnapshotPhase, arguments_hash,
+    SNAPSHOT_VERSION, SnapshotCall, SnapshotCallState, SnapshotPhase, SnapshotTurn, arguments_hash,
 };
 use crate::transcript::TranscriptLog;
-use crate::{
-    Agent, LoopError, LoopSnapshot, ModelAdapter, ModelSession, PromptCacheRequest,
-    SoftInterruptHandle,
-};
-use agentkit_core::{Item, ToolCallPart, TurnId, Usage, open_tool_calls};
-use agentkit_tools_core::{ToolError, ToolExecutor};
+use crate::{LoopError, LoopSnapshot, ModelSession, SoftInterruptHandle};
+use agentkit_core::{Item, ToolCallPart, ToolResultPart, TurnId, Usage, open_tool_calls};
+use agentkit_tools_core::ToolExecutor;
 use std::collections::HashMap;
 
 impl<S: ModelSession> LoopDriver<S> {
     /// A serializable picture of the session, enough to resume it with
-    /// [`Agent::resume`] in another process.
+    /// [`Agent::resume`](crate::Agent::resume) in another process.
     pub fn snapshot(&self) -> LoopSnapshot {
-        let phase = match self.phase {
-            Phase::Idle => SnapshotPhase::Idle,
-            Phase::ModelCallDue => SnapshotPhase::ModelCallDue,
-            Phase::ToolRound => SnapshotPhase::ToolRound,
+        let core = &self.core;
+        let (phase, ended_turn) = match &core.phase {
+            Phase::Idle => (SnapshotPhase::Idle, None),
+            Phase::ModelCallDue => (SnapshotPhase::ModelCallDue, None),
+            Phase::ToolRound => (SnapshotPhase::ToolRound, None),
+            Phase::AfterRound => (SnapshotPhase::AfterToolRound, None),
+            Phase::TurnEnding(result) => (SnapshotPhase::TurnEnding, Some((**result).clone())),
         };
-        let round = self
+        let round = core
             .round
             .iter()
             .map(|entry| SnapshotCall {
@@ -41,33 +47,44 @@ impl<S: ModelSession> LoopDriver<S> {
                     CallState::Denied(reason) => SnapshotCallState::Denied {
                         reason: reason.clone(),
                     },
-                    CallState::Rejected(err) => SnapshotCallState::Rejected {
-                        message: err.to_string(),
+                    CallState::Rejected(result) => SnapshotCallState::Rejected {
+                        message: result.output.to_text(),
+                        result: Some(result.clone()),
                     },
-                    CallState::Running => SnapshotCallState::Interrupted,
+                    CallState::Running | CallState::Interrupted => SnapshotCallState::Interrupted,
+                    CallState::Finished(result) => SnapshotCallState::Finished {
+                        result: result.clone(),
+                    },
                     CallState::Answered => SnapshotCallState::Answered,
                 },
             })
             .collect();
         LoopSnapshot {
             version: SNAPSHOT_VERSION,
-            session_id: self.session_id.clone(),
-            transcript: self.log.to_vec(),
-            pending_input: self.pending_input.clone(),
+            session_id: core.session_id.clone(),
+            transcript: core.log.to_vec(),
+            pending_input: core.pending_input.clone(),
             round,
             phase,
-            next_turn_index: self.next_turn_index,
-            next_item_index: self.next_item_index,
-            soft_interrupts: self.soft.pending(),
+            next_turn_index: core.next_turn_index,
+            next_item_index: core.next_item_index,
+            soft_interrupts: core.soft.pending(),
+            turn: core.turn.as_ref().map(|turn| SnapshotTurn {
+                turn_id: turn.turn_id.clone(),
+                items: turn.items.clone(),
+                usage: turn.usage.clone(),
+                model_calls: turn.model_calls,
+            }),
+            ended_turn,
+            mutation_due: core.mutation_due,
+            next_turn_cache: core.next_turn_cache.clone(),
+            soft_queue_id: Some(core.soft.queue_id()),
         }
     }
 
-    pub(crate) fn from_snapshot<M: ModelAdapter<Session = S>>(
-        agent: &Agent<M>,
-        session: S,
-        default_cache: Option<PromptCacheRequest>,
-        snapshot: LoopSnapshot,
-    ) -> Self {
+    /// A driver continuing `snapshot`, which [`check_snapshot`] accepted.
+    pub(crate) fn from_snapshot(parts: DriverParts<S>, snapshot: LoopSnapshot) -> Self {
+        let settings = Self::settings(parts.config.as_ref(), parts.max_model_calls);
         let calls: HashMap<_, ToolCallPart> = snapshot
             .transcript
             .iter()
@@ -86,11 +103,15 @@ impl<S: ModelSession> LoopDriver<S> {
                     }
                     SnapshotCallState::Approved { request } => CallState::Approved(request.clone()),
                     SnapshotCallState::Denied { reason } => CallState::Denied(reason.clone()),
-                    SnapshotCallState::Rejected { message } => {
-                        CallState::Rejected(ToolError::ExecutionFailed(message.clone()))
+                    SnapshotCallState::Rejected { message, result } => {
+                        CallState::Rejected(result.clone().unwrap_or_else(|| {
+                            ToolResultPart::error(call.id.clone(), message.clone())
+                                .with_metadata("agentkit.error_kind", "rejected")
+                        }))
                     }
-                    SnapshotCallState::Interrupted => CallState::Running,
-                    _ => CallState::Answered,
+                    SnapshotCallState::Interrupted => CallState::Interrupted,
+                    SnapshotCallState::Finished { result } => CallState::Finished(result.clone()),
+                    SnapshotCallState::Answered => CallState::Answered,
                 };
                 Some(RoundCall { call, state })
             })
@@ -98,40 +119,62 @@ impl<S: ModelSession> LoopDriver<S> {
         let phase = match snapshot.phase {
             SnapshotPhase::Idle => Phase::Idle,
             SnapshotPhase::ModelCallDue => Phase::ModelCallDue,
-            _ => Phase::ToolRound,
+            SnapshotPhase::ToolRound => Phase::ToolRound,
+            SnapshotPhase::AfterToolRound => Phase::AfterRound,
+            SnapshotPhase::TurnEnding => match snapshot.ended_turn {
+                Some(result) => Phase::TurnEnding(Box::new(result)),
+                None => Phase::Idle,
+            },
         };
-        let soft = SoftInterruptHandle::default();
+        // A handle the host still holds on the old queue keeps working.
+        let soft = snapshot
+            .soft_queue_id
+            .and_then(SoftInterruptHandle::adopt)
+            .unwrap_or_default();
         soft.restore(snapshot.soft_interrupts);
-        let turn = (phase != Phase::Idle).then(|| super::state::ActiveTurn {
-            turn_id: TurnId::new(format!(
-                "turn-{}",
-                snapshot.next_turn_index.saturating_sub(1)
-            )),
-            items: Vec::new(),
-            usage: Usage::default(),
-            cancellation: agent.config.cancellation.as_ref().map(|h| h.checkpoint()),
-        });
-        let driver = Self {
-            session_id: snapshot.session_id,
-            session,
-            config: agent.config.clone(),
-            log: TranscriptLog::new(snapshot.transcript),
-            pending_input: snapshot.pending_input,
+        let cancellation = parts.cancellation.clone();
+        let needs_turn = matches!(
             phase,
-            round,
-            surfaced_approval: None,
-            turn,
-            next_turn_index: snapshot.next_turn_index,
-            next_item_index: snapshot.next_item_index,
-            default_cache,
-            next_turn_cache: None,
-            last_catalog: None,
-            soft,
+            Phase::ModelCallDue | Phase::ToolRound | Phase::AfterRound
+        );
+        let turn = match snapshot.turn {
+            Some(saved) if needs_turn => Some(ActiveTurn {
+                turn_id: saved.turn_id,
+                items: saved.items,
+                usage: saved.usage,
+                cancellation: cancellation.as_ref().map(|h| h.checkpoint()),
+                model_calls: saved.model_calls,
+            }),
+            // Version 1 did not record the turn.
+            None if needs_turn => Some(ActiveTurn {
+                turn_id: TurnId::new(format!(
+                    "turn-{}",
+                    snapshot.next_turn_index.saturating_sub(1)
+                )),
+                items: Vec::new(),
+                usage: Usage::default(),
+                cancellation: cancellation.as_ref().map(|h| h.checkpoint()),
+                model_calls: 0,
+            }),
+            _ => None,
         };
-        driver.emit(crate::AgentEvent::RunStarted {
-            session_id: driver.session_id.clone(),
-        });
-        driver
+        let mut core = DriverCore::new(
+            snapshot.session_id,
+            settings,
+            cancellation,
+            parts.default_cache,
+        );
+        core.log = TranscriptLog::new(snapshot.transcript);
+        core.pending_input = snapshot.pending_input;
+        core.phase = phase;
+        core.round = round;
+        core.turn = turn;
+        core.next_turn_index = snapshot.next_turn_index;
+        core.next_item_index = snapshot.next_item_index;
+        core.next_turn_cache = snapshot.next_turn_cache;
+        core.soft = soft;
+        core.mutation_due = snapshot.mutation_due.filter(|_| settings.has_mutators);
+        Self::from_core(core, parts.session, parts.config)
     }
 }
 
@@ -140,9 +183,9 @@ pub(crate) fn check_snapshot(
     snapshot: &LoopSnapshot,
     executor: &dyn ToolExecutor,
 ) -> Result<(), LoopError> {
-    if snapshot.version != SNAPSHOT_VERSION {
+    if !(1..=SNAPSHOT_VERSION).contains(&snapshot.version) {
         return Err(LoopError::Snapshot(format!(
-            "snapshot version {} is not supported (this build reads version {SNAPSHOT_VERSION})",
+            "snapshot version {} is not supported (this build reads versions 1 to {SNAPSHOT_VERSION})",
             snapshot.version
         )));
     }
@@ -167,8 +210,13 @@ pub(crate) fn check_snapshot(
                 saved.call_id
             ));
         }
-        let unanswered = !matches!(saved.state, SnapshotCallState::Answered);
-        if unanswered && catalog.get(&saved.tool_name).is_none() {
+        let will_run = matches!(
+            saved.state,
+            SnapshotCallState::Queued
+                | SnapshotCallState::AwaitingApproval { .. }
+                | SnapshotCallState::Approved { .. }
+        );
+        if will_run && catalog.get(&saved.tool_name).is_none() {
             return refuse(format!(
                 "tool {} needed by pending call {} is no longer available",
                 saved.tool_name, saved.call_id
@@ -183,6 +231,9 @@ pub(crate) fn check_snapshot(
         return refuse(format!(
             "tool call {orphan} has no result and is not part of the saved round"
         ));
+    }
+    if snapshot.phase == SnapshotPhase::TurnEnding && snapshot.ended_turn.is_none() {
+        return refuse("the snapshot says a turn ended but holds no result".into());
     }
     if open.is_empty() && snapshot.phase == SnapshotPhase::ToolRound {
         return refuse("the snapshot says a tool round is open but every call is answered".into());

@@ -1,40 +1,53 @@
-//! The driver's state between `next()` calls, as plain data.
+//! The driver's state, as plain data.
 //!
-//! At rest the driver is in one of three phases. Everything `next()` does is
-//! a transition between them, and each transition leaves the state
-//! consistent before the next `.await`: if the future of `next()` is dropped
-//! at any await point, the next call picks up from a valid phase.
+//! Everything the loop must remember between two `.await`s lives here: the
+//! phase, the turn in progress, every call of the open round with its
+//! outcome, the mutation that is owed. A dropped `next()` future, a
+//! cancellation or an urgent message can therefore never lose a result: it
+//! is either in the transcript or in a [`CallState`].
 //!
 //! ```text
-//! Idle ──input──▶ ModelCallDue ──answer, no calls──▶ Idle (Finished)
-//!                  ▲      │
-//!                  │      └──tool calls──▶ ToolRound ──approvals──▶ (Interrupt)
-//!                  │                          │
-//!                  └──── AfterToolResult ◀────┘ all calls answered
+//!              input                       answer, no calls
+//!   Idle ─────────────▶ ModelCallDue ───────────────────────▶ TurnEnding ──▶ Idle
+//!    ▲                   ▲      │ calls                          ▲  (Finished)
+//!    │                   │      ▼                                │
+//!    │                   │   ToolRound ── approvals (Interrupt)  │ cancel, step limit
+//!    │                   │      │ every call answered            │
+//!    │                   └── AfterRound ── AfterToolResult (Interrupt)
+//!    └──────────────── abandon_turn ─────────────────────────────┘
 //! ```
 
-use agentkit_core::Item;
-use agentkit_core::{ToolCallPart, TurnCancellation, TurnId, Usage};
-use agentkit_tools_core::{ApprovalRequest, ToolError};
+use crate::TurnResult;
+use agentkit_core::{Item, ToolCallPart, ToolResultPart, TurnCancellation, TurnId, Usage};
+use agentkit_tools_core::ApprovalRequest;
 
-/// Where the driver rests between `next()` calls.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Where the driver rests between two core transitions.
+#[derive(Clone, Debug)]
 pub(crate) enum Phase {
     /// No turn in progress.
     Idle,
     /// A turn is in progress and the model is to be called next.
     ModelCallDue,
-    /// A turn is in progress and its tool round has calls to answer.
+    /// The turn's tool round has calls to answer (see `DriverCore::round`).
     ToolRound,
+    /// Every call of the round is answered; point D and the
+    /// `AfterToolResult` pause come next.
+    AfterRound,
+    /// The turn ended; its result is delivered once the `AfterTurnEnded`
+    /// mutators ran.
+    TurnEnding(Box<TurnResult>),
 }
 
 /// A user turn in progress: it spans every model call and tool round until
 /// the model answers without tool calls.
+#[derive(Clone, Debug)]
 pub(crate) struct ActiveTurn {
     pub(crate) turn_id: TurnId,
     pub(crate) items: Vec<Item>,
     pub(crate) usage: Usage,
     pub(crate) cancellation: Option<TurnCancellation>,
+    /// Model calls made in this turn, for the step limit.
+    pub(crate) model_calls: u32,
 }
 
 impl ActiveTurn {
@@ -46,15 +59,17 @@ impl ActiveTurn {
 }
 
 /// One call of the open tool round.
+#[derive(Clone, Debug)]
 pub(crate) struct RoundCall {
     pub(crate) call: ToolCallPart,
     pub(crate) state: CallState,
 }
 
-/// Where a call stands. Every call ends `Answered`, exactly once.
+/// Where a call stands. Every call ends `Answered`, exactly once, and the
+/// answers are appended in the order the model emitted the calls.
 #[derive(Clone, Debug)]
 pub(crate) enum CallState {
-    /// Passed the preflight; runs when the round executes.
+    /// Passed the preflight; runs when its turn comes.
     Queued,
     /// Waiting for the host.
     AwaitingApproval(ApprovalRequest),
@@ -62,12 +77,16 @@ pub(crate) enum CallState {
     Approved(ApprovalRequest),
     /// The host denied.
     Denied(Option<String>),
-    /// The preflight refused it.
-    Rejected(ToolError),
-    /// Handed to the task manager. Seen at rest only if `next()` was dropped
-    /// mid-round; such a call is answered with a stub rather than run twice.
+    /// The preflight refused it; this is the error result the model reads.
+    Rejected(ToolResultPart),
+    /// Handed to the task manager; its future is held by the driver.
     Running,
-    /// Its result is in the transcript.
+    /// Was running when a snapshot was taken: a resumed driver answers it
+    /// with a stub rather than run it twice.
+    Interrupted,
+    /// Finished; the answer waits for earlier calls to be appended.
+    Finished(ToolResultPart),
+    /// Its answer is in the transcript.
     Answered,
 }
 

@@ -6,28 +6,29 @@
 //! deleted, whatever the policy says: no agent task needs that, and the
 //! damage could not be undone.
 
-use super::build_spec;
+use super::{FsArgs, delegate_to_typed, typed_tool};
 use crate::FsToolsConfig;
-use crate::input::parse;
-use crate::paths::{display, io_failure, resolve_keep_last};
+use crate::beneath::{self, Removed};
+use crate::paths::{display, io_failure, resolve_keep_last, resolve_keep_last_contained};
 use agentkit_tools_core::{
-    FileSystemOperation, PermissionRequest, Tool, ToolAnnotations, ToolContext, ToolError,
-    ToolRequest, ToolResult, ToolSpec,
+    FileSystemOperation, PermissionRequest, ToolAnnotations, ToolContext, ToolError, ToolResult,
+    TypedTool,
 };
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
 use std::io;
 use std::sync::Arc;
 
 /// Deletes a path; see the module docs.
-pub struct DeleteTool {
-    config: Arc<FsToolsConfig>,
-    spec: Arc<ToolSpec>,
-}
+pub struct DeleteTool(TypedTool);
 
-#[derive(Deserialize)]
+/// The arguments of `fs_delete`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 struct Input {
+    /// The file or directory, absolute or relative to the workspace root.
     path: String,
+    /// Delete a non-empty directory with everything in it. Default false.
     #[serde(default)]
     recursive: bool,
 }
@@ -35,93 +36,62 @@ struct Input {
 impl DeleteTool {
     /// The tool over this configuration.
     pub fn new(config: impl Into<Arc<FsToolsConfig>>) -> Self {
-        let config = config.into();
-        let schema = json!({
-            "type": "object",
-            "properties": {
-                "path": {
-                    "type": "string",
-                    "description": "The file or directory, absolute or relative to the workspace root."
-                },
-                "recursive": {
-                    "type": "boolean",
-                    "description": "Delete a non-empty directory with everything in it. Default false."
-                }
-            },
-            "required": ["path"],
-            "additionalProperties": false
-        });
         let annotations = ToolAnnotations {
             read_only: false,
             destructive: true,
             idempotent: true,
             parallel_safe: false,
         };
-        let spec = build_spec(
+        Self(typed_tool(
+            &config.into(),
             "fs_delete",
             "Deletes a file, a symlink (not its target) or an empty directory. Set `recursive` \
-             to delete a directory with its contents.",
-            schema,
+             to delete a directory with its contents."
+                .into(),
             annotations,
-        );
-        Self { config, spec }
+            run,
+        ))
     }
 }
 
-#[async_trait::async_trait]
-impl Tool for DeleteTool {
-    fn spec(&self) -> Arc<ToolSpec> {
-        self.spec.clone()
+impl FsArgs for Input {
+    fn request(&self, config: &FsToolsConfig) -> Result<PermissionRequest, ToolError> {
+        let path = resolve_keep_last(config, &self.path)?;
+        Ok(PermissionRequest::filesystem(FileSystemOperation::Delete {
+            path,
+        }))
     }
+}
 
-    fn proposed_requests(&self, input: &Value) -> Result<Vec<PermissionRequest>, ToolError> {
-        let input: Input = parse(input)?;
-        let path = resolve_keep_last(&self.config, &input.path)?;
-        Ok(vec![PermissionRequest::filesystem(
-            FileSystemOperation::Delete { path },
-        )])
+delegate_to_typed!(DeleteTool);
+
+async fn run(
+    config: Arc<FsToolsConfig>,
+    input: Input,
+    ctx: ToolContext,
+) -> Result<ToolResult, ToolError> {
+    let path = resolve_keep_last_contained(&config, &input.path)?;
+    let shown = display(&config, &path);
+    if config.root().starts_with(&path) {
+        return Err(ToolError::ExecutionFailed(format!(
+            "refusing to delete {shown}: it is the workspace root or contains it"
+        )));
     }
-
-    async fn invoke(
-        &self,
-        request: ToolRequest,
-        ctx: ToolContext,
-    ) -> Result<ToolResult, ToolError> {
-        let input: Input = parse(&request.input)?;
-        let path = resolve_keep_last(&self.config, &input.path)?;
-        let shown = display(&self.config, &path);
-        if self.config.root().starts_with(&path) {
-            return Err(ToolError::ExecutionFailed(format!(
-                "refusing to delete {shown}: it is the workspace root or contains it"
-            )));
-        }
-        super::check_cancelled(&ctx)?;
-        let meta = tokio::fs::symlink_metadata(&path)
-            .await
-            .map_err(|err| io_failure("delete", &shown, &err))?;
-        if !meta.is_dir() {
-            tokio::fs::remove_file(&path)
-                .await
-                .map_err(|err| io_failure("delete", &shown, &err))?;
-            return Ok(ToolResult::new(format!("deleted {shown}")));
-        }
-        if input.recursive {
-            tokio::fs::remove_dir_all(&path)
-                .await
-                .map_err(|err| io_failure("delete", &shown, &err))?;
-            return Ok(ToolResult::new(format!(
-                "deleted directory {shown} with its contents"
-            )));
-        }
-        match tokio::fs::remove_dir(&path).await {
-            Ok(()) => Ok(ToolResult::new(format!("deleted directory {shown}"))),
-            Err(err) if err.kind() == io::ErrorKind::DirectoryNotEmpty => {
-                Err(ToolError::ExecutionFailed(format!(
-                    "cannot delete {shown}: the directory is not empty; set `recursive` to delete \
+    super::check_cancelled(&ctx)?;
+    let root = config.root().to_path_buf();
+    let recursive = input.recursive;
+    match super::blocking(move || beneath::remove(&root, &path, recursive)).await {
+        Ok(Removed::File) => Ok(ToolResult::new(format!("deleted {shown}"))),
+        Ok(Removed::EmptyDir) => Ok(ToolResult::new(format!("deleted directory {shown}"))),
+        Ok(Removed::Tree) => Ok(ToolResult::new(format!(
+            "deleted directory {shown} with its contents"
+        ))),
+        Err(err) if err.kind() == io::ErrorKind::DirectoryNotEmpty => {
+            Err(ToolError::ExecutionFailed(format!(
+                "cannot delete {shown}: the directory is not empty; set `recursive` to delete \
                      it with its contents"
-                )))
-            }
-            Err(err) => Err(io_failure("delete", &shown, &err)),
+            )))
         }
+        Err(err) => Err(io_failure("delete", &shown, &err)),
     }
 }

@@ -6,32 +6,35 @@
 //! directories are shown but not entered, and the entry cap stops a listing
 //! of `node_modules` from eating the context.
 
-use super::{build_spec, check_cancelled, read_only};
-use crate::FsToolsConfig;
-use crate::input::{dot, parse};
-use crate::paths::{display, io_failure, resolve};
-use crate::walk::{Entry, EntryKind, read_sorted};
-use agentkit_tools_core::{
-    FileSystemOperation, PermissionRequest, Tool, ToolContext, ToolError, ToolRequest, ToolResult,
-    ToolSpec,
+use super::{
+    FsArgs, check_cancelled, delegate_to_typed, on_path, read_only, typed_tool, with_maximum,
 };
+use crate::FsToolsConfig;
+use crate::input::dot;
+use crate::paths::{display, io_failure, resolve_contained};
+use crate::walk::{is_dir, walk};
+use agentkit_tools_core::{
+    FileSystemOperation, PermissionRequest, ToolContext, ToolError, ToolResult, TypedTool,
+};
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
-use std::collections::VecDeque;
 use std::sync::Arc;
 
 /// Lists a directory; see the module docs.
-pub struct ListDirectoryTool {
-    config: Arc<FsToolsConfig>,
-    spec: Arc<ToolSpec>,
-}
+pub struct ListDirectoryTool(TypedTool);
 
-#[derive(Deserialize)]
+/// The arguments of `fs_list_directory`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 struct Input {
+    /// The directory, absolute or relative to the workspace root. Default: the root.
     #[serde(default = "dot")]
     path: String,
+    /// List subdirectories too. Default false.
     #[serde(default)]
     recursive: bool,
+    /// How many levels a recursive listing goes down. Default 3.
+    #[schemars(range(min = 1))]
     max_depth: Option<usize>,
 }
 
@@ -42,123 +45,104 @@ impl ListDirectoryTool {
     /// The tool over this configuration.
     pub fn new(config: impl Into<Arc<FsToolsConfig>>) -> Self {
         let config = config.into();
-        let default_depth = DEFAULT_RECURSIVE_DEPTH.min(config.max_list_depth());
-        let schema = json!({
-            "type": "object",
-            "properties": {
-                "path": {
-                    "type": "string",
-                    "description": "The directory, absolute or relative to the workspace root. Default: the root."
-                },
-                "recursive": {
-                    "type": "boolean",
-                    "description": "List subdirectories too. Default false."
-                },
-                "max_depth": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": config.max_list_depth(),
-                    "description": format!("How many levels a recursive listing goes down. Default {default_depth}.")
-                }
-            },
-            "additionalProperties": false
-        });
         let description = format!(
             "Lists a directory, sorted by name. Directories end with `/`, symlinks show their \
-             target and are not followed. At most {} entries are returned.",
+             target and are not followed; `.git` and what `.gitignore`/`.ignore` exclude are \
+             left out. At most {} entries are returned.",
             config.max_list_entries()
         );
-        let spec = build_spec("fs_list_directory", &description, schema, read_only());
-        Self { config, spec }
+        let max_depth = config.max_list_depth();
+        let tool = typed_tool(&config, "fs_list_directory", description, read_only(), run);
+        Self(tool.map_schema(|schema| with_maximum(schema, "max_depth", max_depth)))
     }
 }
 
-#[async_trait::async_trait]
-impl Tool for ListDirectoryTool {
-    fn spec(&self) -> Arc<ToolSpec> {
-        self.spec.clone()
+impl FsArgs for Input {
+    fn request(&self, config: &FsToolsConfig) -> Result<PermissionRequest, ToolError> {
+        on_path(config, &self.path, |path| FileSystemOperation::List {
+            path,
+        })
     }
+}
 
-    fn proposed_requests(&self, input: &Value) -> Result<Vec<PermissionRequest>, ToolError> {
-        let input: Input = parse(input)?;
-        let path = resolve(&self.config, &input.path)?;
-        Ok(vec![PermissionRequest::filesystem(
-            FileSystemOperation::List { path },
-        )])
-    }
+delegate_to_typed!(ListDirectoryTool);
 
-    async fn invoke(
-        &self,
-        request: ToolRequest,
-        ctx: ToolContext,
-    ) -> Result<ToolResult, ToolError> {
-        let input: Input = parse(&request.input)?;
-        let path = resolve(&self.config, &input.path)?;
-        let shown = display(&self.config, &path);
-        let max_depth = if input.recursive {
-            input
-                .max_depth
-                .unwrap_or(DEFAULT_RECURSIVE_DEPTH)
-                .clamp(1, self.config.max_list_depth())
-        } else {
-            1
-        };
-        let cap = self.config.max_list_entries();
+async fn run(
+    config: Arc<FsToolsConfig>,
+    input: Input,
+    ctx: ToolContext,
+) -> Result<ToolResult, ToolError> {
+    let path = resolve_contained(&config, &input.path)?;
+    let shown = display(&config, &path);
+    let max_depth = if input.recursive {
+        input
+            .max_depth
+            .unwrap_or(DEFAULT_RECURSIVE_DEPTH)
+            .clamp(1, config.max_list_depth())
+    } else {
+        1
+    };
+    let cap = config.max_list_entries();
 
-        let top = read_sorted(&path)
-            .await
-            .map_err(|err| io_failure("list", &shown, &err))?;
-        // One frame per open directory: its remaining entries, their depth
-        // and the prefix that makes their names relative to the listed one.
-        let mut stack: Vec<(VecDeque<Entry>, usize, String)> = vec![(top.into(), 1, String::new())];
+    let cancellation = ctx.cancellation.clone();
+    let listed = path.clone();
+    let (lines, stopped) = super::blocking(move || {
         let mut lines = Vec::new();
-        let mut stopped = false;
-        while let Some((entries, depth, prefix)) = stack.last_mut() {
-            let Some(entry) = entries.pop_front() else {
-                stack.pop();
-                continue;
-            };
+        let mut walk = walk(&listed, max_depth);
+        // The listed directory itself must be readable; later failures are
+        // noted in the listing.
+        if let Some(Err(err)) = walk.next() {
+            return Err(std::io::Error::other(err));
+        }
+        std::fs::read_dir(&listed)?;
+        for entry in walk {
+            if cancellation.is_cancelled() {
+                return Err(std::io::Error::from(std::io::ErrorKind::Interrupted));
+            }
             if lines.len() == cap {
-                stopped = true;
-                break;
+                return Ok((lines, true));
             }
-            let (depth, name) = (*depth, format!("{prefix}{}", entry.name));
-            match entry.kind {
-                EntryKind::Dir => {
-                    lines.push(format!("{name}/"));
-                    if depth < max_depth {
-                        check_cancelled(&ctx)?;
-                        match read_sorted(&entry.path).await {
-                            Ok(children) => {
-                                stack.push((children.into(), depth + 1, format!("{name}/")))
-                            }
-                            Err(err) => {
-                                let last = lines.len() - 1;
-                                lines[last] = format!("{name}/ [cannot list: {err}]");
-                            }
-                        }
-                    }
+            let entry = match entry {
+                Ok(entry) => entry,
+                Err(err) => {
+                    lines.push(format!("[cannot list: {err}]"));
+                    continue;
                 }
-                EntryKind::Symlink => {
-                    let target = tokio::fs::read_link(&entry.path)
-                        .await
-                        .map(|t| t.display().to_string())
-                        .unwrap_or_else(|_| "?".into());
-                    lines.push(format!("{name} -> {target}"));
-                }
-                EntryKind::File | EntryKind::Other => lines.push(name),
+            };
+            let name = entry
+                .path()
+                .strip_prefix(&listed)
+                .unwrap_or(entry.path())
+                .display()
+                .to_string();
+            if is_dir(&entry) {
+                lines.push(format!("{name}/"));
+            } else if entry.path_is_symlink() {
+                let target = std::fs::read_link(entry.path())
+                    .map(|t| t.display().to_string())
+                    .unwrap_or_else(|_| "?".into());
+                lines.push(format!("{name} -> {target}"));
+            } else {
+                lines.push(name);
             }
         }
+        Ok((lines, false))
+    })
+    .await
+    .map_err(|err| match err.kind() {
+        std::io::ErrorKind::Interrupted => ToolError::Cancelled,
+        _ => io_failure("list", &shown, &err),
+    })?;
+    check_cancelled(&ctx)?;
 
-        if lines.is_empty() {
-            return Ok(ToolResult::new(format!("{shown} is empty")));
-        }
-        let mut out = lines.join("\n");
-        if stopped {
-            out.push_str(&format!(
-                "\n[listing stopped after {cap} entries; list a subdirectory to see more]"
-            ));
-        }
-        Ok(ToolResult::new(out))
+    if lines.is_empty() {
+        return Ok(ToolResult::new(format!("{shown} is empty")));
     }
+    let mut out = lines.join("\n");
+    if stopped {
+        out.push_str(&format!(
+            "\n[listing stopped after {cap} entries; list a subdirectory to see more]"
+        ));
+    }
+    Ok(ToolResult::new(out))
 }

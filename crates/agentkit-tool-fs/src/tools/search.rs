@@ -1,30 +1,25 @@
 //! `fs_search`: find lines containing a literal string, grep style.
 //!
-//! Literal matching keeps this tool free of a regex engine and its
-//! dependencies, and it covers what a coding agent mostly searches for:
-//! identifiers, error messages, config keys. The walk skips binary files,
-//! files above a size limit and the usual bulky directories (`.git`,
-//! `node_modules`, `target`), and stops at a result cap with a note saying
-//! so, so a common word cannot flood the context.
+//! Literal matching covers what a coding agent mostly searches for:
+//! identifiers, error messages, config keys. The walk (see `walk`) skips
+//! `.git` and what the project's `.gitignore` and `.ignore` files exclude
+//! (build output, vendored packages), binary files and files above a size
+//! limit, and stops at a result cap with a note saying so, so a common word
+//! cannot flood the context.
 
-use super::{build_spec, check_cancelled, read_only};
+use super::{FsArgs, check_cancelled, delegate_to_typed, on_path, read_only, typed_tool};
 use crate::FsToolsConfig;
-use crate::input::{dot, parse};
-use crate::paths::{display, io_failure, resolve};
+use crate::input::dot;
+use crate::paths::{display, io_failure, resolve_contained};
 use crate::text::{cut_line, has_nul};
-use crate::walk::{EntryKind, read_sorted};
+use crate::walk::walk;
 use agentkit_tools_core::{
-    FileSystemOperation, PermissionRequest, Tool, ToolContext, ToolError, ToolRequest, ToolResult,
-    ToolSpec,
+    FileSystemOperation, PermissionRequest, ToolContext, ToolError, ToolResult, TypedTool,
 };
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
-
-/// Directories the search does not enter: version control data, vendored
-/// packages and build output, which are large and rarely what is sought.
-const SKIPPED_DIRS: &[&str] = &[".git", "node_modules", "target"];
 
 /// How deep the search goes below the starting directory.
 const MAX_SEARCH_DEPTH: usize = 32;
@@ -33,16 +28,19 @@ const MAX_SEARCH_DEPTH: usize = 32;
 const MAX_MATCH_LINE_BYTES: usize = 200;
 
 /// Searches files for a literal string; see the module docs.
-pub struct SearchTool {
-    config: Arc<FsToolsConfig>,
-    spec: Arc<ToolSpec>,
-}
+pub struct SearchTool(TypedTool);
 
-#[derive(Deserialize)]
+/// The arguments of `fs_search`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 struct Input {
+    /// The literal text to look for (not a regular expression).
+    #[schemars(length(min = 1))]
     pattern: String,
+    /// A directory to search recursively, or one file. Default: the workspace root.
     #[serde(default = "dot")]
     path: String,
+    /// Ignore case. Default false.
     #[serde(default)]
     case_insensitive: bool,
 }
@@ -51,150 +49,117 @@ impl SearchTool {
     /// The tool over this configuration.
     pub fn new(config: impl Into<Arc<FsToolsConfig>>) -> Self {
         let config = config.into();
-        let schema = json!({
-            "type": "object",
-            "properties": {
-                "pattern": {
-                    "type": "string",
-                    "minLength": 1,
-                    "description": "The literal text to look for (not a regular expression)."
-                },
-                "path": {
-                    "type": "string",
-                    "description": "A directory to search recursively, or one file. Default: the workspace root."
-                },
-                "case_insensitive": {
-                    "type": "boolean",
-                    "description": "Ignore case. Default false."
-                }
-            },
-            "required": ["pattern"],
-            "additionalProperties": false
-        });
         let description = format!(
             "Searches text files for lines containing a literal string and returns them as \
-             `path:line: text`. Skips binary files, files over {} bytes and the \
-             directories {}. At most {} matches are returned.",
+             `path:line: text`. Skips binary files, files over {} bytes, `.git` and \
+             whatever `.gitignore` and `.ignore` files exclude. At most {} matches are returned.",
             config.max_search_file_bytes(),
-            SKIPPED_DIRS.join(", "),
             config.max_search_results()
         );
-        let spec = build_spec("fs_search", &description, schema, read_only());
-        Self { config, spec }
+        Self(typed_tool(
+            &config,
+            "fs_search",
+            description,
+            read_only(),
+            run,
+        ))
     }
 }
 
-#[async_trait::async_trait]
-impl Tool for SearchTool {
-    fn spec(&self) -> Arc<ToolSpec> {
-        self.spec.clone()
+impl FsArgs for Input {
+    fn request(&self, config: &FsToolsConfig) -> Result<PermissionRequest, ToolError> {
+        on_path(config, &self.path, |path| FileSystemOperation::Read {
+            path,
+        })
     }
+}
 
-    fn proposed_requests(&self, input: &Value) -> Result<Vec<PermissionRequest>, ToolError> {
-        let input: Input = parse(input)?;
-        let path = resolve(&self.config, &input.path)?;
-        Ok(vec![PermissionRequest::filesystem(
-            FileSystemOperation::Read { path },
-        )])
+delegate_to_typed!(SearchTool);
+
+async fn run(
+    config: Arc<FsToolsConfig>,
+    input: Input,
+    ctx: ToolContext,
+) -> Result<ToolResult, ToolError> {
+    if input.pattern.is_empty() {
+        return Err(ToolError::InvalidInput(
+            "`pattern` must not be empty".into(),
+        ));
     }
-
-    async fn invoke(
-        &self,
-        request: ToolRequest,
-        ctx: ToolContext,
-    ) -> Result<ToolResult, ToolError> {
-        let input: Input = parse(&request.input)?;
-        if input.pattern.is_empty() {
-            return Err(ToolError::InvalidInput(
-                "`pattern` must not be empty".into(),
-            ));
-        }
-        let start = resolve(&self.config, &input.path)?;
-        let shown = display(&self.config, &start);
-        let meta = tokio::fs::metadata(&start)
-            .await
-            .map_err(|err| io_failure("search", &shown, &err))?;
-        let needle = if input.case_insensitive {
-            input.pattern.to_lowercase()
-        } else {
-            input.pattern.clone()
-        };
-        let mut search = Search {
-            config: &self.config,
-            needle,
-            case_insensitive: input.case_insensitive,
-            matches: Vec::new(),
-            stopped: false,
-        };
-        if meta.is_dir() {
-            // Depth-first over sorted entries, so results come in path order.
-            let mut stack: Vec<(PathBuf, usize)> = vec![(start.clone(), 0)];
-            while let Some((dir, depth)) = stack.pop() {
-                check_cancelled(&ctx)?;
-                let Ok(entries) = read_sorted(&dir).await else {
-                    continue;
-                };
-                for entry in entries.iter().rev() {
-                    match entry.kind {
-                        EntryKind::Dir
-                            if depth < MAX_SEARCH_DEPTH
-                                && !SKIPPED_DIRS.contains(&entry.name.as_str()) =>
-                        {
-                            stack.push((entry.path.clone(), depth + 1));
-                        }
-                        _ => {}
-                    }
-                }
-                for entry in entries.iter().filter(|e| e.kind == EntryKind::File) {
-                    check_cancelled(&ctx)?;
-                    search.file(&entry.path).await;
-                    if search.stopped {
-                        break;
-                    }
-                }
+    let start = resolve_contained(&config, &input.path)?;
+    let shown = display(&config, &start);
+    let needle = if input.case_insensitive {
+        input.pattern.to_lowercase()
+    } else {
+        input.pattern.clone()
+    };
+    let mut search = Search {
+        config: config.clone(),
+        needle,
+        case_insensitive: input.case_insensitive,
+        matches: Vec::new(),
+        stopped: false,
+    };
+    let cancellation = ctx.cancellation.clone();
+    let search = super::blocking(move || {
+        std::fs::metadata(&start)?;
+        // Depth first over sorted entries, so results come in path order; a
+        // single file is a walk of one.
+        for entry in walk(&start, MAX_SEARCH_DEPTH) {
+            if cancellation.is_cancelled() {
+                return Err(std::io::Error::from(std::io::ErrorKind::Interrupted));
+            }
+            let Ok(entry) = entry else { continue };
+            if entry.file_type().is_some_and(|t| t.is_file()) {
+                search.file(entry.path());
                 if search.stopped {
                     break;
                 }
             }
-        } else {
-            search.file(&start).await;
         }
+        Ok(search)
+    })
+    .await
+    .map_err(|err| match err.kind() {
+        std::io::ErrorKind::Interrupted => ToolError::Cancelled,
+        _ => io_failure("search", &shown, &err),
+    })?;
+    check_cancelled(&ctx)?;
 
-        let count = search.matches.len();
-        if count == 0 {
-            return Ok(ToolResult::new(format!(
-                "no matches for {:?} in {shown}",
-                input.pattern
-            )));
-        }
-        let mut out = search.matches.join("\n");
-        if search.stopped {
-            out.push_str(&format!(
-                "\n[stopped after {count} matches; search a narrower path or a more specific pattern]"
-            ));
-        }
-        Ok(ToolResult::new(out))
+    let count = search.matches.len();
+    if count == 0 {
+        return Ok(ToolResult::new(format!(
+            "no matches for {:?} in {shown}",
+            input.pattern
+        )));
     }
+    let mut out = search.matches.join("\n");
+    if search.stopped {
+        out.push_str(&format!(
+            "\n[stopped after {count} matches; search a narrower path or a more specific pattern]"
+        ));
+    }
+    Ok(ToolResult::new(out))
 }
 
 /// The state of one search.
-struct Search<'a> {
-    config: &'a FsToolsConfig,
+struct Search {
+    config: Arc<FsToolsConfig>,
     needle: String,
     case_insensitive: bool,
     matches: Vec<String>,
     stopped: bool,
 }
 
-impl Search<'_> {
+impl Search {
     /// Adds the matching lines of one file; unreadable, oversized and binary
     /// files are passed over.
-    async fn file(&mut self, path: &Path) {
-        match tokio::fs::metadata(path).await {
+    fn file(&mut self, path: &Path) {
+        match std::fs::metadata(path) {
             Ok(meta) if meta.len() <= self.config.max_search_file_bytes() => {}
             _ => return,
         }
-        let Ok(bytes) = tokio::fs::read(path).await else {
+        let Ok(bytes) = std::fs::read(path) else {
             return;
         };
         if has_nul(&bytes) {
@@ -203,7 +168,7 @@ impl Search<'_> {
         let Ok(text) = std::str::from_utf8(&bytes) else {
             return;
         };
-        let shown = display(self.config, path);
+        let shown = display(&self.config, path);
         for (index, line) in text.lines().enumerate() {
             let hit = if self.case_insensitive {
                 line.to_lowercase().contains(&self.needle)

@@ -7,10 +7,12 @@
 //! also have no opinion.
 
 mod request;
+mod safe;
 
 pub use request::{
     FileSystemOperation, McpOperation, PermissionPayload, PermissionRequest, ShellCommand,
 };
+pub use safe::SafeDefaultPermissions;
 
 use crate::{ApprovalReason, ApprovalRequest};
 use agentkit_core::{ApprovalId, MetadataMap};
@@ -43,7 +45,8 @@ pub trait PermissionChecker: Send + Sync {
     fn evaluate(&self, request: &PermissionRequest) -> PermissionDecision;
 }
 
-/// Allows everything; the default of an agent with no checker configured.
+/// Allows everything. For tests and fully trusted tool sets; agents default to
+/// [`SafeDefaultPermissions`], which asks before side effects.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct AllowAllPermissions;
 

@@ -22,9 +22,9 @@
 //! allow them knowingly.
 
 use super::path::resolve_path;
-use super::shell::{ShellWord, parse_command_line};
+use super::shell::{RedirectKind, ShellRedirect, ShellWord, parse_command_line};
 use crate::{ApprovalReason, PermissionDenial, PermissionPayload, PermissionPolicy};
-use crate::{PermissionRequest, PolicyMatch, ShellCommand};
+use crate::{FileSystemOperation, PermissionRequest, PolicyMatch, ShellCommand};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
@@ -76,6 +76,83 @@ const RUNNERS: &[(&str, &[&str])] = &[
 /// transparent.
 const PRIVILEGED_RUNNERS: &[&str] = &["sudo", "doas"];
 
+/// Environment variables that change which program runs or what it loads:
+/// setting one needs approval, whatever `deny_env_keys` says (a denial there
+/// still wins). Names starting with one of [`SENSITIVE_ENV_PREFIXES`] count
+/// too.
+pub const SENSITIVE_ENV_KEYS: &[&str] = &[
+    // Which program a name runs, and what the shell runs on its own.
+    "PATH",
+    "CDPATH",
+    "IFS",
+    "ENV",
+    "BASH_ENV",
+    "SHELLOPTS",
+    "BASHOPTS",
+    "PS4",
+    "PROMPT_COMMAND",
+    "GLOBIGNORE",
+    "HOME",
+    // What the dynamic loader and libc load into every program.
+    "GCONV_PATH",
+    "LOCPATH",
+    "NLSPATH",
+    "HOSTALIASES",
+    "MALLOC_CONF",
+    // Interpreters' and tools' hooks that run code.
+    "PYTHONPATH",
+    "PYTHONSTARTUP",
+    "PYTHONHOME",
+    "PERL5LIB",
+    "PERL5OPT",
+    "PERLLIB",
+    "RUBYLIB",
+    "RUBYOPT",
+    "NODE_OPTIONS",
+    "NODE_PATH",
+    "JAVA_TOOL_OPTIONS",
+    "_JAVA_OPTIONS",
+    "EDITOR",
+    "VISUAL",
+    "PAGER",
+    "GIT_SSH",
+    "GIT_SSH_COMMAND",
+    "GIT_EXEC_PATH",
+    "GIT_EDITOR",
+    "GIT_PAGER",
+    "GIT_ASKPASS",
+    "SSH_ASKPASS",
+    "RUSTC",
+    "RUSTC_WRAPPER",
+    "RUSTC_WORKSPACE_WRAPPER",
+    "RUSTDOCFLAGS",
+    "RUSTFLAGS",
+    "CC",
+    "CXX",
+    "LD",
+    "MAKEFLAGS",
+    "NPM_CONFIG_SCRIPT_SHELL",
+    "CARGO_HOME",
+    "CARGO_BUILD_RUSTC",
+    "CARGO_BUILD_RUSTC_WRAPPER",
+    "CARGO_BUILD_RUSTC_WORKSPACE_WRAPPER",
+    "CARGO_BUILD_RUSTDOC",
+];
+
+/// Prefixes of [`SENSITIVE_ENV_KEYS`]: the loader's (`LD_PRELOAD`,
+/// `LD_LIBRARY_PATH`, `LD_AUDIT`, macOS `DYLD_*`), git's configuration
+/// (`GIT_CONFIG_*`), exported bash functions (`BASH_FUNC_*`) and cargo's
+/// per-target configuration (`CARGO_TARGET_<triple>_RUNNER`, `_LINKER`; not
+/// `CARGO_TARGET_DIR`).
+pub const SENSITIVE_ENV_PREFIXES: &[&str] =
+    &["LD_", "DYLD_", "GIT_CONFIG", "BASH_FUNC_", "CARGO_TARGET_"];
+
+/// Directories whose shells and runners (`/bin/sh -c`, `/usr/bin/env`) are
+/// looked through like their bare names. A shell or runner anywhere else
+/// (`./env`, `/tmp/x/sh`) is just a program, which must be allowed by its
+/// exact path.
+const SYSTEM_BIN_DIRS: &[&str] = &["/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin"];
+
 /// Builtins whose `NAME=value` arguments set environment variables.
 const EXPORTERS: &[&str] = &["export", "declare", "typeset", "readonly", "local"];
 
@@ -114,6 +191,11 @@ struct Findings {
     denial: Option<String>,
     /// Why the line cannot be allowed outright.
     unsure: Vec<String>,
+    /// The line changes directory (`cd`, `pushd`, `popd`) somewhere.
+    changes_dir: bool,
+    /// A redirection names a relative file; after a `cd` it is not where
+    /// [`shell_requests`] resolved it.
+    relative_redirect: bool,
 }
 
 impl CommandPolicy {
@@ -175,12 +257,23 @@ impl CommandPolicy {
             self.check_cwd(command.cwd.as_deref(), &mut findings);
         }
         self.check_script(&command.command_line, 0, &mut findings);
+        if findings.changes_dir && findings.relative_redirect {
+            findings.unsure.push(
+                "the line changes directory and redirects to a relative path: \
+                 where it writes cannot be known in advance"
+                    .into(),
+            );
+        }
         findings
     }
 
     fn check_env(&self, key: &str, findings: &mut Findings) {
         if findings.denial.is_none() && self.denied_env.contains(key) {
             findings.denial = Some(format!("setting the environment variable {key} is denied"));
+        } else if is_sensitive_env(key) {
+            findings
+                .unsure
+                .push(format!("setting {key} changes what the command runs"));
         }
     }
 
@@ -215,6 +308,23 @@ impl CommandPolicy {
                     for name in &command.assignments {
                         self.check_env(name, findings);
                     }
+                    if command
+                        .program()
+                        .is_some_and(|p| matches!(p.text.as_str(), "cd" | "pushd" | "popd"))
+                    {
+                        findings.changes_dir = true;
+                    }
+                    for redirect in &command.redirects {
+                        if !redirect.target.text.starts_with('/') {
+                            findings.relative_redirect = true;
+                        }
+                        if redirect.target.expands {
+                            findings.unsure.push(format!(
+                                "the redirection target `{}` is computed at run time",
+                                redirect.target.text
+                            ));
+                        }
+                    }
                     self.check_words(&command.words, depth, findings);
                 }
             }
@@ -242,6 +352,13 @@ impl CommandPolicy {
             return;
         }
         let name = basename(&program.text);
+        // Shells and runners are looked through only when they are what
+        // their name says: a bare name or a system directory.
+        let genuine = !program.text.contains('/')
+            || Path::new(&program.text)
+                .parent()
+                .is_some_and(|dir| SYSTEM_BIN_DIRS.iter().any(|d| Path::new(d) == dir));
+        let allowed = self.allowed.contains(program.text.as_str());
         if self.denied.contains(name) {
             findings
                 .denial
@@ -255,6 +372,15 @@ impl CommandPolicy {
                     self.check_env(key, findings);
                 }
             }
+        }
+        if !genuine {
+            if !allowed {
+                findings.unsure.push(format!(
+                    "`{}` is not an allowed program (only bare names and exact paths match)",
+                    program.text
+                ));
+            }
+            return;
         }
         if SHELLS.contains(&name) {
             match shell_script(args) {
@@ -291,7 +417,7 @@ impl CommandPolicy {
         }
         if let Some((_, value_options)) = RUNNERS.iter().find(|(runner, _)| *runner == name) {
             let privileged = PRIVILEGED_RUNNERS.contains(&name);
-            if privileged && !self.allowed.contains(name) {
+            if privileged && !allowed {
                 findings
                     .unsure
                     .push(format!("`{name}` is not an allowed program"));
@@ -299,7 +425,7 @@ impl CommandPolicy {
             let rest = self.runner_target(name, value_options, args, findings);
             if rest.is_empty() {
                 // `env` alone prints the environment; `time` alone is a no-op.
-                if !privileged && !self.allowed.contains(name) {
+                if !privileged && !allowed {
                     findings
                         .unsure
                         .push(format!("`{name}` is not an allowed program"));
@@ -309,7 +435,7 @@ impl CommandPolicy {
             self.check_words(rest, depth, findings);
             return;
         }
-        if !self.allowed.contains(name) {
+        if !allowed {
             findings
                 .unsure
                 .push(format!("`{name}` is not an allowed program"));
@@ -404,6 +530,103 @@ fn shell_script(args: &[ShellWord]) -> Option<Option<&ShellWord>> {
         return takes_script.then_some(Some(arg));
     }
     takes_script.then_some(None)
+}
+
+fn is_sensitive_env(key: &str) -> bool {
+    key != "CARGO_TARGET_DIR"
+        && (SENSITIVE_ENV_KEYS.contains(&key)
+            || SENSITIVE_ENV_PREFIXES.iter().any(|p| key.starts_with(p)))
+}
+
+/// Redirection targets that are not files anyone could harm: the null
+/// device and the process's own streams.
+const HARMLESS_TARGETS: &[&str] = &[
+    "/dev/null",
+    "/dev/stdin",
+    "/dev/stdout",
+    "/dev/stderr",
+    "/dev/tty",
+];
+
+/// Every permission request of running `command` through a shell: the
+/// `shell.command` request itself, then a `filesystem.read` or
+/// `filesystem.write` request for each file a redirection in the line reads
+/// or writes (`ls > /etc/passwd`, `cat <<EOF > notes.md`, `sort < data`),
+/// also inside `sh -c '...'` and `eval`, resolved against the command's
+/// working directory (the process's when unset). A `PathPolicy` then judges
+/// those paths like any tool's. Targets the shell would compute
+/// (`> ~/.bashrc`) are left to [`CommandPolicy`], which asks about them;
+/// `/dev/null` and the standard streams are skipped.
+///
+/// ```
+/// use agentkit_tools_core::{PermissionPayload, ShellCommand, FileSystemOperation};
+/// use agentkit_tools_core::policy::shell_requests;
+///
+/// let mut command = ShellCommand::new("echo hi > notes.txt 2>/dev/null");
+/// command.cwd = Some("/work".into());
+/// let requests = shell_requests(command);
+/// assert_eq!(requests[0].kind, "shell.command");
+/// assert_eq!(
+///     requests[1].payload,
+///     PermissionPayload::FileSystem(FileSystemOperation::Write { path: "/work/notes.txt".into() })
+/// );
+/// assert_eq!(requests.len(), 2);
+/// ```
+pub fn shell_requests(command: ShellCommand) -> Vec<PermissionRequest> {
+    let base = command
+        .cwd
+        .clone()
+        .or_else(|| std::env::current_dir().ok())
+        .unwrap_or_else(|| PathBuf::from("/"));
+    let mut redirects = Vec::new();
+    collect_redirects(&command.command_line, 0, &mut redirects);
+    let mut requests = vec![PermissionRequest::shell(command)];
+    for redirect in redirects {
+        if redirect.target.expands || HARMLESS_TARGETS.contains(&redirect.target.text.as_str()) {
+            continue;
+        }
+        if redirect.target.text.starts_with("/dev/fd/") {
+            continue;
+        }
+        let path = base.join(&redirect.target.text);
+        let operation = match redirect.kind {
+            RedirectKind::Read => FileSystemOperation::Read { path },
+            _ => FileSystemOperation::Write { path },
+        };
+        let request = PermissionRequest::filesystem(operation);
+        if !requests.contains(&request) {
+            requests.push(request);
+        }
+    }
+    requests
+}
+
+/// The redirections of a line and of the scripts it hands to nested shells
+/// (`sh -c`, also behind runners such as `env` or `sudo`) and `eval`.
+fn collect_redirects(script: &str, depth: usize, out: &mut Vec<ShellRedirect>) {
+    if depth > MAX_SCRIPT_DEPTH {
+        return;
+    }
+    let Ok(commands) = parse_command_line(script) else {
+        return;
+    };
+    for command in commands {
+        out.extend(command.redirects);
+        let words = &command.words;
+        for (index, word) in words.iter().enumerate() {
+            let name = basename(&word.text);
+            if SHELLS.contains(&name)
+                && let Some(Some(inner)) = shell_script(&words[index + 1..])
+                && !inner.expands
+            {
+                collect_redirects(&inner.text, depth + 1, out);
+            }
+            if name == "eval" && words[index + 1..].iter().all(|w| !w.expands) {
+                let inner: Vec<&str> = words[index + 1..].iter().map(|w| w.text.as_str()).collect();
+                collect_redirects(&inner.join(" "), depth + 1, out);
+            }
+        }
+    }
 }
 
 fn basename(program: &str) -> &str {

@@ -14,7 +14,9 @@ mod mcp;
 mod path;
 mod shell;
 
-pub use command::CommandPolicy;
+pub use command::{CommandPolicy, SENSITIVE_ENV_KEYS, SENSITIVE_ENV_PREFIXES, shell_requests};
 pub use mcp::McpServerPolicy;
 pub use path::{OutsideRoots, PathPolicy, resolve_path};
-pub use shell::{ShellParseError, ShellWord, SimpleCommand, parse_command_line};
+pub use shell::{
+    RedirectKind, ShellParseError, ShellRedirect, ShellWord, SimpleCommand, parse_command_line,
+};

@@ -46,6 +46,28 @@ pub struct ShellWord {
     pub expands: bool,
 }
 
+/// What a redirection does with its target.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RedirectKind {
+    /// `< file`: the file is read.
+    Read,
+    /// `> file`, `>> file`, `>| file`, `&> file`, `>& file`, `<> file`: the
+    /// file is created or written.
+    Write,
+}
+
+/// A redirection to or from a file. Duplications (`2>&1`, `>&-`), here
+/// documents and here-strings name no file and are not listed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ShellRedirect {
+    /// Whether the file is read or written.
+    pub kind: RedirectKind,
+    /// The file, as written; `expands` says the shell would compute it
+    /// (`~/.bashrc`, `$HOME/x`), so the text is not the real path.
+    pub target: ShellWord,
+}
+
 /// One simple command: optional `NAME=value` assignments, then the words.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SimpleCommand {
@@ -54,6 +76,8 @@ pub struct SimpleCommand {
     pub assignments: Vec<String>,
     /// The program and its arguments.
     pub words: Vec<ShellWord>,
+    /// The files it redirects from or to, in order.
+    pub redirects: Vec<ShellRedirect>,
 }
 
 impl SimpleCommand {
@@ -142,7 +166,9 @@ impl Reader {
 
     fn finish(&mut self, building: &mut Building) {
         let done = std::mem::take(building);
-        let empty = done.command.words.is_empty() && done.command.assignments.is_empty();
+        let empty = done.command.words.is_empty()
+            && done.command.assignments.is_empty()
+            && done.command.redirects.is_empty();
         if !done.inert && !empty {
             self.commands.push(done.command);
         }
@@ -196,7 +222,7 @@ impl Reader {
                     }
                     self.finish(&mut building);
                 }
-                '&' if self.peek_at(1) == Some('>') => self.redirection()?,
+                '&' if self.peek_at(1) == Some('>') => self.redirection(&mut building)?,
                 '&' => {
                     self.pos += 1;
                     if self.peek() == Some('&') {
@@ -237,7 +263,7 @@ impl Reader {
                         self.pos += 1;
                     }
                 }
-                '<' | '>' => self.redirection()?,
+                '<' | '>' => self.redirection(&mut building)?,
                 _ => {
                     let start = self.pos;
                     let (word, assignment) = self.word()?;
@@ -247,7 +273,7 @@ impl Reader {
                         && self.pos - start == word.text.len()
                         && matches!(self.peek(), Some('<' | '>'));
                     if is_fd {
-                        self.redirection()?;
+                        self.redirection(&mut building)?;
                         continue;
                     }
                     self.add_word(&mut building, word, assignment)?;
@@ -299,12 +325,21 @@ impl Reader {
         Ok(())
     }
 
-    /// A redirection operator and its target word; process substitutions
-    /// (`<(cmd)`, `>(cmd)`) are read as commands.
-    fn redirection(&mut self) -> Result<(), ShellParseError> {
+    /// A redirection operator and its target word, recorded on the command
+    /// being built when it names a file; process substitutions (`<(cmd)`,
+    /// `>(cmd)`) are read as commands.
+    fn redirection(&mut self, building: &mut Building) -> Result<(), ShellParseError> {
         let first = self.peek();
         self.pos += 1;
         let mut heredoc = None;
+        // Some(kind) for a file, None for here-strings; duplications are
+        // decided once the target is known.
+        let mut kind = Some(if first == Some('<') {
+            RedirectKind::Read
+        } else {
+            RedirectKind::Write
+        });
+        let mut duplicates = false;
         match (first, self.peek()) {
             (Some('<' | '>'), Some('(')) => {
                 self.pos += 1;
@@ -312,6 +347,7 @@ impl Reader {
             }
             (Some('<'), Some('<')) => {
                 self.pos += 1;
+                kind = None;
                 if self.peek() == Some('<') {
                     self.pos += 1; // here-string: the target is an ordinary word
                 } else {
@@ -321,6 +357,16 @@ impl Reader {
                     }
                     heredoc = Some(strip_tabs);
                 }
+            }
+            // `<>` opens for reading and writing.
+            (Some('<'), Some('>')) => {
+                self.pos += 1;
+                kind = Some(RedirectKind::Write);
+            }
+            // `<&n`, `>&n`: duplicate a descriptor (or, for `>& file`, write).
+            (Some('<' | '>'), Some('&')) => {
+                self.pos += 1;
+                duplicates = true;
             }
             (_, Some('>' | '&' | '|')) => {
                 self.pos += 1;
@@ -347,6 +393,21 @@ impl Reader {
                 .iter()
                 .any(|c| matches!(c, '\'' | '"' | '\\'));
             self.heredocs.push((target.text, strip_tabs, !quoted));
+            return Ok(());
+        }
+        let names_descriptor = !target.expands
+            && (target.text == "-" || target.text.chars().all(|c| c.is_ascii_digit()));
+        // `<&n`, `>&n`, `>&-` duplicate or close a descriptor; bash's
+        // `>& file` writes the file (an expanding target might be either, and
+        // is recorded: it cannot be judged).
+        if duplicates && (first == Some('<') || names_descriptor) {
+            return Ok(());
+        }
+        if let Some(kind) = kind {
+            building
+                .command
+                .redirects
+                .push(ShellRedirect { kind, target });
         }
         Ok(())
     }
@@ -457,6 +518,21 @@ impl Reader {
                     text.push(c);
                     self.pos += 1;
                 }
+                // `~`, `~user`, and `~` after `=` or `:` in an assignment
+                // become a home directory.
+                '~' if plain_prefix.is_none()
+                    && (text.is_empty() || text.ends_with('=') || text.ends_with(':')) =>
+                {
+                    expands = true;
+                    text.push(c);
+                    self.pos += 1;
+                }
+                // Brace expansion: `{rm,-rf,~}` is three words, `{a..c}` three.
+                '{' if self.brace_expansion_ahead() => {
+                    expands = true;
+                    text.push(c);
+                    self.pos += 1;
+                }
                 // A bracket glob needs its closing bracket; `[[` and `[` alone
                 // are the test commands.
                 '[' if self.chars[self.pos..]
@@ -485,6 +561,31 @@ impl Reader {
             valid.then(|| name.to_owned())
         });
         Ok((ShellWord { text, expands }, assignment))
+    }
+
+    /// Whether the unquoted `{` at the cursor opens a brace expansion: a
+    /// closing `}` in the same word with a `,` or `..` between.
+    fn brace_expansion_ahead(&self) -> bool {
+        let mut depth = 0usize;
+        let mut separated = false;
+        let mut previous = '{';
+        for &c in &self.chars[self.pos..] {
+            match c {
+                ' ' | '\t' | '\n' | ';' | '&' | '|' | '(' | ')' | '<' | '>' => return false,
+                '{' => depth += 1,
+                '}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return separated;
+                    }
+                }
+                ',' => separated = true,
+                '.' if previous == '.' => separated = true,
+                _ => {}
+            }
+            previous = c;
+        }
+        false
     }
 
     /// The inside of `"..."`, up to and including the closing quote. Returns
@@ -548,7 +649,7 @@ impl Reader {
                 Ok(true)
             }
             Some('\'') => {
-                // $'...' quoting: escapes inside, no expansion.
+                // $'...' quoting: escapes decoded by the shell.
                 self.pos += 2;
                 loop {
                     match self.peek() {
@@ -561,7 +662,9 @@ impl Reader {
                         }
                         Some('\'') => {
                             self.pos += 1;
-                            return Ok(false);
+                            // The escapes (`\x72`, `\n`) are decoded by the
+                            // shell: the text kept here is not what runs.
+                            return Ok(true);
                         }
                         Some(c) => {
                             text.push(c);
@@ -708,6 +811,63 @@ mod tests {
         // Not an assignment: the name is quoted, or the `=` comes later.
         assert_eq!(commands("'A'=1 x"), ["A=1 x"]);
         assert_eq!(commands("make A=1"), ["make A=1"]);
+    }
+
+    #[test]
+    fn file_redirections_are_recorded_and_descriptors_are_not() {
+        let targets = |line: &str| -> Vec<(RedirectKind, String, bool)> {
+            parse_command_line(line)
+                .unwrap()
+                .into_iter()
+                .flat_map(|c| c.redirects)
+                .map(|r| (r.kind, r.target.text, r.target.expands))
+                .collect()
+        };
+        use RedirectKind::{Read, Write};
+        assert_eq!(
+            targets("a > o1 >> o2 >| o3 2> e &> b1 &>> b2 >& f <> rw < in"),
+            [
+                (Write, "o1".into(), false),
+                (Write, "o2".into(), false),
+                (Write, "o3".into(), false),
+                (Write, "e".into(), false),
+                (Write, "b1".into(), false),
+                (Write, "b2".into(), false),
+                (Write, "f".into(), false),
+                (Write, "rw".into(), false),
+                (Read, "in".into(), false),
+            ]
+        );
+        assert!(targets("a 2>&1 >&2 <&0 >&- <<EOF\nbody\nEOF").is_empty());
+        assert!(targets("a <<< word").is_empty());
+        assert_eq!(targets("> only"), [(Write, "only".into(), false)]);
+        assert_eq!(targets("a > ~/x"), [(Write, "~/x".into(), true)]);
+        assert_eq!(
+            targets("a > \"$HOME/x\""),
+            [(Write, "$HOME/x".into(), true)]
+        );
+    }
+
+    #[test]
+    fn tilde_brace_and_ansi_c_words_expand() {
+        let flags = |line: &str| -> Vec<bool> {
+            parse_command_line(line).unwrap()[0]
+                .words
+                .iter()
+                .map(|w| w.expands)
+                .collect()
+        };
+        assert_eq!(
+            flags("~/bin/x ~root a~b '~' \\~"),
+            [true, true, false, false, false]
+        );
+        assert_eq!(
+            flags("{rm,-rf,/} {1..3} {} {x} '{a,b}'"),
+            [true, true, false, false, false]
+        );
+        assert_eq!(flags("$'\\x72m' $'plain'"), [true, true]);
+        let parsed = parse_command_line("X=~/bin Y=a:~/c cmd").unwrap();
+        assert_eq!(parsed[0].assignments, ["X", "Y"]);
     }
 
     #[test]

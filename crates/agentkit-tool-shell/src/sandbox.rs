@@ -1,0 +1,261 @@
+//! An operating-system sandbox for the commands `shell_exec` runs.
+//!
+//! Permission policies decide what may run; they cannot see what a program
+//! does once it runs (`make` runs anything its Makefile says). So on Linux a
+//! command can be started inside a Landlock domain: it may read everything,
+//! but write only beneath the workspace and the paths configured here, and,
+//! optionally, neither connect nor bind TCP sockets. The process also gets
+//! `PR_SET_NO_NEW_PRIVS`, so no set-uid program can lift the restriction,
+//! and every process it starts inherits the domain.
+//!
+//! How it is applied without `unsafe`: Landlock restricts the calling
+//! *thread*, and a child inherits the credentials of the thread that forked
+//! it. So the command is spawned from a fresh thread that restricts itself,
+//! spawns, and exits; the rest of the host process is never restricted.
+//! (`pre_exec` would need `unsafe`, which this workspace forbids, and a
+//! re-exec helper binary would have to be installed beside every host.)
+//!
+//! Where the kernel has no Landlock (not Linux, before 5.13, disabled at
+//! boot), [`ShellSandbox::when_unavailable`] decides: run unsandboxed and say
+//! so in the result (the default), or refuse to run.
+
+use std::path::{Path, PathBuf};
+
+/// The sandbox settings of `shell_exec`; see the module docs.
+///
+/// ```
+/// use agentkit_tool_shell::{ShellConfig, ShellSandbox, WhenUnavailable};
+///
+/// let sandbox = ShellSandbox::new()
+///     .allow_writes(std::env::temp_dir().join("agentkit-cache"))
+///     .without_network()
+///     .when_unavailable(WhenUnavailable::Refuse);
+/// let config = ShellConfig::new(".").with_sandbox(sandbox);
+/// assert!(config.sandbox().is_some());
+/// ```
+#[derive(Clone, Debug)]
+pub struct ShellSandbox {
+    writable: Vec<PathBuf>,
+    network: bool,
+    when_unavailable: WhenUnavailable,
+}
+
+/// What `shell_exec` does when the sandbox cannot be applied.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum WhenUnavailable {
+    /// Run without it, and say so in the result the model and host see.
+    #[default]
+    RunUnsandboxed,
+    /// Do not run the command.
+    Refuse,
+}
+
+impl Default for ShellSandbox {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ShellSandbox {
+    /// Writes allowed beneath the workspace root and to `/dev/null`;
+    /// network allowed; runs unsandboxed (and says so) where Landlock is
+    /// missing.
+    pub fn new() -> Self {
+        Self {
+            writable: vec![PathBuf::from("/dev/null")],
+            network: true,
+            when_unavailable: WhenUnavailable::default(),
+        }
+    }
+
+    /// Also allows writes beneath `path` (a cache, a temporary directory).
+    /// Paths that do not exist when a command starts are skipped.
+    pub fn allow_writes(mut self, path: impl Into<PathBuf>) -> Self {
+        self.writable.push(path.into());
+        self
+    }
+
+    /// Forbids TCP connections and listening sockets (Landlock ABI 4, Linux
+    /// 6.7, and later; UDP and Unix sockets are not covered).
+    pub fn without_network(mut self) -> Self {
+        self.network = false;
+        self
+    }
+
+    /// Sets what happens where the sandbox cannot be applied.
+    pub fn when_unavailable(mut self, when: WhenUnavailable) -> Self {
+        self.when_unavailable = when;
+        self
+    }
+
+    /// The extra writable paths (the workspace root is always writable).
+    pub fn writable(&self) -> &[PathBuf] {
+        &self.writable
+    }
+
+    /// Whether network access is left open.
+    pub fn network(&self) -> bool {
+        self.network
+    }
+
+    /// What happens where the sandbox cannot be applied.
+    pub fn unavailable_policy(&self) -> WhenUnavailable {
+        self.when_unavailable
+    }
+}
+
+/// How a command ended up being run, reported in the result's metadata
+/// (`shell.sandbox`) and, when it matters, in its text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum SandboxOutcome {
+    /// No sandbox was configured.
+    Off,
+    /// Landlock applied every restriction asked for.
+    Enforced,
+    /// Landlock applied some restrictions (an older kernel): what is missing.
+    Partial(String),
+    /// The sandbox could not be applied; the command ran without it.
+    Unavailable(String),
+}
+
+impl SandboxOutcome {
+    /// The metadata value.
+    pub(crate) fn label(&self) -> String {
+        match self {
+            SandboxOutcome::Off => "off".into(),
+            SandboxOutcome::Enforced => "landlock".into(),
+            SandboxOutcome::Partial(why) => format!("landlock (partial: {why})"),
+            SandboxOutcome::Unavailable(why) => format!("unavailable: {why}"),
+        }
+    }
+
+    /// A line for the model when the command did not run as contained as
+    /// configured.
+    pub(crate) fn note(&self) -> Option<String> {
+        match self {
+            SandboxOutcome::Off | SandboxOutcome::Enforced => None,
+            SandboxOutcome::Partial(why) => Some(format!("note: the sandbox is partial: {why}")),
+            SandboxOutcome::Unavailable(why) => Some(format!(
+                "note: the command ran WITHOUT the configured sandbox: {why}"
+            )),
+        }
+    }
+}
+
+/// Why a sandboxed command was not started.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum SpawnError {
+    /// The sandbox is required and could not be applied.
+    #[error("the sandbox is required and cannot be applied: {0}")]
+    SandboxRequired(String),
+    /// Spawning failed.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Spawns `command`, inside the sandbox if one is configured.
+pub(crate) async fn spawn(
+    mut command: tokio::process::Command,
+    sandbox: Option<&ShellSandbox>,
+    root: &Path,
+) -> Result<(tokio::process::Child, SandboxOutcome), SpawnError> {
+    let Some(sandbox) = sandbox else {
+        return Ok((command.spawn()?, SandboxOutcome::Off));
+    };
+    let mut writable = vec![root.to_path_buf()];
+    writable.extend(sandbox.writable.iter().filter(|p| p.exists()).cloned());
+    let network = sandbox.network;
+    let policy = sandbox.when_unavailable;
+    let handle = tokio::runtime::Handle::current();
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    // A fresh thread: it restricts itself, forks the command (which inherits
+    // the restriction) and ends, taking the restriction with it.
+    std::thread::Builder::new()
+        .name("agentkit-sandboxed-spawn".into())
+        .spawn(move || {
+            let _runtime = handle.enter();
+            let outcome = restrict_current_thread(&writable, network);
+            let result = match (&outcome, policy) {
+                (SandboxOutcome::Unavailable(why), WhenUnavailable::Refuse) => {
+                    Err(SpawnError::SandboxRequired(why.clone()))
+                }
+                _ => command
+                    .spawn()
+                    .map(|child| (child, outcome))
+                    .map_err(SpawnError::from),
+            };
+            let _ = tx.send(result);
+        })?;
+    rx.await
+        .unwrap_or_else(|_| Err(std::io::Error::other("the sandboxed spawn thread died").into()))
+}
+
+/// Puts the calling thread in a Landlock domain: writes only beneath
+/// `writable`, and no TCP unless `network`.
+#[cfg(target_os = "linux")]
+fn restrict_current_thread(writable: &[PathBuf], network: bool) -> SandboxOutcome {
+    use landlock::{
+        ABI, Access, AccessFs, AccessNet, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus,
+        path_beneath_rules,
+    };
+    // The newest ABI whose rights we ask for; older kernels get what they
+    // support (best effort), and the status says so.
+    let abi = ABI::V7;
+    let restrict = || -> Result<landlock::RestrictionStatus, landlock::RulesetError> {
+        let mut ruleset = Ruleset::default().handle_access(AccessFs::from_write(abi))?;
+        if !network {
+            ruleset = ruleset.handle_access(AccessNet::from_all(abi))?;
+        }
+        ruleset
+            .create()?
+            .add_rules(path_beneath_rules(writable, AccessFs::from_write(abi)))?
+            .restrict_self()
+    };
+    match restrict() {
+        Err(err) => SandboxOutcome::Unavailable(format!("Landlock failed: {err}")),
+        Ok(status) => match status.ruleset {
+            RulesetStatus::NotEnforced => SandboxOutcome::Unavailable(format!(
+                "the kernel does not enforce Landlock ({:?})",
+                status.landlock
+            )),
+            _ if !status.no_new_privs => {
+                SandboxOutcome::Partial("PR_SET_NO_NEW_PRIVS was not set".into())
+            }
+            RulesetStatus::PartiallyEnforced => SandboxOutcome::Partial(format!(
+                "the kernel supports only part of what was asked ({:?}){}",
+                status.landlock,
+                if network {
+                    ""
+                } else {
+                    "; network access may not be restricted"
+                }
+            )),
+            RulesetStatus::FullyEnforced => SandboxOutcome::Enforced,
+        },
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn restrict_current_thread(_writable: &[PathBuf], _network: bool) -> SandboxOutcome {
+    SandboxOutcome::Unavailable("Landlock exists only on Linux".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outcomes_say_what_the_model_must_know() {
+        assert_eq!(SandboxOutcome::Enforced.note(), None);
+        assert_eq!(SandboxOutcome::Off.label(), "off");
+        let missing = SandboxOutcome::Unavailable("no Landlock".into());
+        assert!(missing.note().unwrap().contains("WITHOUT"));
+        assert_eq!(missing.label(), "unavailable: no Landlock");
+        assert!(
+            SandboxOutcome::Partial("old kernel".into())
+                .label()
+                .starts_with("landlock (partial")
+        );
+    }
+}
