@@ -168,8 +168,9 @@ async fn resume_10k(open: &Open) -> (f64, f64) {
     (median(loads), median(opens))
 }
 
-/// µs per S1 round (model turn + echo call), without and with the store.
-async fn s1_round(open: Option<&Open>, rounds: usize) -> f64 {
+/// µs per S1 round (model turn + echo call), without and with the store,
+/// after `preload` items of history.
+async fn s1_round(open: Option<&Open>, preload: usize, rounds: usize) -> f64 {
     let model = ScriptedModel::new(
         (0..rounds)
             .map(tool_turn)
@@ -179,6 +180,11 @@ async fn s1_round(open: Option<&Open>, rounds: usize) -> f64 {
     let builder = Agent::builder()
         .model(model)
         .add_tool_source(tools())
+        .transcript(if preload == 0 {
+            Vec::new()
+        } else {
+            history(preload / 2)
+        })
         .input(vec![Item::user("go")]);
     let mut times = Vec::with_capacity(rounds);
     let mut time_step = |started: Instant, step: LoopStep| match step {
@@ -217,12 +223,14 @@ async fn run(name: &str, open: Open) {
     println!("| {name} | append, items/s | {appends:.0} |");
     let (load, resume) = resume_10k(&open).await;
     println!("| {name} | 10,000 items: load / open (resume), ms | {load:.1} / {resume:.1} |");
-    let bare = s1_round(None, 300).await;
-    let stored = s1_round(Some(&open), 300).await;
-    println!(
-        "| {name} | S1 round without / with the store, µs | {bare:.1} / {stored:.1} (+{:.1}) |",
-        stored - bare
-    );
+    for preload in [0, 10_000] {
+        let bare = s1_round(None, preload, 200).await;
+        let stored = s1_round(Some(&open), preload, 200).await;
+        println!(
+            "| {name} | S1 round after {preload} items, without / with the store, µs | {bare:.1} / {stored:.1} (+{:.1}) |",
+            stored - bare
+        );
+    }
 }
 
 fn main() {

@@ -84,6 +84,10 @@ pub(crate) fn recover(
         }
     }
     if extra > 0 {
+        let model_calls = marks
+            .iter()
+            .filter(|mark| matches!(mark, Mark::TurnStarted))
+            .count() as u32;
         snapshot.round = open_round(&snapshot.transcript, &snapshot.round);
         snapshot.phase = if !snapshot.round.is_empty() {
             SnapshotPhase::ToolRound
@@ -91,17 +95,35 @@ pub(crate) fn recover(
             match snapshot.transcript.last().map(|item| item.kind) {
                 // The model answered without calls: the turn was ending.
                 Some(ItemKind::Assistant) | None => SnapshotPhase::Idle,
-                // Tool results or a user message: the model is due.
+                // A round was answered: its pause is next.
+                Some(ItemKind::Tool) => SnapshotPhase::AfterToolRound,
+                // A user message: the model is due.
                 Some(_) => SnapshotPhase::ModelCallDue,
             }
         };
+        // What the checkpoint said was due next has happened.
+        snapshot.ended_turn = None;
+        snapshot.mutation_due = None;
+        if snapshot.phase == SnapshotPhase::Idle {
+            snapshot.turn = None;
+        } else if let Some(turn) = snapshot.turn.as_mut() {
+            // The turn's result lists the answers and results it appended.
+            let appended = &snapshot.transcript[snapshot.transcript.len() - extra..];
+            turn.items.extend(
+                appended
+                    .iter()
+                    .filter(|item| matches!(item.kind, ItemKind::Assistant | ItemKind::Tool))
+                    .cloned(),
+            );
+            turn.model_calls += model_calls;
+        }
     }
     Ok(Some(snapshot))
 }
 
 /// The open calls of the transcript as a round. Calls the host still has
-/// to decide on, or already refused, keep their state; any other may have
-/// been running and is interrupted.
+/// to decide on, already refused, or whose result is known keep their
+/// state; any other may have been running and is interrupted.
 fn open_round(transcript: &[Item], saved: &[SnapshotCall]) -> Vec<SnapshotCall> {
     let calls: HashMap<_, &ToolCallPart> = transcript
         .iter()
@@ -118,6 +140,7 @@ fn open_round(transcript: &[Item], saved: &[SnapshotCall]) -> Vec<SnapshotCall> 
                     SnapshotCallState::AwaitingApproval { .. }
                         | SnapshotCallState::Denied { .. }
                         | SnapshotCallState::Rejected { .. }
+                        | SnapshotCallState::Finished { .. }
                 )
             });
             Some(match kept {
@@ -251,7 +274,7 @@ mod tests {
         let resumed = recover(&"s".into(), Some(checkpoint(vec![])), answered.clone(), &[])
             .unwrap()
             .unwrap();
-        assert_eq!(resumed.phase, SnapshotPhase::ModelCallDue);
+        assert_eq!(resumed.phase, SnapshotPhase::AfterToolRound);
         assert!(validate_transcript(&resumed.transcript).is_ok());
         let mut finished = answered;
         finished.push(Item::assistant("all done"));
@@ -267,7 +290,7 @@ mod tests {
         saved.soft_interrupts = vec![agentkit_loop::SoftInterruptMessage {
             id: 1,
             item: Item::user("queued"),
-            urgent: false,
+            delivery: agentkit_loop::DeliveryMode::Steer,
         }];
         let resumed = recover(
             &"s".into(),
