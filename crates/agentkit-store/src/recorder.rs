@@ -6,7 +6,8 @@
 //! and the few events recovery needs, to the backend's [`LogWriter`].
 //!
 //! When a mutator rewrites the transcript (compaction), the item rows no
-//! longer match the indices the driver reports. The recorder then stops
+//! longer match the indices the driver reports (the recorder learns it from
+//! `on_transcript_rewritten` and from `MutationFinished`). It then stops
 //! writing until the next checkpoint, which stores the rewritten transcript
 //! whole; a crash in between resumes from the rows written before the
 //! rewrite, which form a valid transcript.
@@ -96,6 +97,11 @@ impl TranscriptObserver for Recorder {
             index,
             item: item.clone(),
         });
+    }
+
+    fn on_transcript_rewritten(&self, _items: &[Item], _archived: &[Item]) {
+        // The next checkpoint stores the new transcript whole.
+        self.mark_broken();
     }
 }
 
