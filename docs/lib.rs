@@ -4,6 +4,8 @@
 
 #[doc = include_str!("src/introduction.md")]
 pub mod introduction {}
+#[doc = include_str!("src/coding-agent.md")]
+pub mod coding_agent {}
 #[doc = include_str!("src/transcript.md")]
 pub mod transcript {}
 #[doc = include_str!("src/deltas.md")]

@@ -115,11 +115,23 @@ pub fn features() -> Result<(), String> {
 
 /// Runs the offline examples, so the README's main command cannot rot.
 pub fn examples() -> Result<(), String> {
-    for example in ["quickstart", "soft-interrupts", "mcp-tools"] {
-        let shown = format!("cargo run --locked -q -p {example}");
+    // The coding agent's offline demo, non-interactively: approvals are
+    // given by flag, and it fails unless the sample project got fixed.
+    let examples: [(&str, &[&str]); 4] = [
+        ("quickstart", &[]),
+        ("soft-interrupts", &[]),
+        ("mcp-tools", &[]),
+        ("coding-agent", &["--demo", "--yes"]),
+    ];
+    for (example, args) in examples {
+        let mut shown = format!("cargo run --locked -q -p {example}");
+        if !args.is_empty() {
+            shown = format!("{shown} -- {}", args.join(" "));
+        }
         println!("    $ {shown}");
         let output = Command::new(env!("CARGO"))
-            .args(["run", "--locked", "-q", "-p", example])
+            .args(["run", "--locked", "-q", "-p", example, "--"])
+            .args(args)
             .current_dir(workspace_root())
             .stdin(std::process::Stdio::null())
             .output()

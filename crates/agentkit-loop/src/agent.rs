@@ -12,7 +12,7 @@ use crate::{
 };
 use agentkit_core::{CancellationHandle, Item};
 use agentkit_tools_core::{
-    AllowAllPermissions, BasicToolExecutor, CollisionPolicy, PermissionChecker, ToolExecutor,
+    BasicToolExecutor, CollisionPolicy, PermissionChecker, SafeDefaultPermissions, ToolExecutor,
     ToolFederation, ToolResources, ToolSource,
 };
 use std::sync::Arc;
@@ -132,7 +132,7 @@ impl<M> Default for AgentBuilder<M> {
         Self {
             model: None,
             federation: ToolFederation::new(),
-            permissions: Arc::new(AllowAllPermissions),
+            permissions: Arc::new(SafeDefaultPermissions),
             resources: Arc::new(()),
             task_manager: Arc::new(SimpleTaskManager::new()),
             cancellation: None,
@@ -167,7 +167,12 @@ impl<M: ModelAdapter> AgentBuilder<M> {
         self
     }
 
-    /// The permission checker (default: allow everything).
+    /// The permission checker. The default is
+    /// [`SafeDefaultPermissions`]: reads and requests of no kind run
+    /// unasked; file writes, shell commands, MCP calls, network access and
+    /// custom request kinds ask the host for approval. Pass
+    /// `AllowAllPermissions` to opt out (tests, sandboxes), or a configured
+    /// `PathPolicy` / `CommandPolicy`.
     pub fn permissions(mut self, permissions: impl PermissionChecker + 'static) -> Self {
         self.permissions = Arc::new(permissions);
         self

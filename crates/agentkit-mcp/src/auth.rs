@@ -1,14 +1,20 @@
 //! Credentials for MCP servers, asked for and given out of band.
 //!
 //! When a server answers `401 Unauthorized` (or `403` with
-//! `error="insufficient_scope"`), the manager does not run an OAuth flow of
-//! its own: it turns the `WWW-Authenticate` challenge into an
+//! `error="insufficient_scope"`), the manager never blocks on a person: it
+//! turns the `WWW-Authenticate` challenge into an
 //! [`AuthRequest`] and fails the connect ([`McpError::AuthRequired`]) or the
 //! tool call ([`ToolError::AuthRequired`]). The host (which may own a
 //! browser, a secret store, a person) answers with an [`AuthResolution`]
-//! through [`McpServerManager::resolve_auth`]; the next call reconnects
+//! through [`McpServerManager::resolve_auth`], which connects the server
 //! with the new credentials. A host that can always answer (a secret store,
-//! say) registers an [`McpAuthResponder`] instead and is asked directly.
+//! a token cache) registers an [`McpAuthResponder`] instead, per server or
+//! for all, and is asked directly: on the first 401 / 403, and once more
+//! whenever a later operation meets one, so a refreshed token is picked up
+//! without an error. With the `oauth` feature, a server configured with an
+//! `OAuthConfig` runs OAuth 2.1 (see the `oauth` module): the request
+//! carries the authorization URL, and the host answers with
+//! [`McpCredentials::oauth_redirect`].
 //!
 //! [`McpError::AuthRequired`]: crate::McpError::AuthRequired
 //! [`ToolError::AuthRequired`]: agentkit_tools_core::ToolError::AuthRequired
@@ -28,6 +34,11 @@ pub enum McpCredentials {
     Bearer(String),
     /// Headers sent with every request (API keys in custom headers).
     Headers(BTreeMap<String, String>),
+    /// The URL an OAuth authorization server redirected the user's browser
+    /// to (with `code` and `state`), answering a request that carried an
+    /// `mcp.authorization_url` (feature `oauth`). The manager trades the
+    /// code for tokens and keeps them fresh itself.
+    OAuthRedirect(String),
 }
 
 impl McpCredentials {
@@ -39,6 +50,13 @@ impl McpCredentials {
     /// A single header, such as `X-Api-Key`.
     pub fn header(name: impl Into<String>, value: impl Into<String>) -> Self {
         McpCredentials::Headers(BTreeMap::from([(name.into(), value.into())]))
+    }
+
+    /// The redirect that ends an OAuth authorization: the full URL the
+    /// browser was sent to, such as
+    /// `http://127.0.0.1:8765/callback?code=…&state=…`.
+    pub fn oauth_redirect(url: impl Into<String>) -> Self {
+        McpCredentials::OAuthRedirect(url.into())
     }
 }
 
@@ -52,6 +70,7 @@ impl std::fmt::Debug for McpCredentials {
                 .debug_tuple("Headers")
                 .field(&headers.keys().collect::<Vec<_>>())
                 .finish(),
+            McpCredentials::OAuthRedirect(_) => f.write_str("OAuthRedirect(<redacted>)"),
         }
     }
 }
@@ -101,9 +120,14 @@ impl AuthResolution {
     }
 }
 
-/// Answers auth requests without involving the host's main flow, for
-/// example from a secret store. Registered with
-/// [`McpServerManager::set_auth_responder`](crate::McpServerManager::set_auth_responder).
+/// A credentials provider: answers auth requests without involving the
+/// host's main flow, for example from a secret store or a token cache.
+/// Registered for every server with
+/// [`McpServerManager::set_auth_responder`](crate::McpServerManager::set_auth_responder),
+/// or for one with
+/// [`McpServerManager::set_server_auth_responder`](crate::McpServerManager::set_server_auth_responder).
+/// Asked at most once per operation (a connect, a call); what it provides
+/// is used for the retry and kept for later calls.
 #[async_trait::async_trait]
 pub trait McpAuthResponder: Send + Sync {
     /// The answer to `request`, or `None` to let it surface as an

@@ -68,6 +68,95 @@ pub struct HttpConfig {
     pub headers: BTreeMap<String, String>,
     /// A bearer token sent as `Authorization: Bearer <token>`.
     pub bearer_token: Option<String>,
+    /// How often, and how patiently, a broken response stream is resumed
+    /// before the call waiting on it fails as unavailable.
+    pub stream_retry: StreamRetry,
+    /// Authorize with OAuth 2.1 when the server asks (feature `oauth`).
+    #[cfg(feature = "oauth")]
+    pub oauth: Option<crate::OAuthConfig>,
+}
+
+/// How a streamable-HTTP session resumes a server-sent-event stream that
+/// broke (the server restarted, a proxy cut the connection, the server
+/// died).
+///
+/// Streamable HTTP lets a client resume a broken stream with a `GET` and
+/// `Last-Event-ID`. Left alone, rmcp retries that forever, so a call to a
+/// server that died waits until its own deadline, which may be minutes.
+/// The manager always bounds it. A stream that broke is resumed at once; a
+/// stream the server closed cleanly after `initial_delay` (or the server's
+/// own `retry` hint). After the n-th failed attempt the next one waits
+/// `initial_delay` × 2ⁿ⁻¹, at most `max_delay`. After `max_attempts`
+/// failures the stream is given up, every call waiting on it fails with
+/// `ToolError::Unavailable`, and the session is reconnected on the next
+/// call.
+///
+/// The default, 3 attempts with 250 ms then 500 ms between them, gives up
+/// on a dead server within about a second (plus the time each attempt takes
+/// to be refused). [`StreamRetry::never`] gives up at once.
+///
+/// ```
+/// use agentkit_mcp::{McpServerConfig, StreamRetry};
+/// use std::time::Duration;
+///
+/// let config = McpServerConfig::http("remote", "https://example.com/mcp")
+///     .stream_retry(StreamRetry::new(5, Duration::from_millis(500), Duration::from_secs(4)));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StreamRetry {
+    /// Resumption attempts before giving up; 0 gives up at once.
+    pub max_attempts: usize,
+    /// The delay before the first attempt.
+    pub initial_delay: Duration,
+    /// The longest delay between two attempts.
+    pub max_delay: Duration,
+}
+
+impl StreamRetry {
+    /// `max_attempts` attempts, the delay doubling from `initial_delay` up
+    /// to `max_delay`.
+    pub const fn new(max_attempts: usize, initial_delay: Duration, max_delay: Duration) -> Self {
+        Self {
+            max_attempts,
+            initial_delay,
+            max_delay,
+        }
+    }
+
+    /// Never resume: a broken stream fails its calls at once.
+    pub const fn never() -> Self {
+        Self::new(0, Duration::ZERO, Duration::ZERO)
+    }
+
+    /// How long to wait after `failures` failed attempts before the next
+    /// one, or `None` when the attempts are used up. `delay(0)` is the wait
+    /// after a clean close, before the first attempt.
+    pub fn delay(&self, failures: usize) -> Option<Duration> {
+        if failures >= self.max_attempts {
+            return None;
+        }
+        let doublings = failures.saturating_sub(1).min(31) as u32;
+        Some(
+            self.initial_delay
+                .saturating_mul(2u32.saturating_pow(doublings))
+                .min(self.max_delay),
+        )
+    }
+
+    /// The longest a broken stream waits between its attempts before it is
+    /// given up (each attempt's own connect time comes on top).
+    pub fn total_delay(&self) -> Duration {
+        (1..self.max_attempts)
+            .filter_map(|failures| self.delay(failures))
+            .sum()
+    }
+}
+
+impl Default for StreamRetry {
+    fn default() -> Self {
+        Self::new(3, Duration::from_millis(250), Duration::from_secs(1))
+    }
 }
 
 impl std::fmt::Debug for HttpConfig {
@@ -80,6 +169,7 @@ impl std::fmt::Debug for HttpConfig {
                 "bearer_token",
                 &self.bearer_token.as_ref().map(|_| "<redacted>"),
             )
+            .field("stream_retry", &self.stream_retry)
             .finish()
     }
 }
@@ -170,6 +260,25 @@ impl McpServerConfig {
         self
     }
 
+    /// Sets how a broken response stream is resumed (HTTP servers; ignored
+    /// for stdio). See [`StreamRetry`].
+    pub fn stream_retry(mut self, retry: StreamRetry) -> Self {
+        if let McpTransport::Http(http) = &mut self.transport {
+            http.stream_retry = retry;
+        }
+        self
+    }
+
+    /// Authorizes with OAuth 2.1 when the server answers `401` (HTTP
+    /// servers; ignored for stdio; feature `oauth`). See [`crate::OAuthConfig`].
+    #[cfg(feature = "oauth")]
+    pub fn oauth(mut self, oauth: crate::OAuthConfig) -> Self {
+        if let McpTransport::Http(http) = &mut self.transport {
+            http.oauth = Some(oauth);
+        }
+        self
+    }
+
     /// Sets the time allowed for initialize plus discovery.
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
@@ -210,5 +319,21 @@ mod tests {
         assert_eq!(http.call_timeout, Duration::from_secs(5));
         assert_eq!(http.connect_timeout, DEFAULT_CONNECT_TIMEOUT);
         assert!(!format!("{h:?}").contains("secret"), "tokens are redacted");
+        assert_eq!(h.stream_retry, StreamRetry::default());
+    }
+
+    #[test]
+    fn stream_retries_are_bounded() {
+        let retry = StreamRetry::default();
+        let delays: Vec<_> = (0..5).map(|failures| retry.delay(failures)).collect();
+        let ms = Duration::from_millis;
+        assert_eq!(
+            delays,
+            [Some(ms(250)), Some(ms(250)), Some(ms(500)), None, None]
+        );
+        assert_eq!(retry.total_delay(), ms(750));
+        assert_eq!(StreamRetry::never().delay(0), None);
+        let capped = StreamRetry::new(40, ms(100), ms(300));
+        assert_eq!(capped.delay(39), Some(ms(300)), "no overflow, capped");
     }
 }

@@ -7,7 +7,9 @@
 //! fresh one. Calls race the server's answer against their deadline and the
 //! turn's cancellation, and whichever of those fires first sends MCP
 //! `notifications/cancelled`, so the server can stop working on an answer
-//! nobody will read.
+//! nobody will read. A guard on the call sends it too when the call's
+//! future is dropped before the answer came (a caller's timeout, an
+//! aborted task).
 
 use crate::auth::{Challenge, McpCredentials};
 use crate::config::{McpServerConfig, McpTransport};
@@ -19,7 +21,7 @@ use agentkit_core::TurnCancellation;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientCapabilities,
     ClientConfig, ClientRequest, GetPromptRequestParams, GetPromptResponse, Implementation,
-    ReadResourceRequestParams, ServerResult,
+    ReadResourceRequestParams, RequestId, ServerResult,
 };
 use rmcp::service::{NotificationContext, Peer, RunningService, ServiceError};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -33,6 +35,10 @@ use tokio::sync::Notify;
 /// How long a cancellation notice or a graceful close may take before we
 /// stop being polite.
 const CONTROL_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The key rmcp puts in the data of the error it answers a call with when
+/// the call's stream closed before the answer.
+const TRANSPORT_CLOSED_MARKER: &str = "io.modelcontextprotocol/transportClosed";
 
 static NEXT_CONNECTION: AtomicU64 = AtomicU64::new(1);
 
@@ -97,6 +103,22 @@ pub(crate) enum CallError {
     Protocol(String),
 }
 
+/// In plain words, for the host's own requests (resources, prompts).
+impl std::fmt::Display for CallError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CallError::NotSent(why) => write!(f, "the request could not be sent: {why}"),
+            CallError::Lost => f.write_str("the session closed before the answer came"),
+            CallError::Timeout(after) => write!(f, "no answer within {after:?}"),
+            CallError::Cancelled => f.write_str("cancelled"),
+            CallError::Auth(_) => f.write_str("the server wants credentials"),
+            CallError::Broken(why) => write!(f, "the connection broke: {why}"),
+            CallError::Rejected(message) => write!(f, "the server refused: {message}"),
+            CallError::Protocol(message) => f.write_str(message),
+        }
+    }
+}
+
 impl Connection {
     /// Connects and discovers, all within `config.connect_timeout`.
     pub(crate) async fn open(
@@ -118,7 +140,7 @@ impl Connection {
             McpTransport::Stdio(stdio) => {
                 let spawned = process::spawn(server, stdio).map_err(|err| McpError::Spawn {
                     server: server.to_owned(),
-                    message: format!("{}: {err}", stdio.command),
+                    message: format!("{}: {}", stdio.command, crate::plain::describe(&err)),
                 })?;
                 let process = spawned.process;
                 let started = tokio::time::timeout(
@@ -134,7 +156,11 @@ impl Connection {
                         process.stderr.settle(Duration::from_millis(500)).await;
                         return Err(McpError::Connect {
                             server: server.to_owned(),
-                            message: format!("{err}{}", process.stderr.describe()),
+                            message: format!(
+                                "{}{}",
+                                crate::plain::describe(&err),
+                                process.stderr.describe()
+                            ),
                         });
                     }
                     Ok(Ok(service)) => (service, Some(process)),
@@ -162,7 +188,7 @@ impl Connection {
                             }
                             None => McpError::Connect {
                                 server: server.to_owned(),
-                                message: err.to_string(),
+                                message: crate::plain::describe(&err),
                             },
                         });
                     }
@@ -231,7 +257,7 @@ impl Connection {
             .unwrap_or_default();
         McpError::Protocol {
             server: server.to_owned(),
-            message: format!("{err}{tail}"),
+            message: format!("{}{tail}", crate::plain::describe(&err)),
         }
     }
 
@@ -288,22 +314,29 @@ impl Connection {
             }
             Err(err) => return Err(classify(err)),
         };
-        let request_id = handle.id.clone();
+        // From here on the request is the server's business: whatever ends
+        // this future early (deadline, cancellation, or a caller dropping
+        // it: a task manager's timeout, an aborted task, a dropped `next()`)
+        // tells the server to stop, through the guard.
+        let mut in_flight = InFlight {
+            peer: self.peer.clone(),
+            request_id: Some(handle.id.clone()),
+        };
         let answer = tokio::select! {
             answer = handle.await_response() => answer,
             _ = tokio::time::sleep(deadline) => {
-                self.send_cancel(request_id, format!("deadline of {deadline:?} passed")).await;
+                in_flight.cancel(format!("deadline of {deadline:?} passed")).await;
                 return Err(CallError::Timeout(deadline));
             }
             _ = cancel.cancelled() => {
-                self.send_cancel(request_id, "the turn was cancelled".into()).await;
+                in_flight.cancel("the turn was cancelled".into()).await;
                 return Err(CallError::Cancelled);
             }
         };
+        in_flight.disarm();
         match answer {
-            Ok(ServerResult::CallToolResult(result)) => {
-                serde_json::to_value(&result).map_err(|err| CallError::Protocol(err.to_string()))
-            }
+            Ok(ServerResult::CallToolResult(result)) => serde_json::to_value(&result)
+                .map_err(|err| CallError::Protocol(crate::plain::describe(&err))),
             Ok(other) => Err(CallError::Protocol(format!(
                 "expected a tools/call result, got {}",
                 serde_json::to_value(&other)
@@ -325,9 +358,8 @@ impl Connection {
         match tokio::time::timeout(limit, self.peer.read_resource(params)).await {
             Err(_) => Err(CallError::Timeout(limit)),
             Ok(Err(err)) => Err(classify(err)),
-            Ok(Ok(result)) => {
-                serde_json::to_value(&result).map_err(|err| CallError::Protocol(err.to_string()))
-            }
+            Ok(Ok(result)) => serde_json::to_value(&result)
+                .map_err(|err| CallError::Protocol(crate::plain::describe(&err))),
         }
     }
 
@@ -345,25 +377,11 @@ impl Connection {
         match tokio::time::timeout(limit, self.peer.get_prompt_once(params)).await {
             Err(_) => Err(CallError::Timeout(limit)),
             Ok(Err(err)) => Err(classify(err)),
-            Ok(Ok(GetPromptResponse::Complete(result))) => {
-                serde_json::to_value(&result).map_err(|err| CallError::Protocol(err.to_string()))
-            }
+            Ok(Ok(GetPromptResponse::Complete(result))) => serde_json::to_value(&result)
+                .map_err(|err| CallError::Protocol(crate::plain::describe(&err))),
             Ok(Ok(_)) => Err(CallError::Protocol(
                 "the server asked for more input before answering; not supported".into(),
             )),
-        }
-    }
-
-    async fn send_cancel(&self, request_id: rmcp::model::RequestId, reason: String) {
-        tracing::debug!(%request_id, %reason, "sending notifications/cancelled");
-        let notice = self.peer.notify_cancelled(CancelledNotificationParam::new(
-            Some(request_id),
-            Some(reason),
-        ));
-        match tokio::time::timeout(CONTROL_TIMEOUT, notice).await {
-            Ok(Ok(())) => {}
-            Ok(Err(err)) => tracing::debug!(%err, "could not send notifications/cancelled"),
-            Err(_) => tracing::debug!("sending notifications/cancelled timed out"),
         }
     }
 
@@ -386,14 +404,81 @@ impl Connection {
     }
 }
 
+/// A tool call the server is working on. Dropped while armed (the caller
+/// gave up on the answer without saying so), it sends
+/// `notifications/cancelled` from a task of its own, since `Drop` cannot
+/// wait; the caller's timeout or abort then costs the server no more work.
+struct InFlight {
+    peer: Peer<RoleClient>,
+    /// `None` once the call is answered or its cancellation was sent.
+    request_id: Option<RequestId>,
+}
+
+impl InFlight {
+    /// The call got its answer: nothing to cancel any more.
+    fn disarm(&mut self) {
+        self.request_id = None;
+    }
+
+    /// Sends the cancellation now and waits (boundedly) until it left.
+    async fn cancel(&mut self, reason: String) {
+        if let Some(request_id) = self.request_id.take() {
+            send_cancel(&self.peer, request_id, reason).await;
+        }
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let Some(request_id) = self.request_id.take() else {
+            return;
+        };
+        // Without a runtime (the whole runtime is shutting down) there is
+        // no transport left to carry the notice either.
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let peer = self.peer.clone();
+        runtime.spawn(async move {
+            send_cancel(&peer, request_id, "the caller stopped waiting".into()).await;
+        });
+    }
+}
+
+async fn send_cancel(peer: &Peer<RoleClient>, request_id: RequestId, reason: String) {
+    tracing::debug!(%request_id, %reason, "sending notifications/cancelled");
+    let notice = peer.notify_cancelled(CancelledNotificationParam::new(
+        Some(request_id),
+        Some(reason),
+    ));
+    match tokio::time::timeout(CONTROL_TIMEOUT, notice).await {
+        Ok(Ok(())) => {}
+        Ok(Err(err)) => tracing::debug!(%err, "could not send notifications/cancelled"),
+        Err(_) => tracing::debug!("sending notifications/cancelled timed out"),
+    }
+}
+
 fn classify(err: ServiceError) -> CallError {
     if let Some(challenge) = service_challenge(&err) {
         return CallError::Auth(challenge);
     }
     match err {
+        // rmcp answers a call whose response stream broke for good with
+        // an error of its own making, marked as such: the session is gone,
+        // the server did not reject anything.
+        ServiceError::McpError(data)
+            if data
+                .data
+                .as_ref()
+                .and_then(|d| d.get(TRANSPORT_CLOSED_MARKER))
+                .is_some() =>
+        {
+            tracing::debug!(message = %data.message, "response stream closed for good");
+            CallError::Lost
+        }
         ServiceError::McpError(data) => CallError::Rejected(data.message.into_owned()),
         ServiceError::TransportClosed => CallError::Lost,
-        ServiceError::TransportSend(error) => CallError::Broken(error.to_string()),
-        other => CallError::Protocol(other.to_string()),
+        ServiceError::TransportSend(error) => CallError::Broken(crate::plain::describe(&error)),
+        other => CallError::Protocol(crate::plain::describe(&other)),
     }
 }

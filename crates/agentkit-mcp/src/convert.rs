@@ -77,15 +77,31 @@ pub(crate) fn tool_spec(server: &str, exposed_name: &str, tool: &RemoteTool) -> 
 /// A `tools/call` result as an agentkit tool result. `isError` results
 /// become error results the model reads; they are not `ToolError`s, since
 /// the tool ran and reported its own failure.
+///
+/// Servers are told to repeat `structuredContent` as serialized JSON in a
+/// text block for older clients, and the Python and TypeScript SDKs do.
+/// The model would read the same value twice, so a text block that parses
+/// to exactly the structured value is dropped (and the result's metadata
+/// says so under `mcp.deduplicated_text`).
 pub(crate) fn tool_result(server: &str, tool: &str, result: &Value) -> ToolResult {
-    let mut parts: Vec<Part> = result
-        .get("content")
-        .and_then(Value::as_array)
-        .map(|blocks| blocks.iter().map(content_part).collect())
-        .unwrap_or_default();
     let structured = result
         .get("structuredContent")
         .filter(|value| !value.is_null());
+    let blocks: &[Value] = result
+        .get("content")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let mut deduplicated = 0usize;
+    let mut parts: Vec<Part> = blocks
+        .iter()
+        .filter(|block| {
+            let repeats = structured.is_some_and(|value| repeats_structured(block, value));
+            deduplicated += usize::from(repeats);
+            !repeats
+        })
+        .map(content_part)
+        .collect();
     let output = match (parts.len(), structured) {
         (0, Some(value)) => ToolOutput::Structured(value.clone()),
         (0, None) => ToolOutput::Text(String::new()),
@@ -123,7 +139,23 @@ pub(crate) fn tool_result(server: &str, tool: &str, result: &Value) -> ToolResul
     if let Some(meta) = result.get("_meta") {
         converted.metadata.insert("mcp.meta".into(), meta.clone());
     }
+    if deduplicated > 0 {
+        converted
+            .metadata
+            .insert("mcp.deduplicated_text".into(), deduplicated.into());
+    }
     converted
+}
+
+/// `true` when `block` is a text block holding `structured` as JSON
+/// (whatever its formatting).
+fn repeats_structured(block: &Value, structured: &Value) -> bool {
+    block.get("type").and_then(Value::as_str) == Some("text")
+        && block
+            .get("text")
+            .and_then(Value::as_str)
+            .and_then(|text| serde_json::from_str::<Value>(text).ok())
+            .is_some_and(|parsed| parsed == *structured)
 }
 
 fn content_part(block: &Value) -> Part {
@@ -359,6 +391,55 @@ mod tests {
                 text: "alpha".into()
             }
         );
+    }
+
+    #[test]
+    fn text_repeating_the_structured_content_is_not_sent_twice() {
+        // What the Python and TypeScript SDKs send: the value twice.
+        let result = tool_result(
+            "s",
+            "weather",
+            &json!({
+                "content": [{ "type": "text", "text": "{\n  \"temp\": 21,\n  \"sky\": \"clear\"\n}" }],
+                "structuredContent": { "sky": "clear", "temp": 21 }
+            }),
+        );
+        assert_eq!(
+            result.output,
+            ToolOutput::Structured(json!({ "sky": "clear", "temp": 21 }))
+        );
+        assert_eq!(result.metadata["mcp.deduplicated_text"], 1);
+
+        // Other text stays; only the repetition goes.
+        let result = tool_result(
+            "s",
+            "weather",
+            &json!({
+                "content": [
+                    { "type": "text", "text": "Sunny in Chicago" },
+                    { "type": "text", "text": "{\"temp\":21}" }
+                ],
+                "structuredContent": { "temp": 21 }
+            }),
+        );
+        let ToolOutput::Parts(parts) = &result.output else {
+            panic!("parts expected, got {:?}", result.output)
+        };
+        assert_eq!(parts.len(), 2);
+        assert_eq!(parts[0].as_text(), Some("Sunny in Chicago"));
+        assert!(matches!(&parts[1], Part::Structured(s) if s.value == json!({ "temp": 21 })));
+
+        // A different value is not a repetition.
+        let result = tool_result(
+            "s",
+            "t",
+            &json!({
+                "content": [{ "type": "text", "text": "{\"temp\":20}" }],
+                "structuredContent": { "temp": 21 }
+            }),
+        );
+        assert!(matches!(result.output, ToolOutput::Parts(ref p) if p.len() == 2));
+        assert!(!result.metadata.contains_key("mcp.deduplicated_text"));
     }
 
     #[test]

@@ -64,6 +64,17 @@ pub enum McpError {
         /// Why, when the host said.
         reason: Option<String>,
     },
+    /// An OAuth authorization could not be completed (a redirect with a
+    /// wrong `state`, a code the authorization server refused, a build
+    /// without the `oauth` feature). The request stays pending: resolve it
+    /// again with the right redirect.
+    #[error("OAuth authorization with MCP server {server:?} failed: {message}")]
+    Authorization {
+        /// The server's name.
+        server: String,
+        /// What went wrong, in words.
+        message: String,
+    },
     /// An auth resolution names a request this manager never issued or
     /// already resolved.
     #[error("no pending auth request with id {0:?}")]

@@ -7,13 +7,33 @@
 //! the rest of the crate only ever sees a [`Challenge`].
 
 use crate::auth::{Challenge, McpCredentials};
-use crate::config::HttpConfig;
+use crate::config::{HttpConfig, StreamRetry};
 use crate::error::McpError;
 use rmcp::service::{ClientInitializeError, ServiceError};
+use rmcp::transport::common::client_side_sse::SseRetryPolicy;
 use rmcp::transport::streamable_http_client::{
     AuthRequiredError, InsufficientScopeError, StreamableHttpClientTransportConfig,
 };
 use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Our [`StreamRetry`] as rmcp's retry policy for resuming SSE streams.
+/// Set explicitly on every transport: rmcp's default retries forever.
+#[derive(Debug)]
+struct BoundedRetry(StreamRetry);
+
+impl SseRetryPolicy for BoundedRetry {
+    /// rmcp asks with the number of failed attempts so far (0 after a
+    /// clean close), which is what [`StreamRetry::delay`] takes.
+    fn retry(&self, failures: usize) -> Option<Duration> {
+        let delay = self.0.delay(failures);
+        if delay.is_none() {
+            tracing::debug!(failures, "giving up on a broken MCP response stream");
+        }
+        delay
+    }
+}
 
 /// The auth challenge in an initialize failure, if that is what it was.
 pub(crate) fn init_challenge(err: &ClientInitializeError) -> Option<Challenge> {
@@ -94,10 +114,12 @@ pub(crate) fn http_config(
                 add(name, value)?;
             }
         }
-        None => {}
+        // Consumed by the OAuth flow, which supplies a bearer token instead.
+        Some(McpCredentials::OAuthRedirect(_)) | None => {}
     }
     let mut config = StreamableHttpClientTransportConfig::with_uri(http.url.clone());
     config.custom_headers = headers;
+    config.retry_config = Arc::new(BoundedRetry(http.stream_retry));
     if let Some(token) = bearer {
         config = config.auth_header(token);
     }
@@ -114,6 +136,7 @@ mod tests {
             url: "http://127.0.0.1:9/mcp".into(),
             headers: BTreeMap::from([("X-Team".to_owned(), "platform".to_owned())]),
             bearer_token: token.map(str::to_owned),
+            ..HttpConfig::default()
         }
     }
 

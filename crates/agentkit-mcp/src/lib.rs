@@ -8,8 +8,9 @@
 //! agent loop relies on:
 //!
 //! - every call has a deadline, and the server is sent
-//!   `notifications/cancelled` when the deadline passes or the turn is
-//!   cancelled;
+//!   `notifications/cancelled` when the deadline passes, the turn is
+//!   cancelled, or the caller drops the call (a task manager's timeout, an
+//!   aborted task, a dropped `next()`);
 //! - a server that crashed is reconnected on the next call;
 //! - `notifications/tools/list_changed` updates the catalog (a new
 //!   revision, and a [`ToolCatalogEvent`](agentkit_tools_core::ToolCatalogEvent));
@@ -30,11 +31,14 @@
 //! | `ToolSpec::metadata` | `mcp.title`, `mcp.output_schema` | as the server listed them |
 //! | `ToolResult::metadata` | `mcp.server`, `mcp.tool` | who answered |
 //! | `ToolResult::metadata` | `mcp.meta` | the result's `_meta`, when sent |
+//! | `ToolResult::metadata` | `mcp.deduplicated_text` | how many text blocks were dropped for repeating `structuredContent` as JSON |
 //! | `FilePart::metadata` | `mcp.uri` | an embedded or read resource's URI |
 //! | `TextPart::metadata` | `mcp.resource_link` | a resource link block, verbatim |
 //! | `StructuredPart::metadata` | `mcp.structured_content` | `true` on the result's `structuredContent` |
 //! | `AuthRequest::metadata` | `mcp.http_status` | 401 or 403 |
 //! | `AuthRequest::metadata` | `mcp.error`, `mcp.error_description`, `mcp.realm`, `mcp.resource_metadata` | from the challenge |
+//! | `AuthRequest::metadata` | `mcp.authorization_url` | where to send the user, for a server configured with OAuth (feature `oauth`) |
+//! | `AuthRequest::metadata` | `mcp.authorization_error` | why no authorization URL could be made (discovery or registration failed) |
 
 mod auth;
 mod catalog;
@@ -46,6 +50,9 @@ mod error;
 mod http;
 mod manager;
 mod naming;
+#[cfg(feature = "oauth")]
+mod oauth;
+mod plain;
 mod process;
 mod tool;
 
@@ -53,12 +60,14 @@ pub use auth::{AuthOperation, AuthRequest, AuthResolution, McpAuthResponder, Mcp
 pub use catalog::{CatalogEvents, McpToolSource, SOURCE_NAME};
 pub use config::{
     DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, HttpConfig, McpServerConfig, McpTransport,
-    StdioConfig,
+    StdioConfig, StreamRetry,
 };
 pub use discovery::{McpPrompt, McpPromptArgument, McpResource};
 pub use error::McpError;
-pub use manager::{McpServerManager, ServerStatus};
+pub use manager::{McpServerManager, ServerState, ServerStatus};
 pub use naming::exposed_tool_name;
+#[cfg(feature = "oauth")]
+pub use oauth::OAuthConfig;
 
 // The README's example is compiled with the doc-tests.
 #[cfg(doctest)]

@@ -6,17 +6,17 @@
 mod common;
 
 use agentkit_core::{Part, ToolOutput};
-use agentkit_mcp::{McpServerConfig, McpServerManager};
-use agentkit_tools_core::{ToolContext, ToolRequest};
+use agentkit_mcp::{McpServerConfig, McpServerManager, StreamRetry};
+use agentkit_tools_core::{ToolContext, ToolError, ToolRequest};
 use common::{fixtures_dir, tool, within};
 use serde_json::json;
 use std::process::Stdio;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The reference server's HTTP mode on a free loopback port; killed on drop.
 struct ReferenceHttpServer {
     port: u16,
-    _child: tokio::process::Child,
+    child: tokio::process::Child,
 }
 
 impl ReferenceHttpServer {
@@ -50,10 +50,12 @@ impl ReferenceHttpServer {
             }
         })
         .await;
-        Self {
-            port,
-            _child: child,
-        }
+        Self { port, child }
+    }
+
+    /// Kills the server with SIGKILL: no goodbye on any stream.
+    async fn kill(&mut self) {
+        self.child.kill().await.expect("the server is killed");
     }
 }
 
@@ -144,6 +146,74 @@ async fn the_reference_server_over_streamable_http() {
 
         manager.disconnect("everything").await.unwrap();
         assert!(manager.snapshot().tools.is_empty());
+    })
+    .await;
+}
+
+/// Starts the reference server, calls its long-running tool, kills the
+/// server with SIGKILL mid-call, and returns how long the call took to fail
+/// after that, checking that it failed as unavailable in plain words.
+async fn killed_mid_call(retry: Option<StreamRetry>) -> Duration {
+    let mut server = ReferenceHttpServer::start().await;
+    let manager = McpServerManager::new();
+    let mut config = McpServerConfig::http(
+        "everything",
+        format!("http://127.0.0.1:{}/mcp", server.port),
+    )
+    .call_timeout(Duration::from_secs(60));
+    if let Some(retry) = retry {
+        config = config.stream_retry(retry);
+    }
+    manager.register(config).unwrap();
+    manager.connect("everything").await.expect("connects");
+    let call = tokio::spawn({
+        let manager = manager.clone();
+        async move {
+            manager
+                .call_tool(
+                    "everything",
+                    "trigger-long-running-operation",
+                    json!({ "duration": 50, "steps": 50 }),
+                    ToolContext::new("long-1"),
+                )
+                .await
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    server.kill().await;
+    let killed_at = Instant::now();
+    let outcome = within(30, "the call failing", call).await.unwrap();
+    let took = killed_at.elapsed();
+    eprintln!("{retry:?}: the call failed {took:?} after the server died: {outcome:?}");
+    let Err(ToolError::Unavailable(message)) = &outcome else {
+        panic!("unavailable expected, got {outcome:?}")
+    };
+    assert!(!message.contains("::"), "no library type names: {message}");
+    took
+}
+
+/// A server killed while a call waits on its response stream: the call
+/// fails as unavailable after the bounded stream-resume attempts (about
+/// 0.75 s of waiting by default), not at its 60 s deadline, and not never
+/// (rmcp's own default retries forever).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_killed_mid_call_fails_the_call_fast() {
+    within(90, "the dead HTTP server test", async {
+        let took = killed_mid_call(None).await;
+        assert!(took < Duration::from_secs(10), "took {took:?}");
+    })
+    .await;
+}
+
+/// The resume policy is the configured one: three attempts, two seconds
+/// apart, cannot give up sooner than four seconds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_stream_retry_policy_is_configurable() {
+    within(90, "the configured retry test", async {
+        let two_seconds = Duration::from_secs(2);
+        let took = killed_mid_call(Some(StreamRetry::new(3, two_seconds, two_seconds))).await;
+        assert!(took >= Duration::from_millis(3900), "took {took:?}");
+        assert!(took < Duration::from_secs(20), "took {took:?}");
     })
     .await;
 }

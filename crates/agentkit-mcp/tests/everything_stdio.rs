@@ -116,18 +116,16 @@ async fn images_and_structured_content_map_to_parts() {
             )
             .await
             .expect("structured tool answers");
-        let structured = match &weather.output {
-            ToolOutput::Structured(value) => value.clone(),
-            ToolOutput::Parts(parts) => parts
-                .iter()
-                .find_map(|p| match p {
-                    Part::Structured(s) => Some(s.value.clone()),
-                    _ => None,
-                })
-                .expect("a structured part"),
-            other => panic!("structured output expected, got {other:?}"),
+        // The server sends the value twice (as JSON text for old clients,
+        // and as structuredContent); the model gets it once.
+        let ToolOutput::Structured(structured) = &weather.output else {
+            panic!(
+                "only the structured value expected, got {:?}",
+                weather.output
+            )
         };
         assert!(structured["temperature"].is_number(), "{structured}");
+        assert_eq!(weather.metadata["mcp.deduplicated_text"], 1);
     })
     .await;
 }

@@ -139,3 +139,93 @@ async fn disconnect_is_bounded_when_the_server_ignores_us() {
     })
     .await;
 }
+
+fn signal(pid: u32, signal: &str) {
+    let sent = std::process::Command::new("kill")
+        .args([signal, &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success(), "kill {signal} {pid}");
+}
+
+/// A stdio server killed with SIGKILL while a call waits: the call fails as
+/// unavailable at once (the pipe closes), long before its deadline, and
+/// the next call reconnects.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_killed_mid_call_fails_the_call_promptly() {
+    within(60, "the killed stdio server test", async {
+        let manager = McpServerManager::new();
+        manager
+            .register(stubborn("stubborn").call_timeout(Duration::from_secs(60)))
+            .unwrap();
+        let pid = manager.connect("stubborn").await.unwrap().pid.unwrap();
+        let call = tokio::spawn({
+            let manager = manager.clone();
+            async move {
+                manager
+                    .call_tool("stubborn", "hang", json!({}), ToolContext::new("kill-1"))
+                    .await
+            }
+        });
+        eventually(10, "the call reaching the server", || {
+            manager
+                .stderr_tail("stubborn")
+                .unwrap()
+                .iter()
+                .any(|line| line.starts_with("hang started"))
+        })
+        .await;
+        signal(pid, "-KILL");
+        let killed_at = Instant::now();
+        let outcome = within(10, "the call failing", call).await.unwrap();
+        let took = killed_at.elapsed();
+        eprintln!("the call failed {took:?} after SIGKILL: {outcome:?}");
+        let Err(ToolError::Unavailable(message)) = &outcome else {
+            panic!("unavailable expected, got {outcome:?}")
+        };
+        assert!(!message.contains("::"), "{message}");
+        assert!(took < Duration::from_secs(2), "took {took:?}");
+        let pong = manager
+            .call_tool("stubborn", "ping", json!({}), ToolContext::new("kill-2"))
+            .await
+            .expect("the next call reconnects");
+        assert_eq!(pong.output.to_text(), "pong");
+        assert_ne!(manager.status("stubborn").unwrap().pid, Some(pid));
+    })
+    .await;
+}
+
+/// A stdio server frozen with SIGSTOP never answers and never closes its
+/// pipes: the call waits for its deadline, then fails with `Timeout`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frozen_server_times_out_at_the_deadline() {
+    within(60, "the frozen stdio server test", async {
+        let manager = McpServerManager::new();
+        manager
+            .register(stubborn("stubborn").call_timeout(Duration::from_millis(800)))
+            .unwrap();
+        let pid = manager.connect("stubborn").await.unwrap().pid.unwrap();
+        signal(pid, "-STOP");
+        let started = Instant::now();
+        let outcome = manager
+            .call_tool("stubborn", "ping", json!({}), ToolContext::new("stop-1"))
+            .await;
+        let took = started.elapsed();
+        eprintln!("the frozen server's call ended after {took:?}: {outcome:?}");
+        assert_eq!(outcome, Err(ToolError::Timeout(Duration::from_millis(800))));
+        assert!(
+            took >= Duration::from_millis(800),
+            "not before the deadline"
+        );
+        assert!(took < Duration::from_secs(5), "took {took:?}");
+        // Thawed, the same session answers again.
+        signal(pid, "-CONT");
+        let pong = manager
+            .call_tool("stubborn", "ping", json!({}), ToolContext::new("stop-2"))
+            .await
+            .expect("the thawed server answers");
+        assert_eq!(pong.output.to_text(), "pong");
+        manager.disconnect("stubborn").await.unwrap();
+    })
+    .await;
+}

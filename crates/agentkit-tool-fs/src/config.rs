@@ -6,8 +6,10 @@
 //! checker (typically a `PathPolicy` with the same root). The root here only
 //! says what a relative path means.
 
+use crate::paths::CheckedPaths;
 use agentkit_tools_core::resolve_path;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Settings shared by all filesystem tools.
 ///
@@ -29,6 +31,9 @@ pub struct FsToolsConfig {
     max_list_depth: usize,
     max_search_results: usize,
     max_search_file_bytes: u64,
+    /// What the permission checker saw, shared by every tool over this
+    /// configuration (see `paths::CheckedPaths`).
+    checked: Arc<CheckedPaths>,
 }
 
 impl FsToolsConfig {
@@ -65,6 +70,7 @@ impl FsToolsConfig {
             max_list_depth: Self::DEFAULT_MAX_LIST_DEPTH,
             max_search_results: Self::DEFAULT_MAX_SEARCH_RESULTS,
             max_search_file_bytes: Self::DEFAULT_MAX_SEARCH_FILE_BYTES,
+            checked: Arc::default(),
         }
     }
 
@@ -112,6 +118,10 @@ impl FsToolsConfig {
     pub fn with_max_search_file_bytes(mut self, bytes: u64) -> Self {
         self.max_search_file_bytes = bytes;
         self
+    }
+
+    pub(crate) fn checked(&self) -> &CheckedPaths {
+        &self.checked
     }
 
     /// The resolved workspace root.

@@ -13,11 +13,69 @@
 
 use crate::FsToolsConfig;
 use agentkit_tools_core::{ToolError, resolve_path};
+use std::collections::HashMap;
 use std::io;
 use std::path::{Component, Path, PathBuf};
+use std::sync::Mutex;
 
-/// Resolves `path` against the workspace root, following every symlink.
+/// The resolutions the permission checker last saw, by the path as written:
+/// when the call runs, the path must resolve the same way, or something
+/// changed the filesystem between the check and the use (a directory
+/// swapped for a symlink to `.git`), and the call is refused.
+#[derive(Debug, Default)]
+pub(crate) struct CheckedPaths(Mutex<HashMap<(Mode, String), PathBuf>>);
+
+/// How a written path was resolved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Mode {
+    Follow,
+    KeepLast,
+}
+
+/// Forget everything past this many remembered paths (one per distinct
+/// path written in a call; the check runs right before each use).
+const MAX_CHECKED: usize = 4096;
+
+impl CheckedPaths {
+    fn record(&self, mode: Mode, written: &str, resolved: &Path) {
+        let mut map = self.0.lock().unwrap_or_else(|poison| poison.into_inner());
+        if map.len() >= MAX_CHECKED {
+            map.clear();
+        }
+        map.insert((mode, written.to_owned()), resolved.to_path_buf());
+    }
+
+    fn verify(&self, mode: Mode, written: &str, resolved: &Path) -> Result<(), ToolError> {
+        let map = self.0.lock().unwrap_or_else(|poison| poison.into_inner());
+        match map.get(&(mode, written.to_owned())) {
+            Some(checked) if checked != resolved => Err(ToolError::ExecutionFailed(format!(
+                "{written} resolved to {} when its permission was checked and to {} now \
+                 (a symlink changed in between); refusing to touch either",
+                checked.display(),
+                resolved.display()
+            ))),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Resolves `path` against the workspace root, following every symlink, and
+/// remembers the result for the moment of use (see [`CheckedPaths`]).
 pub(crate) fn resolve(config: &FsToolsConfig, path: &str) -> Result<PathBuf, ToolError> {
+    let resolved = resolve_follow(config, path)?;
+    config.checked().record(Mode::Follow, path, &resolved);
+    Ok(resolved)
+}
+
+/// Resolves the parent of `path` and keeps its last component as written, so
+/// a symlink is named rather than followed; remembered like [`resolve`].
+pub(crate) fn resolve_keep_last(config: &FsToolsConfig, path: &str) -> Result<PathBuf, ToolError> {
+    let resolved = keep_last(config, path)?;
+    config.checked().record(Mode::KeepLast, path, &resolved);
+    Ok(resolved)
+}
+
+fn resolve_follow(config: &FsToolsConfig, path: &str) -> Result<PathBuf, ToolError> {
     if path.is_empty() {
         return Err(ToolError::InvalidInput("`path` must not be empty".into()));
     }
@@ -25,9 +83,7 @@ pub(crate) fn resolve(config: &FsToolsConfig, path: &str) -> Result<PathBuf, Too
         .map_err(|err| ToolError::InvalidInput(format!("cannot resolve {path}: {err}")))
 }
 
-/// Resolves the parent of `path` and keeps its last component as written, so
-/// a symlink is named rather than followed.
-pub(crate) fn resolve_keep_last(config: &FsToolsConfig, path: &str) -> Result<PathBuf, ToolError> {
+fn keep_last(config: &FsToolsConfig, path: &str) -> Result<PathBuf, ToolError> {
     let written = Path::new(path);
     match written.components().next_back() {
         Some(Component::Normal(name)) => {
@@ -37,18 +93,20 @@ pub(crate) fn resolve_keep_last(config: &FsToolsConfig, path: &str) -> Result<Pa
             Ok(parent.join(name))
         }
         // `.`, `..`, `/` or nothing: there is no name to keep.
-        _ => resolve(config, path),
+        _ => resolve_follow(config, path),
     }
 }
 
-/// [`resolve`] for the moment of use: a path written inside the root (as
-/// text, `..` applied) must still resolve inside it. A symlink swapped in
-/// after the permission check (`ws/dir` -> `/etc`) would otherwise send the
-/// call outside the workspace; such a call fails instead. Files outside the
-/// workspace are reached by their real path, which the permission checker
-/// then judges as such.
+/// [`resolve`] for the moment of use. The path must resolve as it did when
+/// its permission was checked (see [`CheckedPaths`]), and a path written
+/// inside the root (as text, `..` applied) must still resolve inside it,
+/// also when the tool is called without a check. A symlink swapped in after
+/// the check (`ws/dir` -> `/etc`, or -> `ws/.git`) fails the call instead of
+/// redirecting it. Files outside the workspace are reached by their real
+/// path, which the permission checker then judges as such.
 pub(crate) fn resolve_contained(config: &FsToolsConfig, path: &str) -> Result<PathBuf, ToolError> {
-    let resolved = resolve(config, path)?;
+    let resolved = resolve_follow(config, path)?;
+    config.checked().verify(Mode::Follow, path, &resolved)?;
     check_contained(config, path, &resolved)?;
     Ok(resolved)
 }
@@ -58,7 +116,8 @@ pub(crate) fn resolve_keep_last_contained(
     config: &FsToolsConfig,
     path: &str,
 ) -> Result<PathBuf, ToolError> {
-    let resolved = resolve_keep_last(config, path)?;
+    let resolved = keep_last(config, path)?;
+    config.checked().verify(Mode::KeepLast, path, &resolved)?;
     check_contained(config, path, &resolved)?;
     Ok(resolved)
 }

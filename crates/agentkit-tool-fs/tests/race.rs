@@ -144,3 +144,77 @@ async fn a_path_inside_the_root_that_now_leads_out_is_refused_at_use() {
         .unwrap();
     assert!(setup.outside.join("x.txt").exists());
 }
+
+/// Exchanges `ws/d` and `ws/alt` atomically.
+fn swap(ws: &std::path::Path) {
+    renameat_with(
+        CWD,
+        ws.join("d"),
+        CWD,
+        ws.join("alt"),
+        RenameFlags::EXCHANGE,
+    )
+    .unwrap();
+}
+
+/// Allows everything and, as a side effect, swaps `ws/d` with `ws/alt`
+/// right after judging: the worst possible moment, deterministically.
+struct SwapAfterCheck {
+    ws: std::path::PathBuf,
+}
+
+impl agentkit_tools_core::PermissionChecker for SwapAfterCheck {
+    fn evaluate(
+        &self,
+        _request: &agentkit_tools_core::PermissionRequest,
+    ) -> agentkit_tools_core::PermissionDecision {
+        swap(&self.ws);
+        agentkit_tools_core::PermissionDecision::Allow
+    }
+}
+
+#[tokio::test]
+async fn a_swap_between_check_and_use_is_refused_even_inside_the_root() {
+    // The link now points at the protected `.git` inside the workspace: still
+    // "in the root", but not what was checked.
+    let setup = setup();
+    std::fs::create_dir_all(setup.ws.join(".git/hooks")).unwrap();
+    std::fs::remove_file(setup.ws.join("alt")).unwrap();
+    std::os::unix::fs::symlink(setup.ws.join(".git/hooks"), setup.ws.join("alt")).unwrap();
+    let executor = BasicToolExecutor::new(
+        ToolFederation::new().with_source(fs_tools(FsToolsConfig::new(&setup.ws))),
+    )
+    .with_permissions(Arc::new(SwapAfterCheck {
+        ws: setup.ws.clone(),
+    }));
+    for (tool, input) in [
+        (
+            "fs_write_file",
+            json!({ "path": "d/pre-commit", "content": "evil" }),
+        ),
+        ("fs_create_directory", json!({ "path": "d/x" })),
+        ("fs_delete", json!({ "path": "d/keep" })),
+    ] {
+        std::fs::write(setup.ws.join(".git/hooks/keep"), "k").unwrap();
+        let err = setup_call(&executor, tool, input).await.unwrap_err();
+        assert!(
+            err.to_string().contains("when its permission was checked"),
+            "{tool}: {err}"
+        );
+        // Swap back for the next round.
+        swap(&setup.ws);
+    }
+    assert!(!setup.ws.join(".git/hooks/pre-commit").exists());
+    assert!(!setup.ws.join(".git/hooks/x").exists());
+    assert!(setup.ws.join(".git/hooks/keep").exists());
+}
+
+async fn setup_call(
+    executor: &BasicToolExecutor,
+    tool: &str,
+    input: serde_json::Value,
+) -> Result<agentkit_tools_core::ToolResult, ToolError> {
+    executor
+        .execute(ToolRequest::new("c", tool, input), ToolContext::detached())
+        .await
+}

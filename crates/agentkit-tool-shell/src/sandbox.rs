@@ -175,20 +175,27 @@ pub(crate) async fn spawn(
         .name("agentkit-sandboxed-spawn".into())
         .spawn(move || {
             let _runtime = handle.enter();
-            let outcome = restrict_current_thread(&writable, network);
-            let result = match (&outcome, policy) {
-                (SandboxOutcome::Unavailable(why), WhenUnavailable::Refuse) => {
-                    Err(SpawnError::SandboxRequired(why.clone()))
-                }
-                _ => command
-                    .spawn()
-                    .map(|child| (child, outcome))
-                    .map_err(SpawnError::from),
-            };
+            let result =
+                decide(restrict_current_thread(&writable, network), policy).and_then(|outcome| {
+                    command
+                        .spawn()
+                        .map(|child| (child, outcome))
+                        .map_err(SpawnError::from)
+                });
             let _ = tx.send(result);
         })?;
     rx.await
         .unwrap_or_else(|_| Err(std::io::Error::other("the sandboxed spawn thread died").into()))
+}
+
+/// Whether a command may start after the sandbox came out as `outcome`.
+fn decide(outcome: SandboxOutcome, policy: WhenUnavailable) -> Result<SandboxOutcome, SpawnError> {
+    match (outcome, policy) {
+        (SandboxOutcome::Unavailable(why), WhenUnavailable::Refuse) => {
+            Err(SpawnError::SandboxRequired(why))
+        }
+        (outcome, _) => Ok(outcome),
+    }
 }
 
 /// Puts the calling thread in a Landlock domain: writes only beneath
@@ -244,6 +251,29 @@ fn restrict_current_thread(_writable: &[PathBuf], _network: bool) -> SandboxOutc
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn refuse_mode_refuses_only_when_the_sandbox_is_missing() {
+        let missing = || SandboxOutcome::Unavailable("no Landlock".into());
+        let refused = decide(missing(), WhenUnavailable::Refuse).unwrap_err();
+        assert_eq!(
+            refused.to_string(),
+            "the sandbox is required and cannot be applied: no Landlock"
+        );
+        assert_eq!(
+            decide(missing(), WhenUnavailable::RunUnsandboxed).unwrap(),
+            missing()
+        );
+        let partial = SandboxOutcome::Partial("old kernel".into());
+        assert_eq!(
+            decide(partial.clone(), WhenUnavailable::Refuse).unwrap(),
+            partial
+        );
+        assert_eq!(
+            decide(SandboxOutcome::Enforced, WhenUnavailable::Refuse).unwrap(),
+            SandboxOutcome::Enforced
+        );
+    }
 
     #[test]
     fn outcomes_say_what_the_model_must_know() {

@@ -62,7 +62,8 @@ pub mod prelude {
     };
     #[cfg(feature = "tools")]
     pub use agentkit_tools_core::{
-        Tool, ToolContext, ToolError, ToolRegistry, ToolRequest, ToolResult, ToolSpec,
+        SafeDefaultPermissions, Tool, ToolContext, ToolError, ToolRegistry, ToolRequest,
+        ToolResult, ToolSpec, TypedTool,
     };
 }
 

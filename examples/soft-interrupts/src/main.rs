@@ -10,35 +10,31 @@
 use agentkit_core::{FinishReason, Item};
 use agentkit_loop::{Agent, AgentEvent, LoopInterrupt, LoopObserver, LoopStep, SessionConfig};
 use agentkit_testkit::{ScriptedModel, ScriptedTurn};
-use agentkit_tools_core::{
-    Tool, ToolContext, ToolError, ToolRegistry, ToolRequest, ToolResult, ToolSpec,
-};
+use agentkit_tools_core::{ToolError, ToolRegistry, TypedTool};
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::json;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Pretends to edit a file, slowly.
-struct EditFile;
+/// The arguments of `edit_file`.
+#[derive(Deserialize, JsonSchema)]
+struct EditArgs {
+    /// The file to edit.
+    path: String,
+}
 
-#[async_trait::async_trait]
-impl Tool for EditFile {
-    fn spec(&self) -> Arc<ToolSpec> {
-        let schema = json!({ "type": "object", "properties": { "path": { "type": "string" } }, "required": ["path"] });
-        Arc::new(ToolSpec::new("edit_file", "Edits a file.", schema).expect("valid name"))
-    }
-
-    async fn invoke(
-        &self,
-        request: ToolRequest,
-        ctx: ToolContext,
-    ) -> Result<ToolResult, ToolError> {
-        tokio::select! {
-            _ = tokio::time::sleep(Duration::from_millis(300)) => {
-                Ok(ToolResult::new(format!("edited {}", request.input["path"].as_str().unwrap_or("?"))))
+/// Pretends to edit a file, slowly; stops when the turn is cancelled.
+fn edit_file() -> TypedTool {
+    TypedTool::new(
+        "edit_file",
+        "Edits a file.",
+        |args: EditArgs, ctx| async move {
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(300)) => Ok(format!("edited {}", args.path)),
+                _ = ctx.cancellation.cancelled() => Err(ToolError::Cancelled),
             }
-            _ = ctx.cancellation.cancelled() => Err(ToolError::Cancelled),
-        }
-    }
+        },
+    )
 }
 
 struct Printer(Instant);
@@ -94,7 +90,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     ]);
     let agent = Agent::builder()
         .model(model)
-        .add_tool_source(ToolRegistry::new().with(EditFile))
+        .add_tool_source(ToolRegistry::new().with(edit_file()))
         .observer(Printer(Instant::now()))
         .input(vec![Item::user("Refactor the parser.")])
         .build()?;

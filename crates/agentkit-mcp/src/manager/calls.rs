@@ -59,11 +59,14 @@ impl Inner {
             };
             let deadline = server.config.call_timeout;
             let mut retried = false;
+            // The responder is asked at most once per call, at connect or
+            // after a 401 / 403 in the call.
+            let mut asked = false;
             loop {
                 // Reconnecting can take the whole connect timeout; the turn
                 // may be cancelled meanwhile.
                 let connection = tokio::select! {
-                    connection = self.connection(&server, operation.clone()) => {
+                    connection = self.connection_asking(&server, operation.clone(), &mut asked) => {
                         connection.map_err(McpError::into_tool_error)?
                     }
                     _ = ctx.cancellation.cancelled() => return Err(ToolError::Cancelled),
@@ -110,11 +113,13 @@ impl Inner {
                         self.discard(&server, &connection).await;
                         let request =
                             crate::auth::auth_request(server_name, operation.clone(), &challenge);
-                        if !retried && self.ask_responder(&server, &request).await {
-                            retried = true;
-                            continue;
+                        if !asked {
+                            asked = true;
+                            if self.ask_responder(&server, &request).await {
+                                continue;
+                            }
                         }
-                        Err(self.auth_failure(&server, request).into_tool_error())
+                        Err(self.surface_auth(&server, request).await.into_tool_error())
                     }
                     Err(CallError::Rejected(message)) => Err(ToolError::ExecutionFailed(format!(
                         "MCP server {server_name} rejected the call: {message}"
@@ -150,8 +155,11 @@ impl Inner {
             message,
         };
         let mut retried = false;
+        let mut asked = false;
         loop {
-            let connection = self.connection(&server, operation.clone()).await?;
+            let connection = self
+                .connection_asking(&server, operation.clone(), &mut asked)
+                .await?;
             return match run(connection.clone(), limit).await {
                 Ok(value) => Ok(value),
                 Err(CallError::NotSent(_)) if !retried => {
@@ -163,23 +171,24 @@ impl Inner {
                     self.discard(&server, &connection).await;
                     let request =
                         crate::auth::auth_request(server_name, operation.clone(), &challenge);
-                    if !retried && self.ask_responder(&server, &request).await {
-                        retried = true;
-                        continue;
+                    if !asked {
+                        asked = true;
+                        if self.ask_responder(&server, &request).await {
+                            continue;
+                        }
                     }
-                    Err(self.auth_failure(&server, request))
-                }
-                Err(CallError::Timeout(after)) => {
-                    Err(failed(format!("no answer within {after:?}")))
+                    Err(self.surface_auth(&server, request).await)
                 }
                 Err(err @ (CallError::NotSent(_) | CallError::Lost | CallError::Broken(_))) => {
                     self.discard(&server, &connection).await;
-                    Err(failed(format!("{err:?}")))
+                    Err(failed(err.to_string()))
                 }
-                Err(CallError::Cancelled) => Err(failed("cancelled".into())),
-                Err(CallError::Rejected(message) | CallError::Protocol(message)) => {
-                    Err(failed(message))
-                }
+                Err(
+                    err @ (CallError::Timeout(_)
+                    | CallError::Cancelled
+                    | CallError::Rejected(_)
+                    | CallError::Protocol(_)),
+                ) => Err(failed(err.to_string())),
             };
         }
     }

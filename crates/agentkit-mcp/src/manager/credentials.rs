@@ -14,10 +14,16 @@ use std::sync::Arc;
 const PENDING_PER_SERVER: usize = 16;
 
 impl Inner {
-    /// Asks the registered responder; `true` when it provided credentials
-    /// worth a retry.
+    /// Asks the server's responder, or else the manager's; `true` when it
+    /// provided credentials worth a retry. A server authorized with OAuth
+    /// refreshes its tokens first.
     pub(super) async fn ask_responder(&self, server: &Arc<Server>, request: &AuthRequest) -> bool {
-        let responder = self.responder.lock().expect("responder lock").clone();
+        #[cfg(feature = "oauth")]
+        if server.oauth.refresh().await {
+            return true;
+        }
+        let own = server.responder.lock().expect("responder lock").clone();
+        let responder = own.or_else(|| self.responder.lock().expect("responder lock").clone());
         let Some(responder) = responder else {
             return false;
         };
@@ -34,6 +40,39 @@ impl Inner {
             }
             None => false,
         }
+    }
+
+    /// The error for an unanswered auth request, after adding what the host
+    /// needs to answer it (the OAuth authorization URL, for servers
+    /// configured with OAuth).
+    pub(super) async fn surface_auth(
+        &self,
+        server: &Arc<Server>,
+        #[allow(unused_mut)] mut request: AuthRequest,
+    ) -> McpError {
+        #[cfg(feature = "oauth")]
+        if let crate::config::McpTransport::Http(http) = &server.config.transport
+            && let Some(config) = &http.oauth
+        {
+            let url = server
+                .oauth
+                .authorization_url(&http.url, config, request.challenge.as_deref())
+                .await;
+            match url {
+                Ok(url) => {
+                    request
+                        .metadata
+                        .insert("mcp.authorization_url".into(), url.into());
+                }
+                Err(reason) => {
+                    tracing::warn!(server = %server.config.name, %reason, "OAuth authorization could not start");
+                    request
+                        .metadata
+                        .insert("mcp.authorization_error".into(), reason.into());
+                }
+            }
+        }
+        self.auth_failure(server, request)
     }
 
     /// The error for an unanswered auth request: recorded as pending, or
@@ -67,8 +106,19 @@ impl Inner {
         McpError::AuthRequired(Box::new(request))
     }
 
-    pub(super) async fn apply_resolution(&self, server: &Arc<Server>, resolution: AuthResolution) {
+    pub(super) async fn apply_resolution(
+        &self,
+        server: &Arc<Server>,
+        resolution: AuthResolution,
+    ) -> Result<(), McpError> {
         let name = server.config.name.clone();
+        if let AuthResolution::Provided {
+            credentials: McpCredentials::OAuthRedirect(redirect),
+            ..
+        } = &resolution
+        {
+            return self.complete_oauth(server, redirect).await;
+        }
         self.pending_auth
             .lock()
             .expect("pending auth lock")
@@ -82,6 +132,34 @@ impl Inner {
                 *server.refused.lock().expect("refused lock") = Some(reason);
             }
         }
+        Ok(())
+    }
+
+    /// Ends an OAuth authorization with the host's redirect URL. The
+    /// pending requests stay pending when it fails (the host may retry).
+    async fn complete_oauth(&self, server: &Arc<Server>, redirect: &str) -> Result<(), McpError> {
+        let name = server.config.name.clone();
+        #[cfg(feature = "oauth")]
+        let outcome = server.oauth.complete(redirect).await;
+        #[cfg(not(feature = "oauth"))]
+        let outcome: Result<(), String> = {
+            let _ = redirect;
+            Err("this build has no OAuth support (the `oauth` feature is off)".into())
+        };
+        if let Err(message) = outcome {
+            return Err(McpError::Authorization {
+                server: name,
+                message,
+            });
+        }
+        tracing::info!(server = %name, "OAuth authorization completed");
+        self.pending_auth
+            .lock()
+            .expect("pending auth lock")
+            .retain(|request| request.provider != name);
+        *server.refused.lock().expect("refused lock") = None;
+        close_session(server).await;
+        Ok(())
     }
 
     pub(super) async fn store_credentials(
@@ -91,15 +169,19 @@ impl Inner {
     ) {
         *server.credentials.lock().expect("credentials lock") = Some(credentials);
         *server.refused.lock().expect("refused lock") = None;
-        // The open session (if any) was authenticated with the old
-        // credentials; the next call opens a new one.
-        let old = {
-            let mut slot = server.slot.lock().await;
-            server.live.lock().expect("live lock").take();
-            slot.take()
-        };
-        if let Some(old) = old {
-            old.close().await;
-        }
+        close_session(server).await;
+    }
+}
+
+/// Closes the server's open session, if any: it was authenticated with the
+/// old credentials, and the next connect opens a new one.
+async fn close_session(server: &Server) {
+    let old = {
+        let mut slot = server.slot.lock().await;
+        server.live.lock().expect("live lock").take();
+        slot.take()
+    };
+    if let Some(old) = old {
+        old.close().await;
     }
 }

@@ -17,6 +17,9 @@
 mod calls;
 mod credentials;
 mod session;
+mod status;
+
+pub use status::{ServerState, ServerStatus};
 
 use crate::auth::{AuthResolution, McpAuthResponder, McpCredentials};
 use crate::catalog::{CatalogEvents, CatalogState, McpToolSource};
@@ -60,6 +63,10 @@ pub(crate) struct Inner {
 struct Server {
     config: McpServerConfig,
     credentials: Mutex<Option<McpCredentials>>,
+    /// This server's own credentials provider, asked before the manager's.
+    responder: Mutex<Option<Arc<dyn McpAuthResponder>>>,
+    /// Why the last connect failed, until one succeeds.
+    last_error: Mutex<Option<McpError>>,
     /// `Some(reason)` after the host refused to authenticate.
     refused: Mutex<Option<Option<String>>>,
     slot: tokio::sync::Mutex<Option<Arc<Connection>>>,
@@ -71,6 +78,9 @@ struct Server {
     resources: Mutex<Vec<McpResource>>,
     prompts: Mutex<Vec<McpPrompt>>,
     refresher: Mutex<Option<AbortHandle>>,
+    /// The OAuth flow, for servers configured with OAuth.
+    #[cfg(feature = "oauth")]
+    oauth: crate::oauth::OAuthFlow,
 }
 
 impl Drop for Server {
@@ -79,28 +89,6 @@ impl Drop for Server {
             task.abort();
         }
     }
-}
-
-/// What the manager knows about one server.
-#[derive(Clone, Debug, PartialEq)]
-#[non_exhaustive]
-pub struct ServerStatus {
-    /// The name it was registered under.
-    pub name: String,
-    /// `true` while a session is open.
-    pub connected: bool,
-    /// The process id (and process group id) of a stdio server's process.
-    pub pid: Option<u32>,
-    /// The name the server gave itself in the handshake.
-    pub server_name: Option<String>,
-    /// The version the server gave itself in the handshake.
-    pub server_version: Option<String>,
-    /// The negotiated MCP protocol version.
-    pub protocol_version: Option<String>,
-    /// The server's instructions for the model, if it sent any.
-    pub instructions: Option<String>,
-    /// The server's own names of its tools (as last listed).
-    pub tools: Vec<String>,
 }
 
 impl McpServerManager {
@@ -134,6 +122,8 @@ impl McpServerManager {
         servers.push(Arc::new(Server {
             config,
             credentials: Mutex::new(None),
+            responder: Mutex::new(None),
+            last_error: Mutex::new(None),
             refused: Mutex::new(None),
             slot: tokio::sync::Mutex::new(None),
             live: Mutex::new(None),
@@ -141,6 +131,8 @@ impl McpServerManager {
             resources: Mutex::new(Vec::new()),
             prompts: Mutex::new(Vec::new()),
             refresher: Mutex::new(None),
+            #[cfg(feature = "oauth")]
+            oauth: crate::oauth::OAuthFlow::default(),
         }));
         Ok(())
     }
@@ -163,7 +155,7 @@ impl McpServerManager {
         self.inner
             .connection(&server, AuthOperation::Connect)
             .await?;
-        Ok(status_of(&server))
+        Ok(self.inner.status(&server))
     }
 
     /// Connects every registered server concurrently. Each server's outcome
@@ -244,7 +236,7 @@ impl McpServerManager {
     /// What the manager knows about a server.
     pub fn status(&self, name: &str) -> Result<ServerStatus, McpError> {
         let server = self.inner.server(name)?;
-        Ok(status_of(&server))
+        Ok(self.inner.status(&server))
     }
 
     /// The resources a server offered when it was last connected.
@@ -272,6 +264,31 @@ impl McpServerManager {
     /// Calls a server's tool by its own name (not the exposed
     /// `mcp_<server>_<tool>` name), outside any agent loop. The same path
     /// the source's tools take: deadline, cancellation, reconnect, auth.
+    ///
+    /// The context needs no more than a call id, plus a cancellation when
+    /// the host wants to be able to stop the call. Interrupting it, or
+    /// simply dropping the returned future, sends the server
+    /// `notifications/cancelled`.
+    ///
+    /// ```no_run
+    /// use agentkit_core::CancellationController;
+    /// use agentkit_mcp::{McpServerConfig, McpServerManager};
+    /// use agentkit_tools_core::ToolContext;
+    /// use serde_json::json;
+    ///
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// let manager = McpServerManager::new();
+    /// manager.register(McpServerConfig::stdio("everything", "mcp-server-everything").arg("stdio"))?;
+    /// let stop = CancellationController::new();
+    /// let ctx = ToolContext::new("call-1").with_cancellation(stop.handle().checkpoint());
+    /// // Elsewhere: `stop.interrupt()` ends the call and cancels it on the server.
+    /// let result = manager
+    ///     .call_tool("everything", "echo", json!({ "message": "hi" }), ctx)
+    ///     .await?;
+    /// println!("{}", result.output.to_text());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn call_tool(
         &self,
         server: &str,
@@ -327,11 +344,38 @@ impl McpServerManager {
         Ok(convert::prompt_items(&result))
     }
 
-    /// Answers an auth request. Provided credentials are stored for the
-    /// request's server and the current session is dropped, so the next
-    /// call (or [`connect`](Self::connect)) reconnects with them. A refusal
-    /// makes calls to the server fail until credentials are given.
-    /// Resolving answers every pending request of the same server.
+    /// Answers an auth request. Resolving answers every pending request of
+    /// the same server.
+    ///
+    /// Provided credentials are stored for the request's server, the
+    /// session opened with the old ones (if any) is closed, and the server
+    /// is connected with the new ones right away, so its tools join the
+    /// catalog (the loop reports `ToolCatalogChanged` at its next model
+    /// call) even if it never connected before. The connect's failure is
+    /// returned (the credentials are kept either way): a wrong token comes
+    /// back as a fresh [`McpError::AuthRequired`].
+    ///
+    /// A refusal makes calls to the server fail until credentials are
+    /// given.
+    ///
+    /// ```no_run
+    /// use agentkit_mcp::{AuthResolution, McpCredentials, McpError, McpServerConfig, McpServerManager};
+    ///
+    /// # async fn run() -> Result<(), McpError> {
+    /// let manager = McpServerManager::new();
+    /// manager.register(McpServerConfig::http("remote", "https://example.com/mcp"))?;
+    /// if let Err(McpError::AuthRequired(request)) = manager.connect("remote").await {
+    ///     // The server is registered and waits: `status("remote")?.state`
+    ///     // is `ServerState::NeedsAuth(request)` until the host answers.
+    ///     let token = "..."; // from a login page, a secret store, a person
+    ///     manager
+    ///         .resolve_auth(AuthResolution::provided(*request, McpCredentials::bearer(token)))
+    ///         .await?;
+    ///     // Connected now; its tools are in `manager.snapshot()`.
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn resolve_auth(&self, resolution: AuthResolution) -> Result<(), McpError> {
         let request = resolution.request();
         let known = self
@@ -345,7 +389,13 @@ impl McpServerManager {
             return Err(McpError::UnknownAuthRequest(request.id.clone()));
         }
         let server = self.inner.server(&request.provider)?;
-        self.inner.apply_resolution(&server, resolution).await;
+        let provided = matches!(resolution, AuthResolution::Provided { .. });
+        self.inner.apply_resolution(&server, resolution).await?;
+        if provided {
+            self.inner
+                .connection(&server, AuthOperation::Connect)
+                .await?;
+        }
         Ok(())
     }
 
@@ -372,12 +422,34 @@ impl McpServerManager {
             .clone()
     }
 
-    /// Registers a responder asked first whenever a server wants
-    /// credentials; what it cannot answer surfaces as `AuthRequired`. It is
-    /// asked while the server's connect is in progress, so it must answer
-    /// by returning a resolution, not by calling back into the manager.
+    /// Registers a responder asked whenever any server wants credentials
+    /// and has no responder of its own (see
+    /// [`set_server_auth_responder`](Self::set_server_auth_responder)).
+    ///
+    /// A responder is a credentials provider: on a `401` or `403` (at
+    /// connect or in the middle of a call) it is asked once, and the
+    /// connect or call is retried once with what it returns, so a token it
+    /// refreshed is picked up without any error reaching the model. Only
+    /// when it has no answer, refuses, or its credentials fail too does the
+    /// request surface as `AuthRequired` for the host. It is asked while
+    /// the server's connect is in progress, so it must answer by returning
+    /// a resolution, not by calling back into the manager.
     pub fn set_auth_responder(&self, responder: Arc<dyn McpAuthResponder>) {
         *self.inner.responder.lock().expect("responder lock") = Some(responder);
+    }
+
+    /// Registers a responder for one server, asked instead of the
+    /// manager-wide one (same rules as
+    /// [`set_auth_responder`](Self::set_auth_responder)): each server can
+    /// have its own token source.
+    pub fn set_server_auth_responder(
+        &self,
+        name: &str,
+        responder: Arc<dyn McpAuthResponder>,
+    ) -> Result<(), McpError> {
+        let server = self.inner.server(name)?;
+        *server.responder.lock().expect("responder lock") = Some(responder);
+        Ok(())
     }
 }
 
@@ -396,36 +468,12 @@ impl std::fmt::Debug for McpServerManager {
     }
 }
 
-fn status_of(server: &Server) -> ServerStatus {
-    let live = server.live.lock().expect("live lock").clone();
-    let live = live.filter(|c| !c.is_closed());
-    let info = live.as_ref().map(|c| c.server_info.clone());
-    let field = |path: &[&str]| {
-        let mut value = info.as_ref()?;
-        for key in path {
-            value = value.get(*key)?;
-        }
-        value.as_str().map(str::to_owned)
-    };
-    ServerStatus {
-        name: server.config.name.clone(),
-        connected: live.is_some(),
-        pid: live.as_ref().and_then(|c| c.pid()),
-        server_name: field(&["serverInfo", "name"]),
-        server_version: field(&["serverInfo", "version"]),
-        protocol_version: field(&["protocolVersion"]),
-        instructions: field(&["instructions"]),
-        tools: server
-            .tools
-            .lock()
-            .expect("tools lock")
-            .iter()
-            .map(|t| t.name.clone())
-            .collect(),
-    }
-}
-
 impl Inner {
+    fn status(&self, server: &Server) -> ServerStatus {
+        let pending = self.pending_auth.lock().expect("pending auth lock").clone();
+        status::status_of(server, &pending)
+    }
+
     fn server(&self, name: &str) -> Result<Arc<Server>, McpError> {
         self.servers
             .lock()
@@ -531,6 +579,7 @@ mod tests {
         );
         let status = manager.status("a").unwrap();
         assert!(!status.connected && status.tools.is_empty());
+        assert_eq!(status.state, ServerState::Disconnected);
         assert_eq!(manager.snapshot().revision, 0);
     }
 }

@@ -23,6 +23,18 @@ impl Inner {
         server: &Arc<Server>,
         operation: AuthOperation,
     ) -> Result<Arc<Connection>, McpError> {
+        self.connection_asking(server, operation, &mut false).await
+    }
+
+    /// [`connection`](Self::connection) for an operation that may already
+    /// have asked the responder: `asked` is shared by every attempt of one
+    /// operation, so the responder is asked at most once per operation.
+    pub(super) async fn connection_asking(
+        &self,
+        server: &Arc<Server>,
+        operation: AuthOperation,
+        asked: &mut bool,
+    ) -> Result<Arc<Connection>, McpError> {
         let name = server.config.name.as_str();
         if let Some(reason) = server.refused.lock().expect("refused lock").clone() {
             return Err(McpError::AuthRefused {
@@ -41,15 +53,20 @@ impl Inner {
                 old.close().await;
             }
         }
-        let mut asked_responder = false;
         loop {
-            let credentials = server.credentials.lock().expect("credentials lock").clone();
+            #[allow(unused_mut)]
+            let mut credentials = server.credentials.lock().expect("credentials lock").clone();
+            #[cfg(feature = "oauth")]
+            if let Some(token) = server.oauth.access_token().await {
+                credentials = Some(crate::auth::McpCredentials::Bearer(token));
+            }
             let span = tracing::info_span!("mcp.connect", server = name);
             match Connection::open(&server.config, credentials.as_ref())
                 .instrument(span)
                 .await
             {
                 Ok(connection) => {
+                    server.last_error.lock().expect("last error lock").take();
                     let connection = Arc::new(connection);
                     self.adopt(server, &connection);
                     *slot = Some(connection.clone());
@@ -57,14 +74,17 @@ impl Inner {
                 }
                 Err(McpError::AuthRequired(mut request)) => {
                     request.operation = operation.clone();
-                    if !asked_responder && self.ask_responder(server, &request).await {
-                        asked_responder = true;
-                        continue;
+                    if !*asked {
+                        *asked = true;
+                        if self.ask_responder(server, &request).await {
+                            continue;
+                        }
                     }
-                    return Err(self.auth_failure(server, *request));
+                    return Err(self.surface_auth(server, *request).await);
                 }
                 Err(err) => {
                     tracing::warn!(server = name, %err, "MCP connect failed");
+                    *server.last_error.lock().expect("last error lock") = Some(err.clone());
                     return Err(err);
                 }
             }

@@ -3,6 +3,7 @@
 
 #![allow(dead_code)] // each test binary uses a different subset
 
+pub mod oauth_server;
 pub mod rmcp_server;
 
 use agentkit_mcp::McpServerConfig;

@@ -31,6 +31,9 @@ pub struct Shared {
     pub cancellations: AtomicUsize,
     /// Answer 401 without a `WWW-Authenticate` header (a sloppy server).
     pub omit_challenge: AtomicBool,
+    /// The authorization server named by the protected-resource metadata
+    /// (`/.well-known/oauth-protected-resource`); 404 while `None`.
+    pub authorization_server: Mutex<Option<String>>,
 }
 
 impl Shared {
@@ -201,6 +204,30 @@ async fn require_bearer(State(gate): State<Gate>, request: Request, next: Next) 
     }
 }
 
+/// Calls the server's `whoami` tool through the manager (server `secure`).
+pub async fn whoami(
+    manager: &agentkit_mcp::McpServerManager,
+    call_id: &str,
+) -> Result<agentkit_tools_core::ToolResult, agentkit_tools_core::ToolError> {
+    manager
+        .call_tool(
+            "secure",
+            "whoami",
+            json!({}),
+            agentkit_tools_core::ToolContext::new(call_id),
+        )
+        .await
+}
+
+/// A JSON body with its content type (axum's `json` feature is off).
+pub fn json_response(value: serde_json::Value) -> Response {
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        value.to_string(),
+    )
+        .into_response()
+}
+
 /// The running server; stopped on drop.
 pub struct HttpServer {
     pub url: String,
@@ -210,6 +237,18 @@ pub struct HttpServer {
 }
 
 impl HttpServer {
+    /// A manager with this server registered as `secure` (no token yet).
+    pub fn manager(&self) -> agentkit_mcp::McpServerManager {
+        let manager = agentkit_mcp::McpServerManager::new();
+        manager
+            .register(
+                agentkit_mcp::McpServerConfig::http("secure", &self.url)
+                    .connect_timeout(std::time::Duration::from_secs(10)),
+            )
+            .unwrap();
+        manager
+    }
+
     /// Starts the server on a free port of 127.0.0.1, accepting `token`.
     pub async fn start(token: &str) -> Self {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -230,9 +269,29 @@ impl HttpServer {
             shared: shared.clone(),
             port,
         };
+        let metadata_shared = shared.clone();
+        let resource = format!("http://127.0.0.1:{port}/mcp");
         let app = Router::new()
             .nest_service("/mcp", service)
-            .layer(from_fn_with_state(gate, require_bearer));
+            .layer(from_fn_with_state(gate, require_bearer))
+            // RFC 9728 protected-resource metadata, outside the bearer gate.
+            .route(
+                "/.well-known/oauth-protected-resource",
+                axum::routing::get(move || {
+                    let server = metadata_shared.authorization_server.lock().unwrap().clone();
+                    let resource = resource.clone();
+                    async move {
+                        match server {
+                            Some(server) => json_response(json!({
+                                "resource": resource,
+                                "authorization_servers": [server],
+                                "bearer_methods_supported": ["header"],
+                            })),
+                            None => StatusCode::NOT_FOUND.into_response(),
+                        }
+                    }
+                }),
+            );
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
         });

@@ -1,0 +1,531 @@
+//! The program's main loop: the driver pulled forward while the user types.
+//!
+//! Each `next()` of the driver runs concurrently with the keyboard: what the
+//! user submits meanwhile goes to the soft-interrupt queue (steer, or
+//! urgent with a leading `!`) or to a local follow-up list (leading `+`),
+//! and Ctrl-C cancels the turn through the agent's cancellation handle. At
+//! each pause the loop does what the pause asks: read the next prompt, ask
+//! for an approval, stop at the step limit. Errors are shown and the
+//! conversation goes on; only Ctrl-D or a second Ctrl-C at the prompt quit.
+
+use crate::input::{Input, InputEvent, Mode};
+use crate::policy::{ALWAYS_KEY, CodingPolicy, SessionAllowList, describe_key};
+use crate::provider::ModelInfo;
+use crate::screen::{Line, Look, Screen};
+use crate::sessions::{SessionStore, shorten};
+use crate::view::View;
+use agentkit_core::{CancellationController, FinishReason, Item, ItemKind, Usage};
+use agentkit_loop::{
+    Agent, InputRequest, LoopDriver, LoopError, LoopInterrupt, LoopObserver, LoopSnapshot,
+    LoopStep, ModelAdapter, ModelSession, PendingApproval, SessionConfig, SoftInterruptHandle,
+};
+use agentkit_mcp::McpServerManager;
+use agentkit_tool_fs::{FsToolsConfig, fs_tools};
+use agentkit_tool_shell::{ShellConfig, shell_tools};
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Everything the loop needs besides the model.
+pub struct Setup {
+    /// The directory the tools work in.
+    pub workspace: PathBuf,
+    /// Approve every call without asking.
+    pub yes: bool,
+    /// The first message, sent as if typed.
+    pub prompt: Option<String>,
+    /// Quit when the first prompt's turn is done.
+    pub one_shot: bool,
+    /// Model calls per user turn before pausing.
+    pub max_steps: u32,
+    /// The model's label and prices.
+    pub info: ModelInfo,
+    /// Where sessions are saved; `None` saves nothing (the demo).
+    pub store: Option<SessionStore>,
+    /// A saved session to continue.
+    pub resume: Option<LoopSnapshot>,
+    /// Connected MCP servers.
+    pub mcp: Option<McpServerManager>,
+    /// Another observer (the demo's director).
+    pub observer: Option<Arc<dyn LoopObserver>>,
+    /// The screen.
+    pub screen: Arc<Mutex<Screen>>,
+}
+
+/// How the session ended, for `main`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Summary {
+    /// Turns that finished.
+    pub turns: u32,
+    /// Why the last turn ended.
+    pub last_finish: Option<FinishReason>,
+    /// Errors shown along the way.
+    pub errors: u32,
+}
+
+fn system_prompt(workspace: &std::path::Path) -> String {
+    format!(
+        "You are a coding agent working in the directory {}. Use the fs_* tools to \
+         read and change files there (paths are relative to it) and shell_exec to run \
+         commands in it, such as the project's tests. Read before you change, keep changes \
+         small, and run the tests after changing code. Be concise.",
+        workspace.display()
+    )
+}
+
+/// An approval answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Answer {
+    Yes,
+    No,
+    Always,
+    Cancel,
+}
+
+struct Ctx {
+    screen: Arc<Mutex<Screen>>,
+    input: Input,
+    controller: CancellationController,
+    follow_ups: VecDeque<String>,
+    /// The previous key at the prompt was Ctrl-C.
+    armed_quit: bool,
+}
+
+impl Ctx {
+    fn screen(&self) -> std::sync::MutexGuard<'_, Screen> {
+        self.screen.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn note(&self, text: impl Into<String>, look: Look) {
+        self.screen().line(Line::new(text, look));
+    }
+
+    /// Routes a message typed while the agent works.
+    fn queue_message(&mut self, soft: &SoftInterruptHandle, text: String) {
+        let text = text.trim();
+        if text.is_empty() {
+            return;
+        }
+        if let Some(rest) = text.strip_prefix('!') {
+            let id = soft.push_urgent(Item::user(rest.trim()));
+            self.note(
+                format!("⧗ queued #{id} (urgent): {}", shorten(rest, 60)),
+                Look::Warn,
+            );
+        } else if let Some(rest) = text.strip_prefix('+') {
+            self.follow_ups.push_back(rest.trim().to_owned());
+            self.note(
+                format!(
+                    "⧗ queued follow-up: {} (sent when this turn is done)",
+                    shorten(rest, 60)
+                ),
+                Look::Accent,
+            );
+        } else {
+            let id = soft.push_text(text);
+            self.note(
+                format!("⧗ queued #{id} (steer): {}", shorten(text, 60)),
+                Look::Accent,
+            );
+        }
+    }
+
+    /// Reads a line at the prompt; `None` means quit.
+    async fn read_line(&mut self, allow_empty: bool) -> Option<String> {
+        self.screen().set_prompt(Line::new("> ", Look::Bold));
+        loop {
+            if self.input.is_closed() {
+                return None;
+            }
+            match self.input.next(Mode::Line).await {
+                InputEvent::Submit(text) => {
+                    self.armed_quit = false;
+                    let text = text.trim().to_owned();
+                    if text.is_empty() && !allow_empty {
+                        continue;
+                    }
+                    match text.as_str() {
+                        "/quit" | "/exit" => return None,
+                        "/help" => {
+                            let lines: Vec<Line> = crate::args::USAGE
+                                .lines()
+                                .map(|l| Line::new(l, Look::Dim))
+                                .collect();
+                            self.screen().lines(&lines);
+                            continue;
+                        }
+                        _ => {}
+                    }
+                    if !text.is_empty() {
+                        self.screen()
+                            .line(Line::new("> ", Look::Bold).and(&text, Look::Bold));
+                    }
+                    return Some(text);
+                }
+                InputEvent::Interrupt if self.armed_quit => return None,
+                InputEvent::Interrupt => {
+                    self.armed_quit = true;
+                    self.note("(Ctrl-C again or Ctrl-D to quit)", Look::Dim);
+                }
+                InputEvent::Eof => return None,
+                InputEvent::Key(_) => {}
+            }
+        }
+    }
+
+    async fn ask_approval(&mut self) -> Answer {
+        self.screen().set_prompt(
+            Line::new("allow? ", Look::Warn)
+                .and("[y]es / [n]o / [a]lways for this session ", Look::Bold),
+        );
+        let answer = loop {
+            if self.input.is_closed() {
+                break Answer::No;
+            }
+            match self.input.next(Mode::Choice).await {
+                InputEvent::Key('y') => break Answer::Yes,
+                InputEvent::Key('n') => break Answer::No,
+                InputEvent::Key('a') => break Answer::Always,
+                InputEvent::Interrupt => break Answer::Cancel,
+                InputEvent::Eof => break Answer::No,
+                _ => {}
+            }
+        };
+        let mut screen = self.screen();
+        let shown = match answer {
+            Answer::Yes => "yes",
+            Answer::No => "no",
+            Answer::Always => "always for this session",
+            Answer::Cancel => "cancel the turn",
+        };
+        screen.line(Line::new(format!("  you: {shown}"), Look::Dim));
+        screen.set_prompt(Line::new("> ", Look::Bold));
+        answer
+    }
+}
+
+/// Pulls the driver to its next step while reading the keyboard.
+async fn advance<S: ModelSession>(
+    driver: &mut LoopDriver<S>,
+    ctx: &mut Ctx,
+) -> Result<LoopStep, LoopError> {
+    let soft = driver.soft_interrupts();
+    ctx.screen().set_prompt(Line::new("steer> ", Look::Dim));
+    let next = driver.next();
+    tokio::pin!(next);
+    let mut ticker = tokio::time::interval(Duration::from_millis(100));
+    loop {
+        tokio::select! {
+            step = &mut next => return step,
+            event = ctx.input.next(Mode::Line), if !ctx.input.is_closed() => match event {
+                InputEvent::Submit(text) => ctx.queue_message(&soft, text),
+                InputEvent::Interrupt => {
+                    ctx.controller.interrupt();
+                    ctx.note("cancelling the turn…", Look::Warn);
+                }
+                InputEvent::Eof | InputEvent::Key(_) => {}
+            },
+            _ = ticker.tick() => ctx.screen().tick(),
+        }
+    }
+}
+
+/// Runs the agent until the user quits.
+pub async fn run<M: ModelAdapter>(model: M, setup: Setup) -> Result<Summary, LoopError> {
+    let screen = setup.screen.clone();
+    let controller = CancellationController::new();
+    let always = SessionAllowList::default();
+    let view = Arc::new(View::new(screen.clone()));
+    let workspace = setup.workspace.clone();
+
+    let mut builder = Agent::builder()
+        .model(model)
+        .add_tool_source(fs_tools(FsToolsConfig::new(&workspace)))
+        .add_tool_source(shell_tools(ShellConfig::new(&workspace)))
+        .permissions(CodingPolicy::new(&workspace, always.clone()))
+        .cancellation(controller.handle())
+        .transcript(vec![Item::system(system_prompt(&workspace))]);
+    if let Some(manager) = &setup.mcp {
+        builder = builder.add_tool_source(manager.source());
+    }
+    if let Some(observer) = setup.observer.clone() {
+        builder = builder.observer_arc(observer);
+    }
+    let agent = builder.observer_arc(view.clone()).build()?;
+
+    let mut driver = match setup.resume.clone() {
+        Some(snapshot) => {
+            let config = SessionConfig::new(snapshot.session_id.to_string());
+            show_history(&screen, &snapshot);
+            agent.resume(config, snapshot).await?
+        }
+        None => {
+            agent
+                .start(SessionConfig::new(SessionStore::new_id()))
+                .await?
+        }
+    };
+
+    let mut ctx = Ctx {
+        screen: screen.clone(),
+        input: Input::new(screen.clone()),
+        controller,
+        follow_ups: VecDeque::new(),
+        armed_quit: false,
+    };
+    let save = |driver: &LoopDriver<M::Session>, ctx: &Ctx| {
+        if let Some(store) = &setup.store
+            && let Err(error) = store.save(&driver.snapshot(), &workspace)
+        {
+            ctx.note(format!("warning: session not saved: {error}"), Look::Warn);
+        }
+    };
+
+    let mut summary = Summary::default();
+    let mut first_prompt = setup.prompt.clone();
+    let mut steps = 0u32;
+    let mut session_usage = Usage::default();
+    loop {
+        let step = advance(&mut driver, &mut ctx).await;
+        save(&driver, &ctx);
+        match step {
+            Ok(LoopStep::Interrupt(LoopInterrupt::AwaitingInput(request))) => {
+                view.reset_round();
+                ctx.screen().set_activity(None);
+                let text = if let Some(text) = ctx.follow_ups.pop_front() {
+                    ctx.note(
+                        format!("sending follow-up: {}", shorten(&text, 60)),
+                        Look::Accent,
+                    );
+                    Some(text)
+                } else if let Some(text) = first_prompt.take() {
+                    ctx.screen()
+                        .line(Line::new("> ", Look::Bold).and(&text, Look::Bold));
+                    Some(text)
+                } else if setup.one_shot && summary.turns > 0 {
+                    None
+                } else {
+                    ctx.read_line(false).await
+                };
+                let Some(text) = text else { break };
+                steps = 0;
+                if let Err(error) = request.submit(&mut driver, vec![Item::user(text)]) {
+                    summary.errors += 1;
+                    ctx.note(format!("error: {error}"), Look::Bad);
+                }
+                save(&driver, &ctx);
+            }
+            Ok(LoopStep::Interrupt(LoopInterrupt::ApprovalRequest(pending))) => {
+                if let Err(error) =
+                    answer_approval(&mut driver, &mut ctx, pending, setup.yes, &always).await
+                {
+                    summary.errors += 1;
+                    ctx.note(format!("error: {error}"), Look::Bad);
+                }
+            }
+            Ok(LoopStep::Interrupt(LoopInterrupt::AfterToolResult(round))) => {
+                steps += 1;
+                if steps >= setup.max_steps {
+                    steps = 0;
+                    ctx.screen().set_activity(None);
+                    ctx.note(
+                        format!(
+                            "step limit: {} tool rounds this turn. Press Enter to go on, or type a message.",
+                            setup.max_steps
+                        ),
+                        Look::Warn,
+                    );
+                    match ctx.read_line(true).await {
+                        None => break,
+                        Some(text) if text.is_empty() => {}
+                        Some(text) => {
+                            if let Err(error) = round.submit(&mut driver, vec![Item::user(text)]) {
+                                ctx.note(format!("error: {error}"), Look::Bad);
+                            }
+                        }
+                    }
+                }
+            }
+            Ok(LoopStep::Finished(result)) => {
+                view.reset_round();
+                summary.turns += 1;
+                summary.last_finish = Some(result.finish_reason.clone());
+                ctx.screen().set_activity(None);
+                if result.finish_reason == FinishReason::Cancelled {
+                    ctx.note(
+                        "turn cancelled; the transcript is intact. Type to go on.",
+                        Look::Warn,
+                    );
+                }
+                session_usage.accumulate(&result.usage);
+                ctx.screen()
+                    .line(status_line(&setup.info, &result.usage, &session_usage));
+            }
+            Err(error) => {
+                view.reset_round();
+                summary.errors += 1;
+                if !recover(&mut driver, &mut ctx, &error).await {
+                    break;
+                }
+                save(&driver, &ctx);
+            }
+        }
+    }
+    ctx.screen().close();
+    if let Some(manager) = &setup.mcp {
+        manager.disconnect_all().await;
+    }
+    Ok(summary)
+}
+
+/// Shows an approval request and resolves it with the user's answer.
+async fn answer_approval<S: ModelSession>(
+    driver: &mut LoopDriver<S>,
+    ctx: &mut Ctx,
+    pending: PendingApproval,
+    yes: bool,
+    always: &SessionAllowList,
+) -> Result<(), LoopError> {
+    show_approval(ctx, &pending);
+    let answer = if yes {
+        ctx.note("  approved (--yes)", Look::Dim);
+        Answer::Yes
+    } else {
+        ctx.ask_approval().await
+    };
+    match answer {
+        Answer::Yes => pending.approve(driver),
+        Answer::Always => {
+            if let Some(key) = pending.request.metadata.get(ALWAYS_KEY) {
+                let key = key.as_str().unwrap_or_default();
+                always.add(key);
+                ctx.note(
+                    format!("  allowed from now on: {}", describe_key(key)),
+                    Look::Dim,
+                );
+            }
+            pending.approve(driver)
+        }
+        Answer::No => pending.deny_with_reason(driver, "the user declined"),
+        Answer::Cancel => {
+            ctx.controller.interrupt();
+            pending.deny_with_reason(driver, "the user cancelled the turn")
+        }
+    }
+}
+
+/// Shows an error of `next()` and waits for the user: Enter retries, a
+/// message is sent with the retry. `false` means the user quit.
+async fn recover<S: ModelSession>(
+    driver: &mut LoopDriver<S>,
+    ctx: &mut Ctx,
+    error: &LoopError,
+) -> bool {
+    ctx.screen().set_activity(None);
+    ctx.note(format!("error: {error}"), Look::Bad);
+    ctx.note(
+        "the conversation is kept: press Enter to retry, or type a message",
+        Look::Dim,
+    );
+    match ctx.read_line(true).await {
+        None => false,
+        Some(text) if text.is_empty() => true,
+        Some(text) => {
+            // Sent with the retried call; if a tool round is open, it
+            // waits in the queue for the next safe point.
+            let request = InputRequest {
+                session_id: driver.session_id().clone(),
+                reason: "retry after an error".into(),
+            };
+            if request
+                .submit(driver, vec![Item::user(text.clone())])
+                .is_err()
+            {
+                driver.soft_interrupts().push_text(text);
+            }
+            true
+        }
+    }
+}
+
+fn status_line(info: &ModelInfo, turn: &Usage, session: &Usage) -> Line {
+    let money = |usage: &Usage| match info.cost(usage) {
+        Some(cost) => format!("${cost:.4}"),
+        None => "cost n/a".into(),
+    };
+    Line::new(
+        format!(
+            "── {} in · {} out · {} this turn │ session {} tokens · {} │ {}",
+            turn.tokens.input_tokens,
+            turn.tokens.output_tokens,
+            money(turn),
+            session.tokens.total(),
+            money(session),
+            info.label
+        ),
+        Look::Dim,
+    )
+}
+
+fn show_approval(ctx: &Ctx, pending: &PendingApproval) {
+    let mut lines =
+        vec![Line::new("? ", Look::Warn).and(format!("{}?", pending.request.summary), Look::Bold)];
+    let input = &pending.call.input;
+    let text = |key: &str| input.get(key).and_then(|v| v.as_str());
+    if let (Some(old), Some(new)) = (text("old_string"), text("new_string")) {
+        lines.extend(
+            old.lines()
+                .map(|l| Line::new(format!("  - {l}"), Look::Bad)),
+        );
+        lines.extend(
+            new.lines()
+                .map(|l| Line::new(format!("  + {l}"), Look::Good)),
+        );
+    } else if let Some(content) = text("content") {
+        let total = content.lines().count();
+        lines.extend(
+            content
+                .lines()
+                .take(8)
+                .map(|l| Line::new(format!("  + {l}"), Look::Good)),
+        );
+        if total > 8 {
+            lines.push(Line::new(
+                format!("  … {} more lines", total - 8),
+                Look::Dim,
+            ));
+        }
+    }
+    ctx.screen().lines(&lines);
+}
+
+fn show_history(screen: &Arc<Mutex<Screen>>, snapshot: &LoopSnapshot) {
+    let mut lines = vec![Line::new(
+        format!(
+            "resumed session {} ({} items)",
+            snapshot.session_id,
+            snapshot.transcript.len()
+        ),
+        Look::Accent,
+    )];
+    for item in snapshot.transcript.iter().rev().take(6).rev() {
+        let text = item.text_content();
+        if text.trim().is_empty() {
+            continue;
+        }
+        let who = match item.kind {
+            ItemKind::User => "> ",
+            ItemKind::Assistant => "  ",
+            _ => continue,
+        };
+        lines.push(Line::new(format!("{who}{}", shorten(&text, 70)), Look::Dim));
+    }
+    if snapshot.pending_approvals().next().is_some() {
+        lines.push(Line::new("(an approval is waiting)", Look::Warn));
+    }
+    screen
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .lines(&lines);
+}

@@ -1,0 +1,273 @@
+//! `coding-agent`: an interactive coding agent in the terminal, built from
+//! agentkit's crates.
+//!
+//! It works in a directory with the filesystem tools and `shell_exec`, plus
+//! the tools of any MCP servers configured, over the provider the
+//! environment names. With no provider configured it runs an offline demo:
+//! a scripted model fixes a failing test in a scratch copy of a bundled
+//! sample project, with the real tools.
+//!
+//! While the agent works the input line stays live: Enter queues a steering
+//! message, a leading `!` makes it urgent, a leading `+` keeps it as a
+//! follow-up. Ctrl-C cancels the turn; Ctrl-C twice or Ctrl-D quits.
+//!
+//! Run it with `cargo run -p coding-agent` (`-- --help` for the options).
+
+mod app;
+mod args;
+mod demo;
+mod input;
+mod mcp;
+mod policy;
+mod provider;
+mod screen;
+mod sessions;
+mod view;
+
+use crate::provider::{ModelInfo, Provider};
+use crate::screen::{Line, Look, Screen};
+use crate::sessions::SessionStore;
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+
+/// Leaves raw mode when dropped, and on panic.
+struct RawMode;
+
+impl RawMode {
+    fn enter() -> std::io::Result<Self> {
+        crossterm::terminal::enable_raw_mode()?;
+        let _ = crossterm::execute!(std::io::stdout(), crossterm::event::EnableBracketedPaste);
+        let hook = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            leave_raw_mode();
+            hook(info);
+        }));
+        Ok(Self)
+    }
+}
+
+fn leave_raw_mode() {
+    let _ = crossterm::execute!(std::io::stdout(), crossterm::event::DisableBracketedPaste);
+    let _ = crossterm::terminal::disable_raw_mode();
+}
+
+impl Drop for RawMode {
+    fn drop(&mut self) {
+        leave_raw_mode();
+    }
+}
+
+fn fail(message: impl std::fmt::Display) -> ExitCode {
+    eprintln!("coding-agent: {message}");
+    ExitCode::from(2)
+}
+
+fn main() -> ExitCode {
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(error) => return fail(format!("cannot start the async runtime: {error}")),
+    };
+    let code = runtime.block_on(run());
+    // Standard input may be read by a blocking thread that waits for a line
+    // that never comes; do not wait for it.
+    runtime.shutdown_background();
+    code
+}
+
+async fn run() -> ExitCode {
+    let args = match args::parse(std::env::args().skip(1)) {
+        Ok(args) => args,
+        Err(message) => return fail(message),
+    };
+    if args.help {
+        println!("{}", args::USAGE);
+        return ExitCode::SUCCESS;
+    }
+    let store = SessionStore::new(
+        args.state_dir
+            .clone()
+            .unwrap_or_else(SessionStore::default_dir),
+    );
+    if args.list {
+        return match store.list() {
+            Ok(sessions) if sessions.is_empty() => {
+                println!("no saved sessions");
+                ExitCode::SUCCESS
+            }
+            Ok(sessions) => {
+                for s in sessions {
+                    println!(
+                        "{}  {} items  {}  {}",
+                        s.id,
+                        s.items,
+                        s.workspace.display(),
+                        s.title
+                    );
+                }
+                ExitCode::SUCCESS
+            }
+            Err(error) => fail(error),
+        };
+    }
+
+    let provider = if args.demo {
+        None
+    } else {
+        match provider::from_env() {
+            Ok(provider) => provider,
+            Err(error) => return fail(error),
+        }
+    };
+    let demo_dir = if provider.is_none() {
+        match demo::scratch_project() {
+            Ok(dir) => Some(dir),
+            Err(error) => return fail(format!("cannot create the demo's scratch copy: {error}")),
+        }
+    } else {
+        None
+    };
+
+    let (workspace, resume) = match (&args.resume, &demo_dir) {
+        (Some(_), Some(_)) => {
+            return fail("--resume needs a provider (the offline demo is not saved)");
+        }
+        (Some(id), None) => match store.load(id.as_deref()) {
+            Ok((info, snapshot)) => (info.workspace, Some(snapshot)),
+            Err(error) => return fail(error),
+        },
+        (None, Some(dir)) => (dir.clone(), None),
+        (None, None) => (
+            args.workspace
+                .clone()
+                .unwrap_or_else(|| std::env::current_dir().unwrap_or_else(|_| ".".into())),
+            None,
+        ),
+    };
+    let workspace = match std::fs::canonicalize(&workspace) {
+        Ok(path) if path.is_dir() => path,
+        _ => return fail(format!("{} is not a directory", workspace.display())),
+    };
+
+    let tty = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
+    let screen = Arc::new(Mutex::new(Screen::new(tty)));
+    let say = |line: Line| screen.lock().unwrap_or_else(|e| e.into_inner()).line(line);
+
+    let mcp_path = args.mcp.clone().or_else(mcp::default_path);
+    let mcp = match mcp_path {
+        Some(path) => match mcp::read(&path) {
+            Ok(servers) => match mcp::connect(servers).await {
+                Ok((manager, report)) => {
+                    for line in report {
+                        say(Line::new(line, Look::Dim));
+                    }
+                    Some(manager)
+                }
+                Err(error) => return fail(error),
+            },
+            Err(error) => return fail(error),
+        },
+        None => None,
+    };
+
+    let _raw = if tty {
+        match RawMode::enter() {
+            Ok(raw) => Some(raw),
+            Err(error) => return fail(format!("cannot use the terminal: {error}")),
+        }
+    } else {
+        None
+    };
+
+    let setup = |info: ModelInfo, store: Option<SessionStore>| app::Setup {
+        workspace: workspace.clone(),
+        yes: args.yes,
+        prompt: args.prompt.clone(),
+        one_shot: args.prompt.is_some() && !tty,
+        max_steps: args.max_steps.unwrap_or(40),
+        info,
+        store,
+        resume: resume.clone(),
+        mcp: mcp.clone(),
+        observer: None,
+        screen: screen.clone(),
+    };
+    let result = match provider {
+        Some((provider, info)) => {
+            say(Line::new("coding-agent", Look::Bold).and(
+                format!(
+                    " · {} · {} · /help for keys",
+                    info.label,
+                    workspace.display()
+                ),
+                Look::Dim,
+            ));
+            let setup = setup(info, Some(store.clone()));
+            match provider {
+                Provider::OpenAi(model) => app::run(model, setup).await,
+                Provider::Anthropic(model) => app::run(model, setup).await,
+            }
+        }
+        None => {
+            say(Line::new("offline demo", Look::Warn).and(
+                ": no provider configured, so a scripted model plays the agent, with real tools.",
+                Look::Plain,
+            ));
+            say(Line::new(
+                "Set OPENAI_API_KEY, ANTHROPIC_API_KEY or OPENAI_BASE_URL to use a real model (--help).",
+                Look::Dim,
+            ));
+            say(Line::new(
+                format!(
+                    "Working on a scratch copy of the sample project: {}",
+                    workspace.display()
+                ),
+                Look::Dim,
+            ));
+            if !demo::python_available() {
+                say(Line::new(
+                    "python3 was not found: the demo runs the sample project's tests with it, \
+                     so those runs will fail.",
+                    Look::Bad,
+                ));
+            }
+            let model = demo::model();
+            let mut setup = setup(
+                ModelInfo {
+                    label: "offline demo (scripted; tokens estimated)".into(),
+                    price: Some((0.0, 0.0)),
+                },
+                None,
+            );
+            setup.observer = Some(Arc::new(demo::Director::new(model.clone())));
+            setup.prompt = Some(setup.prompt.unwrap_or_else(|| demo::TASK.into()));
+            app::run(model, setup).await
+        }
+    };
+    drop(_raw);
+    match result {
+        Ok(summary) => {
+            if let Some(dir) = &demo_dir {
+                let fixed = demo::is_fixed(dir);
+                if fixed {
+                    println!(
+                        "demo finished: calc.py is fixed; the scratch copy is in {}",
+                        dir.display()
+                    );
+                } else {
+                    println!(
+                        "demo finished without the fix; the scratch copy is in {}",
+                        dir.display()
+                    );
+                }
+                // Without a terminal and with --yes (CI), the demo must
+                // have done its job.
+                if !tty && args.yes && (!fixed || summary.turns == 0) {
+                    return ExitCode::FAILURE;
+                }
+            }
+            ExitCode::SUCCESS
+        }
+        Err(error) => fail(error),
+    }
+}

@@ -1,0 +1,233 @@
+//! What the loop's events look like on the screen.
+//!
+//! [`View`] is a `LoopObserver`: streamed answer text goes to the screen as
+//! it arrives (reasoning dimmed), each tool call is shown with its arguments
+//! summarised, the spinner names the call that runs, and each result is
+//! summarised in one line. Injected steering messages say where they went.
+//!
+//! The spinner follows the calls of a round in order: the running call is
+//! the first one without a result. When the loop reports tool start and
+//! progress events, the spinner follows those instead.
+
+use crate::screen::{Line, Look, Screen};
+use crate::sessions::shorten;
+use agentkit_core::{Delta, PartId, PartKind, ToolCallPart, ToolResultPart};
+use agentkit_loop::{AgentEvent, LoopObserver, SoftInterruptPoint};
+use serde_json::Value;
+use std::collections::{HashSet, VecDeque};
+use std::sync::{Arc, Mutex};
+
+#[derive(Default)]
+struct State {
+    reasoning: HashSet<PartId>,
+    /// Calls of the round without a result, in call order.
+    waiting: VecDeque<ToolCallPart>,
+}
+
+/// Renders loop events on the screen.
+pub struct View {
+    screen: Arc<Mutex<Screen>>,
+    state: Mutex<State>,
+}
+
+impl View {
+    /// A view on `screen`.
+    pub fn new(screen: Arc<Mutex<Screen>>) -> Self {
+        Self {
+            screen,
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    /// Forgets calls that will not run (after a cancellation or an error).
+    pub fn reset_round(&self) {
+        self.lock().waiting.clear();
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl LoopObserver for View {
+    fn handle_event(&self, event: AgentEvent) {
+        let mut state = self.lock();
+        let mut screen = self.screen.lock().unwrap_or_else(|e| e.into_inner());
+        match event {
+            AgentEvent::TurnStarted { .. } => {
+                state.waiting.clear();
+                screen.set_activity(Some("thinking".into()));
+            }
+            AgentEvent::ContentDelta { delta } => match delta {
+                Delta::BeginPart {
+                    part_id,
+                    kind: PartKind::Reasoning,
+                } => {
+                    state.reasoning.insert(part_id);
+                }
+                Delta::AppendText { part_id, chunk } => {
+                    let dim = state.reasoning.contains(&part_id);
+                    screen.stream(&chunk, dim);
+                }
+                Delta::CommitPart { part_id } => {
+                    state.reasoning.remove(&part_id);
+                    screen.end_stream();
+                }
+                _ => {}
+            },
+            AgentEvent::ToolCallRequested { call } => {
+                screen.end_stream();
+                screen.line(
+                    Line::new("● ", Look::Accent)
+                        .and(call.name.clone(), Look::Accent)
+                        .and(format!(" {}", summarize_arguments(&call)), Look::Plain),
+                );
+                if state.waiting.is_empty() {
+                    screen.relabel_activity(running_label(&call));
+                }
+                state.waiting.push_back(call);
+            }
+            AgentEvent::ApprovalResolved { .. } => {
+                if let Some(call) = state.waiting.front() {
+                    screen.set_activity(Some(running_label(call)));
+                }
+            }
+            AgentEvent::ToolResultReceived { result } => {
+                state.waiting.retain(|c| c.id != result.call_id);
+                screen.line(result_line(&result));
+                match state.waiting.front() {
+                    Some(next) => screen.set_activity(Some(running_label(next))),
+                    None => screen.set_activity(Some("thinking".into())),
+                }
+            }
+            AgentEvent::SoftInterruptInjected {
+                point,
+                item,
+                skipped_tools,
+                ..
+            } => {
+                let ids = item
+                    .metadata
+                    .get("agentkit.soft_interrupt_ids")
+                    .and_then(Value::as_array)
+                    .map(|ids| {
+                        ids.iter()
+                            .map(|id| format!("#{id}"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    })
+                    .unwrap_or_default();
+                let place = match point {
+                    SoftInterruptPoint::AfterTools => "after the tool round".to_owned(),
+                    SoftInterruptPoint::BetweenTools => {
+                        format!("mid-round, {skipped_tools} remaining tool call(s) skipped")
+                    }
+                    SoftInterruptPoint::TurnComplete => "when the model finished".to_owned(),
+                    _ => format!("{point:?}"),
+                };
+                screen.end_stream();
+                screen.line(
+                    Line::new(format!("↳ injected {ids} {place}: "), Look::Accent)
+                        .and(shorten(&item.text_content(), 60), Look::Plain),
+                );
+            }
+            AgentEvent::Warning { message } => {
+                screen.end_stream();
+                screen.line(Line::new(format!("warning: {message}"), Look::Warn));
+            }
+            AgentEvent::TurnFinished { .. } => {
+                screen.end_stream();
+                screen.set_activity(None);
+            }
+            _ => {}
+        }
+    }
+}
+
+fn running_label(call: &ToolCallPart) -> String {
+    format!("{} {}", call.name, summarize_arguments(call))
+}
+
+/// The arguments of a call in a few words.
+pub fn summarize_arguments(call: &ToolCallPart) -> String {
+    let input = &call.input;
+    let text = |key: &str| input.get(key).and_then(Value::as_str);
+    let summary = match call.name.as_str() {
+        "shell_exec" => text("command").map(|c| format!("$ {c}")),
+        "fs_search" => text("pattern").map(|p| format!("{p:?}")),
+        "fs_move" => match (text("from"), text("to")) {
+            (Some(from), Some(to)) => Some(format!("{from} → {to}")),
+            _ => None,
+        },
+        _ => text("path").map(str::to_owned),
+    };
+    let summary = summary.unwrap_or_else(|| input.to_string());
+    shorten(&summary, 70)
+}
+
+/// A tool result in one line.
+pub fn result_line(result: &ToolResultPart) -> Line {
+    let text = result.output.to_text();
+    let (mark, look) = if result.is_error {
+        ("  ✗ ", Look::Bad)
+    } else {
+        ("  ✓ ", Look::Good)
+    };
+    Line::new(mark, look).and(summarize_output(&text), Look::Dim)
+}
+
+/// Output in one line: for shell commands the exit code and the last line
+/// printed, otherwise the first line and how many more there are.
+pub fn summarize_output(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    if let Some(code) = text
+        .lines()
+        .next()
+        .and_then(|l| l.strip_prefix("exit code: "))
+    {
+        let last = lines
+            .iter()
+            .rev()
+            .find(|l| !matches!(l.trim(), "stdout:" | "stderr:") && !l.starts_with("exit code"))
+            .map(|l| l.trim())
+            .unwrap_or("");
+        return shorten(&format!("exit code {code} · {last}"), 80);
+    }
+    match lines.as_slice() {
+        [] => "(no output)".into(),
+        [one] => shorten(one.trim(), 80),
+        [first, rest @ ..] => format!("{} (+{} lines)", shorten(first.trim(), 70), rest.len()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn summaries() {
+        let call = |name: &str, input| ToolCallPart::new("c1", name, input);
+        assert_eq!(
+            summarize_arguments(&call(
+                "shell_exec",
+                json!({"command": "python3 -m unittest"})
+            )),
+            "$ python3 -m unittest"
+        );
+        assert_eq!(
+            summarize_arguments(&call("fs_read_file", json!({"path": "calc.py"}))),
+            "calc.py"
+        );
+        assert_eq!(
+            summarize_arguments(&call("mcp_x_echo", json!({"message": "hi"}))),
+            r#"{"message":"hi"}"#
+        );
+        assert_eq!(
+            summarize_output("exit code: 1\nstdout:\n\nstderr:\nF..\nFAILED (failures=1)\n"),
+            "exit code 1 · FAILED (failures=1)"
+        );
+        assert_eq!(summarize_output("a\nb\nc"), "a (+2 lines)");
+        assert_eq!(summarize_output(""), "(no output)");
+    }
+}

@@ -1,0 +1,100 @@
+//! MCP servers from a configuration file: the reference server over
+//! stdio (installed by `cargo xtask fixtures`), its tools offered to the
+//! model next to the built-in ones, called through the loop. Runs without
+//! a terminal, so it also covers line mode and `--prompt`.
+
+use agentkit_http::testing::{ScriptedResponse, TestServer};
+use serde_json::json;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+fn reference_server() -> PathBuf {
+    let entry = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(
+        "../../crates/agentkit-mcp/tests/fixtures/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
+    );
+    assert!(
+        entry.is_file(),
+        "the MCP reference server is not installed: run `cargo xtask fixtures` ({} is missing)",
+        entry.display()
+    );
+    entry
+}
+
+fn sse(events: &[serde_json::Value]) -> ScriptedResponse {
+    let mut body: String = events.iter().map(|e| format!("data: {e}\n\n")).collect();
+    body += "data: [DONE]\n\n";
+    ScriptedResponse::sse(body)
+}
+
+#[test]
+fn mcp_tools_from_a_config_file_in_line_mode() {
+    let entry = reference_server();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("mcp.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[mcp_servers.ref]\ncommand = \"node\"\nargs = [{:?}, \"stdio\"]\n",
+            entry.display().to_string()
+        ),
+    )
+    .unwrap();
+
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let server = runtime
+        .block_on(TestServer::start([
+            sse(&[
+                json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_1",
+                    "type": "function", "function": {"name": "mcp_ref_echo",
+                    "arguments": "{\"message\":\"hello from the config\"}"}}]}, "finish_reason": null}]}),
+                json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
+            ]),
+            sse(&[
+                json!({"choices": [{"index": 0, "delta": {"content": "The server echoed it."}, "finish_reason": null}]}),
+                json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+            ]),
+        ]))
+        .unwrap();
+
+    let output = Command::new(env!("CARGO_BIN_EXE_coding-agent"))
+        .args([
+            "--mcp",
+            config.to_str().unwrap(),
+            "--yes",
+            "--prompt",
+            "echo it",
+        ])
+        .args(["--workspace", dir.path().to_str().unwrap()])
+        .env("OPENAI_BASE_URL", format!("{}/v1", server.url()))
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("ANTHROPIC_API_KEY")
+        .env("CODING_AGENT_STATE_DIR", dir.path().join("state"))
+        .stdin(Stdio::piped())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout).to_string();
+    assert!(output.status.success(), "{text}");
+    assert!(text.contains("mcp ref: "), "{text}");
+    assert!(text.contains("● mcp_ref_echo"), "{text}");
+    // MCP calls need approval; --yes gave it.
+    assert!(
+        text.contains("? call `echo` on MCP server `ref`?") || text.contains("approved (--yes)"),
+        "{text}"
+    );
+    assert!(text.contains("✓ Echo: hello from the config"), "{text}");
+    assert!(text.contains("The server echoed it."), "{text}");
+    // One-shot: no prompt was read after the turn.
+    assert!(!text.contains('\u{1b}'), "{text}");
+
+    let requests = server.requests();
+    let tools: Vec<String> = requests[0].json()["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(tools.iter().any(|t| t == "mcp_ref_echo"), "{tools:?}");
+    assert!(tools.iter().any(|t| t == "shell_exec"), "{tools:?}");
+    let _guard = runtime.enter();
+    drop(server);
+}

@@ -1,0 +1,456 @@
+//! The agent against an OpenAI-compatible server on 127.0.0.1, on a
+//! pseudo-terminal: approvals, steering during a slow tool, urgent
+//! messages, Ctrl-C mid-stream, and resuming a killed session.
+
+#[allow(dead_code)] // each test file uses part of the harness
+mod terminal;
+
+use agentkit_http::testing::{ScriptedResponse, TestServer};
+use serde_json::{Value, json};
+use std::time::Duration;
+use terminal::Term;
+
+/// One SSE event of a Chat Completions stream.
+fn event(chunk: Value) -> String {
+    format!("data: {chunk}\n\n")
+}
+
+fn usage(prompt: u64, completion: u64) -> String {
+    event(json!({
+        "id": "c", "object": "chat.completion.chunk", "choices": [],
+        "usage": { "prompt_tokens": prompt, "completion_tokens": completion,
+                   "total_tokens": prompt + completion }
+    }))
+}
+
+fn finish(reason: &str) -> String {
+    event(json!({
+        "id": "c", "object": "chat.completion.chunk",
+        "choices": [{ "index": 0, "delta": {}, "finish_reason": reason }]
+    }))
+}
+
+/// A streamed text answer, one event per word.
+fn text_answer(text: &str) -> String {
+    let mut body = String::new();
+    for word in text.split_inclusive(' ') {
+        body += &event(json!({
+            "id": "c", "object": "chat.completion.chunk",
+            "choices": [{ "index": 0, "delta": { "content": word }, "finish_reason": null }]
+        }));
+    }
+    body + &finish("stop") + &usage(120, 30) + "data: [DONE]\n\n"
+}
+
+/// Tool calls, each `(id, name, arguments)`.
+fn tool_calls(calls: &[(&str, &str, Value)]) -> String {
+    let mut body = String::new();
+    for (index, (id, name, arguments)) in calls.iter().enumerate() {
+        body += &event(json!({
+            "id": "c", "object": "chat.completion.chunk",
+            "choices": [{ "index": 0, "delta": { "tool_calls": [{
+                "index": index, "id": id, "type": "function",
+                "function": { "name": name, "arguments": arguments.to_string() }
+            }]}, "finish_reason": null }]
+        }));
+    }
+    body + &finish("tool_calls") + &usage(100, 20) + "data: [DONE]\n\n"
+}
+
+fn sse(body: String) -> ScriptedResponse {
+    ScriptedResponse::sse(body)
+}
+
+/// The server on its own runtime, so the test thread can block on the pty.
+struct Server {
+    runtime: tokio::runtime::Runtime,
+    server: Option<TestServer>,
+}
+
+impl Server {
+    fn start(script: Vec<ScriptedResponse>) -> Self {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let server = runtime.block_on(TestServer::start(script)).unwrap();
+        Self {
+            runtime,
+            server: Some(server),
+        }
+    }
+
+    fn base_url(&self) -> String {
+        format!("{}/v1", self.server.as_ref().unwrap().url())
+    }
+
+    /// The messages of each request received.
+    fn messages(&self) -> Vec<Vec<Value>> {
+        self.server
+            .as_ref()
+            .unwrap()
+            .requests()
+            .iter()
+            .map(|r| r.json()["messages"].as_array().cloned().unwrap_or_default())
+            .collect()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _guard = self.runtime.enter();
+        drop(self.server.take());
+    }
+}
+
+fn spawn(server: &Server, workspace: &std::path::Path, extra: &[&str]) -> Term {
+    let url = server.base_url();
+    let mut args = vec!["--workspace", workspace.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    Term::spawn(
+        &args,
+        &[("OPENAI_BASE_URL", &url), ("AGENTKIT_MODEL", "test-model")],
+        workspace,
+    )
+}
+
+/// The text of every message with this role.
+fn texts(messages: &[Value], role: &str) -> Vec<String> {
+    messages
+        .iter()
+        .filter(|m| m["role"] == role)
+        .map(|m| match &m["content"] {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        })
+        .collect()
+}
+
+#[test]
+fn prompt_tool_call_approval_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(vec![
+        sse(tool_calls(&[(
+            "call_1",
+            "fs_write_file",
+            json!({ "path": "notes.txt", "content": "remember the milk\n" }),
+        )])),
+        sse(text_answer("I wrote notes.txt for you.")),
+    ]);
+    let mut term = spawn(&server, dir.path(), &[]);
+    term.wait_for("test-model at http://127.0.0.1");
+    term.enter("write a note about the milk");
+    term.wait_for("> write a note about the milk");
+    term.wait_for("● fs_write_file notes.txt");
+    term.wait_for("  + remember the milk");
+    term.wait_for("allow? [y]es / [n]o / [a]lways for this session");
+    assert!(!dir.path().join("notes.txt").exists());
+    term.type_text("y");
+    term.wait_for("I wrote notes.txt for you.");
+    // Usage of both model calls: 100 + 120 in, 20 + 30 out.
+    term.wait_for("── 220 in · 50 out · cost n/a this turn");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("notes.txt")).unwrap(),
+        "remember the milk\n"
+    );
+    let messages = server.messages();
+    assert_eq!(messages.len(), 2);
+    let results = texts(&messages[1], "tool");
+    assert_eq!(results.len(), 1, "{:?}", messages[1]);
+    term.wait_prompt();
+    term.ctrl_d();
+    assert!(term.wait_exit());
+}
+
+#[test]
+fn a_message_typed_during_a_slow_tool_is_injected_after_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(vec![
+        sse(tool_calls(&[(
+            "call_1",
+            "shell_exec",
+            json!({ "command": "sleep 2; echo slept" }),
+        )])),
+        sse(text_answer("Done, and I will check the README too.")),
+        sse(text_answer("Summary: it slept.")),
+    ]);
+    let mut term = spawn(&server, dir.path(), &["--yes"]);
+    term.wait_for("test-model");
+    term.wait_prompt();
+    term.enter("run the slow thing");
+    // While the command runs: the spinner names it, and the input line is
+    // live.
+    term.wait_for("shell_exec $ sleep 2; echo slept  ");
+    term.enter("also check the README");
+    term.wait_for("⧗ queued #1 (steer): also check the README");
+    term.enter("+then summarize it");
+    term.wait_for("⧗ queued follow-up: then summarize it (sent when this turn is done)");
+    term.wait_for("✓ exit code 0 · slept");
+    term.wait_for("↳ injected #1 after the tool round: also check the README");
+    term.wait_for("Done, and I will check the README too.");
+    let screen = term.screen();
+    let queued = screen.find("⧗ queued #1").unwrap();
+    let result = screen.find("✓ exit code 0 · slept").unwrap();
+    let injected = screen.find("↳ injected #1").unwrap();
+    assert!(queued < result && result < injected, "{screen}");
+
+    // The model saw the tool result, then the message, in that order.
+    let messages = server.messages();
+    let second = &messages[1];
+    let roles: Vec<&str> = second.iter().filter_map(|m| m["role"].as_str()).collect();
+    assert_eq!(roles[roles.len() - 2..], ["tool", "user"], "{second:?}");
+    assert!(
+        texts(second, "user")
+            .last()
+            .unwrap()
+            .contains("also check the README")
+    );
+    term.wait_prompt();
+    term.ctrl_d();
+    assert!(term.wait_exit());
+}
+
+#[test]
+fn an_urgent_message_skips_the_remaining_tools() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(vec![
+        sse(tool_calls(&[
+            (
+                "call_1",
+                "shell_exec",
+                json!({ "command": "sleep 2; echo one" }),
+            ),
+            (
+                "call_2",
+                "shell_exec",
+                json!({ "command": "echo two > two.txt" }),
+            ),
+            (
+                "call_3",
+                "shell_exec",
+                json!({ "command": "echo three > three.txt" }),
+            ),
+        ])),
+        sse(text_answer("Stopped as you asked.")),
+    ]);
+    let mut term = spawn(&server, dir.path(), &["--yes"]);
+    term.wait_for("test-model");
+    term.wait_prompt();
+    term.enter("do three things");
+    term.wait_for("shell_exec $ sleep 2; echo one  ");
+    term.enter("!stop, do not write any files");
+    term.wait_for("⧗ queued #1 (urgent): stop, do not write any files");
+    term.wait_for("↳ injected #1 mid-round");
+    term.wait_for("Stopped as you asked.");
+    let screen = term.screen();
+    assert!(
+        screen.contains("remaining tool call(s) skipped"),
+        "{screen}"
+    );
+    assert!(!dir.path().join("two.txt").exists());
+    assert!(!dir.path().join("three.txt").exists());
+
+    // Every call is answered; the skipped ones say so; then the message.
+    let messages = server.messages();
+    let second = &messages[1];
+    let results = texts(second, "tool");
+    assert_eq!(results.len(), 3, "{second:?}");
+    assert!(
+        results[1].contains("skipped") && results[2].contains("skipped"),
+        "{results:?}"
+    );
+    assert!(
+        texts(second, "user")
+            .last()
+            .unwrap()
+            .contains("stop, do not write any files")
+    );
+    term.wait_prompt();
+    term.ctrl_d();
+    assert!(term.wait_exit());
+}
+
+#[test]
+fn ctrl_c_mid_stream_cancels_and_the_next_prompt_works() {
+    let dir = tempfile::tempdir().unwrap();
+    let long = "word ".repeat(400);
+    let server = Server::start(vec![
+        sse(text_answer(&format!("Starting a long answer: {long}")))
+            .split_every(60)
+            .with_pause(Duration::from_millis(100)),
+        sse(text_answer("Second answer, after the cancelled one.")),
+    ]);
+    let mut term = spawn(&server, dir.path(), &[]);
+    term.wait_for("test-model");
+    term.wait_prompt();
+    term.enter("tell me a long story");
+    term.wait_for("Starting a long answer:");
+    term.ctrl_c();
+    term.wait_for("cancelling the turn…");
+    term.wait_for("turn cancelled; the transcript is intact.");
+    term.wait_prompt();
+    term.enter("and now something short");
+    term.wait_for("Second answer, after the cancelled one.");
+    let messages = server.messages();
+    assert_eq!(messages.len(), 2);
+    let users = texts(&messages[1], "user");
+    assert_eq!(
+        users.last().map(String::as_str),
+        Some("and now something short")
+    );
+    // A single Ctrl-C at the prompt does not quit; a second one does.
+    term.wait_prompt();
+    term.ctrl_c();
+    term.wait_for("(Ctrl-C again or Ctrl-D to quit)");
+    term.ctrl_c();
+    assert!(term.wait_exit());
+}
+
+#[test]
+fn resume_after_the_process_is_killed() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(vec![
+        sse(text_answer("Noted: pineapple.")),
+        sse(tool_calls(&[(
+            "call_1",
+            "fs_write_file",
+            json!({ "path": "word.txt", "content": "pineapple\n" }),
+        )])),
+        sse(text_answer("Saved the word to word.txt.")),
+    ]);
+
+    // First process: one turn, then a tool call waiting for approval, then
+    // killed.
+    let mut term = spawn(&server, dir.path(), &[]);
+    term.wait_for("test-model");
+    term.wait_prompt();
+    term.enter("remember the word pineapple");
+    term.wait_for("Noted: pineapple.");
+    term.wait_for("── ");
+    term.enter("save it to a file");
+    term.wait_for("allow? [y]es");
+    term.kill();
+    drop(term);
+
+    let listed = std::process::Command::new(env!("CARGO_BIN_EXE_coding-agent"))
+        .arg("--list")
+        .env("CODING_AGENT_STATE_DIR", dir.path().join("state"))
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&listed.stdout).to_string();
+    assert!(listed.contains("remember the word pineapple"), "{listed}");
+
+    // Second process: the conversation and the pending approval are back.
+    let mut term = spawn(&server, dir.path(), &["--resume"]);
+    term.wait_for("resumed session");
+    term.wait_for("> remember the word pineapple");
+    term.wait_for("(an approval is waiting)");
+    term.wait_for("allow? [y]es");
+    term.type_text("y");
+    term.wait_for("Saved the word to word.txt.");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("word.txt")).unwrap(),
+        "pineapple\n"
+    );
+    // The model saw the whole conversation.
+    let messages = server.messages();
+    assert_eq!(messages.len(), 3);
+    let last = &messages[2];
+    assert!(texts(last, "user").iter().any(|t| t.contains("pineapple")));
+    assert!(
+        texts(last, "assistant")
+            .iter()
+            .any(|t| t.contains("Noted: pineapple."))
+    );
+    assert_eq!(texts(last, "tool").len(), 1);
+    term.wait_prompt();
+    term.ctrl_d();
+    assert!(term.wait_exit());
+}
+
+#[test]
+fn errors_and_the_step_limit_never_end_the_program() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(vec![
+        ScriptedResponse::json(
+            400,
+            r#"{"error":{"message":"the server refused this","type":"invalid_request_error"}}"#,
+        ),
+        sse(tool_calls(&[(
+            "call_1",
+            "shell_exec",
+            json!({ "command": "echo one" }),
+        )])),
+        sse(tool_calls(&[(
+            "call_2",
+            "shell_exec",
+            json!({ "command": "echo two" }),
+        )])),
+        sse(text_answer("All done.")),
+    ]);
+    let mut term = spawn(&server, dir.path(), &["--yes", "--max-steps", "1"]);
+    term.wait_for("test-model");
+    term.wait_prompt();
+    term.enter("count to two");
+    term.wait_for("the server refused this");
+    term.wait_for("the conversation is kept: press Enter to retry, or type a message");
+    // Enter retries the same call.
+    term.enter("");
+    term.wait_for("✓ exit code 0 · one");
+    term.wait_for("step limit: 1 tool rounds this turn.");
+    term.enter("");
+    term.wait_for("✓ exit code 0 · two");
+    term.wait_count("step limit: 1 tool rounds this turn.", 2);
+    // A message typed at the step limit goes with the next call.
+    term.enter("keep going please");
+    term.wait_for("All done.");
+    let messages = server.messages();
+    assert_eq!(messages.len(), 4);
+    // The failed request and its retry sent the same conversation.
+    assert_eq!(messages[0], messages[1]);
+    assert_eq!(
+        texts(&messages[3], "user").last().map(String::as_str),
+        Some("keep going please")
+    );
+    term.wait_prompt();
+    term.ctrl_d();
+    assert!(term.wait_exit());
+}
+
+#[test]
+fn ctrl_c_mid_tool_kills_the_command_and_answers_the_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(vec![
+        sse(tool_calls(&[(
+            "call_1",
+            "shell_exec",
+            json!({ "command": "sleep 30; echo late > late.txt" }),
+        )])),
+        sse(text_answer("Fine, I stopped.")),
+    ]);
+    let mut term = spawn(&server, dir.path(), &["--yes"]);
+    term.wait_for("test-model");
+    term.wait_prompt();
+    term.enter("wait a long time");
+    term.wait_for("shell_exec $ sleep 30; echo late > late.txt  ");
+    term.ctrl_c();
+    // Well within the command's 30 s: the whole process group is killed.
+    term.wait_for("turn cancelled; the transcript is intact.");
+    term.wait_prompt();
+    term.enter("never mind");
+    term.wait_for("Fine, I stopped.");
+    assert!(!dir.path().join("late.txt").exists());
+    // The cancelled call was answered before the next message.
+    let messages = server.messages();
+    let second = &messages[1];
+    let roles: Vec<&str> = second.iter().filter_map(|m| m["role"].as_str()).collect();
+    assert_eq!(
+        roles[roles.len() - 3..],
+        ["assistant", "tool", "user"],
+        "{second:?}"
+    );
+    term.wait_prompt();
+    term.ctrl_d();
+    assert!(term.wait_exit());
+}
