@@ -24,6 +24,8 @@ pub mod agent_loop {}
 pub mod soft_interrupts {}
 #[doc = include_str!("src/compaction.md")]
 pub mod compaction {}
+#[doc = include_str!("src/background.md")]
+pub mod background {}
 #[doc = include_str!("src/testing.md")]
 pub mod testing {}
 #[doc = include_str!("src/providers.md")]
@@ -32,3 +34,7 @@ pub mod providers {}
 pub mod mcp {}
 #[doc = include_str!("src/sessions.md")]
 pub mod sessions {}
+#[doc = include_str!("src/context.md")]
+pub mod context {}
+#[doc = include_str!("src/acp.md")]
+pub mod acp {}

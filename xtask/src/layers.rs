@@ -59,6 +59,19 @@ const RULES: &[(&str, Option<&[&str]>)] = &[
         Some(&["agentkit-core", "agentkit-tools-core", "agentkit-loop"]),
     ),
     (
+        "agentkit-context",
+        Some(&["agentkit-core", "agentkit-tools-core"]),
+    ),
+    (
+        "agentkit-acp",
+        Some(&[
+            "agentkit-core",
+            "agentkit-tools-core",
+            "agentkit-loop",
+            "agentkit-store",
+        ]),
+    ),
+    (
         "agentkit-testkit",
         Some(&["agentkit-core", "agentkit-tools-core", "agentkit-loop"]),
     ),

@@ -23,6 +23,11 @@ pub enum LoopStep {
 /// Why the loop paused.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "interrupt", content = "value", rename_all = "snake_case")]
+// The approval is the largest variant, and larger still when a crate in the
+// build turns on serde_json's `preserve_order` (IndexMap metadata; the ACP
+// SDK does). One value per `next()` call: boxing it would cost an API change
+// for nothing measurable.
+#[allow(clippy::large_enum_variant)]
 pub enum LoopInterrupt {
     /// A tool call needs approval. Blocking: `next()` refuses to run until
     /// it is resolved.

@@ -73,6 +73,7 @@ fn hanging_agent(manager: &McpServerManager) -> AgentBuilder<ScriptedModel> {
     Agent::builder()
         .model(model)
         .add_tool_source(manager.source())
+        .permissions(agentkit_tools_core::AllowAllPermissions)
         .input(vec![Item::user("hang, please")])
 }
 

@@ -222,7 +222,11 @@ impl<'a> Validator<'a> {
         }
         let properties = schema.get("properties").and_then(Value::as_object);
         let additional = schema.get("additionalProperties");
-        for (name, member) in object {
+        // Sorted, so reports read the same whether or not serde_json's
+        // `preserve_order` feature is on somewhere in the build.
+        let mut members: Vec<(&String, &Value)> = object.iter().collect();
+        members.sort_by(|a, b| a.0.cmp(b.0));
+        for (name, member) in members {
             let len = path.len();
             push_pointer(path, name);
             match properties.and_then(|p| p.get(name)) {
@@ -230,9 +234,10 @@ impl<'a> Validator<'a> {
                 None => match additional {
                     Some(Value::Bool(false)) => {
                         path.truncate(len);
-                        let known: Vec<&str> = properties
+                        let mut known: Vec<&str> = properties
                             .map(|p| p.keys().map(String::as_str).collect())
                             .unwrap_or_default();
+                        known.sort_unstable();
                         let hint = if known.is_empty() {
                             String::from("no properties are allowed")
                         } else {

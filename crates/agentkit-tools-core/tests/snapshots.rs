@@ -34,7 +34,11 @@ fn tool_spec_json() {
         parallel_safe: true,
         ..Default::default()
     });
-    insta::assert_json_snapshot!(spec);
+    // Sorted maps: the same snapshot whether or not serde_json's
+    // `preserve_order` is on in the build (the ACP SDK turns it on).
+    insta::with_settings!({ sort_maps => true }, {
+        insta::assert_json_snapshot!(spec);
+    });
     let back: ToolSpec = serde_json::from_value(serde_json::to_value(&spec).unwrap()).unwrap();
     assert_eq!(back, spec);
 }
@@ -56,5 +60,9 @@ fn approval_request_json() {
     else {
         panic!("expected an approval");
     };
-    insta::assert_json_snapshot!(approval);
+    // Sorted maps: the same snapshot whether or not serde_json's
+    // `preserve_order` is on in the build (the ACP SDK turns it on).
+    insta::with_settings!({ sort_maps => true }, {
+        insta::assert_json_snapshot!(approval);
+    });
 }

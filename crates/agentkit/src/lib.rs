@@ -21,12 +21,18 @@
 //! | `shell` | `shell` | `agentkit-tool-shell`: the `shell_exec` tool |
 //! | `store` | `store` | `agentkit-store`: durable sessions (SQLite) |
 //! | `store-postgres` | `store` | the same, with the PostgreSQL backend |
+//! | `context` | `context` | `agentkit-context`: `AGENTS.md` and Agent Skills |
+//! | `acp` | `acp` | `agentkit-acp`: serving agents to editors over ACP |
 //! | `full` | | everything above |
 
 pub use agentkit_core as core;
 
+#[cfg(feature = "acp")]
+pub use agentkit_acp as acp;
 #[cfg(feature = "compaction")]
 pub use agentkit_compaction as compaction;
+#[cfg(feature = "context")]
+pub use agentkit_context as context;
 #[cfg(feature = "http")]
 pub use agentkit_http as http;
 #[cfg(feature = "loop")]

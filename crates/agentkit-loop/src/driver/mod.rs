@@ -17,23 +17,64 @@ pub(crate) use resume::check_snapshot;
 
 use crate::error::panic_message;
 use crate::{
-    AgentEvent, LoopError, LoopStep, ModelSession, MutationPoint, MutatorError, PromptCacheRequest,
-    SoftInterruptHandle, TurnResult,
+    AgentEvent, BackgroundTasks, LoopError, LoopStep, ModelSession, MutationPoint, MutatorError,
+    PromptCacheRequest, SoftInterruptHandle, TurnResult,
 };
 use agentkit_core::{Item, SessionId, ToolCallId, validate_transcript};
 use agentkit_tools_core::{ApprovalDecision, ResolvedCatalog, ToolError, ToolResult};
 use core::{Action, DriverCore, Note};
-use futures::FutureExt;
 use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
+use futures::{FutureExt, StreamExt};
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use tracing::Instrument;
 
-/// A running call: resolves to its index in the round, its id and outcome.
-type RunningCall = BoxFuture<'static, (usize, ToolCallId, Result<ToolResult, ToolError>)>;
+/// What a call resolves to: its index in the round, its id and outcome.
+type CallOutcome = (usize, ToolCallId, Result<ToolResult, ToolError>);
+
+/// A running call.
+type RunningCall = BoxFuture<'static, CallOutcome>;
+
+/// The calls of the open round that are running, owned by one `next()`.
+///
+/// If that `next()` is dropped mid-round, the calls that already finished
+/// are salvaged for the next `next()` (their real results are kept) and the
+/// rest are dropped at once, which cancels them (an MCP call sends its
+/// cancellation, a concurrent task is aborted): a host that gave up waiting
+/// does not keep work running, and nothing runs twice.
+pub(crate) struct Running {
+    calls: FuturesUnordered<RunningCall>,
+    salvage: Arc<std::sync::Mutex<Vec<CallOutcome>>>,
+}
+
+impl Running {
+    /// Every call that already finished, without waiting.
+    pub(crate) fn ready(&mut self) -> Vec<CallOutcome> {
+        let mut ready = Vec::new();
+        while let Some(Some(outcome)) = self.calls.next().now_or_never() {
+            ready.push(outcome);
+        }
+        ready
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if self.calls.is_empty() {
+            return;
+        }
+        let ready = self.ready();
+        self.salvage
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend(ready);
+    }
+}
 
 /// The runtime of one session; see the crate docs for the host loop.
+///
+/// [`TaskRouting`]: crate::TaskRouting
 ///
 /// A driver is made by [`Agent::start`](crate::Agent::start) or
 /// [`Agent::resume`](crate::Agent::resume) and pulled forward with
@@ -70,9 +111,10 @@ pub struct LoopDriver<S: ModelSession> {
     core: DriverCore,
     session: S,
     config: Arc<dyn DriverConfig>,
-    /// The calls of the open round that are running. Held here, not in a
-    /// local of `next()`, so a dropped `next()` loses none of them.
-    running: FuturesUnordered<RunningCall>,
+    /// Results of calls that finished before a `next()` was dropped.
+    salvage: Arc<std::sync::Mutex<Vec<CallOutcome>>>,
+    /// Calls running in the background.
+    background: BackgroundTasks,
     last_catalog: Option<Arc<ResolvedCatalog>>,
 }
 
@@ -146,11 +188,17 @@ impl<S: ModelSession> LoopDriver<S> {
     ) -> Self {
         let session_id = core.session_id.clone();
         core.emit(|| AgentEvent::RunStarted { session_id });
+        let background = BackgroundTasks::default();
+        if !config.shared().observers.is_empty() {
+            let observers = config.clone();
+            background.set_notifier(Arc::new(move |event| notify(observers.as_ref(), event)));
+        }
         let mut driver = Self {
             core,
             session,
             config,
-            running: FuturesUnordered::new(),
+            salvage: Arc::default(),
+            background,
             last_catalog: None,
         };
         driver.dispatch();
@@ -173,6 +221,12 @@ impl<S: ModelSession> LoopDriver<S> {
     /// snapshot in the same process.
     pub fn soft_interrupts(&self) -> SoftInterruptHandle {
         self.core.soft.clone()
+    }
+
+    /// The calls running in the background (see [`TaskRouting`]): list
+    /// them, cancel one by id.
+    pub fn background_tasks(&self) -> BackgroundTasks {
+        self.background.clone()
     }
 
     /// Overrides the prompt-cache request of the next model call only.
@@ -212,7 +266,6 @@ impl<S: ModelSession> LoopDriver<S> {
     /// for the next turn. Fails with `NoTurnInProgress` when idle.
     pub fn abandon_turn(&mut self, reason: impl Into<String>) -> Result<TurnResult, LoopError> {
         let result = self.core.abandon_turn(reason.into());
-        self.running = FuturesUnordered::new();
         self.dispatch();
         result.map_err(LoopError::InvalidState)
     }
@@ -235,21 +288,29 @@ impl<S: ModelSession> LoopDriver<S> {
 
     /// Performs the core's actions until it yields.
     async fn run(&mut self) -> Result<LoopStep, LoopError> {
-        if !self.running.is_empty() {
-            // Every normal return of `next()` leaves no call running, so
-            // these belong to a `next()` that was dropped: answer them as
-            // interrupted (finished ones keep their real results) rather
-            // than wait for work the host gave up on, or run it twice.
-            self.collect_finished();
-            self.running = FuturesUnordered::new();
-            self.core.on_calls_lost();
+        // Every normal return of `next()` leaves no call running, so calls
+        // the core still sees running belong to a `next()` that was
+        // dropped: the finished ones keep their real results, the others
+        // are answered as interrupted rather than run twice.
+        let salvaged = std::mem::take(&mut *self.salvage.lock().unwrap_or_else(|e| e.into_inner()));
+        for (index, call_id, outcome) in salvaged {
+            self.core.on_tool_done(index, &call_id, outcome);
         }
+        self.core.on_calls_lost();
+        let mut running = Running {
+            calls: FuturesUnordered::new(),
+            salvage: self.salvage.clone(),
+        };
         loop {
+            for finished in self.background.take_finished() {
+                self.core
+                    .on_background_finished(finished.info, finished.outcome);
+            }
             let action = self.core.poll();
             self.dispatch();
-            if !self.core.round_open() && !self.running.is_empty() {
+            if !self.core.round_open() && !running.calls.is_empty() {
                 // The round ended (skipped, cancelled): stop what still runs.
-                self.running = FuturesUnordered::new();
+                running.calls = FuturesUnordered::new();
             }
             match action {
                 Action::Yield(step) => return Ok(step),
@@ -257,12 +318,20 @@ impl<S: ModelSession> LoopDriver<S> {
                 Action::CallModel(call) => self.model_call(call).await?,
                 Action::StartTools(calls) => {
                     for call in calls {
-                        self.start_call(call);
+                        running.calls.push(self.start_call(call));
                     }
                 }
-                Action::AwaitTools => self.await_calls().await,
+                Action::AwaitTools => self.await_calls(&mut running).await,
                 Action::RunMutators(point) => self.run_mutators(point).await?,
             }
+        }
+    }
+
+    /// Hands finished background tasks to the core.
+    fn collect_background(&mut self) {
+        for finished in self.background.take_finished() {
+            self.core
+                .on_background_finished(finished.info, finished.outcome);
         }
     }
 

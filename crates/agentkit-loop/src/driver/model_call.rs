@@ -118,6 +118,9 @@ impl<S: ModelSession> LoopDriver<S> {
                 finish_reason,
                 metadata,
             } => {
+                // A background task that finished while the model spoke is
+                // delivered at point B.
+                self.collect_background();
                 let executor = self.config.shared().executor.clone();
                 let mut preflight = |call: &ToolCallPart| preflight(executor.as_ref(), call);
                 self.core.on_model_answer(

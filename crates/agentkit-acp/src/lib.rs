@@ -1,0 +1,37 @@
+//! Serves any agentkit agent to editors over the Agent Client Protocol.
+//!
+//! ACP is the JSON-RPC protocol editors (Zed, and others) use to drive
+//! coding agents: the editor starts the agent as a child process and speaks
+//! newline-delimited JSON-RPC on its stdin and stdout. [`AcpServer`] maps it
+//! onto agentkit:
+//!
+//! | ACP | agentkit |
+//! | --- | --- |
+//! | `initialize` | protocol v1, `loadSession` with a [`SessionLoader`] |
+//! | `session/new` | the host's factory builds an `Agent`; `Agent::start` |
+//! | `session/load` | [`SessionLoader`], then the transcript replayed as updates |
+//! | `session/prompt` | a user item; the turn runs with `LoopDriver::next` |
+//! | `session/prompt` during a turn | a soft interrupt (`driver.soft_interrupts()`) |
+//! | `session/cancel` | the turn's cancellation; it ends with `stopReason: cancelled` |
+//! | `session/update` | text and reasoning deltas, tool calls and results |
+//! | `session/request_permission` | `PendingApproval`: allow once, allow always, reject |
+//!
+//! The protocol types of the `agent-client-protocol` crate stay inside this
+//! crate: a host deals in agentkit types only.
+
+mod error;
+mod kind;
+mod loader;
+mod server;
+mod session;
+mod updates;
+
+pub use error::{AcpError, BoxError};
+pub use kind::ToolKind;
+pub use loader::{MemorySessions, SessionLoader, SessionRecorder, StoredSession};
+pub use server::{AcpServer, EditorMcpServer, SessionRequest};
+
+// The README's example is compiled with the doc-tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -1,0 +1,427 @@
+//! The ACP server: the connection's handlers and the live sessions.
+//!
+//! [`AcpServer`] answers `initialize` (protocol v1; `loadSession` when a
+//! [`SessionLoader`] is set), `session/new` and `session/load` (building one
+//! agent per session through the host's factory), `session/prompt` and
+//! `session/cancel` (handed to the session's task, see the `session`
+//! module). Slow work never runs inside the connection's dispatch loop: it is
+//! spawned, so a `session/cancel` is read while a turn runs.
+
+use crate::session::{Prompt, SessionHandle};
+use crate::updates::{KindFn, UpdateSink, prompt_item, replay};
+use crate::{AcpError, BoxError, SessionLoader, StoredSession, ToolKind};
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::schema as acp;
+use agent_client_protocol::{Client, ConnectTo, Error};
+use agentkit_core::CancellationController;
+use agentkit_loop::{AgentBuilder, LoopDriver, ModelAdapter, SessionConfig};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// What the host's factory is told about a session it builds an agent for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SessionRequest {
+    /// The session's id.
+    pub session_id: String,
+    /// The working directory the editor gave (absolute): the root for file
+    /// tools, where to look for `AGENTS.md`.
+    pub cwd: PathBuf,
+    /// `true` for `session/load`: the server sets the stored transcript
+    /// itself, the factory should not add starting items.
+    pub loaded: bool,
+    /// The MCP servers the editor wants the agent to use in this session
+    /// (ACP clients send their configured servers here); connect them with
+    /// `agentkit-mcp` and add them as a tool source.
+    pub mcp_servers: Vec<EditorMcpServer>,
+}
+
+/// An MCP server the editor passes to a session.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum EditorMcpServer {
+    /// A server to start as a child process speaking MCP on stdio.
+    Stdio {
+        /// Its name in the editor's configuration.
+        name: String,
+        /// The program.
+        command: PathBuf,
+        /// Its arguments.
+        args: Vec<String>,
+        /// Extra environment variables, `(name, value)`.
+        env: Vec<(String, String)>,
+    },
+    /// A server reached over streamable HTTP.
+    Http {
+        /// Its name in the editor's configuration.
+        name: String,
+        /// The endpoint.
+        url: String,
+        /// Extra request headers, `(name, value)`.
+        headers: Vec<(String, String)>,
+    },
+}
+
+impl EditorMcpServer {
+    /// The stdio and HTTP servers of an ACP request; other transports
+    /// (SSE, MCP over ACP) are not offered to the factory.
+    fn from_acp(servers: Vec<acp::McpServer>) -> Vec<Self> {
+        servers
+            .into_iter()
+            .filter_map(|server| match server {
+                acp::McpServer::Stdio(stdio) => Some(EditorMcpServer::Stdio {
+                    name: stdio.name,
+                    command: stdio.command,
+                    args: stdio.args,
+                    env: stdio.env.into_iter().map(|v| (v.name, v.value)).collect(),
+                }),
+                acp::McpServer::Http(http) => Some(EditorMcpServer::Http {
+                    name: http.name,
+                    url: http.url,
+                    headers: http
+                        .headers
+                        .into_iter()
+                        .map(|h| (h.name, h.value))
+                        .collect(),
+                }),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+type Factory<M> = dyn Fn(&SessionRequest) -> Result<AgentBuilder<M>, BoxError> + Send + Sync;
+
+/// Serves agentkit agents to an ACP client (an editor) over one connection.
+///
+/// The factory returns an [`AgentBuilder`] per session, configured for its
+/// working directory; the server adds its own cancellation controller and
+/// update observer, and the stored transcript for loaded sessions, then
+/// builds and starts it.
+///
+/// ```no_run
+/// use agentkit_acp::AcpServer;
+/// use agentkit_loop::Agent;
+/// use agentkit_testkit::{ScriptedModel, ScriptedTurn};
+///
+/// # async fn run() -> Result<(), agentkit_acp::AcpError> {
+/// let model = ScriptedModel::new([ScriptedTurn::text("Hello from agentkit.")]);
+/// AcpServer::new(move |_session| Ok(Agent::builder().model(model.clone())))
+///     .agent_info("my-agent", "0.1.0")
+///     .serve_stdio()
+///     .await
+/// # }
+/// ```
+pub struct AcpServer<M: ModelAdapter> {
+    factory: Arc<Factory<M>>,
+    loader: Option<Arc<dyn SessionLoader>>,
+    kinds: KindFn,
+    name: String,
+    version: String,
+}
+
+impl<M: ModelAdapter> AcpServer<M>
+where
+    LoopDriver<M::Session>: Send,
+{
+    /// A server whose sessions' agents come from `factory`.
+    pub fn new(
+        factory: impl Fn(&SessionRequest) -> Result<AgentBuilder<M>, BoxError> + Send + Sync + 'static,
+    ) -> Self {
+        Self {
+            factory: Arc::new(factory),
+            loader: None,
+            kinds: Arc::new(ToolKind::guess),
+            name: "agentkit".to_owned(),
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+        }
+    }
+
+    /// The name and version reported in `initialize`.
+    pub fn agent_info(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
+        self.name = name.into();
+        self.version = version.into();
+        self
+    }
+
+    /// Where `session/load` finds stored sessions; also turns on the
+    /// `loadSession` capability.
+    pub fn session_loader(mut self, loader: impl SessionLoader) -> Self {
+        self.loader = Some(Arc::new(loader));
+        self
+    }
+
+    /// Replaces the name-based guess of each tool's ACP kind.
+    pub fn tool_kinds(mut self, kinds: impl Fn(&str) -> ToolKind + Send + Sync + 'static) -> Self {
+        self.kinds = Arc::new(kinds);
+        self
+    }
+
+    /// Serves one editor on this process's stdin and stdout until the
+    /// editor closes the connection.
+    pub async fn serve_stdio(self) -> Result<(), AcpError> {
+        self.serve_transport(agent_client_protocol::Stdio::new())
+            .await
+    }
+
+    /// Serves one editor over a pair of byte streams (newline-delimited
+    /// JSON-RPC), e.g. a socket or a child's pipes.
+    pub async fn serve<W, R>(self, outgoing: W, incoming: R) -> Result<(), AcpError>
+    where
+        W: futures::AsyncWrite + Send + 'static,
+        R: futures::AsyncRead + Send + 'static,
+    {
+        self.serve_transport(agent_client_protocol::ByteStreams::new(outgoing, incoming))
+            .await
+    }
+
+    async fn serve_transport(
+        self,
+        transport: impl ConnectTo<agent_client_protocol::Agent> + 'static,
+    ) -> Result<(), AcpError> {
+        let state = Arc::new(State {
+            server: self,
+            sessions: Mutex::new(HashMap::new()),
+            counter: AtomicU64::new(0),
+        });
+        let (s1, s2, s3, s4, s5) = (
+            state.clone(),
+            state.clone(),
+            state.clone(),
+            state.clone(),
+            state.clone(),
+        );
+        agent_client_protocol::Agent
+            .v1()
+            .name(state.server.name.clone())
+            .on_receive_request(
+                async move |request: acp::InitializeRequest, responder, _cx| {
+                    responder.respond(s1.initialize(&request))
+                },
+                agent_client_protocol::on_receive_request!(),
+            )
+            .on_receive_request(
+                async move |request: acp::NewSessionRequest, responder, cx| {
+                    let state = s2.clone();
+                    cx.clone().spawn(async move {
+                        let result = state.new_session(request, cx).await;
+                        responder.respond_with_result(result)
+                    })
+                },
+                agent_client_protocol::on_receive_request!(),
+            )
+            .on_receive_request(
+                async move |request: acp::LoadSessionRequest, responder, cx| {
+                    let state = s3.clone();
+                    cx.clone().spawn(async move {
+                        let result = state.load_session(request, cx).await;
+                        responder.respond_with_result(result)
+                    })
+                },
+                agent_client_protocol::on_receive_request!(),
+            )
+            .on_receive_request(
+                async move |request: acp::PromptRequest, responder, _cx| {
+                    s4.prompt(request, responder)
+                },
+                agent_client_protocol::on_receive_request!(),
+            )
+            .on_receive_notification(
+                async move |notification: acp::CancelNotification, _cx| {
+                    s5.cancel(&notification.session_id);
+                    Ok(())
+                },
+                agent_client_protocol::on_receive_notification!(),
+            )
+            .connect_to(transport)
+            .await
+            .map_err(|err| AcpError::Connection(err.to_string()))
+    }
+}
+
+struct State<M: ModelAdapter> {
+    server: AcpServer<M>,
+    sessions: Mutex<HashMap<String, SessionHandle>>,
+    counter: AtomicU64,
+}
+
+impl<M: ModelAdapter> State<M>
+where
+    LoopDriver<M::Session>: Send,
+{
+    fn initialize(&self, _request: &acp::InitializeRequest) -> acp::InitializeResponse {
+        let capabilities = acp::AgentCapabilities::new()
+            .load_session(self.server.loader.is_some())
+            .prompt_capabilities(acp::PromptCapabilities::new().embedded_context(true));
+        acp::InitializeResponse::new(agent_client_protocol::schema::ProtocolVersion::V1)
+            .agent_capabilities(capabilities)
+            .agent_info(acp::Implementation::new(
+                self.server.name.clone(),
+                self.server.version.clone(),
+            ))
+    }
+
+    fn fresh_id(&self) -> String {
+        let n = self.counter.fetch_add(1, Ordering::Relaxed);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default();
+        format!("agentkit-{}-{nanos:x}-{n}", std::process::id())
+    }
+
+    async fn new_session(
+        &self,
+        request: acp::NewSessionRequest,
+        cx: ConnectionTo<Client>,
+    ) -> Result<acp::NewSessionResponse, Error> {
+        let session_id = self.fresh_id();
+        let servers = EditorMcpServer::from_acp(request.mcp_servers);
+        self.open(&session_id, request.cwd, servers, None, cx)
+            .await
+            .map_err(to_rpc_error)?;
+        Ok(acp::NewSessionResponse::new(session_id))
+    }
+
+    async fn load_session(
+        &self,
+        request: acp::LoadSessionRequest,
+        cx: ConnectionTo<Client>,
+    ) -> Result<acp::LoadSessionResponse, Error> {
+        let session_id = request.session_id.0.to_string();
+        let Some(loader) = &self.server.loader else {
+            return Err(Error::method_not_found());
+        };
+        let stored = loader
+            .load(&session_id)
+            .await
+            .map_err(|source| {
+                to_rpc_error(AcpError::Load {
+                    session_id: session_id.clone(),
+                    source,
+                })
+            })?
+            .ok_or_else(|| Error::from(acp::Error::session_not_found(session_id.clone())))?;
+        replay(&cx, &session_id, stored.transcript(), &self.server.kinds)?;
+        let servers = EditorMcpServer::from_acp(request.mcp_servers);
+        self.open(&session_id, request.cwd, servers, Some(stored), cx)
+            .await
+            .map_err(to_rpc_error)?;
+        Ok(acp::LoadSessionResponse::new())
+    }
+
+    /// Builds, starts and registers a session's agent.
+    async fn open(
+        &self,
+        session_id: &str,
+        cwd: PathBuf,
+        mcp_servers: Vec<EditorMcpServer>,
+        stored: Option<StoredSession>,
+        cx: ConnectionTo<Client>,
+    ) -> Result<(), AcpError> {
+        let request = SessionRequest {
+            session_id: session_id.to_owned(),
+            cwd,
+            loaded: stored.is_some(),
+            mcp_servers,
+        };
+        let builder = (self.server.factory)(&request).map_err(|source| AcpError::Setup {
+            session_id: session_id.to_owned(),
+            source,
+        })?;
+        let cancel = CancellationController::new();
+        let updates = Arc::new(UpdateSink::new(
+            cx.clone(),
+            session_id,
+            self.server.kinds.clone(),
+        ));
+        let mut builder = builder
+            .cancellation(cancel.handle())
+            .observer_arc(updates.clone());
+        if let Some(StoredSession::Transcript(items)) = &stored {
+            builder = builder.transcript(items.clone());
+        }
+        let agent = builder.build()?;
+        let config = SessionConfig::new(session_id);
+        let driver = match stored {
+            Some(StoredSession::Snapshot(snapshot)) => agent.resume(config, *snapshot).await?,
+            _ => agent.start(config).await?,
+        };
+        let handle = SessionHandle::spawn(driver, cancel, cx, updates);
+        self.sessions
+            .lock()
+            .expect("sessions lock")
+            .insert(session_id.to_owned(), handle);
+        Ok(())
+    }
+
+    fn prompt(
+        &self,
+        request: acp::PromptRequest,
+        responder: agent_client_protocol::v1::Responder<acp::PromptResponse>,
+    ) -> Result<(), Error> {
+        let sessions = self.sessions.lock().expect("sessions lock");
+        let Some(session) = sessions.get(request.session_id.0.as_ref()) else {
+            return responder.respond_with_error(
+                acp::Error::session_not_found(request.session_id.0.to_string()).into(),
+            );
+        };
+        session.prompt(Prompt {
+            item: prompt_item(&request.prompt),
+            responder,
+        })
+    }
+
+    fn cancel(&self, session_id: &acp::SessionId) {
+        if let Some(session) = self
+            .sessions
+            .lock()
+            .expect("sessions lock")
+            .get(session_id.0.as_ref())
+        {
+            session.cancel();
+        }
+    }
+}
+
+fn to_rpc_error(err: AcpError) -> Error {
+    Error::internal_error().data(serde_json::Value::from(err.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn editor_mcp_servers_reach_the_factory_as_plain_data() {
+        let servers = vec![
+            acp::McpServer::Stdio(
+                acp::McpServerStdio::new("everything", "/usr/bin/node")
+                    .args(vec!["server.js".into()])
+                    .env(vec![acp::EnvVariable::new("TOKEN", "t")]),
+            ),
+            acp::McpServer::Http(
+                acp::McpServerHttp::new("remote", "http://127.0.0.1:9/mcp")
+                    .headers(vec![acp::HttpHeader::new("Authorization", "Bearer x")]),
+            ),
+        ];
+        assert_eq!(
+            EditorMcpServer::from_acp(servers),
+            [
+                EditorMcpServer::Stdio {
+                    name: "everything".into(),
+                    command: "/usr/bin/node".into(),
+                    args: vec!["server.js".into()],
+                    env: vec![("TOKEN".into(), "t".into())],
+                },
+                EditorMcpServer::Http {
+                    name: "remote".into(),
+                    url: "http://127.0.0.1:9/mcp".into(),
+                    headers: vec![("Authorization".into(), "Bearer x".into())],
+                },
+            ]
+        );
+    }
+}

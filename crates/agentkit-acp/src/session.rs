@@ -1,0 +1,369 @@
+//! One live ACP session: a task that owns the `LoopDriver`.
+//!
+//! The connection's handlers never touch the driver (invariant: `&mut
+//! LoopDriver` is the only writer). They reach a session through its
+//! [`SessionHandle`]:
+//!
+//! - `session/prompt` while the session is idle sends the prompt to the task,
+//!   which queues it as input and runs a turn;
+//! - `session/prompt` while a turn runs pushes the message on the driver's
+//!   soft-interrupt queue: the loop injects it at its next safe point, and
+//!   the prompt is answered when the turn that took it in ends;
+//! - `session/cancel` interrupts the turn through the session's
+//!   `CancellationController`; the loop answers open tool calls with
+//!   cancellation stubs and the turn ends with `stopReason: cancelled`.
+//!   Prompts still waiting in the queue are withdrawn and answered
+//!   `cancelled` too, so nothing typed leaks into the next turn.
+//!
+//! Approvals are asked as `session/request_permission` with three options:
+//! allow once, allow always (remembered for that tool for the rest of the
+//! session) and reject. A cancellation while the editor is deciding denies
+//! the call and ends the turn.
+
+use crate::updates::UpdateSink;
+use agent_client_protocol::v1::schema as acp;
+use agent_client_protocol::v1::{ConnectionTo, Responder};
+use agent_client_protocol::{Client, Error};
+use agentkit_core::{CancellationController, FinishReason, Item};
+use agentkit_loop::{LoopDriver, LoopInterrupt, LoopStep, ModelSession, PendingApproval};
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use tokio::sync::mpsc;
+
+const ALLOW_ONCE: &str = "allow_once";
+const ALLOW_ALWAYS: &str = "allow_always";
+const REJECT: &str = "reject_once";
+
+/// A prompt and the request to answer when its turn ends.
+pub(crate) struct Prompt {
+    pub(crate) item: Item,
+    pub(crate) responder: Responder<acp::PromptResponse>,
+}
+
+/// A turn for the session's task to start.
+enum Start {
+    /// The prompt is already on the soft-interrupt queue (the idle driver
+    /// takes it as its input); it is withdrawn if the turn is cancelled
+    /// before it begins.
+    Queued {
+        id: u64,
+        responder: Responder<acp::PromptResponse>,
+    },
+    /// The prompt arrived while a turn was being cancelled (or behind such
+    /// a prompt): it waits here, so the cancelled turn cannot take it in,
+    /// and prompts keep their order.
+    Deferred(Prompt),
+}
+
+/// What the handlers share with a session's task.
+pub(crate) struct SessionHandle {
+    starts: mpsc::UnboundedSender<Start>,
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    soft: agentkit_loop::SoftInterruptHandle,
+    cancel: CancellationController,
+    state: Mutex<TurnState>,
+}
+
+#[derive(Default)]
+struct TurnState {
+    /// A turn is running (or about to start).
+    running: bool,
+    /// `session/cancel` arrived for the running turn.
+    cancel_requested: bool,
+    /// Prompts that arrived during the turn: their soft-interrupt ids.
+    joined: Vec<(u64, Responder<acp::PromptResponse>)>,
+    /// `Start::Deferred` prompts sent and not yet taken by the task.
+    deferred: usize,
+}
+
+impl SessionHandle {
+    /// Starts the task that drives `driver`.
+    pub(crate) fn spawn<S: ModelSession>(
+        driver: LoopDriver<S>,
+        cancel: CancellationController,
+        cx: ConnectionTo<Client>,
+        updates: Arc<UpdateSink>,
+    ) -> SessionHandle
+    where
+        LoopDriver<S>: Send,
+    {
+        let (starts, receiver) = mpsc::unbounded_channel();
+        let shared = Arc::new(Shared {
+            soft: driver.soft_interrupts(),
+            cancel,
+            state: Mutex::new(TurnState::default()),
+        });
+        let runner = Runner {
+            driver,
+            shared: shared.clone(),
+            cx,
+            updates,
+            always_allowed: HashSet::new(),
+        };
+        tokio::spawn(runner.run(receiver));
+        SessionHandle { starts, shared }
+    }
+
+    /// Handles `session/prompt`: a new turn, or a soft interrupt of the
+    /// running one. The queue is written under the state lock, so prompts
+    /// reach the model in the order they arrived.
+    pub(crate) fn prompt(&self, prompt: Prompt) -> Result<(), Error> {
+        let mut state = self.shared.state.lock().expect("turn state lock");
+        let start = if state.cancel_requested || state.deferred > 0 {
+            state.deferred += 1;
+            Start::Deferred(prompt)
+        } else if state.running {
+            let id = self.shared.soft.push(prompt.item);
+            state.joined.push((id, prompt.responder));
+            return Ok(());
+        } else {
+            state.running = true;
+            let id = self.shared.soft.push(prompt.item);
+            Start::Queued {
+                id,
+                responder: prompt.responder,
+            }
+        };
+        drop(state);
+        // A send fails only when the task has ended; the dropped responder
+        // then answers the request with an error.
+        self.starts
+            .send(start)
+            .map_err(|_| Error::internal_error().data("the session has ended"))
+    }
+
+    /// Handles `session/cancel`.
+    pub(crate) fn cancel(&self) {
+        let joined = {
+            let mut state = self.shared.state.lock().expect("turn state lock");
+            if !state.running {
+                return;
+            }
+            state.cancel_requested = true;
+            self.shared.cancel.interrupt();
+            std::mem::take(&mut state.joined)
+        };
+        for (id, responder) in joined {
+            self.shared.soft.withdraw(id);
+            let _ = responder.respond(acp::PromptResponse::new(acp::StopReason::Cancelled));
+        }
+    }
+}
+
+struct Runner<S: ModelSession> {
+    driver: LoopDriver<S>,
+    shared: Arc<Shared>,
+    cx: ConnectionTo<Client>,
+    updates: Arc<UpdateSink>,
+    /// Tools the editor allowed for the rest of the session.
+    always_allowed: HashSet<String>,
+}
+
+/// How a permission request ended.
+enum Permission {
+    AllowOnce,
+    AllowAlways,
+    Reject,
+    Cancelled,
+}
+
+impl<S: ModelSession> Runner<S> {
+    async fn run(mut self, mut starts: mpsc::UnboundedReceiver<Start>) {
+        while let Some(start) = starts.recv().await {
+            let (queued, responder) = match start {
+                Start::Queued { id, responder } => (Some(id), responder),
+                Start::Deferred(prompt) => {
+                    let mut state = self.shared.state.lock().expect("turn state lock");
+                    state.deferred -= 1;
+                    if !state.cancel_requested {
+                        // An idle driver takes queued messages as its input.
+                        self.shared.soft.push(prompt.item);
+                    }
+                    (None, prompt.responder)
+                }
+            };
+            let mut responders = vec![responder];
+            {
+                let mut state = self.shared.state.lock().expect("turn state lock");
+                state.running = true;
+                if state.cancel_requested {
+                    // Cancelled before it began: nothing ran, nothing to undo.
+                    if let Some(id) = queued {
+                        self.shared.soft.withdraw(id);
+                    }
+                    state.cancel_requested = false;
+                    state.running = state.deferred > 0;
+                    drop(state);
+                    answer(responders, Ok(acp::StopReason::Cancelled));
+                    continue;
+                }
+            }
+            let outcome = loop {
+                let outcome = self.turn().await;
+                let mut state = self.shared.state.lock().expect("turn state lock");
+                let cancelled = matches!(outcome, Ok(acp::StopReason::Cancelled));
+                if outcome.is_ok() && !cancelled && !self.shared.soft.is_empty() {
+                    // A prompt arrived after the turn's last safe point: it
+                    // starts the next turn, and its responder waits for it.
+                    continue;
+                }
+                responders.extend(state.joined.drain(..).map(|(_, responder)| responder));
+                state.running = state.deferred > 0;
+                state.cancel_requested = false;
+                break outcome;
+            };
+            answer(std::mem::take(&mut responders), outcome);
+        }
+    }
+
+    /// Runs the driver until the turn ends.
+    async fn turn(&mut self) -> Result<acp::StopReason, Error> {
+        loop {
+            let step = self.driver.next().await;
+            if self.cancel_requested() {
+                // A cancel that raced with the turn's start: make sure the
+                // turn's own checkpoint sees it.
+                self.shared.cancel.interrupt();
+            }
+            match step {
+                Ok(LoopStep::Finished(result)) => return Ok(stop_reason(&result.finish_reason)),
+                Ok(LoopStep::Interrupt(LoopInterrupt::AfterToolResult(_))) => continue,
+                Ok(LoopStep::Interrupt(LoopInterrupt::AwaitingInput(_))) => {
+                    return Ok(acp::StopReason::EndTurn);
+                }
+                Ok(LoopStep::Interrupt(LoopInterrupt::ApprovalRequest(pending))) => {
+                    self.approve(pending).await?;
+                }
+                Err(err) => {
+                    return Err(Error::internal_error().data(err.to_string()));
+                }
+            }
+        }
+    }
+
+    fn cancel_requested(&self) -> bool {
+        self.shared
+            .state
+            .lock()
+            .expect("turn state lock")
+            .cancel_requested
+    }
+
+    async fn approve(&mut self, pending: PendingApproval) -> Result<(), Error> {
+        let tool = pending.call.name.clone();
+        let permission = if self.always_allowed.contains(&tool) {
+            Permission::AllowOnce
+        } else {
+            let session_id = acp::SessionId::new(self.driver.session_id().as_str());
+            ask(
+                self.cx.clone(),
+                self.shared.clone(),
+                self.updates.clone(),
+                session_id,
+                &pending,
+            )
+            .await
+        };
+        let driver = &mut self.driver;
+        let resolved = match permission {
+            Permission::AllowOnce => pending.approve(driver),
+            Permission::AllowAlways => {
+                self.always_allowed.insert(tool);
+                pending.approve(driver)
+            }
+            Permission::Reject => pending.deny_with_reason(driver, "the user rejected this call"),
+            Permission::Cancelled => {
+                pending.deny_with_reason(driver, "the user cancelled the turn")
+            }
+        };
+        resolved.map_err(|err| Error::internal_error().data(err.to_string()))
+    }
+}
+
+/// Asks the editor, unless the turn is cancelled first.
+async fn ask(
+    cx: ConnectionTo<Client>,
+    shared: Arc<Shared>,
+    updates: Arc<UpdateSink>,
+    session_id: acp::SessionId,
+    pending: &PendingApproval,
+) -> Permission {
+    let tool = &pending.call.name;
+    let options = vec![
+        acp::PermissionOption::new(
+            ALLOW_ONCE,
+            "Allow once",
+            acp::PermissionOptionKind::AllowOnce,
+        ),
+        acp::PermissionOption::new(
+            ALLOW_ALWAYS,
+            format!("Always allow {tool}"),
+            acp::PermissionOptionKind::AllowAlways,
+        ),
+        acp::PermissionOption::new(REJECT, "Reject", acp::PermissionOptionKind::RejectOnce),
+    ];
+    let mut tool_call = updates.tool_call_update(&pending.call);
+    tool_call.meta = Some(
+        [(
+            "agentkit.approval".to_owned(),
+            serde_json::json!({
+                "summary": pending.request.summary,
+                "kind": pending.request.request_kind,
+            }),
+        )]
+        .into_iter()
+        .collect(),
+    );
+    let request = acp::RequestPermissionRequest::new(session_id, tool_call, options);
+    let cancellation = shared.cancel.handle().checkpoint();
+    if shared
+        .state
+        .lock()
+        .expect("turn state lock")
+        .cancel_requested
+    {
+        return Permission::Cancelled;
+    }
+    let asked = cx.send_request(request).block_task();
+    tokio::select! {
+        response = asked => match response {
+            Ok(response) => match response.outcome {
+                acp::RequestPermissionOutcome::Selected(selected) => {
+                    match selected.option_id.0.as_ref() {
+                        ALLOW_ONCE => Permission::AllowOnce,
+                        ALLOW_ALWAYS => Permission::AllowAlways,
+                        _ => Permission::Reject,
+                    }
+                }
+                _ => Permission::Cancelled,
+            },
+            // No answer (the editor failed the request): refuse.
+            Err(_) => Permission::Reject,
+        },
+        () = cancellation.cancelled() => Permission::Cancelled,
+    }
+}
+
+fn stop_reason(reason: &FinishReason) -> acp::StopReason {
+    match reason {
+        FinishReason::Cancelled => acp::StopReason::Cancelled,
+        FinishReason::MaxTokens => acp::StopReason::MaxTokens,
+        FinishReason::Blocked => acp::StopReason::Refusal,
+        _ => acp::StopReason::EndTurn,
+    }
+}
+
+fn answer(
+    responders: Vec<Responder<acp::PromptResponse>>,
+    outcome: Result<acp::StopReason, Error>,
+) {
+    for responder in responders {
+        let _ = match &outcome {
+            Ok(stop) => responder.respond(acp::PromptResponse::new(*stop)),
+            Err(err) => responder.respond_with_error(err.clone()),
+        };
+    }
+}
