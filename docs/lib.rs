@@ -32,6 +32,8 @@ pub mod testing {}
 pub mod providers {}
 #[doc = include_str!("src/mcp.md")]
 pub mod mcp {}
+#[doc = include_str!("src/sessions.md")]
+pub mod sessions {}
 #[doc = include_str!("src/context.md")]
 pub mod context {}
 #[doc = include_str!("src/acp.md")]

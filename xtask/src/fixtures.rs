@@ -1,9 +1,14 @@
-//! Test fixtures that come from npm: real MCP servers the tests start.
+//! Test fixtures: real MCP servers from npm, and the PostgreSQL server the
+//! session store's tests start.
 //!
 //! Each `crates/*/tests/fixtures/package-lock.json` is installed with
 //! `npm ci`, which installs exactly what the committed lockfile says. It
 //! runs only when `node_modules` is missing or older than the lockfile, so
 //! repeated `cargo xtask ci` runs cost nothing.
+//!
+//! The PostgreSQL tests of `agentkit-store` run `initdb` and `pg_ctl`
+//! themselves; this step only makes sure those binaries exist, installing
+//! Debian's `postgresql` package with apt-get when they are missing.
 
 use crate::run::workspace_root;
 use std::path::{Path, PathBuf};
@@ -11,6 +16,11 @@ use std::process::Command;
 use std::time::SystemTime;
 
 pub fn install() -> Result<(), String> {
+    postgres()?;
+    npm()
+}
+
+fn npm() -> Result<(), String> {
     let dirs = fixture_dirs()?;
     for dir in &dirs {
         let shown = dir
@@ -63,5 +73,82 @@ fn is_fresh(dir: &Path) -> bool {
     ) {
         (Some(installed), Some(locked)) => installed >= locked,
         _ => false,
+    }
+}
+
+/// The directory holding `initdb` and `pg_ctl`: PATH first, then Debian's
+/// versioned directories (`/usr/lib/postgresql/<version>/bin`).
+fn postgres_binaries() -> Option<PathBuf> {
+    let on_path: Vec<PathBuf> = std::env::var_os("PATH")
+        .map(|path| std::env::split_paths(&path).collect())
+        .unwrap_or_default();
+    let mut debian: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .map(|entry| entry.path().join("bin"))
+                .collect()
+        })
+        .unwrap_or_default();
+    debian.sort();
+    debian.reverse();
+    on_path
+        .into_iter()
+        .chain(debian)
+        .find(|dir| dir.join("initdb").is_file() && dir.join("pg_ctl").is_file())
+}
+
+/// Makes sure the PostgreSQL server binaries are installed.
+fn postgres() -> Result<(), String> {
+    if let Some(dir) = postgres_binaries() {
+        println!("    PostgreSQL server binaries found in {}", dir.display());
+        return Ok(());
+    }
+    println!(
+        "    PostgreSQL server binaries (initdb, pg_ctl) are missing: installing Debian's `postgresql`"
+    );
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).trim() == "0");
+    let apt = |args: &[&str]| -> Result<(), String> {
+        let mut command = if root {
+            Command::new("apt-get")
+        } else {
+            let mut sudo = Command::new("sudo");
+            sudo.args(["-n", "apt-get"]);
+            sudo
+        };
+        command.args(args).env("DEBIAN_FRONTEND", "noninteractive");
+        println!("    $ apt-get {}", args.join(" "));
+        let status = command.status().map_err(|err| {
+            format!(
+                "could not run apt-get ({err}): install PostgreSQL's server (initdb, pg_ctl) \
+                 by hand; the agentkit-store tests need it"
+            )
+        })?;
+        if status.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "`apt-get {}` exited with {status}: install PostgreSQL's server (initdb, \
+                 pg_ctl); the agentkit-store tests need it",
+                args.join(" ")
+            ))
+        }
+    };
+    apt(&["update"])?;
+    apt(&["install", "-y", "--no-install-recommends", "postgresql"])?;
+    match postgres_binaries() {
+        Some(dir) => {
+            println!(
+                "    PostgreSQL server binaries installed in {}",
+                dir.display()
+            );
+            Ok(())
+        }
+        None => Err(
+            "the `postgresql` package installed, but initdb and pg_ctl are still not found".into(),
+        ),
     }
 }

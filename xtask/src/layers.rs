@@ -55,6 +55,10 @@ const RULES: &[(&str, Option<&[&str]>)] = &[
         Some(&["agentkit-core", "agentkit-loop"]),
     ),
     (
+        "agentkit-store",
+        Some(&["agentkit-core", "agentkit-tools-core", "agentkit-loop"]),
+    ),
+    (
         "agentkit-context",
         Some(&["agentkit-core", "agentkit-tools-core"]),
     ),

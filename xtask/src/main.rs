@@ -20,7 +20,8 @@ commands:
   clippy    cargo clippy on all targets with -D warnings
   test      all tests (nextest when installed, else cargo test)
   doc-test  doc tests, the book's code blocks included
-  fixtures  npm ci for test fixtures (real MCP servers) when missing or stale
+  fixtures  npm ci for test fixtures (real MCP servers) when missing or stale,
+            and the PostgreSQL server binaries (apt-get) when missing
   layers    the crate layer rules of ARCHITECTURE.md section 1
   meta      every crate has a README.md, a description and the workspace lints
   features  the umbrella crate with no optional part and with all of them

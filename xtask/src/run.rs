@@ -98,6 +98,14 @@ pub fn bench() -> Result<(), String> {
         "agentkit",
         "--bench",
         "dyn_model",
+    ])?;
+    cargo(&[
+        "bench",
+        "--locked",
+        "-p",
+        "agentkit-store",
+        "--bench",
+        "store",
     ])
 }
 

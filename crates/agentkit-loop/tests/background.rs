@@ -85,11 +85,11 @@ async fn a_background_call_is_answered_at_once_and_its_result_arrives_later() {
     assert_eq!(notes[0].kind, ItemKind::Context);
     assert!(notes[0].text_content().contains("task-1"));
     assert!(notes[0].text_content().contains("slept 1000ms"));
-    // The model saw the notification before the user's question.
+    // The model saw the user's question, then the notification.
     let seen = model.requests()[2].transcript.to_vec();
     let texts: Vec<String> = seen.iter().rev().take(2).map(Item::text_content).collect();
-    assert_eq!(texts[0], "and?");
-    assert!(texts[1].contains("Background task task-1"));
+    assert!(texts[0].contains("Background task task-1"));
+    assert_eq!(texts[1], "and?");
     // ToolResultReceived fired for the immediate answer and the real result.
     let received = events
         .0

@@ -20,6 +20,8 @@
 //! | `mcp` | `mcp` | `agentkit-mcp`: MCP servers as a tool source |
 //! | `fs` | `fs` | `agentkit-tool-fs`: filesystem tools |
 //! | `shell` | `shell` | `agentkit-tool-shell`: the `shell_exec` tool |
+//! | `store` | `store` | `agentkit-store`: durable sessions (SQLite) |
+//! | `store-postgres` | `store` | the same, with the PostgreSQL backend |
 //! | `context` | `context` | `agentkit-context`: `AGENTS.md` and Agent Skills |
 //! | `acp` | `acp` | `agentkit-acp`: serving agents to editors over ACP |
 //! | `schemars` | | `provider::output_schema_for`: schemas derived from Rust types |
@@ -47,6 +49,8 @@ pub use agentkit_provider_anthropic as anthropic;
 pub use agentkit_provider_openai as openai;
 #[cfg(feature = "reporting")]
 pub use agentkit_reporting as reporting;
+#[cfg(feature = "store")]
+pub use agentkit_store as store;
 #[cfg(feature = "testkit")]
 pub use agentkit_testkit as testkit;
 #[cfg(feature = "fs")]

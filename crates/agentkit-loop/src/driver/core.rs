@@ -262,10 +262,10 @@ impl DriverCore {
                         self.end_turn(FinishReason::StepLimit, metadata);
                         continue;
                     }
-                    // Background results first: they happened before the
-                    // input that is sent with them.
-                    self.deliver_notifications();
+                    // Pending input first (stores rely on it being the first
+                    // thing a step appends), then background results.
                     self.merge_pending_input();
+                    self.deliver_notifications();
                     if self.settings.has_mutators && !self.premutated {
                         self.mutation_due = Some(MutationPoint::BeforeModelCall);
                         continue;

@@ -1,0 +1,270 @@
+//! Session store benchmarks, printed as a table: append throughput, resume
+//! of a 10,000-item session, and the cost the store adds to one S1 round,
+//! for SQLite (a file) and PostgreSQL (a throwaway local server).
+//!
+//! Run with `cargo xtask bench` or `cargo bench -p agentkit-store --bench
+//! store`. Each figure is the median of several repetitions.
+
+#[path = "../tests/support/pg.rs"]
+mod pg;
+
+use agentkit_core::{FinishReason, Item, ItemKind, Part, ToolCallPart, ToolResultPart, Usage};
+use agentkit_loop::{Agent, LoopInterrupt, LoopStep, SessionConfig};
+use agentkit_store::{
+    Checkpoint, LogEntry, NewSession, PgStore, SessionLease, SessionStore, SqliteStore,
+};
+use agentkit_testkit::{ScriptedModel, ScriptedTurn};
+use agentkit_tools_core::{
+    Tool, ToolContext, ToolError, ToolRegistry, ToolRequest, ToolResult, ToolSpec,
+};
+use serde_json::json;
+use std::sync::Arc;
+use std::time::Instant;
+
+struct Echo(Arc<ToolSpec>);
+
+#[async_trait::async_trait]
+impl Tool for Echo {
+    fn spec(&self) -> Arc<ToolSpec> {
+        self.0.clone()
+    }
+
+    async fn invoke(
+        &self,
+        request: ToolRequest,
+        _ctx: ToolContext,
+    ) -> Result<ToolResult, ToolError> {
+        Ok(ToolResult::new(format!(
+            "echo: {}",
+            request.input["text"].as_str().unwrap_or("")
+        )))
+    }
+}
+
+fn tools() -> ToolRegistry {
+    ToolRegistry::new().with(Echo(Arc::new(
+        ToolSpec::new("echo", "Echoes.", json!({ "type": "object" })).unwrap(),
+    )))
+}
+
+/// One S1 model turn: four text chunks and an `echo` call.
+fn tool_turn(index: usize) -> ScriptedTurn {
+    ScriptedTurn::new()
+        .say_chunks(&["Let", " me", " check", "."])
+        .call(&format!("call-{index}"), "echo", json!({ "text": "hi" }))
+        .finish(FinishReason::ToolCall)
+}
+
+/// `pairs` answered calls: a realistic long transcript.
+fn history(pairs: usize) -> Vec<Item> {
+    let mut items = Vec::with_capacity(pairs * 2 + 1);
+    items.push(Item::user("bench"));
+    for i in 0..pairs {
+        let id = format!("old-{i}");
+        let mut call = Item::new(
+            ItemKind::Assistant,
+            vec![Part::ToolCall(ToolCallPart::new(
+                id.clone(),
+                "echo",
+                json!({ "text": "hi" }),
+            ))],
+        );
+        call.id = Some(format!("item-{}", 2 * i + 1).into());
+        let mut result = Item::tool_result(ToolResultPart::success(id, "echo: hi"));
+        result.id = Some(format!("item-{}", 2 * i + 2).into());
+        items.push(call);
+        items.push(result);
+    }
+    items
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(|a, b| a.total_cmp(b));
+    values[values.len() / 2]
+}
+
+type Open = Box<dyn Fn() -> std::pin::Pin<Box<dyn Future<Output = Arc<dyn SessionStore>>>>>;
+
+/// Items per second through the append path, flushed at the end.
+async fn append_throughput(open: &Open, items: usize) -> f64 {
+    let store = open().await;
+    let lease = SessionLease::create(store.clone(), NewSession::new())
+        .await
+        .unwrap();
+    let writer = store.log_writer(lease.token());
+    let transcript = history(items / 2);
+    let started = Instant::now();
+    for (index, item) in transcript.iter().enumerate() {
+        writer.write(LogEntry::Item {
+            index,
+            item: item.clone(),
+        });
+    }
+    writer.flush().await.unwrap();
+    let rate = transcript.len() as f64 / started.elapsed().as_secs_f64();
+    lease.release().await.unwrap();
+    rate
+}
+
+/// Milliseconds to load a 10,000-item session, and to open (load, rebuild,
+/// resume, checkpoint) it.
+async fn resume_10k(open: &Open) -> (f64, f64) {
+    let store = open().await;
+    let lease = SessionLease::create(store.clone(), NewSession::new())
+        .await
+        .unwrap();
+    let id = lease.session_id().clone();
+    // A checkpoint of a driver idle after a 10,000-item transcript.
+    let mut items = history(4_999);
+    items.push(Item::assistant("done"));
+    let agent = Agent::builder()
+        .model(ScriptedModel::new([]))
+        .add_tool_source(tools())
+        .transcript(items.clone())
+        .build()
+        .unwrap();
+    let mut snapshot = agent
+        .start(SessionConfig::new(id.clone()))
+        .await
+        .unwrap()
+        .snapshot();
+    snapshot.transcript.clear();
+    store
+        .save(
+            lease.token(),
+            Checkpoint {
+                snapshot_json: serde_json::to_string(&snapshot).unwrap(),
+                snapshot_version: snapshot.version,
+                transcript_len: items.len(),
+                items: Some((0, &items)),
+                usage: &Usage::default(),
+                title: None,
+            },
+        )
+        .await
+        .unwrap();
+    lease.release().await.unwrap();
+    let mut loads = Vec::new();
+    let mut opens = Vec::new();
+    for _ in 0..5 {
+        let started = Instant::now();
+        assert_eq!(store.load(&id).await.unwrap().items.len(), 10_000);
+        loads.push(started.elapsed().as_secs_f64() * 1e3);
+        let lease = SessionLease::acquire(store.clone(), &id).await.unwrap();
+        let agent = lease
+            .record(
+                Agent::builder()
+                    .model(ScriptedModel::new([]))
+                    .add_tool_source(tools()),
+            )
+            .build()
+            .unwrap();
+        let started = Instant::now();
+        let session = lease.open(&agent).await.unwrap();
+        opens.push(started.elapsed().as_secs_f64() * 1e3);
+        assert_eq!(session.transcript().len(), 10_000);
+        session.close().await.unwrap();
+    }
+    (median(loads), median(opens))
+}
+
+/// µs per S1 round (model turn + echo call), without and with the store,
+/// after `preload` items of history.
+async fn s1_round(open: Option<&Open>, preload: usize, rounds: usize) -> f64 {
+    let model = ScriptedModel::new(
+        (0..rounds)
+            .map(tool_turn)
+            .chain([ScriptedTurn::text("done")]),
+    )
+    .without_recording();
+    let builder = Agent::builder()
+        .model(model)
+        .add_tool_source(tools())
+        .transcript(if preload == 0 {
+            Vec::new()
+        } else {
+            history(preload / 2)
+        })
+        .input(vec![Item::user("go")]);
+    let mut times = Vec::with_capacity(rounds);
+    let mut time_step = |started: Instant, step: LoopStep| match step {
+        LoopStep::Interrupt(LoopInterrupt::AfterToolResult(_)) => {
+            times.push(started.elapsed().as_secs_f64() * 1e6);
+            true
+        }
+        LoopStep::Finished(_) => false,
+        other => panic!("unexpected {other:?}"),
+    };
+    match open {
+        None => {
+            let agent = builder.build().unwrap();
+            let mut driver = agent.start(SessionConfig::new("s1")).await.unwrap();
+            while time_step(Instant::now(), driver.next().await.unwrap()) {}
+        }
+        Some(open) => {
+            let lease = SessionLease::create(open().await, NewSession::new())
+                .await
+                .unwrap();
+            let agent = lease.record(builder).build().unwrap();
+            let mut session = lease.open(&agent).await.unwrap();
+            while time_step(Instant::now(), session.next().await.unwrap()) {}
+            session.close().await.unwrap();
+        }
+    }
+    median(times)
+}
+
+async fn run(name: &str, open: Open) {
+    let appends = median(vec![
+        append_throughput(&open, 2_000).await,
+        append_throughput(&open, 2_000).await,
+        append_throughput(&open, 2_000).await,
+    ]);
+    println!("| {name} | append, items/s | {appends:.0} |");
+    let (load, resume) = resume_10k(&open).await;
+    println!("| {name} | 10,000 items: load / open (resume), ms | {load:.1} / {resume:.1} |");
+    for preload in [0, 10_000] {
+        let bare = s1_round(None, preload, 200).await;
+        let stored = s1_round(Some(&open), preload, 200).await;
+        println!(
+            "| {name} | S1 round after {preload} items, without / with the store, µs | {bare:.1} / {stored:.1} (+{:.1}) |",
+            stored - bare
+        );
+    }
+}
+
+fn main() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    println!("| backend | measure | median |");
+    println!("| --- | --- | --- |");
+    runtime.block_on(async {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bench.db");
+        run(
+            "SQLite (file)",
+            Box::new(move || {
+                let path = path.clone();
+                Box::pin(async move {
+                    Arc::new(SqliteStore::open(&path).unwrap()) as Arc<dyn SessionStore>
+                })
+            }),
+        )
+        .await;
+        let cluster = Arc::new(pg::TempCluster::start());
+        run(
+            "PostgreSQL (Unix socket)",
+            Box::new(move || {
+                let cluster = cluster.clone();
+                Box::pin(async move {
+                    Arc::new(PgStore::connect(&cluster.conninfo()).await.unwrap())
+                        as Arc<dyn SessionStore>
+                })
+            }),
+        )
+        .await;
+    });
+}

@@ -1,0 +1,672 @@
+//! The PostgreSQL backend: many workers, on many machines, one database.
+//!
+//! Leases are rows whose expiry uses the server's clock, so workers with
+//! skewed clocks still agree. Every write checks the lease token in the same
+//! statement or transaction. Items are handed to a writer task over a
+//! channel, so the loop never waits for the network inside an observer; the
+//! task writes them in order, and [`crate::Session`] waits for it before
+//! every checkpoint. A crash loses only the items still in flight (those
+//! appended in the last few milliseconds).
+
+use crate::recover::Mark;
+use crate::store::{
+    Checkpoint, LeaseToken, LogEntry, LogWriter, NewSession, RawInfo, SessionInfo, SessionStore,
+    StoredSession, fork_prefix, fork_snapshot, fresh_token, now_ms, parse_json, pending_migrations,
+    read_checkpoint,
+};
+use crate::{StoreError, StoreResult};
+use agentkit_core::{Item, SessionId};
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{Mutex, mpsc, oneshot};
+use tokio_postgres::{Client, GenericClient, NoTls, Row};
+
+const BACKEND: &str = "postgres";
+
+/// Schema migrations, applied in order; the version is their count, kept in
+/// `agentkit_store_schema`. Never edit one: append a new one.
+const MIGRATIONS: &[&str] = &["
+CREATE TABLE agentkit_sessions (
+    id TEXT PRIMARY KEY,
+    title TEXT,
+    created_at BIGINT NOT NULL,
+    updated_at BIGINT NOT NULL,
+    snapshot TEXT,
+    snapshot_version BIGINT,
+    transcript_len BIGINT NOT NULL DEFAULT 0,
+    usage TEXT NOT NULL DEFAULT '{}',
+    forked_from TEXT,
+    forked_at BIGINT
+);
+CREATE INDEX agentkit_sessions_by_activity ON agentkit_sessions (updated_at);
+CREATE TABLE agentkit_items (
+    session_id TEXT NOT NULL REFERENCES agentkit_sessions (id) ON DELETE CASCADE,
+    seq BIGINT NOT NULL,
+    item TEXT NOT NULL,
+    PRIMARY KEY (session_id, seq)
+);
+CREATE TABLE agentkit_marks (
+    id BIGSERIAL PRIMARY KEY,
+    session_id TEXT NOT NULL REFERENCES agentkit_sessions (id) ON DELETE CASCADE,
+    mark TEXT NOT NULL
+);
+CREATE INDEX agentkit_marks_by_session ON agentkit_marks (session_id, id);
+CREATE TABLE agentkit_leases (
+    session_id TEXT PRIMARY KEY REFERENCES agentkit_sessions (id) ON DELETE CASCADE,
+    owner TEXT NOT NULL,
+    expires_at TIMESTAMPTZ NOT NULL
+);
+"];
+
+/// The newest schema version this build writes.
+pub const PG_SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// Serializes migrations of workers that open the database together.
+const MIGRATION_LOCK: i64 = 0x6167_656e_746b_6974;
+
+fn db(err: tokio_postgres::Error) -> StoreError {
+    StoreError::database(BACKEND, err)
+}
+
+/// Sessions in a PostgreSQL database.
+///
+/// `PgStore::connect("host=/run/postgresql user=agent dbname=agents")`
+/// takes a libpq-style connection string (key=value or a `postgresql://`
+/// URL); TLS is not built in, so connect over a Unix socket, loopback, or a
+/// private network.
+#[derive(Clone)]
+pub struct PgStore {
+    client: Arc<Mutex<Client>>,
+}
+
+impl std::fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgStore").finish_non_exhaustive()
+    }
+}
+
+impl PgStore {
+    /// Connects and migrates. [`StoreError::SchemaTooNew`] if a newer
+    /// build wrote the database.
+    pub async fn connect(conninfo: &str) -> StoreResult<Self> {
+        let config = tokio_postgres::Config::from_str(conninfo).map_err(db)?;
+        let (mut client, connection) = config.connect(NoTls).await.map_err(db)?;
+        tokio::spawn(async move {
+            if let Err(err) = connection.await {
+                tracing::warn!("postgres connection closed: {err}");
+            }
+        });
+        migrate(&mut client).await?;
+        Ok(Self {
+            client: Arc::new(Mutex::new(client)),
+        })
+    }
+}
+
+async fn migrate(client: &mut Client) -> StoreResult<()> {
+    let tx = client.transaction().await.map_err(db)?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+        .await
+        .map_err(db)?;
+    tx.batch_execute("CREATE TABLE IF NOT EXISTS agentkit_store_schema (version BIGINT NOT NULL)")
+        .await
+        .map_err(db)?;
+    let current: i64 = tx
+        .query_opt("SELECT version FROM agentkit_store_schema", &[])
+        .await
+        .map_err(db)?
+        .map_or(0, |row| row.get(0));
+    let pending = pending_migrations(current, MIGRATIONS)?;
+    for migration in pending {
+        tx.batch_execute(migration).await.map_err(db)?;
+    }
+    if !pending.is_empty() {
+        tx.execute("DELETE FROM agentkit_store_schema", &[])
+            .await
+            .map_err(db)?;
+        tx.execute(
+            "INSERT INTO agentkit_store_schema (version) VALUES ($1)",
+            &[&PG_SCHEMA_VERSION],
+        )
+        .await
+        .map_err(db)?;
+    }
+    tx.commit().await.map_err(db)
+}
+
+const INFO_COLUMNS: &str = "id, title, created_at, updated_at, usage, forked_from, forked_at,
+    (SELECT COUNT(*) FROM agentkit_items WHERE agentkit_items.session_id = agentkit_sessions.id)";
+
+fn info_from_row(row: &Row) -> RawInfo {
+    RawInfo {
+        id: row.get(0),
+        title: row.get(1),
+        created_at: row.get(2),
+        updated_at: row.get(3),
+        usage: row.get(4),
+        forked_from: row.get(5),
+        forked_at: row.get(6),
+        item_count: row.get(7),
+    }
+}
+
+async fn info(client: &impl GenericClient, id: &SessionId) -> StoreResult<SessionInfo> {
+    client
+        .query_opt(
+            &format!("SELECT {INFO_COLUMNS} FROM agentkit_sessions WHERE id = $1"),
+            &[&id.as_str()],
+        )
+        .await
+        .map_err(db)?
+        .map(|row| info_from_row(&row))
+        .ok_or_else(|| StoreError::NotFound(id.clone()))?
+        .parse()
+}
+
+async fn insert_session(
+    client: &impl GenericClient,
+    new: &NewSession,
+    forked: Option<(&SessionId, usize)>,
+) -> StoreResult<SessionId> {
+    let id = new
+        .id
+        .clone()
+        .unwrap_or_else(|| SessionId::new(fresh_token("session")));
+    let inserted = client
+        .execute(
+            "INSERT INTO agentkit_sessions (id, title, created_at, updated_at, forked_from, forked_at)
+             VALUES ($1, $2, $3, $3, $4, $5) ON CONFLICT (id) DO NOTHING",
+            &[
+                &id.as_str(),
+                &new.title,
+                &now_ms(),
+                &forked.map(|(parent, _)| parent.as_str()),
+                &forked.map(|(_, at)| at as i64),
+            ],
+        )
+        .await
+        .map_err(db)?;
+    if inserted == 0 {
+        return Err(StoreError::AlreadyExists(id));
+    }
+    Ok(id)
+}
+
+async fn insert_items(
+    client: &impl GenericClient,
+    id: &SessionId,
+    first: usize,
+    items: &[Item],
+) -> StoreResult<()> {
+    if items.is_empty() {
+        return Ok(());
+    }
+    // One statement for the whole batch: the rows travel as two arrays.
+    let seqs: Vec<i64> = (first..first + items.len()).map(|i| i as i64).collect();
+    let json: Vec<String> = items
+        .iter()
+        .map(serde_json::to_string)
+        .collect::<Result<_, _>>()?;
+    client
+        .execute(
+            "INSERT INTO agentkit_items (session_id, seq, item)
+             SELECT $1, seq, item FROM UNNEST($2::BIGINT[], $3::TEXT[]) AS rows (seq, item)",
+            &[&id.as_str(), &seqs, &json],
+        )
+        .await
+        .map_err(db)?;
+    Ok(())
+}
+
+async fn load_items(client: &impl GenericClient, id: &SessionId) -> StoreResult<Vec<Item>> {
+    let rows = client
+        .query(
+            "SELECT item FROM agentkit_items WHERE session_id = $1 ORDER BY seq",
+            &[&id.as_str()],
+        )
+        .await
+        .map_err(db)?;
+    rows.iter()
+        .map(|row| parse_json(id, "item", row.get::<_, &str>(0)))
+        .collect()
+}
+
+async fn checkpoint_columns(
+    client: &impl GenericClient,
+    id: &SessionId,
+) -> StoreResult<(Option<String>, usize)> {
+    let row = client
+        .query_one(
+            "SELECT snapshot, transcript_len FROM agentkit_sessions WHERE id = $1",
+            &[&id.as_str()],
+        )
+        .await
+        .map_err(db)?;
+    Ok((row.get(0), row.get::<_, i64>(1).max(0) as usize))
+}
+
+#[async_trait::async_trait]
+impl SessionStore for PgStore {
+    async fn create(&self, new: NewSession) -> StoreResult<SessionInfo> {
+        let client = self.client.lock().await;
+        let id = insert_session(&*client, &new, None).await?;
+        info(&*client, &id).await
+    }
+
+    async fn acquire(&self, id: &SessionId, ttl: Duration) -> StoreResult<LeaseToken> {
+        let client = self.client.lock().await;
+        info(&*client, id).await?;
+        let owner = fresh_token("lease");
+        let taken = client
+            .execute(
+                "INSERT INTO agentkit_leases (session_id, owner, expires_at)
+                 VALUES ($1, $2, clock_timestamp() + $3::DOUBLE PRECISION * INTERVAL '1 millisecond')
+                 ON CONFLICT (session_id) DO UPDATE
+                 SET owner = excluded.owner, expires_at = excluded.expires_at
+                 WHERE agentkit_leases.expires_at <= clock_timestamp()",
+                &[&id.as_str(), &owner, &(ttl.as_millis() as f64)],
+            )
+            .await
+            .map_err(db)?;
+        if taken == 0 {
+            let holder = client
+                .query_opt(
+                    "SELECT owner FROM agentkit_leases WHERE session_id = $1",
+                    &[&id.as_str()],
+                )
+                .await
+                .map_err(db)?
+                .map(|row| row.get(0))
+                .unwrap_or_default();
+            return Err(StoreError::Busy {
+                session: id.clone(),
+                owner: holder,
+            });
+        }
+        Ok(LeaseToken {
+            session_id: id.clone(),
+            owner,
+            ttl,
+        })
+    }
+
+    async fn renew(&self, lease: &LeaseToken) -> StoreResult<()> {
+        let renewed = self
+            .client
+            .lock()
+            .await
+            .execute(
+                "UPDATE agentkit_leases
+                 SET expires_at = clock_timestamp() + $3::DOUBLE PRECISION * INTERVAL '1 millisecond'
+                 WHERE session_id = $1 AND owner = $2",
+                &[
+                    &lease.session_id.as_str(),
+                    &lease.owner,
+                    &(lease.ttl.as_millis() as f64),
+                ],
+            )
+            .await
+            .map_err(db)?;
+        if renewed == 0 {
+            return Err(StoreError::LeaseLost(lease.session_id.clone()));
+        }
+        Ok(())
+    }
+
+    async fn release(&self, lease: &LeaseToken) -> StoreResult<()> {
+        self.client
+            .lock()
+            .await
+            .execute(
+                "DELETE FROM agentkit_leases WHERE session_id = $1 AND owner = $2",
+                &[&lease.session_id.as_str(), &lease.owner],
+            )
+            .await
+            .map_err(db)?;
+        Ok(())
+    }
+
+    fn log_writer(&self, lease: &LeaseToken) -> Arc<dyn LogWriter> {
+        let (sender, receiver) = mpsc::unbounded_channel();
+        tokio::spawn(write_log(self.client.clone(), lease.clone(), receiver));
+        Arc::new(PgLogWriter { sender })
+    }
+
+    async fn save(&self, lease: &LeaseToken, checkpoint: Checkpoint<'_>) -> StoreResult<()> {
+        if checkpoint.items.is_none() {
+            return save_checkpoint_only(&self.client, lease, &checkpoint).await;
+        }
+        let mut client = self.client.lock().await;
+        let tx = client.transaction().await.map_err(db)?;
+        let id = &lease.session_id;
+        let holder: Option<String> = tx
+            .query_opt(
+                "SELECT owner FROM agentkit_leases WHERE session_id = $1 FOR UPDATE",
+                &[&id.as_str()],
+            )
+            .await
+            .map_err(db)?
+            .map(|row| row.get(0));
+        if holder.as_deref() != Some(lease.owner.as_str()) {
+            return Err(StoreError::LeaseLost(id.clone()));
+        }
+        let keep = match checkpoint.items {
+            Some((first, _)) => first.min(checkpoint.transcript_len),
+            None => checkpoint.transcript_len,
+        };
+        tx.execute(
+            "DELETE FROM agentkit_items WHERE session_id = $1 AND seq >= $2",
+            &[&id.as_str(), &(keep as i64)],
+        )
+        .await
+        .map_err(db)?;
+        if let Some((first, items)) = checkpoint.items {
+            insert_items(&tx, id, first, items).await?;
+        }
+        tx.execute(
+            "UPDATE agentkit_sessions SET snapshot = $2, snapshot_version = $3, transcript_len = $4,
+                usage = $5, updated_at = $6, title = COALESCE(title, $7)
+             WHERE id = $1",
+            &[
+                &id.as_str(),
+                &checkpoint.snapshot_json,
+                &i64::from(checkpoint.snapshot_version),
+                &(checkpoint.transcript_len as i64),
+                &serde_json::to_string(checkpoint.usage)?,
+                &now_ms(),
+                &checkpoint.title,
+            ],
+        )
+        .await
+        .map_err(db)?;
+        tx.execute(
+            "DELETE FROM agentkit_marks WHERE session_id = $1",
+            &[&id.as_str()],
+        )
+        .await
+        .map_err(db)?;
+        tx.commit().await.map_err(db)
+    }
+
+    async fn load(&self, id: &SessionId) -> StoreResult<StoredSession> {
+        let mut client = self.client.lock().await;
+        let tx = client
+            .build_transaction()
+            .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()
+            .await
+            .map_err(db)?;
+        let info = info(&tx, id).await?;
+        let (snapshot, transcript_len) = checkpoint_columns(&tx, id).await?;
+        let items = load_items(&tx, id).await?;
+        let checkpoint = read_checkpoint(id, snapshot, transcript_len, &items)?;
+        let marks = tx
+            .query(
+                "SELECT mark FROM agentkit_marks WHERE session_id = $1 ORDER BY id",
+                &[&id.as_str()],
+            )
+            .await
+            .map_err(db)?
+            .iter()
+            .map(|row| parse_json::<Mark>(id, "mark", row.get::<_, &str>(0)))
+            .collect::<StoreResult<_>>()?;
+        tx.commit().await.map_err(db)?;
+        Ok(StoredSession {
+            info,
+            checkpoint,
+            items,
+            marks,
+        })
+    }
+
+    async fn info(&self, id: &SessionId) -> StoreResult<SessionInfo> {
+        info(&*self.client.lock().await, id).await
+    }
+
+    async fn list(&self) -> StoreResult<Vec<SessionInfo>> {
+        let client = self.client.lock().await;
+        let rows = client
+            .query(
+                &format!(
+                    "SELECT {INFO_COLUMNS} FROM agentkit_sessions ORDER BY updated_at DESC, id"
+                ),
+                &[],
+            )
+            .await
+            .map_err(db)?;
+        rows.iter().map(|row| info_from_row(row).parse()).collect()
+    }
+
+    async fn fork(&self, id: &SessionId, at: usize, new: NewSession) -> StoreResult<SessionInfo> {
+        let mut client = self.client.lock().await;
+        let tx = client.transaction().await.map_err(db)?;
+        let parent = info(&tx, id).await?;
+        let items = load_items(&tx, id).await?;
+        let prefix = fork_prefix(id, &items, at)?;
+        let (snapshot, transcript_len) = checkpoint_columns(&tx, id).await?;
+        let checkpoint = read_checkpoint(id, snapshot, transcript_len, &items)?;
+        let new = NewSession {
+            title: new.title.or(parent.title),
+            ..new
+        };
+        let child = insert_session(&tx, &new, Some((id, at))).await?;
+        insert_items(&tx, &child, 0, prefix).await?;
+        if let Some(snapshot) = fork_snapshot(checkpoint, &child, at) {
+            tx.execute(
+                "UPDATE agentkit_sessions SET snapshot = $2, snapshot_version = $3, transcript_len = $4
+                 WHERE id = $1",
+                &[
+                    &child.as_str(),
+                    &serde_json::to_string(&snapshot)?,
+                    &i64::from(snapshot.version),
+                    &(at as i64),
+                ],
+            )
+            .await
+            .map_err(db)?;
+        }
+        let info = info(&tx, &child).await?;
+        tx.commit().await.map_err(db)?;
+        Ok(info)
+    }
+
+    async fn delete(&self, id: &SessionId) -> StoreResult<()> {
+        let mut client = self.client.lock().await;
+        let tx = client.transaction().await.map_err(db)?;
+        info(&tx, id).await?;
+        let holder: Option<String> = tx
+            .query_opt(
+                "SELECT owner FROM agentkit_leases
+                 WHERE session_id = $1 AND expires_at > clock_timestamp() FOR UPDATE",
+                &[&id.as_str()],
+            )
+            .await
+            .map_err(db)?
+            .map(|row| row.get(0));
+        if let Some(owner) = holder {
+            return Err(StoreError::Busy {
+                session: id.clone(),
+                owner,
+            });
+        }
+        tx.execute(
+            "DELETE FROM agentkit_sessions WHERE id = $1",
+            &[&id.as_str()],
+        )
+        .await
+        .map_err(db)?;
+        tx.commit().await.map_err(db)
+    }
+}
+
+enum Command {
+    Write(LogEntry),
+    Flush(oneshot::Sender<StoreResult<()>>),
+}
+
+/// Hands entries to the writer task; never blocks.
+struct PgLogWriter {
+    sender: mpsc::UnboundedSender<Command>,
+}
+
+#[async_trait::async_trait]
+impl LogWriter for PgLogWriter {
+    fn write(&self, entry: LogEntry) {
+        // The task only stops when this writer is dropped.
+        let _ = self.sender.send(Command::Write(entry));
+    }
+
+    async fn flush(&self) -> StoreResult<()> {
+        let (done, wait) = oneshot::channel();
+        if self.sender.send(Command::Flush(done)).is_err() {
+            return Err(StoreError::corrupt(
+                &SessionId::new(""),
+                "the log writer task stopped",
+            ));
+        }
+        wait.await.unwrap_or_else(|_| {
+            Err(StoreError::corrupt(
+                &SessionId::new(""),
+                "the log writer task stopped",
+            ))
+        })
+    }
+}
+
+/// The common save: the item rows are already written, so one statement
+/// (one round trip) checks the lease, trims the rows, clears the journal
+/// and stores the checkpoint.
+async fn save_checkpoint_only(
+    client: &Mutex<Client>,
+    lease: &LeaseToken,
+    checkpoint: &Checkpoint<'_>,
+) -> StoreResult<()> {
+    let saved = client
+        .lock()
+        .await
+        .execute(
+            "WITH lease AS (
+                SELECT 1 FROM agentkit_leases WHERE session_id = $1 AND owner = $2 FOR UPDATE
+             ), trimmed AS (
+                DELETE FROM agentkit_items
+                WHERE session_id = $1 AND seq >= $3 AND EXISTS (SELECT 1 FROM lease)
+             ), cleared AS (
+                DELETE FROM agentkit_marks WHERE session_id = $1 AND EXISTS (SELECT 1 FROM lease)
+             )
+             UPDATE agentkit_sessions SET snapshot = $4, snapshot_version = $5,
+                transcript_len = $3, usage = $6, updated_at = $7, title = COALESCE(title, $8)
+             WHERE id = $1 AND EXISTS (SELECT 1 FROM lease)",
+            &[
+                &lease.session_id.as_str(),
+                &lease.owner,
+                &(checkpoint.transcript_len as i64),
+                &checkpoint.snapshot_json,
+                &i64::from(checkpoint.snapshot_version),
+                &serde_json::to_string(checkpoint.usage)?,
+                &now_ms(),
+                &checkpoint.title,
+            ],
+        )
+        .await
+        .map_err(db)?;
+    if saved == 0 {
+        return Err(StoreError::LeaseLost(lease.session_id.clone()));
+    }
+    Ok(())
+}
+
+/// Writes entries in order, batching whatever queued up while the last
+/// batch was written; the first failure is reported at the next flush.
+async fn write_log(
+    client: Arc<Mutex<Client>>,
+    lease: LeaseToken,
+    mut commands: mpsc::UnboundedReceiver<Command>,
+) {
+    let mut failure: Option<StoreError> = None;
+    let mut batch = Vec::new();
+    while let Some(command) = commands.recv().await {
+        let mut next = Some(command);
+        while let Some(command) = next.take() {
+            match command {
+                Command::Write(entry) => {
+                    batch.push(entry);
+                    next = commands.try_recv().ok();
+                }
+                Command::Flush(done) => {
+                    write_batch(&client, &lease, &mut batch, &mut failure).await;
+                    let _ = done.send(failure.take().map_or(Ok(()), Err));
+                }
+            }
+        }
+        write_batch(&client, &lease, &mut batch, &mut failure).await;
+    }
+}
+
+async fn write_batch(
+    client: &Mutex<Client>,
+    lease: &LeaseToken,
+    batch: &mut Vec<LogEntry>,
+    failure: &mut Option<StoreError>,
+) {
+    if batch.is_empty() {
+        return;
+    }
+    if let Err(err) = write_entries(client, lease, batch).await {
+        failure.get_or_insert(err);
+    }
+    batch.clear();
+}
+
+async fn write_entries(
+    client: &Mutex<Client>,
+    lease: &LeaseToken,
+    entries: &[LogEntry],
+) -> StoreResult<()> {
+    let mut seqs = Vec::new();
+    let mut items = Vec::new();
+    let mut marks = Vec::new();
+    for entry in entries {
+        match entry {
+            LogEntry::Item { index, item } => {
+                seqs.push(*index as i64);
+                items.push(serde_json::to_string(item)?);
+            }
+            LogEntry::Mark(mark) => marks.push(serde_json::to_string(mark)?),
+        }
+    }
+    let client = client.lock().await;
+    let id = lease.session_id.as_str();
+    // Each statement checks the lease, so a worker that lost it can never
+    // write into the session again.
+    let mut written = 0;
+    if !items.is_empty() {
+        written += client
+            .execute(
+                "INSERT INTO agentkit_items (session_id, seq, item)
+                 SELECT $1, seq, item FROM UNNEST($2::BIGINT[], $3::TEXT[]) AS rows (seq, item)
+                 WHERE EXISTS (SELECT 1 FROM agentkit_leases WHERE session_id = $1 AND owner = $4)
+                 ON CONFLICT (session_id, seq) DO UPDATE SET item = excluded.item",
+                &[&id, &seqs, &items, &lease.owner],
+            )
+            .await
+            .map_err(db)?;
+    }
+    if !marks.is_empty() {
+        written += client
+            .execute(
+                "INSERT INTO agentkit_marks (session_id, mark)
+                 SELECT $1, mark FROM UNNEST($2::TEXT[]) WITH ORDINALITY AS rows (mark, n)
+                 WHERE EXISTS (SELECT 1 FROM agentkit_leases WHERE session_id = $1 AND owner = $3)
+                 ORDER BY n",
+                &[&id, &marks, &lease.owner],
+            )
+            .await
+            .map_err(db)?;
+    }
+    if written < entries.len() as u64 {
+        return Err(StoreError::LeaseLost(lease.session_id.clone()));
+    }
+    Ok(())
+}

@@ -1,0 +1,120 @@
+//! The recorder: the observers that append items as they happen.
+//!
+//! One [`Recorder`] belongs to one leased session. Registered on the agent
+//! as both a [`TranscriptObserver`] and a [`LoopObserver`]
+//! ([`crate::SessionLease::record`] does it), it hands every appended item,
+//! and the few events recovery needs, to the backend's [`LogWriter`].
+//!
+//! When a mutator rewrites the transcript (compaction), the item rows no
+//! longer match the indices the driver reports (the recorder learns it from
+//! `on_transcript_rewritten` and from `MutationFinished`). It then stops
+//! writing until the next checkpoint, which stores the rewritten transcript
+//! whole; a crash in between resumes from the rows written before the
+//! rewrite, which form a valid transcript.
+
+use crate::recover::Mark;
+use crate::store::{LogEntry, LogWriter};
+use agentkit_core::Item;
+use agentkit_loop::{AgentEvent, LoopObserver, TranscriptObserver};
+use std::sync::{Arc, Mutex};
+
+/// Where the append path stands.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct LogState {
+    /// The index the next appended item should have.
+    pub(crate) next_index: usize,
+    /// The rows stopped matching the transcript (a rewrite, a failed
+    /// write); the next checkpoint rewrites them all.
+    pub(crate) broken: bool,
+}
+
+/// Feeds a session's appended items to its store; see the module docs.
+pub struct Recorder {
+    writer: Arc<dyn LogWriter>,
+    state: Mutex<LogState>,
+}
+
+impl std::fmt::Debug for Recorder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Recorder")
+            .field("state", &self.state())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Recorder {
+    pub(crate) fn new(writer: Arc<dyn LogWriter>) -> Self {
+        Self {
+            writer,
+            state: Mutex::new(LogState::default()),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, LogState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn state(&self) -> LogState {
+        *self.lock()
+    }
+
+    /// The rows match a transcript of `len` items again.
+    pub(crate) fn reset(&self, len: usize) {
+        *self.lock() = LogState {
+            next_index: len,
+            broken: false,
+        };
+    }
+
+    pub(crate) fn mark_broken(&self) {
+        self.lock().broken = true;
+    }
+
+    pub(crate) fn writer(&self) -> &Arc<dyn LogWriter> {
+        &self.writer
+    }
+
+    fn mark(&self, mark: Mark) {
+        if !self.lock().broken {
+            self.writer.write(LogEntry::Mark(mark));
+        }
+    }
+}
+
+impl TranscriptObserver for Recorder {
+    fn on_item_appended(&self, index: usize, item: &Item) {
+        let mut state = self.lock();
+        if state.broken {
+            return;
+        }
+        if index != state.next_index {
+            // The transcript was replaced under us: wait for the checkpoint.
+            state.broken = true;
+            return;
+        }
+        state.next_index += 1;
+        self.writer.write(LogEntry::Item {
+            index,
+            item: item.clone(),
+        });
+    }
+
+    fn on_transcript_rewritten(&self, _items: &[Item], _archived: &[Item]) {
+        // The next checkpoint stores the new transcript whole.
+        self.mark_broken();
+    }
+}
+
+impl LoopObserver for Recorder {
+    fn handle_event(&self, event: AgentEvent) {
+        match event {
+            AgentEvent::InputAccepted { items } => {
+                self.mark(Mark::InputAccepted { count: items.len() })
+            }
+            AgentEvent::SoftInterruptInjected { .. } => self.mark(Mark::SoftInterruptsDrained),
+            AgentEvent::TurnStarted { .. } => self.mark(Mark::TurnStarted),
+            AgentEvent::MutationFinished { dirty: true, .. } => self.mark_broken(),
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,325 @@
+//! Rebuilding the driver's snapshot after a crash.
+//!
+//! The checkpoint is the driver's snapshot at the start or end of a
+//! `next()` call. Items appended after it are in the item rows, and the
+//! journal says what else changed ([`Mark`]): the pending input was sent, the
+//! soft-interrupt queue was drained, a model call began. [`recover`] applies
+//! both to the checkpoint and returns a snapshot the loop accepts.
+//!
+//! A call that has no result and was not waiting for the host may have been
+//! running when the process died. It is resumed as *interrupted*: the
+//! driver answers it with an error saying so, and the model may call it
+//! again. A tool never runs twice without the model asking.
+
+use agentkit_core::{Item, ItemKind, SessionId, ToolCallPart, open_tool_calls};
+use agentkit_loop::{
+    LoopSnapshot, SNAPSHOT_VERSION, SnapshotCall, SnapshotCallState, SnapshotPhase, arguments_hash,
+};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+
+/// What the driver did after the last checkpoint, besides appending items.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "mark", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Mark {
+    /// Pending input (`count` items) was merged into the transcript.
+    InputAccepted {
+        /// How many items were merged.
+        count: usize,
+    },
+    /// The soft-interrupt queue was drained into the transcript.
+    SoftInterruptsDrained,
+    /// A model call began (the turn counter moved).
+    TurnStarted,
+}
+
+/// The snapshot to resume from: the checkpoint, brought forward by the
+/// items and marks written after it. `None` when nothing was ever stored.
+pub(crate) fn recover(
+    session_id: &SessionId,
+    checkpoint: Option<LoopSnapshot>,
+    items: Vec<Item>,
+    marks: &[Mark],
+) -> Result<Option<LoopSnapshot>, serde_json::Error> {
+    let mut snapshot = match checkpoint {
+        Some(snapshot) => snapshot,
+        None if items.is_empty() => return Ok(None),
+        None => blank_snapshot(session_id)?,
+    };
+    let extra = items.len().saturating_sub(snapshot.transcript.len());
+    if items.len() < snapshot.transcript.len() {
+        // A checkpoint always covers stored items; never shorten it.
+        return Ok(Some(snapshot));
+    }
+    snapshot.transcript = items;
+    // Ids of appended items may have been generated: never reuse one.
+    snapshot.next_item_index += extra as u64;
+    // The input is merged before anything else a step appends, so items
+    // after the checkpoint that start with it mean it was sent, even if the
+    // process died before its mark was written.
+    let appended = &snapshot.transcript[snapshot.transcript.len() - extra..];
+    let pending = &snapshot.pending_input;
+    if !pending.is_empty()
+        && appended.len() >= pending.len()
+        && pending
+            .iter()
+            .zip(appended)
+            .all(|(a, b)| a.kind == b.kind && a.parts == b.parts)
+    {
+        snapshot.pending_input.clear();
+    }
+    for mark in marks {
+        match *mark {
+            Mark::InputAccepted { count } => {
+                // The merge takes all pending input; more than that came from
+                // the soft-interrupt queue, drained while idle.
+                if count > snapshot.pending_input.len() {
+                    snapshot.soft_interrupts.clear();
+                }
+                snapshot.pending_input.clear();
+            }
+            Mark::SoftInterruptsDrained => snapshot.soft_interrupts.clear(),
+            Mark::TurnStarted => snapshot.next_turn_index += 1,
+        }
+    }
+    if extra > 0 {
+        let model_calls = marks
+            .iter()
+            .filter(|mark| matches!(mark, Mark::TurnStarted))
+            .count() as u32;
+        snapshot.round = open_round(&snapshot.transcript, &snapshot.round);
+        snapshot.phase = if !snapshot.round.is_empty() {
+            SnapshotPhase::ToolRound
+        } else {
+            match snapshot.transcript.last().map(|item| item.kind) {
+                // The model answered without calls: the turn was ending.
+                Some(ItemKind::Assistant) | None => SnapshotPhase::Idle,
+                // A round was answered: its pause is next.
+                Some(ItemKind::Tool) => SnapshotPhase::AfterToolRound,
+                // A user message: the model is due.
+                Some(_) => SnapshotPhase::ModelCallDue,
+            }
+        };
+        // What the checkpoint said was due next has happened.
+        snapshot.ended_turn = None;
+        snapshot.mutation_due = None;
+        if snapshot.phase == SnapshotPhase::Idle {
+            snapshot.turn = None;
+        } else if let Some(turn) = snapshot.turn.as_mut() {
+            // The turn's result lists the answers and results it appended.
+            let appended = &snapshot.transcript[snapshot.transcript.len() - extra..];
+            turn.items.extend(
+                appended
+                    .iter()
+                    .filter(|item| matches!(item.kind, ItemKind::Assistant | ItemKind::Tool))
+                    .cloned(),
+            );
+            turn.model_calls += model_calls;
+        }
+    }
+    Ok(Some(snapshot))
+}
+
+/// The open calls of the transcript as a round. Calls the host still has
+/// to decide on, already refused, or whose result is known keep their
+/// state; any other may have been running and is interrupted.
+fn open_round(transcript: &[Item], saved: &[SnapshotCall]) -> Vec<SnapshotCall> {
+    let calls: HashMap<_, &ToolCallPart> = transcript
+        .iter()
+        .flat_map(Item::tool_calls)
+        .map(|call| (&call.id, call))
+        .collect();
+    open_tool_calls(transcript)
+        .into_iter()
+        .filter_map(|id| {
+            let call = calls.get(&id)?;
+            let kept = saved.iter().find(|c| c.call_id == id).filter(|c| {
+                matches!(
+                    c.state,
+                    SnapshotCallState::AwaitingApproval { .. }
+                        | SnapshotCallState::Denied { .. }
+                        | SnapshotCallState::Rejected { .. }
+                        | SnapshotCallState::Finished { .. }
+                )
+            });
+            Some(match kept {
+                Some(saved) => saved.clone(),
+                None => SnapshotCall {
+                    call_id: id,
+                    tool_name: call.name.clone(),
+                    arguments_hash: arguments_hash(&call.input),
+                    state: SnapshotCallState::Interrupted,
+                },
+            })
+        })
+        .collect()
+}
+
+/// An idle snapshot with nothing in it, for sessions whose items were
+/// stored without a checkpoint (a fork of an unsaved session). Built from
+/// JSON so fields the loop adds later take their defaults.
+pub(crate) fn blank_snapshot(session_id: &SessionId) -> Result<LoopSnapshot, serde_json::Error> {
+    serde_json::from_value(serde_json::json!({
+        "version": SNAPSHOT_VERSION,
+        "session_id": session_id,
+        "transcript": [],
+        "pending_input": [],
+        "round": [],
+        "phase": "idle",
+        "next_turn_index": 0,
+        "next_item_index": 0,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agentkit_core::{ToolResultPart, validate_transcript};
+    use serde_json::json;
+
+    fn call_item(ids: &[&str]) -> Item {
+        let mut item = Item::assistant("calling");
+        for id in ids {
+            item.parts
+                .push(agentkit_core::Part::ToolCall(ToolCallPart::new(
+                    *id,
+                    "slow",
+                    json!({ "ms": 5 }),
+                )));
+        }
+        item
+    }
+
+    fn checkpoint(transcript: Vec<Item>) -> LoopSnapshot {
+        let mut snapshot = blank_snapshot(&"s".into()).unwrap();
+        snapshot.transcript = transcript;
+        snapshot
+    }
+
+    #[test]
+    fn nothing_after_the_checkpoint_resumes_it_unchanged() {
+        let mut saved = checkpoint(vec![Item::user("hi")]);
+        saved.pending_input = vec![Item::user("more")];
+        let items = saved.transcript.clone();
+        let resumed = recover(&"s".into(), Some(saved.clone()), items, &[])
+            .unwrap()
+            .unwrap();
+        assert_eq!(resumed, saved);
+    }
+
+    #[test]
+    fn a_crash_mid_round_interrupts_the_open_calls_and_keeps_answers() {
+        let mut saved = checkpoint(Vec::new());
+        saved.pending_input = vec![Item::user("go")];
+        let items = vec![
+            Item::user("go"),
+            call_item(&["a", "b"]),
+            Item::tool_result(ToolResultPart::success("a", "done")),
+        ];
+        let marks = [Mark::InputAccepted { count: 1 }, Mark::TurnStarted];
+        let resumed = recover(&"s".into(), Some(saved), items, &marks)
+            .unwrap()
+            .unwrap();
+        assert!(resumed.pending_input.is_empty(), "the input was sent");
+        assert_eq!(resumed.next_turn_index, 1);
+        assert_eq!(resumed.next_item_index, 3);
+        assert_eq!(resumed.phase, SnapshotPhase::ToolRound);
+        assert_eq!(resumed.round.len(), 1);
+        assert_eq!(resumed.round[0].call_id.as_str(), "b");
+        assert_eq!(resumed.round[0].state, SnapshotCallState::Interrupted);
+        assert_eq!(
+            resumed.round[0].arguments_hash,
+            arguments_hash(&json!({ "ms": 5 }))
+        );
+    }
+
+    #[test]
+    fn a_pending_approval_stays_pending() {
+        let items = vec![Item::user("go"), call_item(&["a"])];
+        let mut saved = checkpoint(items.clone());
+        saved.phase = SnapshotPhase::ToolRound;
+        let request = agentkit_tools_core::approval_for(
+            &agentkit_tools_core::PermissionRequest::custom("danger.write", "do it", json!({})),
+            agentkit_tools_core::ApprovalReason::PolicyRequiresConfirmation,
+        );
+        saved.round = vec![SnapshotCall {
+            call_id: "a".into(),
+            tool_name: "slow".into(),
+            arguments_hash: arguments_hash(&json!({ "ms": 5 })),
+            state: SnapshotCallState::AwaitingApproval { request },
+        }];
+        // A soft interrupt was drained after the checkpoint.
+        let mut items = items;
+        items.push(Item::user("typed meanwhile"));
+        let resumed = recover(
+            &"s".into(),
+            Some(saved.clone()),
+            items,
+            &[Mark::SoftInterruptsDrained],
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(resumed.round, saved.round);
+        assert_eq!(resumed.phase, SnapshotPhase::ToolRound);
+    }
+
+    #[test]
+    fn answered_rounds_call_the_model_next_and_answers_end_the_turn() {
+        let answered = vec![
+            Item::user("go"),
+            call_item(&["a"]),
+            Item::tool_result(ToolResultPart::success("a", "done")),
+        ];
+        let resumed = recover(&"s".into(), Some(checkpoint(vec![])), answered.clone(), &[])
+            .unwrap()
+            .unwrap();
+        assert_eq!(resumed.phase, SnapshotPhase::AfterToolRound);
+        assert!(validate_transcript(&resumed.transcript).is_ok());
+        let mut finished = answered;
+        finished.push(Item::assistant("all done"));
+        let resumed = recover(&"s".into(), Some(checkpoint(vec![])), finished, &[])
+            .unwrap()
+            .unwrap();
+        assert_eq!(resumed.phase, SnapshotPhase::Idle);
+    }
+
+    #[test]
+    fn input_from_the_idle_queue_clears_the_queue() {
+        let mut saved = checkpoint(Vec::new());
+        saved.soft_interrupts = vec![agentkit_loop::SoftInterruptMessage {
+            id: 1,
+            item: Item::user("queued"),
+            delivery: agentkit_loop::DeliveryMode::Steer,
+        }];
+        let resumed = recover(
+            &"s".into(),
+            Some(saved),
+            vec![Item::user("queued")],
+            &[Mark::InputAccepted { count: 1 }],
+        )
+        .unwrap()
+        .unwrap();
+        assert!(resumed.soft_interrupts.is_empty());
+        assert_eq!(resumed.phase, SnapshotPhase::ModelCallDue);
+    }
+
+    #[test]
+    fn items_without_a_checkpoint_resume_idle() {
+        let resumed = recover(
+            &"s".into(),
+            None,
+            vec![Item::user("a"), Item::assistant("b")],
+            &[],
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(resumed.transcript.len(), 2);
+        assert_eq!(resumed.phase, SnapshotPhase::Idle);
+        assert!(
+            recover(&"s".into(), None, Vec::new(), &[])
+                .unwrap()
+                .is_none()
+        );
+    }
+}

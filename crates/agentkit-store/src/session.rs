@@ -1,0 +1,364 @@
+//! Leases and the stored session: a [`LoopDriver`] that saves itself.
+//!
+//! [`SessionLease`] is the right to drive one session. It hands out the
+//! observers that append items as they happen ([`SessionLease::record`])
+//! and opens a [`Session`]: a new driver, or the stored one resumed exactly
+//! where it stopped. [`Session::next`] saves the driver's snapshot before and
+//! after each step, so approvals and input given between steps are kept too.
+//! While a session is open a background task renews its lease.
+
+use crate::recorder::Recorder;
+use crate::recover::recover;
+use crate::store::{Checkpoint, LeaseToken, NewSession, SessionStore, derived_title};
+use crate::{StoreError, StoreResult};
+use agentkit_core::{SessionId, Usage};
+use agentkit_loop::{
+    Agent, AgentBuilder, LoopDriver, LoopStep, ModelAdapter, ModelSession, SessionConfig,
+};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// How long a lease lasts without renewal, unless set otherwise. An open
+/// [`Session`] renews it every third of that.
+pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(30);
+
+/// The right to drive one stored session; see the module docs.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use agentkit_core::Item;
+/// use agentkit_loop::{Agent, LoopInterrupt, LoopStep};
+/// use agentkit_store::{NewSession, SessionLease, SessionStore, SqliteStore};
+/// use agentkit_testkit::{ScriptedModel, ScriptedTurn};
+/// use std::sync::Arc;
+///
+/// let store = Arc::new(SqliteStore::open_in_memory()?);
+/// let lease = SessionLease::create(store.clone(), NewSession::new().with_title("demo")).await?;
+/// let model = ScriptedModel::new([ScriptedTurn::text("hello")]);
+/// let agent = lease.record(Agent::builder().model(model)).build()?;
+/// let mut session = lease.open(&agent).await?;
+/// let LoopStep::Interrupt(LoopInterrupt::AwaitingInput(request)) = session.next().await? else {
+///     unreachable!()
+/// };
+/// request.submit(&mut session, vec![Item::user("hi")])?;
+/// let LoopStep::Finished(turn) = session.next().await? else { unreachable!() };
+/// assert_eq!(turn.items[0].text_content(), "hello");
+/// let id = session.session_id().clone();
+/// session.close().await?;
+/// // Every item is stored; any process can resume the session now.
+/// assert_eq!(store.load(&id).await?.items.len(), 2);
+/// # Ok(()) }
+/// ```
+pub struct SessionLease {
+    store: Arc<dyn SessionStore>,
+    token: LeaseToken,
+    recorder: Arc<Recorder>,
+    released: bool,
+}
+
+impl std::fmt::Debug for SessionLease {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionLease")
+            .field("token", &self.token)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SessionLease {
+    /// Creates a session and leases it.
+    pub async fn create(store: Arc<dyn SessionStore>, new: NewSession) -> StoreResult<Self> {
+        let info = store.create(new).await?;
+        Self::acquire(store, &info.id).await
+    }
+
+    /// Leases an existing session for [`DEFAULT_LEASE_TTL`];
+    /// [`StoreError::Busy`] while another worker holds it.
+    pub async fn acquire(store: Arc<dyn SessionStore>, id: &SessionId) -> StoreResult<Self> {
+        Self::acquire_with_ttl(store, id, DEFAULT_LEASE_TTL).await
+    }
+
+    /// Leases an existing session for `ttl`. A worker that crashes loses
+    /// the session for at most `ttl`.
+    pub async fn acquire_with_ttl(
+        store: Arc<dyn SessionStore>,
+        id: &SessionId,
+        ttl: Duration,
+    ) -> StoreResult<Self> {
+        let token = store.acquire(id, ttl).await?;
+        let recorder = Arc::new(Recorder::new(store.log_writer(&token)));
+        Ok(Self {
+            store,
+            token,
+            recorder,
+            released: false,
+        })
+    }
+
+    /// The session's id.
+    pub fn session_id(&self) -> &SessionId {
+        &self.token.session_id
+    }
+
+    /// The lease's token.
+    pub fn token(&self) -> &LeaseToken {
+        &self.token
+    }
+
+    /// Registers the observers that append this session's items as they
+    /// happen. Build one agent per stored session: observers cannot tell
+    /// sessions apart.
+    pub fn record<M: ModelAdapter>(&self, builder: AgentBuilder<M>) -> AgentBuilder<M> {
+        builder
+            .transcript_observer_arc(self.recorder.clone())
+            .observer_arc(self.recorder.clone())
+    }
+
+    /// Opens the session with a default [`SessionConfig`]: resumed from the
+    /// store if anything was saved, started fresh otherwise.
+    pub async fn open<M: ModelAdapter>(self, agent: &Agent<M>) -> StoreResult<Session<M::Session>> {
+        let config = SessionConfig::new(self.session_id().clone());
+        self.open_with(agent, config).await
+    }
+
+    /// Opens the session with this model-session configuration (its id is
+    /// replaced by the lease's).
+    pub async fn open_with<M: ModelAdapter>(
+        mut self,
+        agent: &Agent<M>,
+        mut config: SessionConfig,
+    ) -> StoreResult<Session<M::Session>> {
+        let id = self.session_id().clone();
+        config.session_id = id.clone();
+        let stored = self.store.load(&id).await?;
+        let recovered = recover(&id, stored.checkpoint, stored.items, &stored.marks)?;
+        let driver = match recovered {
+            Some(snapshot) => {
+                self.recorder.reset(snapshot.transcript.len());
+                agent.resume(config, snapshot).await?
+            }
+            None => agent.start(config).await?,
+        };
+        self.released = true; // the session takes the lease over
+        let lost = Arc::new(AtomicBool::new(false));
+        let heartbeat = tokio::spawn(heartbeat(
+            self.store.clone(),
+            self.token.clone(),
+            lost.clone(),
+        ));
+        let mut session = Session {
+            driver,
+            store: self.store.clone(),
+            token: self.token.clone(),
+            recorder: self.recorder.clone(),
+            usage: stored.info.usage,
+            has_title: stored.info.title.is_some(),
+            saved: None,
+            touched: false,
+            lost,
+            heartbeat,
+        };
+        // The recovered state becomes the checkpoint, so a second crash
+        // resumes from here.
+        session.save().await?;
+        Ok(session)
+    }
+
+    /// Gives the lease up.
+    pub async fn release(mut self) -> StoreResult<()> {
+        self.released = true;
+        self.store.release(&self.token).await
+    }
+}
+
+impl Drop for SessionLease {
+    fn drop(&mut self) {
+        if !self.released {
+            release_in_background(&self.store, &self.token);
+        }
+    }
+}
+
+fn release_in_background(store: &Arc<dyn SessionStore>, token: &LeaseToken) {
+    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+        let store = store.clone();
+        let token = token.clone();
+        runtime.spawn(async move {
+            let _ = store.release(&token).await;
+        });
+    }
+}
+
+async fn heartbeat(store: Arc<dyn SessionStore>, token: LeaseToken, lost: Arc<AtomicBool>) {
+    let period = (token.ttl / 3).max(Duration::from_millis(10));
+    loop {
+        tokio::time::sleep(period).await;
+        match store.renew(&token).await {
+            Ok(()) => {}
+            Err(StoreError::LeaseLost(_)) => {
+                lost.store(true, Ordering::SeqCst);
+                return;
+            }
+            Err(err) => tracing::warn!(session = %token.session_id, "lease renewal failed: {err}"),
+        }
+    }
+}
+
+/// A [`LoopDriver`] whose every step is saved; see the module docs.
+///
+/// It dereferences to the driver, so interrupt handles work on it directly:
+/// `pending.approve(&mut session)`, `request.submit(&mut session, items)`.
+pub struct Session<S: ModelSession> {
+    driver: LoopDriver<S>,
+    store: Arc<dyn SessionStore>,
+    token: LeaseToken,
+    recorder: Arc<Recorder>,
+    usage: Usage,
+    has_title: bool,
+    /// What the last checkpoint held, to skip saving an unchanged one.
+    saved: Option<String>,
+    /// The host had the driver mutably since the last save (an approval,
+    /// input): save before the next step.
+    touched: bool,
+    lost: Arc<AtomicBool>,
+    heartbeat: tokio::task::JoinHandle<()>,
+}
+
+impl<S: ModelSession> Session<S> {
+    /// Runs the driver to its next yield point and saves. If the host
+    /// changed the driver since the last save (resolved an approval,
+    /// submitted input), that is saved first.
+    ///
+    /// A loop failure comes back as [`StoreError::Loop`] after the state was
+    /// saved; [`StoreError::LeaseLost`] means another worker owns the
+    /// session now and this one must stop.
+    pub async fn next(&mut self) -> StoreResult<LoopStep> {
+        if self.touched {
+            self.save().await?;
+        }
+        let result = self.driver.next().await;
+        if let Ok(LoopStep::Finished(turn)) = &result {
+            self.usage.accumulate(&turn.usage);
+        }
+        self.save().await?;
+        Ok(result?)
+    }
+
+    /// Saves the driver's snapshot now, unless it is unchanged since the
+    /// last save. `next()` calls it; call it yourself to keep a decision
+    /// (an approval, queued input) before the next step.
+    pub async fn save(&mut self) -> StoreResult<()> {
+        if self.lost.load(Ordering::SeqCst) {
+            return Err(StoreError::LeaseLost(self.token.session_id.clone()));
+        }
+        if let Err(err) = self.recorder.writer().flush().await {
+            // Some rows may be missing: the checkpoint rewrites them.
+            self.recorder.mark_broken();
+            return Err(self.note(err));
+        }
+        let mut snapshot = self.driver.snapshot();
+        let transcript = std::mem::take(&mut snapshot.transcript);
+        let snapshot_json = serde_json::to_string(&snapshot)?;
+        let state = self.recorder.state();
+        let items = if state.broken || state.next_index > transcript.len() {
+            Some((0, &transcript[..]))
+        } else if state.next_index < transcript.len() {
+            Some((state.next_index, &transcript[state.next_index..]))
+        } else {
+            None
+        };
+        let key = format!(
+            "{}|{}|{snapshot_json}",
+            transcript.len(),
+            serde_json::to_string(&self.usage)?
+        );
+        if items.is_none() && self.saved.as_ref() == Some(&key) {
+            return Ok(());
+        }
+        let title = if self.has_title {
+            None
+        } else {
+            derived_title(&transcript)
+        };
+        let checkpoint = Checkpoint {
+            snapshot_json,
+            snapshot_version: snapshot.version,
+            transcript_len: transcript.len(),
+            items,
+            usage: &self.usage,
+            title: title.clone(),
+        };
+        if let Err(err) = self.store.save(&self.token, checkpoint).await {
+            return Err(self.note(err));
+        }
+        self.has_title |= title.is_some();
+        self.recorder.reset(transcript.len());
+        self.saved = Some(key);
+        self.touched = false;
+        Ok(())
+    }
+
+    fn note(&self, err: StoreError) -> StoreError {
+        if matches!(err, StoreError::LeaseLost(_)) {
+            self.lost.store(true, Ordering::SeqCst);
+        }
+        err
+    }
+
+    /// The session's id.
+    pub fn session_id(&self) -> &SessionId {
+        &self.token.session_id
+    }
+
+    /// Usage summed over every finished turn of the session.
+    pub fn usage(&self) -> &Usage {
+        &self.usage
+    }
+
+    /// The driver.
+    pub fn driver(&self) -> &LoopDriver<S> {
+        &self.driver
+    }
+
+    /// The driver, to resolve approvals or submit input. Changes are saved
+    /// by the next [`Session::next`] or [`Session::save`].
+    pub fn driver_mut(&mut self) -> &mut LoopDriver<S> {
+        self.touched = true;
+        &mut self.driver
+    }
+
+    /// Saves and gives the lease up.
+    pub async fn close(mut self) -> StoreResult<()> {
+        self.save().await?;
+        self.heartbeat.abort();
+        let result = self.store.release(&self.token).await;
+        // Dropping now must not release a second time.
+        self.lost.store(true, Ordering::SeqCst);
+        result
+    }
+}
+
+impl<S: ModelSession> std::ops::Deref for Session<S> {
+    type Target = LoopDriver<S>;
+
+    fn deref(&self) -> &LoopDriver<S> {
+        &self.driver
+    }
+}
+
+impl<S: ModelSession> std::ops::DerefMut for Session<S> {
+    fn deref_mut(&mut self) -> &mut LoopDriver<S> {
+        self.touched = true;
+        &mut self.driver
+    }
+}
+
+impl<S: ModelSession> Drop for Session<S> {
+    fn drop(&mut self) {
+        self.heartbeat.abort();
+        if !self.lost.load(Ordering::SeqCst) {
+            release_in_background(&self.store, &self.token);
+        }
+    }
+}

@@ -1,0 +1,560 @@
+//! The SQLite backend: one file (or memory), the embedded default.
+//!
+//! Writes are synchronous on the calling thread: SQLite in WAL mode with
+//! `synchronous = NORMAL` commits an item row in tens of microseconds, and a
+//! committed row survives the process being killed (only a power loss can
+//! take the last commits back). So the append path writes each item before
+//! the observer returns, and a crash loses at most the item being written.
+//! Several processes may share one file; SQLite serializes their writes.
+
+use crate::recover::Mark;
+use crate::store::{
+    Checkpoint, LeaseToken, LogEntry, LogWriter, NewSession, RawInfo, SessionInfo, SessionStore,
+    StoredSession, fork_prefix, fork_snapshot, fresh_token, now_ms, parse_json, pending_migrations,
+    read_checkpoint,
+};
+use crate::{StoreError, StoreResult};
+use agentkit_core::{Item, SessionId};
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+const BACKEND: &str = "sqlite";
+
+/// Schema migrations, applied in order; the schema version is their count
+/// (kept in `PRAGMA user_version`). Never edit one: append a new one.
+const MIGRATIONS: &[&str] = &["
+CREATE TABLE sessions (
+    id TEXT PRIMARY KEY,
+    title TEXT,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    snapshot TEXT,
+    snapshot_version INTEGER,
+    transcript_len INTEGER NOT NULL DEFAULT 0,
+    usage TEXT NOT NULL DEFAULT '{}',
+    forked_from TEXT,
+    forked_at INTEGER
+);
+CREATE INDEX sessions_by_activity ON sessions (updated_at);
+CREATE TABLE items (
+    session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    item TEXT NOT NULL,
+    PRIMARY KEY (session_id, seq)
+) WITHOUT ROWID;
+CREATE TABLE marks (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    mark TEXT NOT NULL
+);
+CREATE INDEX marks_by_session ON marks (session_id, id);
+CREATE TABLE leases (
+    session_id TEXT PRIMARY KEY REFERENCES sessions (id) ON DELETE CASCADE,
+    owner TEXT NOT NULL,
+    expires_at INTEGER NOT NULL
+);
+"];
+
+/// The newest schema version this build writes.
+pub const SQLITE_SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+fn db(err: rusqlite::Error) -> StoreError {
+    StoreError::database(BACKEND, err)
+}
+
+/// Sessions in a SQLite database.
+///
+/// ```
+/// # fn main() -> Result<(), agentkit_store::StoreError> {
+/// let dir = tempfile::tempdir().unwrap();
+/// let store = agentkit_store::SqliteStore::open(dir.path().join("sessions.db"))?;
+/// # drop(store);
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct SqliteStore {
+    conn: Arc<Mutex<Connection>>,
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore").finish_non_exhaustive()
+    }
+}
+
+impl SqliteStore {
+    /// Opens (or creates) the database at `path` and migrates it.
+    /// [`StoreError::SchemaTooNew`] if a newer build wrote it.
+    pub fn open(path: impl AsRef<Path>) -> StoreResult<Self> {
+        let conn = Connection::open(path).map_err(db)?;
+        conn.pragma_update(None, "journal_mode", "wal")
+            .map_err(db)?;
+        conn.pragma_update(None, "synchronous", "normal")
+            .map_err(db)?;
+        Self::with_connection(conn)
+    }
+
+    /// A private in-memory database (gone when the store is dropped).
+    pub fn open_in_memory() -> StoreResult<Self> {
+        Self::with_connection(Connection::open_in_memory().map_err(db)?)
+    }
+
+    fn with_connection(mut conn: Connection) -> StoreResult<Self> {
+        conn.pragma_update(None, "foreign_keys", "on").map_err(db)?;
+        conn.busy_timeout(Duration::from_secs(10)).map_err(db)?;
+        migrate(&mut conn)?;
+        Ok(Self {
+            conn: Arc::new(Mutex::new(conn)),
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Connection> {
+        self.conn.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+fn migrate(conn: &mut Connection) -> StoreResult<()> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(db)?;
+    let current: i64 = tx
+        .pragma_query_value(None, "user_version", |row| row.get(0))
+        .map_err(db)?;
+    let pending = pending_migrations(current, MIGRATIONS)?;
+    for (offset, migration) in pending.iter().enumerate() {
+        tx.execute_batch(migration).map_err(db)?;
+        tx.pragma_update(None, "user_version", current + offset as i64 + 1)
+            .map_err(db)?;
+    }
+    tx.commit().map_err(db)
+}
+
+const INFO_COLUMNS: &str = "id, title, created_at, updated_at, usage, forked_from, forked_at,
+    (SELECT COUNT(*) FROM items WHERE items.session_id = sessions.id)";
+
+fn info_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RawInfo> {
+    Ok(RawInfo {
+        id: row.get(0)?,
+        title: row.get(1)?,
+        created_at: row.get(2)?,
+        updated_at: row.get(3)?,
+        usage: row.get(4)?,
+        forked_from: row.get(5)?,
+        forked_at: row.get(6)?,
+        item_count: row.get(7)?,
+    })
+}
+
+fn info(conn: &Connection, id: &SessionId) -> StoreResult<SessionInfo> {
+    conn.query_row(
+        &format!("SELECT {INFO_COLUMNS} FROM sessions WHERE id = ?1"),
+        params![id.as_str()],
+        info_from_row,
+    )
+    .optional()
+    .map_err(db)?
+    .ok_or_else(|| StoreError::NotFound(id.clone()))?
+    .parse()
+}
+
+fn insert_session(
+    conn: &Connection,
+    new: &NewSession,
+    forked: Option<(&SessionId, usize)>,
+) -> StoreResult<SessionId> {
+    let id = new
+        .id
+        .clone()
+        .unwrap_or_else(|| SessionId::new(fresh_token("session")));
+    let now = now_ms();
+    let inserted = conn
+        .execute(
+            "INSERT INTO sessions (id, title, created_at, updated_at, forked_from, forked_at)
+             VALUES (?1, ?2, ?3, ?3, ?4, ?5) ON CONFLICT (id) DO NOTHING",
+            params![
+                id.as_str(),
+                new.title,
+                now,
+                forked.map(|(parent, _)| parent.as_str()),
+                forked.map(|(_, at)| at as i64)
+            ],
+        )
+        .map_err(db)?;
+    if inserted == 0 {
+        return Err(StoreError::AlreadyExists(id));
+    }
+    Ok(id)
+}
+
+fn insert_items(
+    conn: &Connection,
+    id: &SessionId,
+    first: usize,
+    items: &[Item],
+) -> StoreResult<()> {
+    let mut insert = conn
+        .prepare_cached("INSERT INTO items (session_id, seq, item) VALUES (?1, ?2, ?3)")
+        .map_err(db)?;
+    for (offset, item) in items.iter().enumerate() {
+        let json = serde_json::to_string(item)?;
+        insert
+            .execute(params![id.as_str(), (first + offset) as i64, json])
+            .map_err(db)?;
+    }
+    Ok(())
+}
+
+fn load_items(conn: &Connection, id: &SessionId) -> StoreResult<Vec<Item>> {
+    load_json(
+        conn,
+        "SELECT item FROM items WHERE session_id = ?1 ORDER BY seq",
+        id,
+        "item",
+    )
+}
+
+/// Parses the one JSON column of every row of `sql`.
+fn load_json<T: serde::de::DeserializeOwned>(
+    conn: &Connection,
+    sql: &str,
+    id: &SessionId,
+    what: &str,
+) -> StoreResult<Vec<T>> {
+    let mut query = conn.prepare_cached(sql).map_err(db)?;
+    let rows = query
+        .query_map(params![id.as_str()], |row| row.get::<_, String>(0))
+        .map_err(db)?;
+    let mut parsed = Vec::new();
+    for row in rows {
+        parsed.push(parse_json(id, what, &row.map_err(db)?)?);
+    }
+    Ok(parsed)
+}
+
+/// The checkpoint of `id`, its transcript taken from `items`.
+fn checkpoint(
+    conn: &Connection,
+    id: &SessionId,
+    items: &[Item],
+) -> StoreResult<Option<agentkit_loop::LoopSnapshot>> {
+    let (snapshot, transcript_len): (Option<String>, i64) = conn
+        .query_row(
+            "SELECT snapshot, transcript_len FROM sessions WHERE id = ?1",
+            params![id.as_str()],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .map_err(db)?;
+    read_checkpoint(id, snapshot, transcript_len.max(0) as usize, items)
+}
+
+/// `Ok` if `owner` holds the lease of `id`.
+fn check_lease(conn: &Connection, id: &SessionId, owner: &str) -> StoreResult<()> {
+    let holder: Option<String> = conn
+        .query_row(
+            "SELECT owner FROM leases WHERE session_id = ?1",
+            params![id.as_str()],
+            |row| row.get(0),
+        )
+        .optional()
+        .map_err(db)?;
+    if holder.as_deref() == Some(owner) {
+        Ok(())
+    } else {
+        Err(StoreError::LeaseLost(id.clone()))
+    }
+}
+
+#[async_trait::async_trait]
+impl SessionStore for SqliteStore {
+    async fn create(&self, new: NewSession) -> StoreResult<SessionInfo> {
+        let conn = self.lock();
+        let id = insert_session(&conn, &new, None)?;
+        info(&conn, &id)
+    }
+
+    async fn acquire(&self, id: &SessionId, ttl: Duration) -> StoreResult<LeaseToken> {
+        let mut conn = self.lock();
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(db)?;
+        info(&tx, id)?;
+        let owner = fresh_token("lease");
+        let now = now_ms();
+        let taken = tx
+            .execute(
+                "INSERT INTO leases (session_id, owner, expires_at) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (session_id) DO UPDATE
+                 SET owner = excluded.owner, expires_at = excluded.expires_at
+                 WHERE leases.expires_at <= ?4",
+                params![id.as_str(), owner, now + ttl.as_millis() as i64, now],
+            )
+            .map_err(db)?;
+        if taken == 0 {
+            let holder: String = tx
+                .query_row(
+                    "SELECT owner FROM leases WHERE session_id = ?1",
+                    params![id.as_str()],
+                    |row| row.get(0),
+                )
+                .map_err(db)?;
+            return Err(StoreError::Busy {
+                session: id.clone(),
+                owner: holder,
+            });
+        }
+        tx.commit().map_err(db)?;
+        Ok(LeaseToken {
+            session_id: id.clone(),
+            owner,
+            ttl,
+        })
+    }
+
+    async fn renew(&self, lease: &LeaseToken) -> StoreResult<()> {
+        let renewed = self
+            .lock()
+            .execute(
+                "UPDATE leases SET expires_at = ?3 WHERE session_id = ?1 AND owner = ?2",
+                params![
+                    lease.session_id.as_str(),
+                    lease.owner,
+                    now_ms() + lease.ttl.as_millis() as i64
+                ],
+            )
+            .map_err(db)?;
+        if renewed == 0 {
+            return Err(StoreError::LeaseLost(lease.session_id.clone()));
+        }
+        Ok(())
+    }
+
+    async fn release(&self, lease: &LeaseToken) -> StoreResult<()> {
+        self.lock()
+            .execute(
+                "DELETE FROM leases WHERE session_id = ?1 AND owner = ?2",
+                params![lease.session_id.as_str(), lease.owner],
+            )
+            .map_err(db)?;
+        Ok(())
+    }
+
+    fn log_writer(&self, lease: &LeaseToken) -> Arc<dyn LogWriter> {
+        Arc::new(SqliteLogWriter {
+            conn: self.conn.clone(),
+            lease: lease.clone(),
+            failure: Mutex::new(None),
+        })
+    }
+
+    async fn save(&self, lease: &LeaseToken, checkpoint: Checkpoint<'_>) -> StoreResult<()> {
+        let mut conn = self.lock();
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(db)?;
+        let id = &lease.session_id;
+        check_lease(&tx, id, &lease.owner)?;
+        if let Some((first, items)) = checkpoint.items {
+            tx.execute(
+                "DELETE FROM items WHERE session_id = ?1 AND seq >= ?2",
+                params![id.as_str(), first as i64],
+            )
+            .map_err(db)?;
+            insert_items(&tx, id, first, items)?;
+        }
+        tx.execute(
+            "DELETE FROM items WHERE session_id = ?1 AND seq >= ?2",
+            params![id.as_str(), checkpoint.transcript_len as i64],
+        )
+        .map_err(db)?;
+        tx.execute(
+            "UPDATE sessions SET snapshot = ?2, snapshot_version = ?3, transcript_len = ?4,
+                usage = ?5, updated_at = ?6, title = COALESCE(title, ?7)
+             WHERE id = ?1",
+            params![
+                id.as_str(),
+                checkpoint.snapshot_json,
+                checkpoint.snapshot_version,
+                checkpoint.transcript_len as i64,
+                serde_json::to_string(checkpoint.usage)?,
+                now_ms(),
+                checkpoint.title,
+            ],
+        )
+        .map_err(db)?;
+        tx.execute(
+            "DELETE FROM marks WHERE session_id = ?1",
+            params![id.as_str()],
+        )
+        .map_err(db)?;
+        tx.commit().map_err(db)
+    }
+
+    async fn load(&self, id: &SessionId) -> StoreResult<StoredSession> {
+        let mut conn = self.lock();
+        // One read transaction: a consistent picture while a writer works.
+        let tx = conn.transaction().map_err(db)?;
+        let info = info(&tx, id)?;
+        let items = load_items(&tx, id)?;
+        let checkpoint = checkpoint(&tx, id, &items)?;
+        let marks: Vec<Mark> = load_json(
+            &tx,
+            "SELECT mark FROM marks WHERE session_id = ?1 ORDER BY id",
+            id,
+            "mark",
+        )?;
+        Ok(StoredSession {
+            info,
+            checkpoint,
+            items,
+            marks,
+        })
+    }
+
+    async fn info(&self, id: &SessionId) -> StoreResult<SessionInfo> {
+        info(&self.lock(), id)
+    }
+
+    async fn list(&self) -> StoreResult<Vec<SessionInfo>> {
+        let conn = self.lock();
+        let mut query = conn
+            .prepare(&format!(
+                "SELECT {INFO_COLUMNS} FROM sessions ORDER BY updated_at DESC, id"
+            ))
+            .map_err(db)?;
+        let rows = query.query_map([], info_from_row).map_err(db)?;
+        rows.map(|row| row.map_err(db)?.parse()).collect()
+    }
+
+    async fn fork(&self, id: &SessionId, at: usize, new: NewSession) -> StoreResult<SessionInfo> {
+        let mut conn = self.lock();
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(db)?;
+        let parent = info(&tx, id)?;
+        let items = load_items(&tx, id)?;
+        let prefix = fork_prefix(id, &items, at)?;
+        let checkpoint = checkpoint(&tx, id, &items)?;
+        let new = NewSession {
+            title: new.title.or(parent.title),
+            ..new
+        };
+        let child = insert_session(&tx, &new, Some((id, at)))?;
+        insert_items(&tx, &child, 0, prefix)?;
+        if let Some(snapshot) = fork_snapshot(checkpoint, &child, at) {
+            tx.execute(
+                "UPDATE sessions SET snapshot = ?2, snapshot_version = ?3, transcript_len = ?4
+                 WHERE id = ?1",
+                params![
+                    child.as_str(),
+                    serde_json::to_string(&snapshot)?,
+                    snapshot.version,
+                    at as i64
+                ],
+            )
+            .map_err(db)?;
+        }
+        let info = info(&tx, &child)?;
+        tx.commit().map_err(db)?;
+        Ok(info)
+    }
+
+    async fn delete(&self, id: &SessionId) -> StoreResult<()> {
+        let mut conn = self.lock();
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(db)?;
+        info(&tx, id)?;
+        let holder: Option<String> = tx
+            .query_row(
+                "SELECT owner FROM leases WHERE session_id = ?1 AND expires_at > ?2",
+                params![id.as_str(), now_ms()],
+                |row| row.get(0),
+            )
+            .optional()
+            .map_err(db)?;
+        if let Some(owner) = holder {
+            return Err(StoreError::Busy {
+                session: id.clone(),
+                owner,
+            });
+        }
+        tx.execute("DELETE FROM sessions WHERE id = ?1", params![id.as_str()])
+            .map_err(db)?;
+        tx.commit().map_err(db)
+    }
+}
+
+/// Writes each entry before returning; failures wait for `flush`.
+struct SqliteLogWriter {
+    conn: Arc<Mutex<Connection>>,
+    lease: LeaseToken,
+    failure: Mutex<Option<StoreError>>,
+}
+
+impl SqliteLogWriter {
+    fn try_write(&self, entry: &LogEntry) -> StoreResult<()> {
+        let conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+        let id = self.lease.session_id.as_str();
+        // Each statement checks the lease, so a worker that lost it can
+        // never write into the session again.
+        let written = match entry {
+            LogEntry::Item { index, item } => conn
+                .prepare_cached(
+                    "INSERT INTO items (session_id, seq, item)
+                     SELECT ?1, ?2, ?3 WHERE EXISTS
+                        (SELECT 1 FROM leases WHERE session_id = ?1 AND owner = ?4)
+                     ON CONFLICT (session_id, seq) DO UPDATE SET item = excluded.item",
+                )
+                .and_then(|mut insert| {
+                    insert.execute(params![
+                        id,
+                        *index as i64,
+                        serde_json::to_string(item).unwrap_or_default(),
+                        self.lease.owner
+                    ])
+                }),
+            LogEntry::Mark(mark) => conn
+                .prepare_cached(
+                    "INSERT INTO marks (session_id, mark)
+                     SELECT ?1, ?2 WHERE EXISTS
+                        (SELECT 1 FROM leases WHERE session_id = ?1 AND owner = ?3)",
+                )
+                .and_then(|mut insert| {
+                    insert.execute(params![
+                        id,
+                        serde_json::to_string(mark).unwrap_or_default(),
+                        self.lease.owner
+                    ])
+                }),
+        }
+        .map_err(db)?;
+        if written == 0 {
+            return Err(StoreError::LeaseLost(self.lease.session_id.clone()));
+        }
+        Ok(())
+    }
+}
+
+#[async_trait::async_trait]
+impl LogWriter for SqliteLogWriter {
+    fn write(&self, entry: LogEntry) {
+        if let Err(err) = self.try_write(&entry) {
+            let mut failure = self.failure.lock().unwrap_or_else(|e| e.into_inner());
+            failure.get_or_insert(err);
+        }
+    }
+
+    async fn flush(&self) -> StoreResult<()> {
+        match self
+            .failure
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        {
+            Some(err) => Err(err),
+            None => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,177 @@
+//! A worker is killed with SIGKILL in the middle of a tool round; another
+//! process resumes the session and finishes the turn. Nothing written
+//! before the kill is lost, and the transcript stays valid.
+//!
+//! The worker is this test binary run again with `--ignored --exact
+//! crash_worker` and the store's location in the environment.
+
+mod support;
+
+use agentkit_core::{Item, validate_transcript};
+use agentkit_loop::{Agent, LoopInterrupt, LoopStep};
+use agentkit_store::{NewSession, PgStore, SessionLease, SessionStore, SqliteStore, StoreError};
+use agentkit_testkit::{ScriptedModel, ScriptedTurn};
+use agentkit_tools_core::ToolRegistry;
+use serde_json::json;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use support::pg::TempCluster;
+use support::tools::Slow;
+
+const BACKEND: &str = "AGENTKIT_STORE_CRASH_BACKEND";
+const LOCATION: &str = "AGENTKIT_STORE_CRASH_LOCATION";
+const SESSION: &str = "crashing";
+
+async fn store(backend: &str, location: &str) -> Arc<dyn SessionStore> {
+    match backend {
+        "sqlite" => Arc::new(SqliteStore::open(location).unwrap()),
+        _ => Arc::new(PgStore::connect(location).await.unwrap()),
+    }
+}
+
+/// The worker: one turn whose round has a quick call, then a call that
+/// sleeps for a minute. It is killed during the second.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "run by the crash tests as a child process"]
+async fn crash_worker() {
+    let (Ok(backend), Ok(location)) = (std::env::var(BACKEND), std::env::var(LOCATION)) else {
+        return;
+    };
+    let store = store(&backend, &location).await;
+    let created = store
+        .create(NewSession::new().with_id(SESSION))
+        .await
+        .unwrap();
+    let lease = SessionLease::acquire_with_ttl(store, &created.id, Duration::from_millis(500))
+        .await
+        .unwrap();
+    let model = ScriptedModel::new([ScriptedTurn::new()
+        .call("quick", "slow", json!({ "ms": 1 }))
+        .call("long", "slow", json!({ "ms": 60_000 }))
+        .finish(agentkit_core::FinishReason::ToolCall)]);
+    let agent = lease
+        .record(
+            Agent::builder()
+                .model(model)
+                .add_tool_source(ToolRegistry::new().with(Slow)),
+        )
+        .build()
+        .unwrap();
+    let mut session = lease.open(&agent).await.unwrap();
+    let LoopStep::Interrupt(LoopInterrupt::AwaitingInput(request)) = session.next().await.unwrap()
+    else {
+        panic!("expected AwaitingInput")
+    };
+    request
+        .submit(&mut session, vec![Item::user("run both")])
+        .unwrap();
+    session.next().await.unwrap();
+    panic!("the worker should have been killed during the long call");
+}
+
+fn crash_and_resume(backend: &str, location: &str) {
+    let mut worker = Command::new(std::env::current_exe().unwrap())
+        .args(["--ignored", "--exact", "crash_worker", "--nocapture"])
+        .env(BACKEND, backend)
+        .env(LOCATION, location)
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        // Wait until the quick call's result is stored: the long call runs.
+        let observer = store(backend, location).await;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Ok(stored) = observer.load(&SESSION.into()).await
+                && stored.items.len() >= 3
+            {
+                break;
+            }
+            if let Some(status) = worker.try_wait().unwrap() {
+                panic!("the worker exited early with {status}");
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the worker never reached the long call"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        worker.kill().unwrap(); // SIGKILL
+        worker.wait().unwrap();
+        let before = observer.load(&SESSION.into()).await.unwrap().items;
+        assert_eq!(
+            before.len(),
+            3,
+            "user, the calls, the quick result: {before:?}"
+        );
+
+        // Another worker takes over once the dead one's lease expired.
+        let store = store(backend, location).await;
+        let lease = loop {
+            match SessionLease::acquire(store.clone(), &SESSION.into()).await {
+                Ok(lease) => break lease,
+                Err(StoreError::Busy { .. }) => tokio::time::sleep(Duration::from_millis(50)).await,
+                Err(err) => panic!("{err}"),
+            }
+        };
+        let model = ScriptedModel::new([ScriptedTurn::text("finished after the crash")]);
+        let agent = lease
+            .record(
+                Agent::builder()
+                    .model(model.clone())
+                    .add_tool_source(ToolRegistry::new().with(Slow)),
+            )
+            .build()
+            .unwrap();
+        let mut session = lease.open(&agent).await.unwrap();
+        let step = session.next().await.unwrap();
+        assert!(
+            matches!(step, LoopStep::Interrupt(LoopInterrupt::AfterToolResult(_))),
+            "{step:?}"
+        );
+        let LoopStep::Finished(turn) = session.next().await.unwrap() else {
+            panic!("the turn did not finish")
+        };
+        assert_eq!(
+            turn.items.last().unwrap().text_content(),
+            "finished after the crash"
+        );
+        let transcript = session.transcript().to_vec();
+        validate_transcript(&transcript).unwrap();
+        assert_eq!(
+            &transcript[..3],
+            &before[..],
+            "everything written before the kill is kept"
+        );
+        // The long call may have had effects: it is answered as interrupted,
+        // never run again behind the model's back.
+        let long = transcript[3].tool_results().next().unwrap();
+        assert_eq!(long.call_id.as_str(), "long");
+        assert!(long.is_error);
+        assert_eq!(long.metadata["agentkit.error_kind"], "interrupted");
+        assert_eq!(model.requests()[0].transcript.len(), 4);
+        session.close().await.unwrap();
+        let stored = observer.load(&SESSION.into()).await.unwrap();
+        assert_eq!(stored.items, transcript);
+    });
+}
+
+#[test]
+fn sqlite_a_killed_worker_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sessions.db");
+    crash_and_resume("sqlite", path.to_str().unwrap());
+}
+
+#[test]
+fn postgres_a_killed_worker_loses_nothing() {
+    let cluster = TempCluster::start();
+    crash_and_resume("postgres", &cluster.conninfo());
+}

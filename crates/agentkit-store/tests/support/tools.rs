@@ -1,0 +1,163 @@
+//! Tools and checkers the store's tests run agents with.
+
+use agentkit_core::Item;
+use agentkit_loop::{LoopMutator, MutationContext, MutationPoint, TranscriptView};
+use agentkit_store::SessionStore;
+use agentkit_tools_core::{
+    ApprovalReason, PermissionChecker, PermissionDecision, PermissionRequest, Tool, ToolContext,
+    ToolError, ToolRegistry, ToolRequest, ToolResult, ToolSpec, approval_for,
+};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+fn spec(name: &str) -> Arc<ToolSpec> {
+    Arc::new(
+        ToolSpec::new(
+            name,
+            format!("the {name} tool"),
+            json!({ "type": "object" }),
+        )
+        .unwrap(),
+    )
+}
+
+/// Sleeps for `input.ms`.
+pub struct Slow;
+
+#[async_trait::async_trait]
+impl Tool for Slow {
+    fn spec(&self) -> Arc<ToolSpec> {
+        spec("slow")
+    }
+
+    async fn invoke(
+        &self,
+        request: ToolRequest,
+        _ctx: ToolContext,
+    ) -> Result<ToolResult, ToolError> {
+        let ms = request.input["ms"].as_u64().unwrap_or(10);
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+        Ok(ToolResult::new(format!("slept {ms}ms")))
+    }
+}
+
+/// Needs approval (see [`DangerNeedsApproval`]) and counts its runs.
+#[derive(Clone, Default)]
+pub struct Danger {
+    pub runs: Arc<AtomicUsize>,
+}
+
+#[async_trait::async_trait]
+impl Tool for Danger {
+    fn spec(&self) -> Arc<ToolSpec> {
+        spec("danger")
+    }
+
+    fn proposed_requests(&self, _input: &Value) -> Result<Vec<PermissionRequest>, ToolError> {
+        Ok(vec![PermissionRequest::custom(
+            "danger.write",
+            "write things",
+            json!({}),
+        )])
+    }
+
+    async fn invoke(
+        &self,
+        _request: ToolRequest,
+        _ctx: ToolContext,
+    ) -> Result<ToolResult, ToolError> {
+        self.runs.fetch_add(1, Ordering::SeqCst);
+        Ok(ToolResult::new("danger done"))
+    }
+}
+
+/// `danger.*` needs approval; everything else is allowed.
+pub struct DangerNeedsApproval;
+
+impl PermissionChecker for DangerNeedsApproval {
+    fn evaluate(&self, request: &PermissionRequest) -> PermissionDecision {
+        if request.kind.starts_with("danger.") {
+            PermissionDecision::RequireApproval(approval_for(
+                request,
+                ApprovalReason::PolicyRequiresConfirmation,
+            ))
+        } else {
+            PermissionDecision::Allow
+        }
+    }
+}
+
+/// Reads, while it runs, how many items of `input.session` the store holds.
+/// Waits up to 5 s for `input.expect` of them: a backend may write through
+/// a task, a few milliseconds after the append.
+pub struct Peek {
+    pub store: Arc<dyn SessionStore>,
+}
+
+#[async_trait::async_trait]
+impl Tool for Peek {
+    fn spec(&self) -> Arc<ToolSpec> {
+        spec("peek")
+    }
+
+    async fn invoke(
+        &self,
+        request: ToolRequest,
+        _ctx: ToolContext,
+    ) -> Result<ToolResult, ToolError> {
+        let id = request.input["session"].as_str().unwrap_or_default().into();
+        let expect = request.input["expect"].as_u64().unwrap_or(0) as usize;
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            let stored = self
+                .store
+                .load(&id)
+                .await
+                .map_err(|err| ToolError::ExecutionFailed(err.to_string()))?;
+            if stored.items.len() >= expect || std::time::Instant::now() > deadline {
+                return Ok(ToolResult::new(format!("stored: {}", stored.items.len())));
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}
+
+/// The tools every test agent gets.
+pub fn registry(danger: &Danger, peek: Arc<dyn SessionStore>) -> ToolRegistry {
+    ToolRegistry::new()
+        .with(Slow)
+        .with(danger.clone())
+        .with(Peek { store: peek })
+}
+
+/// Rewrites every tool result's text in place (same length, same ids): a
+/// rewrite the item indices alone cannot reveal.
+pub struct RedactResults;
+
+#[async_trait::async_trait]
+impl LoopMutator for RedactResults {
+    fn name(&self) -> &str {
+        "redact"
+    }
+
+    async fn mutate(
+        &self,
+        ctx: &MutationContext,
+        transcript: TranscriptView,
+    ) -> Result<Option<Vec<Item>>, String> {
+        if ctx.point != MutationPoint::AfterToolResult {
+            return Ok(None);
+        }
+        let mut items = transcript.to_vec();
+        for item in &mut items {
+            for part in &mut item.parts {
+                if let agentkit_core::Part::ToolResult(result) = part {
+                    result.output = agentkit_core::ToolOutput::Text("[redacted]".into());
+                }
+            }
+        }
+        Ok(Some(items))
+    }
+}
