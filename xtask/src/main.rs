@@ -17,6 +17,7 @@ commands:
   ci        every check below, stopping at the first failure
   fmt       cargo fmt --check
   clippy    cargo clippy on all targets with -D warnings
+  docs      cargo doc for every crate, rustdoc warnings (broken links) as errors
   test      all tests (nextest when installed, else cargo test)
   doc-test  doc tests, the book's code blocks included
   fixtures  npm ci for test fixtures (real MCP servers) when missing or stale
@@ -35,6 +36,7 @@ fn main() -> ExitCode {
         "clippy" => run::clippy(),
         "test" => run::test(),
         "doc-test" => run::doc_test(),
+        "docs" => run::docs(),
         "fixtures" => fixtures::install(),
         "layers" => layers::check(),
         "meta" => checks::meta(),
@@ -64,11 +66,12 @@ type Step = fn() -> Result<(), String>;
 
 /// Cheap checks first, so a layer violation is reported before a long build.
 fn ci() -> Result<(), String> {
-    let steps: [(&str, Step); 9] = [
+    let steps: [(&str, Step); 10] = [
         ("layers", layers::check),
         ("meta", checks::meta),
         ("fmt", run::fmt),
         ("clippy", run::clippy),
+        ("docs", run::docs),
         ("features", run::features),
         ("fixtures", fixtures::install),
         ("test", run::test),
