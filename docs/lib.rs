@@ -34,3 +34,5 @@ pub mod mcp {}
 pub mod context {}
 #[doc = include_str!("src/acp.md")]
 pub mod acp {}
+#[doc = include_str!("src/architecture.md")]
+pub mod architecture {}
