@@ -135,6 +135,39 @@ impl<M: ModelAdapter> Agent<M> {
     /// snapshot whose version is unknown, whose pending calls no longer
     /// match their tools, or whose transcript is broken is refused with
     /// [`LoopError::Snapshot`].
+    ///
+    /// ```
+    /// use agentkit_core::Item;
+    /// use agentkit_loop::{Agent, LoopInterrupt, LoopSnapshot, LoopStep, SessionConfig};
+    /// use agentkit_testkit::{ScriptedModel, ScriptedTurn};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let model = ScriptedModel::new([ScriptedTurn::text("Hi."), ScriptedTurn::text("Bye.")]);
+    /// let agent = Agent::builder()
+    ///     .model(model)
+    ///     .input(vec![Item::user("hello")])
+    ///     .build()?;
+    /// let mut driver = agent.start(SessionConfig::new("s1")).await?;
+    /// assert!(matches!(driver.next().await?, LoopStep::Finished(_)));
+    ///
+    /// // Saved as JSON (a file, a database row) and read back, possibly by
+    /// // another process holding an agent built the same way.
+    /// let saved = serde_json::to_string(&driver.snapshot()).unwrap();
+    /// drop(driver);
+    /// let snapshot: LoopSnapshot = serde_json::from_str(&saved).unwrap();
+    /// let mut driver = agent.resume(SessionConfig::new("s1"), snapshot).await?;
+    ///
+    /// // It goes on where it stopped: waiting for the next user message.
+    /// let LoopStep::Interrupt(LoopInterrupt::AwaitingInput(request)) = driver.next().await? else {
+    ///     panic!("the finished turn is not replayed")
+    /// };
+    /// request.submit(&mut driver, vec![Item::user("goodbye")])?;
+    /// let LoopStep::Finished(turn) = driver.next().await? else { panic!("a text turn") };
+    /// assert_eq!(turn.items[0].text_content(), "Bye.");
+    /// assert_eq!(driver.transcript().len(), 4); // hello, Hi., goodbye, Bye.
+    /// # Ok::<(), agentkit_loop::LoopError>(())
+    /// # }).unwrap();
+    /// ```
     pub async fn resume(
         &self,
         config: SessionConfig,
