@@ -24,6 +24,8 @@ pub mod agent_loop {}
 pub mod soft_interrupts {}
 #[doc = include_str!("src/compaction.md")]
 pub mod compaction {}
+#[doc = include_str!("src/background.md")]
+pub mod background {}
 #[doc = include_str!("src/testing.md")]
 pub mod testing {}
 #[doc = include_str!("src/providers.md")]

@@ -69,7 +69,14 @@ const RULES: &[(&str, Option<&[&str]>)] = &[
     ),
     (
         "agentkit-testkit",
-        Some(&["agentkit-core", "agentkit-tools-core", "agentkit-loop"]),
+        // agentkit-http (layer 3 too, but it depends on core only): cassettes
+        // replay through the real HTTP client, behind the `cassette` feature.
+        Some(&[
+            "agentkit-core",
+            "agentkit-tools-core",
+            "agentkit-loop",
+            "agentkit-http",
+        ]),
     ),
     ("agentkit", None),
     ("agentkit-book", None),

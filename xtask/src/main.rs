@@ -6,6 +6,7 @@
 mod checks;
 mod fixtures;
 mod layers;
+mod llama;
 mod run;
 
 use std::process::ExitCode;
@@ -26,6 +27,8 @@ commands:
   features  the umbrella crate with no optional part and with all of them
   examples  run the offline examples
   bench     the benchmark scenarios, printed as tables (not part of ci)
+  llama     live test against a real llama.cpp server, re-recording its
+            cassettes (installs llama-cpp-python; not part of ci)
 ";
 
 fn main() -> ExitCode {
@@ -41,6 +44,7 @@ fn main() -> ExitCode {
         "layers" => layers::check(),
         "meta" => checks::meta(),
         "bench" => run::bench(),
+        "llama" => llama::run(),
         "features" => run::features(),
         "examples" => run::examples(),
         "help" | "--help" | "-h" => {

@@ -115,6 +115,14 @@ pub fn bench() -> Result<(), String> {
         "agentkit-provider-openai",
         "--bench",
         "s3_stream",
+    ])?;
+    cargo(&[
+        "bench",
+        "--locked",
+        "-p",
+        "agentkit",
+        "--bench",
+        "dyn_model",
     ])
 }
 

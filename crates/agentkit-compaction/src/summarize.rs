@@ -77,6 +77,7 @@ impl<M: ModelAdapter> Summarizer for ModelSummarizer<M> {
             available_tools: Vec::new(),
             metadata: MetadataMap::new(),
             cache: None,
+            output_schema: None,
         };
         let mut turn = session.begin_turn(request, None).await?;
         let mut folder = DeltaFolder::new();

@@ -57,12 +57,40 @@ pub struct Usage {
     /// Cost, when the provider or a pricing table knows it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<CostUsage>,
+    /// How many of the model calls counted here reported no usage at all
+    /// (some compatible servers send none when streaming). Their tokens are
+    /// unknown, not zero: while this is above 0, `tokens` is a lower bound.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unreported_calls: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl Usage {
     /// Usage with these token counts and no cost.
     pub fn from_tokens(tokens: TokenUsage) -> Self {
-        Self { tokens, cost: None }
+        Self {
+            tokens,
+            cost: None,
+            unreported_calls: 0,
+        }
+    }
+
+    /// The usage of one model call whose provider reported none: no
+    /// token counted, and marked unknown rather than zero.
+    pub fn unknown() -> Self {
+        Self {
+            unreported_calls: 1,
+            ..Self::default()
+        }
+    }
+
+    /// `true` when every model call counted here reported its usage, so
+    /// the token counts are measurements, not lower bounds.
+    pub fn is_complete(&self) -> bool {
+        self.unreported_calls == 0
     }
 
     /// Adds `other` to `self`. Costs add up when both use the same currency;
@@ -70,6 +98,7 @@ impl Usage {
     /// dropped.
     pub fn accumulate(&mut self, other: &Usage) {
         self.tokens += other.tokens;
+        self.unreported_calls = self.unreported_calls.saturating_add(other.unreported_calls);
         self.cost = match (self.cost.take(), &other.cost) {
             (None, other) => other.clone(),
             (Some(mine), None) => Some(mine),
@@ -104,6 +133,7 @@ mod tests {
                 ..Default::default()
             },
             cost: usd(0.5),
+            ..Default::default()
         };
         total.accumulate(&one);
         total.accumulate(&one);
@@ -127,5 +157,22 @@ mod tests {
             ..Default::default()
         });
         assert_eq!(total.cost, None);
+    }
+
+    #[test]
+    fn unreported_usage_stays_unknown_in_sums() {
+        let mut total = Usage::from_tokens(TokenUsage {
+            input_tokens: 3,
+            ..Default::default()
+        });
+        assert!(total.is_complete());
+        total.accumulate(&Usage::unknown());
+        assert!(!total.is_complete());
+        assert_eq!(total.unreported_calls, 1);
+        assert_eq!(total.tokens.input_tokens, 3);
+        let json = serde_json::to_value(&total).unwrap();
+        assert_eq!(json["unreported_calls"], 1);
+        let complete = serde_json::to_value(Usage::default()).unwrap();
+        assert!(complete.get("unreported_calls").is_none());
     }
 }

@@ -7,7 +7,7 @@
 //! get back the decoded event stream plus the list of retries that happened,
 //! which they report to the host as warnings.
 
-use crate::retry::parse_retry_after;
+use crate::retry::{duration_from_secs, parse_retry_after};
 use crate::{ProviderError, ProviderErrorKind, RetryNotice, RetryPolicy, SseStream};
 use agentkit_core::TurnCancellation;
 use bytes::Bytes;
@@ -261,6 +261,10 @@ impl HttpClient {
                 None
             };
             let Some(delay) = delay else {
+                // However long the provider asked (`1e20` seconds), the wait
+                // handed to the caller is bounded by the policy.
+                let max = self.config.retry.max_retry_after;
+                error.retry_after = error.retry_after.map(|wait| wait.min(max));
                 tracing::debug!(%error, attempt, "request failed");
                 return Err(error);
             };
@@ -397,12 +401,37 @@ fn send_failure(err: reqwest::Error) -> AttemptError {
 }
 
 fn transport_error(err: &reqwest::Error, context: &str) -> ProviderError {
-    let detail = if err.is_timeout() {
+    // The idle (read) timeout and the connect timeout: the peer went
+    // silent, which a host may want to handle apart from a broken link.
+    let kind = if err.is_timeout() || is_timeout_chain(err) {
+        ProviderErrorKind::Timeout
+    } else {
+        ProviderErrorKind::Transport
+    };
+    let detail = if kind == ProviderErrorKind::Timeout {
         format!("timed out ({})", error_chain(err))
     } else {
         error_chain(err)
     };
-    ProviderError::new(ProviderErrorKind::Transport, format!("{context}: {detail}"))
+    ProviderError::new(kind, format!("{context}: {detail}"))
+}
+
+/// reqwest reports a body read that timed out as a decode error whose
+/// source is the timeout; look through the chain.
+fn is_timeout_chain(err: &(dyn std::error::Error + 'static)) -> bool {
+    let mut source = err.source();
+    while let Some(inner) = source {
+        if let Some(io) = inner.downcast_ref::<std::io::Error>()
+            && io.kind() == std::io::ErrorKind::TimedOut
+        {
+            return true;
+        }
+        if inner.to_string().contains("operation timed out") {
+            return true;
+        }
+        source = inner.source();
+    }
+    false
 }
 
 /// reqwest's own message is terse ("error sending request"); the useful part
@@ -426,8 +455,8 @@ fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
 fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     let text = |name| headers.get(name).and_then(|v| v.to_str().ok());
     let ms = text("retry-after-ms").and_then(|v| v.trim().parse::<f64>().ok());
-    if let Some(ms) = ms.filter(|ms| ms.is_finite() && *ms >= 0.0) {
-        return Some(Duration::from_secs_f64(ms / 1000.0));
+    if let Some(wait) = ms.and_then(|ms| duration_from_secs(ms / 1000.0)) {
+        return Some(wait);
     }
     text(RETRY_AFTER.as_str()).and_then(|v| parse_retry_after(v, SystemTime::now()))
 }

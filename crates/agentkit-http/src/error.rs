@@ -28,8 +28,11 @@ pub enum ProviderErrorKind {
     ContextLengthExceeded,
     /// The provider failed (HTTP 5xx).
     Server,
-    /// The connection failed, was cut, or went silent for too long.
+    /// The connection failed or was cut.
     Transport,
+    /// The provider went silent for longer than the idle timeout: no byte
+    /// arrived, not even an SSE comment or keep-alive.
+    Timeout,
     /// The provider's answer could not be understood (malformed or
     /// truncated stream).
     Protocol,
@@ -44,7 +47,7 @@ impl ProviderErrorKind {
     pub fn is_retryable(self) -> bool {
         matches!(
             self,
-            Self::RateLimited | Self::Overloaded | Self::Server | Self::Transport
+            Self::RateLimited | Self::Overloaded | Self::Server | Self::Transport | Self::Timeout
         )
     }
 
@@ -57,6 +60,7 @@ impl ProviderErrorKind {
             Self::ContextLengthExceeded => "context length exceeded",
             Self::Server => "server error",
             Self::Transport => "transport error",
+            Self::Timeout => "timed out",
             Self::Protocol => "protocol error",
             Self::Cancelled => "cancelled",
             Self::Other => "error",
@@ -227,6 +231,11 @@ fn classify(status: u16, code: Option<&str>, message: &str) -> ProviderErrorKind
             "context_length_exceeded" | "string_above_max_length" => {
                 return K::ContextLengthExceeded;
             }
+            // OpenAI answers an overload as 503 (or a gateway as 529) with a
+            // plain `server_error`: the status is the precise part there.
+            "api_error" | "server_error" | "internal_error" if matches!(status, 503 | 529) => {
+                return K::Overloaded;
+            }
             "api_error" | "server_error" | "internal_error" => return K::Server,
             _ => {}
         }
@@ -285,6 +294,20 @@ mod tests {
             assert_eq!(err.message, "Overloaded");
             assert_eq!(err.provider_code.as_deref(), Some("overloaded_error"));
             assert!(err.is_retryable());
+        }
+    }
+
+    #[test]
+    fn server_error_with_503_or_529_is_overload() {
+        let body = r#"{"error":{"message":"The engine is currently overloaded, please try again later","type":"server_error","param":null,"code":null}}"#;
+        for (status, kind) in [
+            (503, ProviderErrorKind::Overloaded),
+            (529, ProviderErrorKind::Overloaded),
+            (500, ProviderErrorKind::Server),
+        ] {
+            let err = ProviderError::from_response(status, body);
+            assert_eq!(err.kind, kind, "status {status}");
+            assert_eq!(err.provider_code.as_deref(), Some("server_error"));
         }
     }
 

@@ -12,7 +12,9 @@
 //! - [`SseStream`] decodes the body into [`SseEvent`]s, whatever the network
 //!   did to the byte boundaries;
 //! - [`ProviderError`] says what went wrong and, through its
-//!   [`ProviderErrorKind`], whether retrying can help.
+//!   [`ProviderErrorKind`], whether retrying can help;
+//! - [`PriceTable`] computes a call's cost from its tokens when the provider
+//!   does not report it.
 //!
 //! No `reqwest` or `eventsource-stream` type appears in this API: they can be
 //! upgraded without touching the adapters.
@@ -37,6 +39,7 @@
 mod client;
 mod decoded;
 mod error;
+mod pricing;
 mod retry;
 mod sse;
 #[cfg(feature = "test-server")]
@@ -45,6 +48,7 @@ pub mod testing;
 pub use client::{HttpClient, HttpConfig, StreamRequest, StreamResponse};
 pub use decoded::{DecodedStream, SseDecoder};
 pub use error::{ProviderError, ProviderErrorKind};
+pub use pricing::{ModelPrice, PriceTable};
 pub use retry::{RetryNotice, RetryPolicy, parse_retry_after};
 pub use sse::{SseEvent, SseStream};
 

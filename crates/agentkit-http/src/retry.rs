@@ -136,10 +136,20 @@ pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
     // Some providers send fractional seconds; accept them rather than ignore
     // the hint.
     if let Ok(seconds) = value.parse::<f64>() {
-        return (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds));
+        return duration_from_secs(seconds);
     }
     let date = httpdate::parse_http_date(value).ok()?;
     Some(date.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+/// A non-negative number of seconds as a duration; a value too large for
+/// a `Duration` (`1e20`) saturates instead of panicking, and the policy's
+/// `max_retry_after` then bounds it.
+pub(crate) fn duration_from_secs(seconds: f64) -> Option<Duration> {
+    if seconds.is_nan() || seconds < 0.0 {
+        return None;
+    }
+    Some(Duration::try_from_secs_f64(seconds).unwrap_or(Duration::MAX))
 }
 
 /// Randomness for jitter only: std's per-process random hasher keys are
@@ -179,6 +189,14 @@ mod tests {
             "a date in the past means now"
         );
         assert_eq!(parse_retry_after("soon", now), None);
+        // Absurd values saturate rather than panic.
+        assert_eq!(parse_retry_after("1e20", now), Some(Duration::MAX));
+        assert_eq!(parse_retry_after("inf", now), Some(Duration::MAX));
+        assert_eq!(
+            parse_retry_after("99999999999999999999999", now),
+            Some(Duration::MAX)
+        );
+        assert_eq!(parse_retry_after("NaN", now), None);
         assert_eq!(parse_retry_after("-3", now), None);
     }
 

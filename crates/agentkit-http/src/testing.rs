@@ -8,6 +8,11 @@
 //! network reads), can cut or stall a connection, and records every request
 //! so tests can assert on what was sent. Enabled by the `test-server`
 //! feature.
+//!
+//! [`TestServer::proxy`] is the recording half of record and replay: it
+//! forwards every request to a real server and keeps each request with the
+//! raw bytes of its answer, which a cassette then stores and a scripted
+//! server replays.
 
 use std::collections::VecDeque;
 use std::io;
@@ -163,7 +168,26 @@ impl RecordedRequest {
 struct Shared {
     script: Mutex<VecDeque<ScriptedResponse>>,
     requests: Mutex<Vec<RecordedRequest>>,
+    /// Where requests are forwarded in proxy mode.
+    upstream: Option<Upstream>,
+    /// What the upstream answered, one per request, in proxy mode.
+    answers: Mutex<Vec<ScriptedResponse>>,
 }
+
+struct Upstream {
+    base_url: String,
+    client: reqwest::Client,
+}
+
+/// Headers that describe one hop, not the request: never forwarded.
+const HOP_HEADERS: [&str; 6] = [
+    "host",
+    "content-length",
+    "connection",
+    "transfer-encoding",
+    "accept-encoding",
+    "keep-alive",
+];
 
 /// The running server; stops when dropped.
 pub struct TestServer {
@@ -180,10 +204,43 @@ impl TestServer {
         let url = format!("http://{}", listener.local_addr()?);
         let shared = Arc::new(Shared {
             script: Mutex::new(script.into_iter().collect()),
-            requests: Mutex::default(),
+            ..Shared::default()
         });
         let task = tokio::spawn(serve(listener, shared.clone()));
         Ok(Self { url, shared, task })
+    }
+
+    /// Starts a recording proxy on a free port of 127.0.0.1: every request
+    /// is forwarded to `upstream_base_url` (the same path appended to it)
+    /// and answered with the upstream's status, content type and body,
+    /// which [`exchanges`](Self::exchanges) returns beside the request.
+    ///
+    /// The body is read whole before it is passed on, so the recording is
+    /// complete even when the client stops reading early (a cancelled turn).
+    pub async fn proxy(upstream_base_url: impl Into<String>) -> io::Result<Self> {
+        let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+        let url = format!("http://{}", listener.local_addr()?);
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .build()
+            .map_err(io::Error::other)?;
+        let shared = Arc::new(Shared {
+            upstream: Some(Upstream {
+                base_url: upstream_base_url.into().trim_end_matches('/').to_owned(),
+                client,
+            }),
+            ..Shared::default()
+        });
+        let task = tokio::spawn(serve(listener, shared.clone()));
+        Ok(Self { url, shared, task })
+    }
+
+    /// In proxy mode, each request received with the upstream's answer, in
+    /// order.
+    pub fn exchanges(&self) -> Vec<(RecordedRequest, ScriptedResponse)> {
+        let requests = lock(&self.shared.requests).clone();
+        let answers = lock(&self.shared.answers).clone();
+        requests.into_iter().zip(answers).collect()
     }
 
     /// The base URL, `http://127.0.0.1:<port>`.
@@ -223,6 +280,18 @@ async fn answer(mut socket: TcpStream, shared: Arc<Shared>) {
     let Ok(request) = read_request(&mut socket).await else {
         return;
     };
+    if let Some(upstream) = &shared.upstream {
+        let response = forward(upstream, &request).await;
+        // Recorded in arrival order: requests and answers pair by index.
+        {
+            let mut requests = lock(&shared.requests);
+            let mut answers = lock(&shared.answers);
+            requests.push(request);
+            answers.push(response.clone());
+        }
+        let _ = write_response(&mut socket, &response).await;
+        return;
+    }
     lock(&shared.requests).push(request);
     let response = lock(&shared.script).pop_front().unwrap_or_else(|| {
         ScriptedResponse::json(
@@ -231,6 +300,55 @@ async fn answer(mut socket: TcpStream, shared: Arc<Shared>) {
         )
     });
     let _ = write_response(&mut socket, &response).await;
+}
+
+/// Sends `request` to the upstream and reads its whole answer; a failure
+/// to reach it becomes a `502` naming the cause.
+async fn forward(upstream: &Upstream, request: &RecordedRequest) -> ScriptedResponse {
+    let url = format!("{}{}", upstream.base_url, request.path);
+    let method = reqwest::Method::from_bytes(request.method.as_bytes()).unwrap_or_default();
+    let mut builder = upstream.client.request(method, &url);
+    for (name, value) in &request.headers {
+        if !HOP_HEADERS.contains(&name.as_str()) {
+            builder = builder.header(name.as_str(), value.as_str());
+        }
+    }
+    let answer = async {
+        let response = builder.body(request.body.clone()).send().await?;
+        let status = response.status().as_u16();
+        let content_type = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let body = response.bytes().await?;
+        Ok::<_, reqwest::Error>((status, content_type, body))
+    };
+    match answer.await {
+        Ok((status, content_type, body)) => {
+            let mut response = ScriptedResponse::sse(body.to_vec()).with_status(status);
+            response.headers.clear();
+            if let Some(content_type) = content_type {
+                response.headers.push(("content-type".into(), content_type));
+            }
+            response.pause = Duration::ZERO;
+            response
+        }
+        Err(err) => {
+            let mut cause = err.to_string();
+            let mut source = std::error::Error::source(&err);
+            while let Some(inner) = source {
+                cause.push_str(": ");
+                cause.push_str(&inner.to_string());
+                source = inner.source();
+            }
+            ScriptedResponse::json(
+                502,
+                serde_json::json!({"error": {"message": format!("the recording proxy could not reach {url}: {cause}")}})
+                    .to_string(),
+            )
+        }
+    }
 }
 
 async fn read_request(socket: &mut TcpStream) -> io::Result<RecordedRequest> {

@@ -276,7 +276,8 @@ async fn a_silent_stream_hits_the_idle_timeout() {
     );
     let started = Instant::now();
     let err = within(response.events.next_event(None)).await.unwrap_err();
-    assert_eq!(err.kind, ProviderErrorKind::Transport);
+    assert_eq!(err.kind, ProviderErrorKind::Timeout);
+    assert!(err.is_retryable());
     assert!(err.message.contains("timed out"), "{}", err.message);
     assert!(started.elapsed() < Duration::from_secs(5));
 }
@@ -366,7 +367,7 @@ async fn a_stream_silent_before_its_first_byte_is_retried() {
         .unwrap();
     assert_eq!(response.retries.len(), 1);
     let error = &response.retries[0].error;
-    assert_eq!(error.kind, ProviderErrorKind::Transport);
+    assert_eq!(error.kind, ProviderErrorKind::Timeout);
     assert!(error.message.contains("timed out"), "{}", error.message);
     assert_eq!(within(drain(&mut response)).await.unwrap().len(), 2);
 }
@@ -385,4 +386,57 @@ async fn retry_after_ms_wins_over_retry_after() {
         .await
         .unwrap();
     assert_eq!(response.retries[0].delay, Duration::from_millis(120));
+}
+
+#[tokio::test]
+async fn sse_comments_keep_a_slow_stream_alive() {
+    // Ten keep-alive comments 200 ms apart: two seconds in all, four times
+    // the idle timeout, but never 500 ms without a byte.
+    let mut body = String::new();
+    let mut cuts = Vec::new();
+    for _ in 0..10 {
+        body.push_str(": keep-alive\n\n");
+        cuts.push(body.len());
+    }
+    body.push_str(OK_BODY);
+    let server = TestServer::start([ScriptedResponse::sse(body)
+        .split_at(&cuts)
+        .with_pause(Duration::from_millis(200))])
+    .await
+    .unwrap();
+    let mut response = within(client(RetryPolicy::none()).post_sse(request(&server), None))
+        .await
+        .unwrap();
+    let events = within(drain(&mut response)).await.unwrap();
+    let data: Vec<&str> = events.iter().map(|e| e.data.as_str()).collect();
+    assert_eq!(data, ["one", "two"]);
+}
+
+#[tokio::test]
+async fn absurd_retry_after_values_are_clamped_not_panicking() {
+    for (name, value) in [
+        ("retry-after", "1e20"),
+        ("retry-after-ms", "1e20"),
+        ("retry-after", "99999999999999999999999"),
+    ] {
+        let server =
+            TestServer::start([ScriptedResponse::json(429, "{}").with_header(name, value)])
+                .await
+                .unwrap();
+        let policy = fast_retries().with_max_retry_after(Duration::from_secs(7));
+        let err = within(client(policy).post_sse(request(&server), None))
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind, ProviderErrorKind::RateLimited, "{name}: {value}");
+        assert_eq!(
+            err.retry_after,
+            Some(Duration::from_secs(7)),
+            "{name}: {value}"
+        );
+        assert_eq!(
+            server.requests().len(),
+            1,
+            "a wait past the policy is not taken"
+        );
+    }
 }

@@ -60,6 +60,31 @@ pub enum AgentEvent {
         /// The report.
         progress: ToolProgress,
     },
+    /// A call started running in the background (at once, or when its
+    /// round stopped waiting for it).
+    TaskStarted {
+        /// The task.
+        task_id: String,
+        /// The call it runs.
+        call_id: ToolCallId,
+        /// The tool.
+        tool_name: String,
+    },
+    /// A background task finished; its result reaches the model at the next
+    /// safe point (then `ToolResultReceived` fires). Sent from the task.
+    TaskFinished {
+        /// The task.
+        task_id: String,
+        /// The call it ran.
+        call_id: ToolCallId,
+    },
+    /// The host cancelled a background task.
+    TaskCancelled {
+        /// The task.
+        task_id: String,
+        /// The call it ran.
+        call_id: ToolCallId,
+    },
     /// A tool result landed in the transcript (real, denied, skipped or
     /// cancelled).
     ToolResultReceived {

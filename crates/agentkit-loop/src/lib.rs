@@ -38,6 +38,7 @@
 //! ```
 
 mod agent;
+mod background;
 mod cache;
 mod driver;
 mod error;
@@ -51,6 +52,7 @@ mod task;
 mod transcript;
 
 pub use agent::{Agent, AgentBuilder};
+pub use background::{BackgroundTaskInfo, BackgroundTasks, TaskRouting};
 pub use driver::LoopDriver;
 pub use driver::core::DEFAULT_MAX_MODEL_CALLS;
 pub use error::{InvalidStateReason, LoopError, MutatorError};
@@ -62,20 +64,20 @@ pub use mutator::{
     CompactionReport, LastCallUsage, LoopMutator, MutationContext, MutationPoint, Rewrite,
 };
 pub use snapshot::{
-    LoopSnapshot, SNAPSHOT_VERSION, SnapshotCall, SnapshotCallState, SnapshotPhase, SnapshotTurn,
-    arguments_hash,
+    LoopSnapshot, SNAPSHOT_VERSION, SnapshotBackgroundTask, SnapshotCall, SnapshotCallState,
+    SnapshotPhase, SnapshotTurn, arguments_hash,
 };
 pub use soft::{
     DeliveryMode, InjectedMessage, SoftInterruptHandle, SoftInterruptMessage, SoftInterruptPoint,
 };
-pub use task::{ConcurrentTaskManager, SimpleTaskManager, TaskManager, ToolJob};
+pub use task::{ConcurrentTaskManager, RoutingPolicy, SimpleTaskManager, TaskManager, ToolJob};
 
 pub use cache::{
     CacheBreakpoint, PromptCacheMode, PromptCacheRequest, PromptCacheRetention, PromptCacheStrategy,
 };
 pub use model::{
     ModelAdapter, ModelError, ModelErrorKind, ModelSession, ModelTurn, ModelTurnEvent,
-    ModelTurnResult, SessionConfig, TurnRequest,
+    ModelTurnResult, OutputSchema, SessionConfig, TurnRequest,
 };
 pub use transcript::{TranscriptGuard, TranscriptView};
 

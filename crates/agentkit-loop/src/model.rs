@@ -57,6 +57,79 @@ pub struct TurnRequest {
     pub metadata: MetadataMap,
     /// Prompt caching for this turn.
     pub cache: Option<PromptCacheRequest>,
+    /// The JSON schema the answer must match (structured output), if any.
+    pub output_schema: Option<Arc<OutputSchema>>,
+}
+
+impl TurnRequest {
+    /// A request over this transcript, with no tools, metadata, cache
+    /// request or output schema.
+    pub fn new(
+        session_id: impl Into<SessionId>,
+        turn_id: TurnId,
+        transcript: TranscriptView,
+    ) -> Self {
+        Self {
+            session_id: session_id.into(),
+            turn_id,
+            transcript,
+            available_tools: Vec::new(),
+            metadata: MetadataMap::new(),
+            cache: None,
+            output_schema: None,
+        }
+    }
+
+    /// Asks for an answer matching this schema.
+    pub fn with_output_schema(mut self, schema: impl Into<Arc<OutputSchema>>) -> Self {
+        self.output_schema = Some(schema.into());
+        self
+    }
+}
+
+/// A JSON schema the model's final answer must match (structured output).
+///
+/// Each adapter asks for it the way its API does: OpenAI's
+/// `response_format` / `text.format` with `json_schema`, Anthropic through a
+/// forced tool whose input is the answer. The answer arrives as text holding
+/// the JSON document.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct OutputSchema {
+    /// The schema's name (`^[a-zA-Z0-9_-]{1,64}$`), required by OpenAI and
+    /// used as the forced tool's name by Anthropic.
+    pub name: String,
+    /// What the answer is, for the model.
+    pub description: Option<String>,
+    /// The JSON schema (an object schema).
+    pub schema: serde_json::Value,
+    /// `true` (the default) to ask for strict adherence where the provider
+    /// supports it (OpenAI strict mode).
+    pub strict: bool,
+}
+
+impl OutputSchema {
+    /// A strict schema with this name.
+    pub fn new(name: impl Into<String>, schema: serde_json::Value) -> Self {
+        Self {
+            name: name.into(),
+            description: None,
+            schema,
+            strict: true,
+        }
+    }
+
+    /// Sets the description.
+    pub fn with_description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+
+    /// Sets strict mode.
+    pub fn with_strict(mut self, strict: bool) -> Self {
+        self.strict = strict;
+        self
+    }
 }
 
 /// One event of a streamed model turn.
@@ -112,8 +185,11 @@ pub enum ModelErrorKind {
     ContextLengthExceeded,
     /// The provider failed (HTTP 5xx).
     Server,
-    /// The connection failed or timed out.
+    /// The connection failed.
     Transport,
+    /// The provider went silent for longer than the idle timeout (no byte,
+    /// not even a keep-alive).
+    Timeout,
     /// The provider's answer could not be understood (malformed stream).
     Protocol,
     /// The turn was cancelled.
@@ -161,6 +237,7 @@ impl ModelError {
                 | ModelErrorKind::Overloaded
                 | ModelErrorKind::Server
                 | ModelErrorKind::Transport
+                | ModelErrorKind::Timeout
         )
     }
 }

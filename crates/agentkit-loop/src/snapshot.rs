@@ -6,7 +6,10 @@
 //! still hash to what was approved-for, so a host never approves one call and
 //! runs another.
 
-use crate::{MutationPoint, PromptCacheRequest, SoftInterruptMessage, TranscriptView, TurnResult};
+use crate::{
+    BackgroundTaskInfo, MutationPoint, PromptCacheRequest, SoftInterruptMessage, TranscriptView,
+    TurnResult,
+};
 use agentkit_core::{Item, SessionId, ToolCallId, ToolResultPart, TurnId, Usage};
 use agentkit_tools_core::ApprovalRequest;
 use serde::{Deserialize, Serialize};
@@ -55,6 +58,19 @@ pub struct LoopSnapshot {
     /// so a resume in the same process adopts the handles the host holds.
     #[serde(default)]
     pub soft_queue_id: Option<u64>,
+    /// Background tasks: running ones (no result; a resumed driver reports
+    /// them as lost) and finished ones whose results wait for a safe point.
+    #[serde(default)]
+    pub background: Vec<SnapshotBackgroundTask>,
+}
+
+/// A background task when the snapshot was taken.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SnapshotBackgroundTask {
+    /// The task.
+    pub task: BackgroundTaskInfo,
+    /// Its result, if it finished and was not delivered yet.
+    pub result: Option<ToolResultPart>,
 }
 
 /// The user turn in progress when the snapshot was taken.

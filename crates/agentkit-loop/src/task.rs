@@ -7,6 +7,7 @@
 //! panicking tool into an error result, and an optional deadline into
 //! `ToolError::Timeout`, so one bad tool never wedges `next()`.
 
+use crate::TaskRouting;
 use agentkit_tools_core::{
     ApprovalRequest, ToolContext, ToolError, ToolExecutor, ToolRequest, ToolResult,
 };
@@ -40,12 +41,41 @@ impl ToolJob {
     }
 }
 
+/// Decides where each call runs; see [`TaskRouting`].
+#[derive(Clone)]
+pub struct RoutingPolicy(Arc<dyn Fn(&ToolRequest) -> TaskRouting + Send + Sync>);
+
+impl RoutingPolicy {
+    /// A policy from a function.
+    pub fn new(f: impl Fn(&ToolRequest) -> TaskRouting + Send + Sync + 'static) -> Self {
+        Self(Arc::new(f))
+    }
+
+    fn route(policy: &Option<Self>, request: &ToolRequest) -> TaskRouting {
+        policy
+            .as_ref()
+            .map_or(TaskRouting::Foreground, |policy| (policy.0)(request))
+    }
+}
+
+impl std::fmt::Debug for RoutingPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RoutingPolicy(..)")
+    }
+}
+
 /// Schedules tool calls.
 #[async_trait::async_trait]
 pub trait TaskManager: Send + Sync {
     /// How many calls of a round may run at once.
     fn max_parallel(&self) -> usize {
         1
+    }
+
+    /// Where this call runs (default: in the foreground).
+    fn route(&self, request: &ToolRequest) -> TaskRouting {
+        let _ = request;
+        TaskRouting::Foreground
     }
 
     /// Runs one call to completion.
@@ -64,6 +94,7 @@ fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
 #[derive(Clone, Debug, Default)]
 pub struct SimpleTaskManager {
     timeout: Option<Duration>,
+    routing: Option<RoutingPolicy>,
 }
 
 impl SimpleTaskManager {
@@ -77,10 +108,23 @@ impl SimpleTaskManager {
         self.timeout = Some(timeout);
         self
     }
+
+    /// Routes calls to the background by `policy` (see [`TaskRouting`]).
+    pub fn with_routing(
+        mut self,
+        policy: impl Fn(&ToolRequest) -> TaskRouting + Send + Sync + 'static,
+    ) -> Self {
+        self.routing = Some(RoutingPolicy::new(policy));
+        self
+    }
 }
 
 #[async_trait::async_trait]
 impl TaskManager for SimpleTaskManager {
+    fn route(&self, request: &ToolRequest) -> TaskRouting {
+        RoutingPolicy::route(&self.routing, request)
+    }
+
     async fn run(&self, job: ToolJob) -> Result<ToolResult, ToolError> {
         let guarded = AssertUnwindSafe(job.run()).catch_unwind();
         let outcome = match self.timeout {
@@ -104,6 +148,7 @@ impl TaskManager for SimpleTaskManager {
 pub struct ConcurrentTaskManager {
     max_parallel: usize,
     timeout: Option<Duration>,
+    routing: Option<RoutingPolicy>,
 }
 
 impl ConcurrentTaskManager {
@@ -112,6 +157,7 @@ impl ConcurrentTaskManager {
         Self {
             max_parallel: max_parallel.max(1),
             timeout: None,
+            routing: None,
         }
     }
 
@@ -119,6 +165,15 @@ impl ConcurrentTaskManager {
     /// the call's task is aborted.
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = Some(timeout);
+        self
+    }
+
+    /// Routes calls to the background by `policy` (see [`TaskRouting`]).
+    pub fn with_routing(
+        mut self,
+        policy: impl Fn(&ToolRequest) -> TaskRouting + Send + Sync + 'static,
+    ) -> Self {
+        self.routing = Some(RoutingPolicy::new(policy));
         self
     }
 }
@@ -136,6 +191,10 @@ impl<T> Drop for AbortOnDrop<T> {
 impl TaskManager for ConcurrentTaskManager {
     fn max_parallel(&self) -> usize {
         self.max_parallel
+    }
+
+    fn route(&self, request: &ToolRequest) -> TaskRouting {
+        RoutingPolicy::route(&self.routing, request)
     }
 
     async fn run(&self, job: ToolJob) -> Result<ToolResult, ToolError> {

@@ -104,8 +104,14 @@ impl ModelSession for AnthropicSession {
         let retries = response.retries.iter();
         let warnings = retries.map(|retry| ModelTurnEvent::Warning(format!("anthropic: {retry}")));
         Ok(AnthropicTurn {
-            stream: DecodedStream::new(response.events, EventDecoder::default())
-                .with_queued(warnings),
+            stream: DecodedStream::new(
+                response.events,
+                EventDecoder::new(
+                    request.output_schema.as_ref().map(|s| s.name.clone()),
+                    config.prices.clone().map(|p| (p, config.model.clone())),
+                ),
+            )
+            .with_queued(warnings),
         })
     }
 }

@@ -5,8 +5,9 @@
 //! with a token budget; beta features are named in the `anthropic-beta`
 //! header.
 
-use agentkit_http::HttpConfig;
+use agentkit_http::{HttpConfig, PriceTable};
 use serde_json::{Map, Value};
+use std::sync::Arc;
 
 /// Anthropic's endpoint root.
 pub const ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com/v1";
@@ -57,6 +58,8 @@ pub struct AnthropicConfig {
     pub extra_body: Map<String, Value>,
     /// Timeouts and retries.
     pub http: HttpConfig,
+    /// Prices to compute each call's cost from (the API reports none).
+    pub prices: Option<Arc<PriceTable>>,
 }
 
 impl AnthropicConfig {
@@ -74,6 +77,7 @@ impl AnthropicConfig {
             extra_headers: Vec::new(),
             extra_body: Map::new(),
             http: HttpConfig::default(),
+            prices: None,
         }
     }
 
@@ -126,6 +130,12 @@ impl AnthropicConfig {
         self
     }
 
+    /// Sets the price table used to compute each call's cost.
+    pub fn with_prices(mut self, prices: impl Into<Arc<PriceTable>>) -> Self {
+        self.prices = Some(prices.into());
+        self
+    }
+
     /// The URL requests are posted to.
     pub fn endpoint(&self) -> String {
         format!("{}/messages", self.base_url.trim_end_matches('/'))
@@ -146,6 +156,7 @@ impl std::fmt::Debug for AnthropicConfig {
             .field("extra_headers", &self.extra_headers)
             .field("extra_body", &self.extra_body)
             .field("http", &self.http)
+            .field("prices", &self.prices)
             .finish()
     }
 }

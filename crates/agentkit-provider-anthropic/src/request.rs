@@ -1,6 +1,8 @@
 //! The transcript as a Messages API request body.
 //!
-//! System and developer items go to the top-level `system` field; the rest
+//! System and developer items that open the transcript go to the
+//! top-level `system` field; one added later stays in place as user text,
+//! so the conversation keeps its order and its cached prefix. The rest
 //! alternate between `user` and `assistant` messages made of content blocks.
 //! Consecutive items of the same role are merged into one message, which is
 //! what puts the results of parallel tool calls into a single user message,
@@ -8,6 +10,10 @@
 //! block with its signature unchanged, or the redacted block's opaque data;
 //! reasoning without either (from another provider) cannot be verified by
 //! Anthropic and is left out.
+//!
+//! Structured output is a tool whose input is the answer, with
+//! `tool_choice` forcing it (extended thinking does not allow a forced
+//! tool; the API then refuses the request).
 //!
 //! Prompt caching is explicit here: up to four `cache_control` breakpoints,
 //! placed after the tools, the system prompt, or a transcript item, as the
@@ -46,12 +52,35 @@ pub(crate) fn request_body(
     let mut messages: Vec<Message> = Vec::new();
     let mut positions: Vec<Position> = Vec::with_capacity(items.len());
     for item in items.iter() {
-        if matches!(item.kind, ItemKind::System | ItemKind::Developer) {
+        let instruction = matches!(item.kind, ItemKind::System | ItemKind::Developer);
+        if instruction && messages.is_empty() {
             let text = joined_text(item);
             if !text.is_empty() {
                 system.push(json!({ "type": "text", "text": text }));
             }
             positions.push(None);
+            continue;
+        }
+        if instruction {
+            // An instruction added mid session stays where it is, as user
+            // text: moving it into `system` would reorder the conversation
+            // and invalidate the prompt cache of everything after it.
+            let text = joined_text(item);
+            if !text.is_empty() {
+                let tag = if item.kind == ItemKind::System {
+                    "system"
+                } else {
+                    "developer"
+                };
+                let block = json!({ "type": "text", "text": format!("<{tag}>\n{text}\n</{tag}>") });
+                push_blocks(&mut messages, "user", vec![block]);
+            }
+            positions.push(
+                messages
+                    .last()
+                    .filter(|m| !m.blocks.is_empty())
+                    .map(|m| (messages.len() - 1, m.blocks.len() - 1)),
+            );
             continue;
         }
         for (role, blocks) in item_messages(item) {
@@ -77,6 +106,17 @@ pub(crate) fn request_body(
             })
         })
         .collect();
+    if let Some(schema) = &request.output_schema {
+        // Structured output: a tool whose input is the answer, forced.
+        let description = schema.description.clone().unwrap_or_else(|| {
+            "Give your final answer by calling this tool; its input is the answer.".to_owned()
+        });
+        tools.push(json!({
+            "name": schema.name,
+            "description": description,
+            "input_schema": schema.schema,
+        }));
+    }
 
     if let Some(cache) = cache.filter(|c| c.mode != PromptCacheMode::Disabled) {
         let marker = cache_marker(cache.retention);
@@ -135,7 +175,12 @@ pub(crate) fn request_body(
     body.insert("messages".into(), Value::Array(messages));
     if !tools.is_empty() {
         body.insert("tools".into(), Value::Array(std::mem::take(&mut tools)));
-        if let Some(choice) = &config.tool_choice {
+        if let Some(schema) = &request.output_schema {
+            body.insert(
+                "tool_choice".into(),
+                tool_choice(&ToolChoice::Tool(schema.name.clone())),
+            );
+        } else if let Some(choice) = &config.tool_choice {
             body.insert("tool_choice".into(), tool_choice(choice));
         }
     }

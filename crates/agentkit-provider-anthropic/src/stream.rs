@@ -12,11 +12,12 @@
 
 use crate::usage::WireUsage;
 use agentkit_core::{Delta, FinishReason, MetadataMap, PartId, PartKind, ToolCallPart};
-use agentkit_http::{ProviderError, SseEvent};
+use agentkit_http::{PriceTable, ProviderError, SseEvent};
 use agentkit_loop::{ModelTurnEvent, ModelTurnResult};
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 
 #[derive(Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -81,6 +82,13 @@ pub(crate) struct EventDecoder {
     message_id: Option<String>,
     model: Option<String>,
     finished: bool,
+    /// The forced tool that carries a structured answer: its input is the
+    /// answer, handed over as text, not a call to run.
+    answer_tool: Option<String>,
+    /// Whether a real tool call was handed over.
+    calls: bool,
+    /// Prices, and the model they are looked up by.
+    pricing: Option<(Arc<PriceTable>, String)>,
 }
 
 fn protocol(message: impl Into<String>) -> ProviderError {
@@ -118,6 +126,27 @@ impl agentkit_http::SseDecoder for EventDecoder {
 }
 
 impl EventDecoder {
+    /// A decoder that turns calls of `answer_tool` into the answer's text
+    /// and computes costs from `pricing`.
+    pub(crate) fn new(
+        answer_tool: Option<String>,
+        pricing: Option<(Arc<PriceTable>, String)>,
+    ) -> Self {
+        Self {
+            answer_tool,
+            pricing,
+            ..Self::default()
+        }
+    }
+
+    fn usage_event(&self) -> ModelTurnEvent {
+        let mut usage = self.usage.to_usage();
+        if let Some((prices, model)) = &self.pricing {
+            prices.fill_cost(self.model.as_deref().unwrap_or(model), &mut usage);
+        }
+        ModelTurnEvent::Usage(usage)
+    }
+
     /// `true` once `Finished` was produced.
     pub(crate) fn is_finished(&self) -> bool {
         self.finished
@@ -152,7 +181,7 @@ impl EventDecoder {
                 self.model = message.model;
                 if let Some(usage) = message.usage {
                     self.usage.merge(usage);
-                    out.push_back(ModelTurnEvent::Usage(self.usage.to_usage()));
+                    out.push_back(self.usage_event());
                 }
             }
             StreamEvent::ContentBlockStart {
@@ -167,7 +196,7 @@ impl EventDecoder {
                 }
                 if let Some(usage) = usage {
                     self.usage.merge(usage);
-                    out.push_back(ModelTurnEvent::Usage(self.usage.to_usage()));
+                    out.push_back(self.usage_event());
                 }
             }
             StreamEvent::MessageStop => self.finish(out)?,
@@ -356,7 +385,22 @@ impl EventDecoder {
                         "tool-use block {index} has no id or name"
                     )));
                 }
-                out.push_back(ModelTurnEvent::ToolCall(ToolCallPart::new(id, name, input)));
+                if self.answer_tool.as_deref() == Some(name.as_str()) {
+                    // The structured answer, as the text of the reply.
+                    let part_id = PartId::new(format!("p{index}"));
+                    out.push_back(ModelTurnEvent::Delta(Delta::BeginPart {
+                        part_id: part_id.clone(),
+                        kind: PartKind::Text,
+                    }));
+                    out.push_back(ModelTurnEvent::Delta(Delta::AppendText {
+                        part_id: part_id.clone(),
+                        chunk: input.to_string(),
+                    }));
+                    out.push_back(ModelTurnEvent::Delta(Delta::CommitPart { part_id }));
+                } else {
+                    self.calls = true;
+                    out.push_back(ModelTurnEvent::ToolCall(ToolCallPart::new(id, name, input)));
+                }
             }
             Block::Ignored => {}
         }
@@ -377,6 +421,10 @@ impl EventDecoder {
         }
         let reason = match self.stop_reason.as_deref() {
             Some("end_turn" | "stop_sequence") | None => FinishReason::Completed,
+            // Only the forced answer tool was called: the answer is given.
+            Some("tool_use") if !self.calls && self.answer_tool.is_some() => {
+                FinishReason::Completed
+            }
             Some("tool_use") => FinishReason::ToolCall,
             Some("max_tokens" | "model_context_window_exceeded") => FinishReason::MaxTokens,
             Some("refusal") => FinishReason::Blocked,

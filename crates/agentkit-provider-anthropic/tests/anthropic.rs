@@ -48,6 +48,7 @@ fn request(items: Vec<Item>) -> TurnRequest {
         available_tools: vec![Arc::new(weather_tool())],
         metadata: Default::default(),
         cache: None,
+        output_schema: None,
     }
 }
 
@@ -611,5 +612,97 @@ async fn explicit_breakpoints_are_capped_at_four_and_skip_thinking() {
             .json()
             .to_string()
             .contains("cache_control")
+    );
+}
+
+#[tokio::test]
+async fn a_system_item_mid_session_stays_in_place_as_user_text() {
+    let server = serve(vec![ScriptedResponse::sse(fixture("text.sse"))]).await;
+    let transcript = vec![
+        Item::system("You are terse."),
+        Item::user("Hi"),
+        Item::text(ItemKind::Assistant, "Hello."),
+        Item::text(ItemKind::Developer, "From now on, answer in French."),
+        Item::user("How are you?"),
+    ];
+    let outcome = run_with(config(&server), request(transcript))
+        .await
+        .unwrap();
+    assert!(outcome.error.is_none());
+    let body = server.requests()[0].json();
+    assert_eq!(
+        body["system"],
+        json!([{"type": "text", "text": "You are terse."}])
+    );
+    assert_eq!(
+        body["messages"],
+        json!([
+            {"role": "user", "content": [{"type": "text", "text": "Hi"}]},
+            {"role": "assistant", "content": [{"type": "text", "text": "Hello."}]},
+            {"role": "user", "content": [
+                {"type": "text", "text": "<developer>\nFrom now on, answer in French.\n</developer>"},
+                {"type": "text", "text": "How are you?"}
+            ]}
+        ])
+    );
+}
+
+#[tokio::test]
+async fn structured_output_is_a_forced_tool_whose_input_is_the_answer() {
+    let server = serve(vec![
+        ScriptedResponse::sse(fixture("structured.sse")).split_every(29),
+    ])
+    .await;
+    let schema = json!({"type": "object", "properties": {"city": {"type": "string"}, "country": {"type": "string"}}, "required": ["city", "country"]});
+    let request = request(vec![Item::user("Where is CERN?")])
+        .with_output_schema(agentkit_loop::OutputSchema::new("place", schema.clone()));
+    let outcome = run_with(config(&server), request).await.unwrap();
+    assert!(outcome.error.is_none(), "{:?}", outcome.error);
+    assert!(
+        outcome.tool_calls().is_empty(),
+        "the answer is not a call to run"
+    );
+    let parts = outcome.parts();
+    let [Part::Text(text)] = parts.as_slice() else {
+        panic!("one text part: {parts:?}");
+    };
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&text.text).unwrap(),
+        json!({"city": "Genève", "country": "CH"})
+    );
+    assert_eq!(outcome.finish_reason(), Some(FinishReason::Completed));
+    let body = server.requests()[0].json();
+    assert_eq!(
+        body["tool_choice"],
+        json!({"type": "tool", "name": "place"})
+    );
+    let tools = body["tools"].as_array().unwrap();
+    assert_eq!(tools.last().unwrap()["name"], "place");
+    assert_eq!(tools.last().unwrap()["input_schema"], schema);
+}
+
+#[tokio::test]
+async fn a_price_table_computes_the_cost() {
+    let server = serve(vec![ScriptedResponse::sse(fixture("tool_use.sse"))]).await;
+    let config = config(&server).with_prices(
+        agentkit_http::PriceTable::new()
+            .with("claude-test", agentkit_http::ModelPrice::usd(3.0, 15.0)),
+    );
+    let outcome = run_with(config, request(vec![Item::user("Hi")]))
+        .await
+        .unwrap();
+    let usage = outcome
+        .events
+        .iter()
+        .rev()
+        .find_map(|e| match e {
+            ModelTurnEvent::Usage(u) => Some(u.clone()),
+            _ => None,
+        })
+        .unwrap();
+    let cost = usage.cost.expect("a cost");
+    assert!(
+        (cost.amount - (400.0 * 3.0 + 45.0 * 15.0) / 1e6).abs() < 1e-12,
+        "{cost:?}"
     );
 }

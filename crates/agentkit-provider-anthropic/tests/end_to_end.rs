@@ -6,6 +6,7 @@ use agentkit_core::{FinishReason, Item, ItemKind, validate_transcript};
 use agentkit_http::testing::{ScriptedResponse, TestServer};
 use agentkit_loop::{Agent, LoopInterrupt, LoopStep, SessionConfig};
 use agentkit_provider_anthropic::{AnthropicAdapter, AnthropicConfig};
+use agentkit_testkit::cassette::CassetteSession;
 use agentkit_tools_core::{
     Tool, ToolContext, ToolError, ToolRegistry, ToolRequest, ToolResult, ToolSpec,
 };
@@ -45,14 +46,11 @@ impl Tool for Weather {
 
 #[tokio::test]
 async fn a_driver_with_a_tool_runs_through_the_adapter() {
-    let server = TestServer::start([
-        ScriptedResponse::sse(fixture("tool_use.sse")).split_every(41),
-        ScriptedResponse::sse(fixture("text.sse")).split_every(41),
-    ])
-    .await
-    .unwrap();
+    let (server, _upstream) = cassette("tool_round", &["tool_use.sse", "text.sse"]).await;
+    let key = std::env::var("ANTHROPIC_API_KEY").unwrap_or_else(|_| "key".into());
+    let model = std::env::var("AGENTKIT_MODEL").unwrap_or_else(|_| "claude-test".into());
     let adapter = AnthropicAdapter::new(
-        AnthropicConfig::new("key", "claude-test").with_base_url(format!("{}/v1", server.url())),
+        AnthropicConfig::new(key.clone(), model).with_base_url(format!("{}/v1", server.url())),
     )
     .unwrap();
     let agent = Agent::builder()
@@ -111,4 +109,18 @@ async fn a_driver_with_a_tool_runs_through_the_adapter() {
         json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_01", "content": "18°C in Genève"}]})
     );
     assert_eq!(second["tools"][0]["name"], "get_weather");
+    server
+        .finish(&[&key])
+        .expect("the requests match the recording");
+}
+
+/// The happy path's cassette (tests/cassettes/NAME.json), replayed; to
+/// re-record it, set `AGENTKIT_RECORD` to `fixtures` (these wire-format
+/// fixtures are the upstream) or to a real server's root URL.
+async fn cassette(name: &str, fixtures: &[&str]) -> (CassetteSession, Option<TestServer>) {
+    let path = format!("{}/tests/cassettes/{name}.json", env!("CARGO_MANIFEST_DIR"));
+    let script = fixtures.iter().map(|f| ScriptedResponse::sse(fixture(f)));
+    CassetteSession::from_env(&path, script)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
 }

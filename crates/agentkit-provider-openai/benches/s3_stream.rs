@@ -1,7 +1,8 @@
 //! Benchmark S3 (issue 6): decoding a long Chat Completions stream.
 //!
-//! 100,004 `chat.completion.chunk` events (a role chunk, 100,000 content
-//! chunks " t{i % 1000}", a finish chunk, a usage chunk, `[DONE]`) go through
+//! 100,004 `chat.completion.chunk` events shaped like today's OpenAI API (a
+//! role chunk, 100,000 content chunks " t{i % 1000}" each with its own
+//! `obfuscation` string, a finish chunk, a usage chunk, `[DONE]`) go through
 //! the whole adapter decoding path: SSE framing, JSON, deltas. Measured (a)
 //! in-process from memory, handed over in 16 KiB chunks and in one single
 //! chunk, plus the SSE layer alone for comparison, and (b) served by a local
@@ -22,22 +23,46 @@ use std::time::{Duration, Instant};
 const CONTENT_CHUNKS: usize = 100_000;
 const RUNS: usize = 11;
 
+/// A stream shaped like today's OpenAI API: every chunk repeats the id,
+/// model, `service_tier` and `system_fingerprint`, carries `logprobs` and
+/// `usage` as `null`, and ends with an `obfuscation` string of varying
+/// length and content (so no two chunks are the same bytes around their
+/// text); the usage arrives in a last chunk with no choices.
 fn body() -> Vec<u8> {
-    let prefix = r#"{"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1763780000,"model":"gpt-bench","choices":[{"index":0,"delta":"#;
-    let mut out = String::with_capacity(18 << 20);
-    out.push_str(&format!(
-        "data: {prefix}{{\"role\":\"assistant\",\"content\":\"\"}},\"logprobs\":null,\"finish_reason\":null}}]}}\n\n"
-    ));
-    for i in 0..CONTENT_CHUNKS {
+    let head = r#"{"id":"chatcmpl-CXk7RvO2mNcP1hT0qzYbWfA3LuEd","object":"chat.completion.chunk","created":1763780000,"model":"gpt-4o-mini-2024-07-18","service_tier":"default","system_fingerprint":"fp_560af6e559","choices":[{"index":0,"delta":"#;
+    // A small deterministic generator for the obfuscation strings.
+    let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut obfuscation = move || {
+        const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        let len = 1 + (state % 16) as usize;
+        (0..len)
+            .map(|i| ALPHABET[((state >> (i * 3)) % ALPHABET.len() as u64) as usize] as char)
+            .collect::<String>()
+    };
+    let mut out = String::with_capacity(32 << 20);
+    let mut chunk = |out: &mut String, delta: &str, finish: &str| {
         out.push_str(&format!(
-            "data: {prefix}{{\"content\":\" t{}\"}},\"logprobs\":null,\"finish_reason\":null}}]}}\n\n",
-            i % 1000
+            "data: {head}{delta},\"logprobs\":null,\"finish_reason\":{finish}}}],\"usage\":null,\"obfuscation\":\"{}\"}}\n\n",
+            obfuscation()
         ));
+    };
+    chunk(
+        &mut out,
+        r#"{"role":"assistant","content":"","refusal":null}"#,
+        "null",
+    );
+    for i in 0..CONTENT_CHUNKS {
+        chunk(
+            &mut out,
+            &format!("{{\"content\":\" t{}\"}}", i % 1000),
+            "null",
+        );
     }
-    out.push_str(&format!(
-        "data: {prefix}{{}},\"logprobs\":null,\"finish_reason\":\"stop\"}}]}}\n\n"
-    ));
-    out.push_str(r#"data: {"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1763780000,"model":"gpt-bench","choices":[],"usage":{"prompt_tokens":12,"completion_tokens":100000,"total_tokens":100012,"prompt_tokens_details":{"cached_tokens":0}}}"#);
+    chunk(&mut out, "{}", "\"stop\"");
+    out.push_str(r#"data: {"id":"chatcmpl-CXk7RvO2mNcP1hT0qzYbWfA3LuEd","object":"chat.completion.chunk","created":1763780000,"model":"gpt-4o-mini-2024-07-18","service_tier":"default","system_fingerprint":"fp_560af6e559","choices":[],"usage":{"prompt_tokens":12,"completion_tokens":100000,"total_tokens":100012,"prompt_tokens_details":{"cached_tokens":0,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":0,"audio_tokens":0,"accepted_prediction_tokens":0,"rejected_prediction_tokens":0}},"obfuscation":"Qv"}"#);
     out.push_str("\n\ndata: [DONE]\n\n");
     out.into_bytes()
 }
@@ -103,6 +128,7 @@ async fn over_http(body: &Bytes) -> Duration {
         available_tools: Vec::new(),
         metadata: Default::default(),
         cache: None,
+        output_schema: None,
     };
     let started = Instant::now();
     let turn = session.begin_turn(request, None).await.unwrap();

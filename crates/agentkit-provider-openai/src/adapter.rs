@@ -61,6 +61,7 @@ impl ModelAdapter for OpenAiAdapter {
         Ok(OpenAiSession {
             shared: self.shared.clone(),
             cache: config.cache,
+            ids: FallbackIds::new(),
         })
     }
 }
@@ -69,6 +70,38 @@ impl ModelAdapter for OpenAiAdapter {
 pub struct OpenAiSession {
     shared: Arc<Shared>,
     cache: Option<PromptCacheRequest>,
+    ids: FallbackIds,
+}
+
+/// Ids for tool calls a server sent without one, unique across the session
+/// (and across sessions: the prefix is random), so a result can never be
+/// paired with the call of an earlier turn.
+pub(crate) struct FallbackIds {
+    nonce: u64,
+    turns: u64,
+}
+
+impl FallbackIds {
+    pub(crate) fn new() -> Self {
+        use std::hash::{BuildHasher, Hasher};
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        hasher.write_u128(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or_default(),
+        );
+        Self {
+            nonce: hasher.finish() & 0xffff_ffff,
+            turns: 0,
+        }
+    }
+
+    /// The prefix for the next turn's ids.
+    pub(crate) fn next_turn(&mut self) -> String {
+        self.turns += 1;
+        format!("call_{:08x}_{}_", self.nonce, self.turns)
+    }
 }
 
 #[async_trait::async_trait]
@@ -100,8 +133,11 @@ impl ModelSession for OpenAiSession {
         let retries = response.retries.iter();
         let warnings = retries.map(|retry| ModelTurnEvent::Warning(format!("openai: {retry}")));
         Ok(OpenAiTurn {
-            stream: DecodedStream::new(response.events, ChunkDecoder::default())
-                .with_queued(warnings),
+            stream: DecodedStream::new(
+                response.events,
+                ChunkDecoder::new(self.ids.next_turn(), pricing(config)),
+            )
+            .with_queued(warnings),
         })
     }
 }
@@ -125,7 +161,10 @@ impl OpenAiTurn {
     /// response replayed in a test, or bytes fed from memory in a benchmark.
     pub fn from_events(events: SseStream) -> Self {
         Self {
-            stream: DecodedStream::new(events, ChunkDecoder::default()),
+            stream: DecodedStream::new(
+                events,
+                ChunkDecoder::new(FallbackIds::new().next_turn(), None),
+            ),
         }
     }
 }
@@ -144,4 +183,12 @@ impl ModelTurn for OpenAiTurn {
                 model_error(error)
             })
     }
+}
+
+/// The price table and the model it is looked up by, when one is set.
+pub(crate) fn pricing(config: &OpenAiConfig) -> Option<(Arc<agentkit_http::PriceTable>, String)> {
+    config
+        .prices
+        .as_ref()
+        .map(|prices| (prices.clone(), config.model.clone()))
 }

@@ -6,8 +6,9 @@
 //! whether the `developer` role exists. The two constructors pick the right
 //! defaults for each family; every field can still be changed.
 
-use agentkit_http::HttpConfig;
+use agentkit_http::{HttpConfig, PriceTable};
 use serde_json::{Map, Value};
+use std::sync::Arc;
 
 /// OpenAI's own endpoint.
 pub const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
@@ -67,6 +68,9 @@ pub struct OpenAiConfig {
     pub extra_body: Map<String, Value>,
     /// Timeouts and retries.
     pub http: HttpConfig,
+    /// Prices to compute each call's cost from when the server reports
+    /// none (OpenRouter reports it; OpenAI does not).
+    pub prices: Option<Arc<PriceTable>>,
 }
 
 impl OpenAiConfig {
@@ -83,6 +87,7 @@ impl OpenAiConfig {
             extra_headers: Vec::new(),
             extra_body: Map::new(),
             http: HttpConfig::default(),
+            prices: None,
         }
     }
 
@@ -134,6 +139,12 @@ impl OpenAiConfig {
         self
     }
 
+    /// Sets the price table used when the server reports no cost.
+    pub fn with_prices(mut self, prices: impl Into<Arc<PriceTable>>) -> Self {
+        self.prices = Some(prices.into());
+        self
+    }
+
     /// The URL requests are posted to.
     pub fn endpoint(&self) -> String {
         format!("{}/chat/completions", self.base_url.trim_end_matches('/'))
@@ -153,6 +164,7 @@ impl std::fmt::Debug for OpenAiConfig {
             .field("extra_headers", &self.extra_headers)
             .field("extra_body", &self.extra_body)
             .field("http", &self.http)
+            .field("prices", &self.prices)
             .finish()
     }
 }

@@ -17,6 +17,7 @@ pub(crate) fn model_error(error: ProviderError) -> ModelError {
         ProviderErrorKind::ContextLengthExceeded => ModelErrorKind::ContextLengthExceeded,
         ProviderErrorKind::Server => ModelErrorKind::Server,
         ProviderErrorKind::Transport => ModelErrorKind::Transport,
+        ProviderErrorKind::Timeout => ModelErrorKind::Timeout,
         ProviderErrorKind::Protocol => ModelErrorKind::Protocol,
         ProviderErrorKind::Cancelled => ModelErrorKind::Cancelled,
         _ => ModelErrorKind::Other,

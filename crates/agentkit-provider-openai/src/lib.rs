@@ -1,5 +1,8 @@
-//! OpenAI Chat Completions for agentkit, streaming.
+//! OpenAI Chat Completions and the Responses API for agentkit, streaming.
 //!
+//! [`ResponsesAdapter`] speaks the Responses API (`POST /responses`), what
+//! OpenAI now recommends: reasoning round-tripped (encrypted when nothing
+//! is stored), function calls, structured output through `text.format`.
 //! [`OpenAiAdapter`] implements the loop's
 //! [`ModelAdapter`](agentkit_loop::ModelAdapter) against
 //! `POST {base_url}/chat/completions` with `stream: true`, so it works with
@@ -25,11 +28,13 @@ mod adapter;
 mod config;
 mod error;
 mod request;
+mod responses;
 mod stream;
 mod usage;
 
 pub use adapter::{OpenAiAdapter, OpenAiSession, OpenAiTurn};
 pub use config::{MaxTokensField, OPENAI_BASE_URL, OpenAiConfig, ToolChoice};
+pub use responses::{ResponsesAdapter, ResponsesConfig, ResponsesSession, ResponsesTurn};
 
 // The README's example is compiled with the doc-tests.
 #[cfg(doctest)]

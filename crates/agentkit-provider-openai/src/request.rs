@@ -14,8 +14,10 @@ use agentkit_core::{
     DataRef, FilePart, Item, ItemKind, MediaPart, Modality, Part, ToolCallPart, ToolOutput,
     ToolResultPart,
 };
-use agentkit_loop::{PromptCacheMode, PromptCacheRequest, PromptCacheRetention, TurnRequest};
-use agentkit_tools_core::ToolSpec;
+use agentkit_loop::{
+    OutputSchema, PromptCacheMode, PromptCacheRequest, PromptCacheRetention, TurnRequest,
+};
+use agentkit_tools_core::{SchemaDialect, ToolSpec, normalize_for};
 use serde_json::{Map, Value, json};
 
 /// Builds the JSON body for one streamed turn.
@@ -48,6 +50,9 @@ pub fn request_body(
             body.insert("tool_choice".into(), tool_choice(choice));
         }
     }
+    if let Some(schema) = &request.output_schema {
+        body.insert("response_format".into(), response_format(schema));
+    }
     if let Some(cache) = cache.filter(|c| c.mode != PromptCacheMode::Disabled) {
         // OpenAI caches prefixes by itself; the key only groups requests
         // that share one, and retention asks for the longer-lived cache.
@@ -68,6 +73,30 @@ pub fn request_body(
         body.insert(name.clone(), value.clone());
     }
     Value::Object(body)
+}
+
+/// Structured output as Chat Completions asks for it; llama.cpp, vLLM,
+/// Ollama and OpenRouter read the same `json_schema` form.
+fn response_format(schema: &OutputSchema) -> Value {
+    let mut format = json!({
+        "name": schema.name,
+        "schema": output_schema(schema),
+        "strict": schema.strict,
+    });
+    if let Some(description) = &schema.description {
+        format["description"] = json!(description);
+    }
+    json!({ "type": "json_schema", "json_schema": format })
+}
+
+/// The schema as sent: strict mode wants every object closed and every
+/// property required, which tools-core's normalisation makes of it.
+pub(crate) fn output_schema(schema: &OutputSchema) -> Value {
+    if schema.strict {
+        normalize_for(SchemaDialect::OpenAiStrict, &schema.schema)
+    } else {
+        schema.schema.clone()
+    }
 }
 
 fn tool(spec: &ToolSpec) -> Value {
@@ -148,9 +177,10 @@ fn assistant_message(blocks: &[Value], calls: &[&ToolCallPart]) -> Option<Value>
     }
     let mut message = Map::new();
     message.insert("role".into(), json!("assistant"));
-    if !text.is_empty() {
-        message.insert("content".into(), json!(text));
-    }
+    // Always a string, empty beside tool calls: OpenAI, vLLM, Ollama, LM
+    // Studio and OpenRouter accept `""`, and llama.cpp's chat templates fail
+    // on a missing key or `null`.
+    message.insert("content".into(), json!(text));
     if !calls.is_empty() {
         let calls = calls
             .iter()

@@ -14,6 +14,7 @@
 
 use crate::usage::WireUsage;
 use agentkit_core::{Delta, FinishReason, MetadataMap, PartId, PartKind, ToolCallPart};
+use agentkit_http::PriceTable;
 use agentkit_http::{ProviderError, SseEvent};
 use agentkit_loop::{ModelTurnEvent, ModelTurnResult};
 use serde::Deserialize;
@@ -21,6 +22,7 @@ use serde::de::IgnoredAny;
 use serde_json::Value;
 use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 
 /// An optional string, borrowed from the input when it has no escapes.
 /// Serde borrows a `Cow<str>` field marked `borrow`, but not one inside an
@@ -116,19 +118,6 @@ struct WireDelta<'a> {
     tool_calls: Option<Vec<WireToolCall>>,
 }
 
-impl<'a> WireDelta<'a> {
-    /// A delta carrying only text.
-    fn text(text: &'a str) -> Self {
-        Self {
-            content: Some(Cow::Borrowed(text)),
-            refusal: None,
-            reasoning_content: None,
-            reasoning: None,
-            tool_calls: None,
-        }
-    }
-}
-
 #[derive(Deserialize)]
 struct WireToolCall {
     index: Option<u64>,
@@ -172,6 +161,15 @@ impl CallBuilder {
 /// Decodes one streamed answer.
 #[derive(Default)]
 pub(crate) struct ChunkDecoder {
+    /// Ids for calls the server sent without one: `<prefix><position>`,
+    /// the prefix unique to this turn of this session.
+    fallback_ids: String,
+    /// Whether the server reported usage; when it did not, the turn's
+    /// usage is reported as unknown rather than zero.
+    usage_seen: bool,
+    /// Prices for computing the cost the server did not report, and the
+    /// model they are looked up by.
+    pricing: Option<(Arc<PriceTable>, String)>,
     next_part: u32,
     open: Option<(PartId, OpenKind)>,
     calls: Vec<CallBuilder>,
@@ -181,93 +179,6 @@ pub(crate) struct ChunkDecoder {
     model: Option<String>,
     finished: bool,
     head: Head,
-    template: Template,
-}
-
-/// The bytes around the text of a plain text chunk, learnt from one that
-/// was parsed: a chunk with one choice whose delta is nothing but
-/// `content`, written without escapes, and no finish reason, usage or
-/// error. Any chunk made of the same bytes around other text decodes to
-/// that text and nothing else, as long as the text cannot end the string
-/// or change its meaning: no `"`, no `\`, no control character. Such
-/// chunks, the bulk of a long answer, skip JSON parsing altogether.
-#[derive(Default)]
-struct Template {
-    /// Up to and including the opening quote of the text; empty while
-    /// none is known.
-    before: String,
-    /// From the closing quote on.
-    after: String,
-    /// How many times a template was learnt; capped, so a stream whose
-    /// chunks all differ around the text (a per-chunk nonce) stops paying
-    /// for learning.
-    learnt: u8,
-}
-
-impl Template {
-    const MAX_LEARNT: u8 = 8;
-
-    /// The text of a chunk that matches the template.
-    fn text_of<'d>(&self, data: &'d str) -> Option<&'d str> {
-        if self.before.is_empty() {
-            return None;
-        }
-        let text = data
-            .strip_prefix(self.before.as_str())?
-            .strip_suffix(self.after.as_str())?;
-        let plain = !text.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20);
-        plain.then_some(text)
-    }
-
-    /// Learns the template of `data` if its parsed `chunk` is a plain text
-    /// chunk. `chunk` borrows from `source`, which is `data` with its first
-    /// `dropped` bytes left out and `{` put in front, or `data` itself.
-    fn learn(&mut self, data: &str, source: &str, dropped: usize, chunk: &Chunk<'_>) {
-        if self.learnt >= Self::MAX_LEARNT
-            || chunk.usage.is_some()
-            || chunk.error.is_some()
-            || !chunk.choices.more.is_empty()
-        {
-            return;
-        }
-        let Some(Choice {
-            delta: Some(delta),
-            finish_reason: None,
-            ..
-        }) = &chunk.choices.first
-        else {
-            return;
-        };
-        let WireDelta {
-            content: Some(Cow::Borrowed(text)),
-            refusal: None,
-            reasoning_content: None,
-            reasoning: None,
-            tool_calls: None,
-        } = delta
-        else {
-            return;
-        };
-        // A borrowed string is a slice of the source, unescaped: its
-        // address gives its place.
-        let Some(at) = (text.as_ptr() as usize).checked_sub(source.as_ptr() as usize) else {
-            return;
-        };
-        let at = at + dropped;
-        let end = at + text.len();
-        // Checked rather than trusted: a template must be exact.
-        if data.get(at..end) != Some(*text)
-            || !data[..at].ends_with('"')
-            || !data[end..].starts_with('"')
-        {
-            return;
-        }
-        self.learnt += 1;
-        self.before.clear();
-        self.before.push_str(&data[..at]);
-        self.after.clear();
-        self.after.push_str(&data[end..]);
-    }
 }
 
 /// The members every chunk of a stream repeats before `choices` (`id`,
@@ -373,6 +284,19 @@ impl agentkit_http::SseDecoder for ChunkDecoder {
 }
 
 impl ChunkDecoder {
+    /// A decoder naming id-less tool calls `<fallback_ids><position>`, and
+    /// computing costs from `pricing` when the server reports none.
+    pub(crate) fn new(
+        fallback_ids: impl Into<String>,
+        pricing: Option<(Arc<PriceTable>, String)>,
+    ) -> Self {
+        Self {
+            fallback_ids: fallback_ids.into(),
+            pricing,
+            ..Self::default()
+        }
+    }
+
     /// `true` once `Finished` was produced.
     pub(crate) fn is_finished(&self) -> bool {
         self.finished
@@ -409,34 +333,25 @@ impl ChunkDecoder {
         head: &mut Head,
         out: &mut VecDeque<ModelTurnEvent>,
     ) -> Result<(), ProviderError> {
-        // The common text chunk, recognised by its bytes alone.
-        if let Some(text) = self.template.text_of(data) {
-            self.on_delta(WireDelta::text(text), out);
-            return Ok(());
-        }
-        // Where the parsed text came from: the chunk itself, or `{` and
-        // the chunk after its head.
-        let head_len = head.bytes.len();
-        let (chunk, source, dropped) = match head.rest_of(data) {
+        // The chunk after its known head (`{` and the rest), or the whole
+        // chunk.
+        let chunk = match head.rest_of(data) {
             // A rest that repeats the id or model, or that does not parse,
             // goes through the full parse, which reports it as before.
             Some(rest) => match serde_json::from_str::<Chunk>(rest) {
-                Ok(chunk) if chunk.id.is_none() && chunk.model.is_none() => {
-                    (chunk, rest, head_len - 1)
-                }
+                Ok(chunk) if chunk.id.is_none() && chunk.model.is_none() => chunk,
                 _ => {
                     let chunk = parse_chunk(data)?;
                     head.learn(data);
-                    (chunk, data, 0)
+                    chunk
                 }
             },
             None => {
                 let chunk = parse_chunk(data)?;
                 head.learn(data);
-                (chunk, data, 0)
+                chunk
             }
         };
-        self.template.learn(data, source, dropped, &chunk);
         if chunk.error.is_some() {
             return Err(ProviderError::from_stream_error(data));
         }
@@ -456,7 +371,12 @@ impl ChunkDecoder {
             }
         }
         if let Some(usage) = chunk.usage {
-            out.push_back(ModelTurnEvent::Usage(usage.into_usage()));
+            self.usage_seen = true;
+            let mut usage = usage.into_usage();
+            if let Some((prices, model)) = &self.pricing {
+                prices.fill_cost(model, &mut usage);
+            }
+            out.push_back(ModelTurnEvent::Usage(usage));
         }
         Ok(())
     }
@@ -580,11 +500,16 @@ impl ChunkDecoder {
     fn finish(&mut self, out: &mut VecDeque<ModelTurnEvent>) -> Result<(), ProviderError> {
         let mut calls = Vec::with_capacity(self.calls.len());
         for (position, builder) in std::mem::take(&mut self.calls).into_iter().enumerate() {
-            calls.push(tool_call(position, builder)?);
+            calls.push(tool_call(position, builder, &self.fallback_ids)?);
         }
         self.commit_open(out);
         let has_calls = !calls.is_empty();
         out.extend(calls.into_iter().map(ModelTurnEvent::ToolCall));
+        if !self.usage_seen {
+            // llama.cpp's server (and others) send no usage when streaming:
+            // say it is unknown instead of letting it count as zero.
+            out.push_back(ModelTurnEvent::Usage(agentkit_core::Usage::unknown()));
+        }
         let reason = match self.finish_reason.as_deref() {
             Some("tool_calls" | "function_call") => FinishReason::ToolCall,
             Some("length") => FinishReason::MaxTokens,
@@ -614,7 +539,11 @@ impl ChunkDecoder {
     }
 }
 
-fn tool_call(position: usize, builder: CallBuilder) -> Result<ToolCallPart, ProviderError> {
+fn tool_call(
+    position: usize,
+    builder: CallBuilder,
+    fallback_ids: &str,
+) -> Result<ToolCallPart, ProviderError> {
     if builder.name.is_empty() {
         return Err(ProviderError::protocol(format!(
             "tool call {position} has no name"
@@ -632,9 +561,10 @@ fn tool_call(position: usize, builder: CallBuilder) -> Result<ToolCallPart, Prov
             ))
         })?
     };
-    // A few local servers omit ids; the loop needs one to pair the result.
+    // A few local servers omit ids; the loop needs one to pair the result,
+    // unique across the session so results never pair with an older call.
     let id = if builder.id.is_empty() {
-        format!("call_{position}")
+        format!("{fallback_ids}{position}")
     } else {
         builder.id
     };
@@ -762,7 +692,19 @@ mod tests {
             finish("tool_calls"),
         ])
         .unwrap();
-        assert_eq!(calls(&events)[0].0, "call_0");
+        assert_eq!(calls(&events)[0].0, "0");
+        let mut decoder = ChunkDecoder::new("call_s1t2_", None);
+        let mut out = VecDeque::new();
+        for chunk in [
+            tool_delta(json!({"index": 0, "function": {"name": "one"}})),
+            finish("tool_calls"),
+        ] {
+            let mut event = SseEvent::default();
+            event.data = chunk.to_string();
+            decoder.on_event(&event, &mut out).unwrap();
+        }
+        decoder.on_end(&mut out).unwrap();
+        assert_eq!(calls(&Vec::from(out))[0].0, "call_s1t2_0");
     }
 
     #[test]
@@ -841,37 +783,6 @@ mod tests {
         .unwrap_err();
         assert_eq!(err.kind, agentkit_http::ProviderErrorKind::Protocol);
         assert!(err.to_string().contains("duplicate field"), "{err}");
-    }
-
-    #[test]
-    fn text_chunks_matching_a_template_decode_as_when_parsed_in_full() {
-        let chunk = |text: &str| {
-            format!(
-                r#"{{"id":"c","model":"m","choices":[{{"index":0,"delta":{{"content":"{text}"}},"finish_reason":null}}]}}"#
-            )
-        };
-        let chunks = [
-            chunk("a"),
-            chunk("b"),
-            chunk("é 🌍"),
-            // Escapes, and text that would close the string early.
-            chunk(r#"q\"q"#),
-            chunk(r#"\u00e9\n"#),
-            chunk(r#"x\"},\"finish_reason\":\"length"#),
-            chunk(""),
-            chunk("c"),
-            r#"{"id":"c","model":"m","choices":[{"index":0,"delta":{"content":"d"},"finish_reason":"stop"}]}"#.to_owned(),
-        ];
-        let chunks: Vec<&str> = chunks.iter().map(String::as_str).collect();
-        let events = decode_raw(&chunks).unwrap();
-        assert_eq!(
-            text(&events),
-            "abé 🌍q\"qé\nx\"},\"finish_reason\":\"lengthcd"
-        );
-        let Some(ModelTurnEvent::Finished(result)) = events.last() else {
-            panic!("finished");
-        };
-        assert_eq!(result.finish_reason, FinishReason::Completed);
     }
 
     #[test]

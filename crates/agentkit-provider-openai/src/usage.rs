@@ -3,8 +3,9 @@
 //! `prompt_tokens` already includes the cached ones, which is what
 //! `TokenUsage::input_tokens` means too; cached and reasoning counts sit in
 //! optional detail objects that compatible servers often leave out.
+//! OpenRouter adds the call's `cost` (US dollars).
 
-use agentkit_core::{TokenUsage, Usage};
+use agentkit_core::{CostUsage, TokenUsage, Usage};
 use serde::Deserialize;
 
 #[derive(Deserialize, Default)]
@@ -17,6 +18,9 @@ pub(crate) struct WireUsage {
     prompt_tokens_details: Option<PromptDetails>,
     #[serde(default)]
     completion_tokens_details: Option<CompletionDetails>,
+    /// The call's cost in US dollars, as OpenRouter reports it.
+    #[serde(default)]
+    cost: Option<f64>,
 }
 
 #[derive(Deserialize, Default)]
@@ -33,7 +37,11 @@ struct CompletionDetails {
 
 impl WireUsage {
     pub(crate) fn into_usage(self) -> Usage {
-        Usage::from_tokens(TokenUsage {
+        let cost = self.cost.filter(|c| c.is_finite()).map(|amount| CostUsage {
+            amount,
+            currency: "USD".to_owned(),
+        });
+        let mut usage = Usage::from_tokens(TokenUsage {
             input_tokens: self.prompt_tokens.unwrap_or(0),
             output_tokens: self.completion_tokens.unwrap_or(0),
             reasoning_tokens: self
@@ -45,6 +53,8 @@ impl WireUsage {
                 .and_then(|d| d.cached_tokens)
                 .unwrap_or(0),
             cache_write_tokens: 0,
-        })
+        });
+        usage.cost = cost;
+        usage
     }
 }

@@ -6,6 +6,7 @@ use agentkit_core::{FinishReason, Item, ItemKind, validate_transcript};
 use agentkit_http::testing::{ScriptedResponse, TestServer};
 use agentkit_loop::{Agent, LoopInterrupt, LoopStep, SessionConfig};
 use agentkit_provider_openai::{OpenAiAdapter, OpenAiConfig};
+use agentkit_testkit::cassette::CassetteSession;
 use agentkit_tools_core::{
     Tool, ToolContext, ToolError, ToolRegistry, ToolRequest, ToolResult, ToolSpec,
 };
@@ -43,19 +44,13 @@ impl Tool for Weather {
     }
 }
 
-#[tokio::test]
-async fn a_driver_with_a_tool_runs_through_the_adapter() {
-    let server = TestServer::start([
-        ScriptedResponse::sse(fixture("tool_call.sse")).split_every(41),
-        ScriptedResponse::sse(fixture("text.sse")).split_every(41),
-    ])
-    .await
-    .unwrap();
-    let adapter = OpenAiAdapter::new(OpenAiConfig::compatible(
-        format!("{}/v1", server.url()),
-        "gpt-test",
-    ))
-    .unwrap();
+/// Runs an agent with the weather tool over `adapter` until its turn ends.
+async fn weather_round<M: agentkit_loop::ModelAdapter>(
+    adapter: M,
+) -> (
+    agentkit_loop::LoopDriver<M::Session>,
+    agentkit_loop::TurnResult,
+) {
     let agent = Agent::builder()
         .model(adapter)
         .add_tool_source(ToolRegistry::new().with(Weather))
@@ -76,6 +71,18 @@ async fn a_driver_with_a_tool_runs_through_the_adapter() {
     let (driver, result) = tokio::time::timeout(Duration::from_secs(20), run)
         .await
         .expect("in time");
+    (driver, result)
+}
+
+#[tokio::test]
+async fn a_driver_with_a_tool_runs_through_the_adapter() {
+    let (server, _upstream) = cassette("tool_round", &["tool_call.sse", "text.sse"]).await;
+    let adapter = OpenAiAdapter::new(OpenAiConfig::compatible(
+        format!("{}/v1", server.url()),
+        "gpt-test",
+    ))
+    .unwrap();
+    let (driver, result) = weather_round(adapter).await;
     assert_eq!(result.finish_reason, FinishReason::Completed);
 
     let items = driver.transcript().to_vec();
@@ -107,6 +114,52 @@ async fn a_driver_with_a_tool_runs_through_the_adapter() {
         json!({"role": "tool", "tool_call_id": "call_abc", "content": "18°C in Genève"})
     );
     assert_eq!(second["tools"][0]["function"]["name"], "get_weather");
+    server
+        .finish(&[])
+        .expect("the requests match the recording");
+}
+
+#[tokio::test]
+async fn a_driver_with_a_tool_runs_through_the_responses_adapter() {
+    let (server, _upstream) = cassette(
+        "responses_tool_round",
+        &["responses/reasoning_tool_call.sse", "responses/text.sse"],
+    )
+    .await;
+    let adapter = agentkit_provider_openai::ResponsesAdapter::new(
+        OpenAiConfig::compatible(format!("{}/v1", server.url()), "gpt-test")
+            .with_api_key("sk-test"),
+    )
+    .unwrap();
+    let (driver, result) = weather_round(adapter).await;
+    assert_eq!(result.finish_reason, FinishReason::Completed);
+    let items = driver.transcript().to_vec();
+    validate_transcript(&items).expect("valid transcript");
+    assert_eq!(items[4].text_content(), "Bonjour le monde 🌍, ça va ?");
+    // The second request carries the encrypted reasoning, the call and its
+    // result back as input items.
+    let second = server.requests()[1].json();
+    let input = second["input"].as_array().unwrap();
+    let kinds: Vec<&str> = input.iter().map(|i| i["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "message",
+            "message",
+            "reasoning",
+            "function_call",
+            "function_call_output"
+        ]
+    );
+    assert_eq!(input[2]["id"], "rs_1");
+    assert_eq!(input[2]["encrypted_content"], "gAAAAABenc-RYPTED==");
+    assert_eq!(
+        input[4],
+        json!({"type": "function_call_output", "call_id": "call_abc", "output": "18°C in Genève"})
+    );
+    server
+        .finish(&["sk-test"])
+        .expect("the requests match the recording");
 }
 
 /// Interrupts the turn as soon as the first text arrives.
@@ -153,4 +206,15 @@ async fn interrupting_the_driver_mid_stream_cancels_the_turn_cleanly() {
     };
     assert_eq!(result.finish_reason, FinishReason::Cancelled);
     validate_transcript(&driver.transcript().to_vec()).expect("valid transcript");
+}
+
+/// The happy path's cassette (tests/cassettes/NAME.json), replayed; to
+/// re-record it, set `AGENTKIT_RECORD` to `fixtures` (these wire-format
+/// fixtures are the upstream) or to a real server's root URL.
+async fn cassette(name: &str, fixtures: &[&str]) -> (CassetteSession, Option<TestServer>) {
+    let path = format!("{}/tests/cassettes/{name}.json", env!("CARGO_MANIFEST_DIR"));
+    let script = fixtures.iter().map(|f| ScriptedResponse::sse(fixture(f)));
+    CassetteSession::from_env(&path, script)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
 }

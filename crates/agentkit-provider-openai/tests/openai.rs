@@ -3,8 +3,8 @@
 //! wire format), cut at awkward byte offsets.
 
 use agentkit_core::{
-    CancellationController, DeltaFolder, FinishReason, Item, ItemKind, MediaPart, Part,
-    ReasoningPart, TokenUsage, ToolCallPart, ToolResultPart, TurnId,
+    CancellationController, FinishReason, Item, ItemKind, MediaPart, Part, ReasoningPart,
+    ToolCallPart, ToolResultPart, TurnId,
 };
 use agentkit_http::testing::{Ending, ScriptedResponse, TestServer};
 use agentkit_http::{HttpConfig, RetryPolicy};
@@ -18,12 +18,8 @@ use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
 
-const LIMIT: Duration = Duration::from_secs(20);
-
-fn fixture(name: &str) -> String {
-    let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
-}
+mod common;
+use common::{LIMIT, Outcome, fixture, run_turn};
 
 fn config(server: &TestServer) -> OpenAiConfig {
     OpenAiConfig::compatible(format!("{}/v1", server.url()), "gpt-test")
@@ -47,6 +43,7 @@ fn request(items: Vec<Item>) -> TurnRequest {
         available_tools: vec![Arc::new(weather_tool())],
         metadata: Default::default(),
         cache: None,
+        output_schema: None,
     }
 }
 
@@ -59,86 +56,8 @@ fn weather_tool() -> ToolSpec {
     .unwrap()
 }
 
-/// What one turn produced: its events, and the error that ended it, if any.
-struct Outcome {
-    events: Vec<ModelTurnEvent>,
-    error: Option<ModelError>,
-}
-
-impl Outcome {
-    fn parts(&self) -> Vec<Part> {
-        let mut folder = DeltaFolder::new();
-        for event in &self.events {
-            if let ModelTurnEvent::Delta(delta) = event {
-                folder.apply(delta).expect("deltas fit together");
-            }
-        }
-        folder.finish().expect("every part committed")
-    }
-
-    fn tool_calls(&self) -> Vec<ToolCallPart> {
-        self.events
-            .iter()
-            .filter_map(|e| match e {
-                ModelTurnEvent::ToolCall(call) => Some(call.clone()),
-                _ => None,
-            })
-            .collect()
-    }
-
-    fn usage(&self) -> Option<TokenUsage> {
-        self.events.iter().rev().find_map(|e| match e {
-            ModelTurnEvent::Usage(usage) => Some(usage.tokens),
-            _ => None,
-        })
-    }
-
-    fn finish_reason(&self) -> Option<FinishReason> {
-        self.events.iter().find_map(|e| match e {
-            ModelTurnEvent::Finished(result) => Some(result.finish_reason.clone()),
-            _ => None,
-        })
-    }
-
-    fn warnings(&self) -> Vec<String> {
-        self.events
-            .iter()
-            .filter_map(|e| match e {
-                ModelTurnEvent::Warning(w) => Some(w.clone()),
-                _ => None,
-            })
-            .collect()
-    }
-}
-
 async fn run_with(config: OpenAiConfig, request: TurnRequest) -> Result<Outcome, ModelError> {
-    tokio::time::timeout(LIMIT, async move {
-        let adapter = OpenAiAdapter::new(config)?;
-        let mut session = adapter.start_session(SessionConfig::new("s-1")).await?;
-        let mut turn = session.begin_turn(request, None).await?;
-        let mut events = Vec::new();
-        loop {
-            match turn.next_event(None).await {
-                Ok(Some(event)) => events.push(event),
-                Ok(None) => {
-                    return Ok(Outcome {
-                        events,
-                        error: None,
-                    });
-                }
-                Err(error) => {
-                    // After an error the turn is over.
-                    assert_eq!(turn.next_event(None).await, Ok(None));
-                    return Ok(Outcome {
-                        events,
-                        error: Some(error),
-                    });
-                }
-            }
-        }
-    })
-    .await
-    .expect("the turn finished in time")
+    run_turn(OpenAiAdapter::new(config)?, request).await
 }
 
 async fn serve(script: Vec<ScriptedResponse>) -> TestServer {
@@ -422,17 +341,26 @@ async fn http_500_then_success_is_retried() {
 }
 
 #[tokio::test]
-async fn http_529_until_attempts_run_out_is_overloaded() {
-    let overloaded = || ScriptedResponse::json(529, r#"{"error":{"message":"overloaded"}}"#);
-    let server = serve(vec![overloaded(), overloaded(), overloaded()]).await;
-    let error = run_with(config(&server), request(vec![Item::user("Hi")]))
-        .await
-        .err()
-        .expect("gave up");
-    assert_eq!(error.kind, ModelErrorKind::Overloaded);
-    assert_eq!(error.status, Some(529));
-    assert!(error.is_retryable());
-    assert_eq!(server.requests().len(), 3);
+async fn http_529_or_503_until_attempts_run_out_is_overloaded() {
+    for (status, body) in [
+        (529, r#"{"error":{"message":"overloaded"}}"#),
+        // OpenAI's own overload: 503 with a plain `server_error`.
+        (
+            503,
+            r#"{"error":{"message":"The engine is currently overloaded, please try again later","type":"server_error","param":null,"code":null}}"#,
+        ),
+    ] {
+        let overloaded = || ScriptedResponse::json(status, body);
+        let server = serve(vec![overloaded(), overloaded(), overloaded()]).await;
+        let error = run_with(config(&server), request(vec![Item::user("Hi")]))
+            .await
+            .err()
+            .expect("gave up");
+        assert_eq!(error.kind, ModelErrorKind::Overloaded, "{status}");
+        assert_eq!(error.status, Some(status));
+        assert!(error.is_retryable());
+        assert_eq!(server.requests().len(), 3);
+    }
 }
 
 #[tokio::test]
@@ -550,5 +478,96 @@ async fn the_request_body_maps_every_item_kind() {
     assert!(
         !body.to_string().contains("thoughts"),
         "reasoning never sent as text"
+    );
+}
+
+/// A llama.cpp-style stream: a tool call without an id, and no usage.
+const NO_ID_NO_USAGE: &str = "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"name\":\"get_weather\",\"arguments\":\"{\\\"city\\\":\\\"Oslo\\\"}\"}}]}}]}\n\ndata: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\ndata: [DONE]\n\n";
+
+#[tokio::test]
+async fn fallback_ids_are_unique_across_the_session_and_missing_usage_is_unknown() {
+    let server = serve(vec![
+        ScriptedResponse::sse(NO_ID_NO_USAGE),
+        ScriptedResponse::sse(NO_ID_NO_USAGE),
+    ])
+    .await;
+    let adapter = OpenAiAdapter::new(config(&server)).unwrap();
+    let mut session = adapter
+        .start_session(SessionConfig::new("s-1"))
+        .await
+        .unwrap();
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        let mut turn = session
+            .begin_turn(request(vec![Item::user("Hi")]), None)
+            .await
+            .unwrap();
+        let mut usage = None;
+        while let Some(event) = turn.next_event(None).await.unwrap() {
+            match event {
+                ModelTurnEvent::ToolCall(call) => ids.push(call.id.to_string()),
+                ModelTurnEvent::Usage(reported) => usage = Some(reported),
+                _ => {}
+            }
+        }
+        let usage = usage.expect("usage is reported, as unknown");
+        assert!(!usage.is_complete());
+        assert_eq!(usage.unreported_calls, 1);
+        assert_eq!(usage.tokens.total(), 0);
+    }
+    assert_eq!(ids.len(), 2);
+    assert_ne!(ids[0], ids[1], "two turns, two ids");
+    assert!(ids.iter().all(|id| id.starts_with("call_")), "{ids:?}");
+}
+
+#[tokio::test]
+async fn an_assistant_message_with_only_tool_calls_has_empty_string_content() {
+    let server = serve(vec![ScriptedResponse::sse(fixture("text.sse"))]).await;
+    let transcript = vec![
+        Item::user("Weather?"),
+        Item::new(
+            ItemKind::Assistant,
+            vec![Part::ToolCall(ToolCallPart::new(
+                "call_1",
+                "get_weather",
+                json!({"city": "Paris"}),
+            ))],
+        ),
+        Item::new(
+            ItemKind::Tool,
+            vec![Part::ToolResult(ToolResultPart::success("call_1", "18°C"))],
+        ),
+    ];
+    run_with(config(&server), request(transcript))
+        .await
+        .unwrap();
+    let body = server.requests()[0].json();
+    let assistant = &body["messages"][1];
+    assert_eq!(assistant["role"], "assistant");
+    assert_eq!(
+        assistant["content"],
+        json!(""),
+        "llama.cpp's templates need the key, and reject null"
+    );
+    assert_eq!(assistant["tool_calls"][0]["id"], "call_1");
+}
+
+#[tokio::test]
+async fn openrouter_cost_is_copied_and_structured_output_is_response_format() {
+    let body = "data: {\"id\":\"gen-1\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"{\\\"ok\\\":true}\"}}]}\n\ndata: {\"id\":\"gen-1\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: {\"id\":\"gen-1\",\"choices\":[],\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":4,\"total_tokens\":14,\"cost\":0.00021}}\n\ndata: [DONE]\n\n";
+    let server = serve(vec![ScriptedResponse::sse(body)]).await;
+    let schema = json!({"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"], "additionalProperties": false});
+    let request = request(vec![Item::user("ok?")])
+        .with_output_schema(agentkit_loop::OutputSchema::new("verdict", schema.clone()));
+    let outcome = run_with(config(&server), request).await.unwrap();
+    let usage = outcome.last_usage().unwrap();
+    assert!(usage.is_complete());
+    let cost = usage.cost.expect("the reported cost");
+    assert_eq!((cost.amount, cost.currency.as_str()), (0.00021, "USD"));
+    assert_eq!(outcome.parts(), vec![Part::text("{\"ok\":true}")]);
+    let sent = server.requests()[0].json();
+    assert_eq!(
+        sent["response_format"],
+        json!({"type": "json_schema", "json_schema": {"name": "verdict", "schema": schema, "strict": true}})
     );
 }

@@ -5,7 +5,10 @@
 //! [`TurnRequest`](agentkit_loop::TurnRequest) it receives, so a test can
 //! assert on what the model saw. [`run_to_finish`] drives a session to the
 //! end of a turn, answering approvals, and checks the transcript. [`normalized`] and
-//! [`assert_transcript_snapshot!`] make transcripts snapshot-stable.
+//! [`assert_transcript_snapshot!`] make transcripts snapshot-stable. With
+//! the `cassette` feature, [`cassette`](crate::cassette) records real
+//! provider exchanges and replays them offline through the real adapter and
+//! HTTP client.
 //!
 //! # Example
 //!
@@ -31,6 +34,8 @@
 //! # }).unwrap();
 //! ```
 
+#[cfg(feature = "cassette")]
+pub mod cassette;
 mod drive;
 mod script;
 mod snapshot;

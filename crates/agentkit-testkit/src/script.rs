@@ -357,6 +357,7 @@ mod tests {
             available_tools: Vec::new(),
             metadata: Default::default(),
             cache: None,
+            output_schema: None,
         }
     }
 

@@ -14,13 +14,15 @@
 //! | `compaction` | `compaction` | `agentkit-compaction`: context budgets |
 //! | `testkit` | `testkit` | `agentkit-testkit`: `ScriptedModel` |
 //! | `http` | `http` | `agentkit-http`: streaming client, retries, provider errors |
-//! | `openai` | `openai` | `agentkit-provider-openai`: Chat Completions and compatible servers |
+//! | `loop` (default) | [`provider`] | `DynModel`, the provider picked from the environment, structured answers |
+//! | `openai` | `openai` | `agentkit-provider-openai`: the Responses API, Chat Completions and compatible servers |
 //! | `anthropic` | `anthropic` | `agentkit-provider-anthropic`: Messages API |
 //! | `mcp` | `mcp` | `agentkit-mcp`: MCP servers as a tool source |
 //! | `fs` | `fs` | `agentkit-tool-fs`: filesystem tools |
 //! | `shell` | `shell` | `agentkit-tool-shell`: the `shell_exec` tool |
 //! | `context` | `context` | `agentkit-context`: `AGENTS.md` and Agent Skills |
 //! | `acp` | `acp` | `agentkit-acp`: serving agents to editors over ACP |
+//! | `schemars` | | `provider::output_schema_for`: schemas derived from Rust types |
 //! | `full` | | everything above |
 
 pub use agentkit_core as core;
@@ -35,6 +37,8 @@ pub use agentkit_context as context;
 pub use agentkit_http as http;
 #[cfg(feature = "loop")]
 pub use agentkit_loop as agent;
+#[cfg(feature = "loop")]
+pub mod provider;
 #[cfg(feature = "mcp")]
 pub use agentkit_mcp as mcp;
 #[cfg(feature = "anthropic")]

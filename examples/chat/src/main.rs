@@ -1,18 +1,19 @@
 //! A terminal chat over whichever provider the environment configures.
 //!
-//! `OPENAI_BASE_URL` (a compatible server such as Ollama or llama.cpp) wins,
-//! then `OPENAI_API_KEY`, then `ANTHROPIC_API_KEY`; `AGENTKIT_MODEL`
-//! overrides the model. Answers stream as they arrive, reasoning dimmed.
+//! The provider is picked at run time by `agentkit::provider`: an
+//! `OPENAI_BASE_URL` that is not OpenAI's (a compatible server such as
+//! Ollama or llama.cpp) wins, then `OPENAI_API_KEY` (the Responses API),
+//! then `ANTHROPIC_API_KEY`; `AGENTKIT_PROVIDER` picks explicitly and
+//! `AGENTKIT_MODEL` sets the model. Answers stream as they arrive, reasoning dimmed.
 //! Ctrl-C during an answer cancels that turn (the connection is dropped at
 //! once); Ctrl-C at the prompt, or Ctrl-D, quits.
 
+use agentkit::provider::ProviderConfig;
 use agentkit_core::{CancellationController, Delta, Item, PartId, PartKind};
 use agentkit_loop::{
     Agent, AgentEvent, LoopError, LoopInterrupt, LoopObserver, LoopStep, ModelAdapter,
     SessionConfig,
 };
-use agentkit_provider_anthropic::{AnthropicAdapter, AnthropicConfig};
-use agentkit_provider_openai::{OpenAiAdapter, OpenAiConfig};
 use std::collections::HashSet;
 use std::io::Write;
 use std::process::ExitCode;
@@ -21,12 +22,13 @@ use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 const HELP: &str = "\
-chat: no provider configured. Set one of:
-  OPENAI_BASE_URL=http://127.0.0.1:11434/v1   a compatible server (Ollama, llama.cpp, vLLM);
-                                              OPENAI_API_KEY too if it needs one
-  OPENAI_API_KEY=sk-...                       OpenAI
+Set one of:
+  OPENAI_BASE_URL=http://127.0.0.1:11434/v1   a compatible server (Ollama, llama.cpp, vLLM),
+    with AGENTKIT_MODEL=<model>               and OPENAI_API_KEY if it needs one
+  OPENAI_API_KEY=sk-...                       OpenAI (Responses API; AGENTKIT_PROVIDER=openai-chat
+                                              for Chat Completions)
   ANTHROPIC_API_KEY=sk-ant-...                Anthropic
-and optionally AGENTKIT_MODEL=<model name>.";
+and optionally AGENTKIT_MODEL=<model name>, AGENTKIT_MAX_TOKENS=<n>.";
 
 /// Prints streamed text as it arrives; reasoning is dimmed so it reads as
 /// an aside.
@@ -132,33 +134,20 @@ async fn chat<M: ModelAdapter>(model: M) -> Result<(), LoopError> {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
-    let env = |name| std::env::var(name).ok().filter(|v: &String| !v.is_empty());
-    let model = env("AGENTKIT_MODEL");
-    let result = if let Some(base_url) = env("OPENAI_BASE_URL") {
-        let mut config =
-            OpenAiConfig::compatible(base_url, model.unwrap_or_else(|| "llama3.2".into()));
-        if let Some(key) = env("OPENAI_API_KEY") {
-            config = config.with_api_key(key);
+    let config = match ProviderConfig::from_env() {
+        Ok(config) => config,
+        Err(error) => {
+            eprintln!("chat: {error}\n\n{HELP}");
+            return ExitCode::from(2);
         }
-        match OpenAiAdapter::new(config) {
-            Ok(adapter) => chat(adapter).await,
-            Err(error) => Err(error.into()),
+    };
+    eprintln!("[{} · {}]", config.kind, config.model);
+    let result = match config.build() {
+        Ok(model) => chat(model).await,
+        Err(error) => {
+            eprintln!("chat: {error}");
+            return ExitCode::from(2);
         }
-    } else if let Some(key) = env("OPENAI_API_KEY") {
-        let config = OpenAiConfig::openai(key, model.unwrap_or_else(|| "gpt-4o-mini".into()));
-        match OpenAiAdapter::new(config) {
-            Ok(adapter) => chat(adapter).await,
-            Err(error) => Err(error.into()),
-        }
-    } else if let Some(key) = env("ANTHROPIC_API_KEY") {
-        let config = AnthropicConfig::new(key, model.unwrap_or_else(|| "claude-sonnet-4-5".into()));
-        match AnthropicAdapter::new(config) {
-            Ok(adapter) => chat(adapter).await,
-            Err(error) => Err(error.into()),
-        }
-    } else {
-        eprintln!("{HELP}");
-        return ExitCode::from(2);
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -21,7 +21,7 @@ use agentkit_loop::{
 };
 use agentkit_mcp::McpServerManager;
 use agentkit_tool_fs::{FsToolsConfig, fs_tools};
-use agentkit_tool_shell::{ShellConfig, shell_tools};
+use agentkit_tool_shell::{ShellConfig, ShellSandbox, shell_tools};
 use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -114,10 +114,12 @@ impl Ctx {
                 Look::Warn,
             );
         } else if let Some(rest) = text.strip_prefix('+') {
-            self.follow_ups.push_back(rest.trim().to_owned());
+            // Delivered by the loop only when the model would otherwise
+            // finish, or as the next turn's input.
+            let id = soft.push_follow_up(Item::user(rest.trim()));
             self.note(
                 format!(
-                    "⧗ queued follow-up: {} (sent when this turn is done)",
+                    "⧗ queued follow-up #{id}: {} (sent when this turn is done)",
                     shorten(rest, 60)
                 ),
                 Look::Accent,
@@ -242,7 +244,11 @@ pub async fn run<M: ModelAdapter>(model: M, setup: Setup) -> Result<Summary, Loo
     let mut builder = Agent::builder()
         .model(model)
         .add_tool_source(fs_tools(FsToolsConfig::new(&workspace)))
-        .add_tool_source(shell_tools(ShellConfig::new(&workspace)))
+        // Commands run under Landlock where the kernel has it: writes only
+        // beneath the workspace (the tool says so when it runs unsandboxed).
+        .add_tool_source(shell_tools(
+            ShellConfig::new(&workspace).with_sandbox(ShellSandbox::new()),
+        ))
         .permissions(CodingPolicy::new(&workspace, always.clone()))
         .cancellation(controller.handle())
         .transcript(vec![Item::system(system_prompt(&workspace))]);

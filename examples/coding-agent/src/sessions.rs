@@ -227,6 +227,7 @@ mod tests {
             mutation_due: None,
             next_turn_cache: None,
             soft_queue_id: None,
+            background: Vec::new(),
         }
     }
 

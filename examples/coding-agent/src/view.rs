@@ -5,9 +5,9 @@
 //! summarised, the spinner names the call that runs, and each result is
 //! summarised in one line. Injected steering messages say where they went.
 //!
-//! The spinner follows the calls of a round in order: the running call is
-//! the first one without a result. When the loop reports tool start and
-//! progress events, the spinner follows those instead.
+//! The spinner names the call the loop reported as started (`ToolStarted`)
+//! and shows what a long tool reports (`ToolProgress`); between events it
+//! falls back to the first call of the round without a result.
 
 use crate::screen::{Line, Look, Screen};
 use crate::sessions::shorten;
@@ -90,6 +90,24 @@ impl LoopObserver for View {
             AgentEvent::ApprovalResolved { .. } => {
                 if let Some(call) = state.waiting.front() {
                     screen.set_activity(Some(running_label(call)));
+                }
+            }
+            AgentEvent::ToolStarted { call_id, .. } => {
+                if let Some(call) = state.waiting.iter().find(|c| c.id == call_id) {
+                    screen.set_activity(Some(running_label(call)));
+                }
+            }
+            AgentEvent::ToolProgress { call_id, progress } => {
+                if let Some(call) = state.waiting.iter().find(|c| c.id == call_id) {
+                    let done = progress
+                        .fraction
+                        .map(|f| format!(" {:.0}%", f * 100.0))
+                        .unwrap_or_default();
+                    screen.relabel_activity(format!(
+                        "{} — {}{done}",
+                        running_label(call),
+                        shorten(&progress.message, 40)
+                    ));
                 }
             }
             AgentEvent::ToolResultReceived { result } => {

@@ -185,10 +185,14 @@ fn a_message_typed_during_a_slow_tool_is_injected_after_it() {
     term.enter("also check the README");
     term.wait_for("⧗ queued #1 (steer): also check the README");
     term.enter("+then summarize it");
-    term.wait_for("⧗ queued follow-up: then summarize it (sent when this turn is done)");
+    term.wait_for("⧗ queued follow-up #2: then summarize it (sent when this turn is done)");
     term.wait_for("✓ exit code 0 · slept");
     term.wait_for("↳ injected #1 after the tool round: also check the README");
     term.wait_for("Done, and I will check the README too.");
+    // The follow-up waited for the model to finish, then went in the same
+    // turn (point B).
+    term.wait_for("↳ injected #2 when the model finished: then summarize it");
+    term.wait_for("Summary: it slept.");
     let screen = term.screen();
     let queued = screen.find("⧗ queued #1").unwrap();
     let result = screen.find("✓ exit code 0 · slept").unwrap();
@@ -205,6 +209,13 @@ fn a_message_typed_during_a_slow_tool_is_injected_after_it() {
             .last()
             .unwrap()
             .contains("also check the README")
+    );
+    let third = &messages[2];
+    assert!(
+        texts(third, "user")
+            .last()
+            .unwrap()
+            .contains("then summarize it")
     );
     term.wait_prompt();
     term.ctrl_d();

@@ -14,6 +14,7 @@
 //! finished result in a [`CallState`], never in a local variable.
 
 use super::state::{ActiveTurn, CallState, Phase, RoundCall};
+use crate::background::BackgroundTaskInfo;
 use crate::soft::InjectedMessage;
 use crate::transcript::TranscriptLog;
 use crate::{
@@ -148,6 +149,8 @@ pub(crate) struct DriverCore {
     context_retry_used: bool,
     /// The provider's usage of the last model call.
     pub(crate) last_call: Option<LastCallUsage>,
+    /// Results of background tasks waiting for a safe point.
+    pub(crate) notifications: Vec<(BackgroundTaskInfo, ToolResultPart)>,
 }
 
 impl DriverCore {
@@ -179,6 +182,7 @@ impl DriverCore {
             forced_compaction: false,
             context_retry_used: false,
             last_call: None,
+            notifications: Vec::new(),
         }
     }
 
@@ -258,6 +262,9 @@ impl DriverCore {
                         self.end_turn(FinishReason::StepLimit, metadata);
                         continue;
                     }
+                    // Background results first: they happened before the
+                    // input that is sent with them.
+                    self.deliver_notifications();
                     self.merge_pending_input();
                     if self.settings.has_mutators && !self.premutated {
                         self.mutation_due = Some(MutationPoint::BeforeModelCall);
@@ -542,9 +549,14 @@ impl DriverCore {
             self.phase = Phase::ToolRound;
             return;
         }
-        // Point B: the model is done, but the user typed meanwhile.
+        // Point B: the model is done, but the user typed meanwhile, or a
+        // background task finished: the turn goes on.
+        let delivered = self.deliver_notifications();
         if let Some((item, injected)) = self.soft.drain(true) {
             self.inject(SoftInterruptPoint::TurnComplete, item, 0, injected);
+            return;
+        }
+        if delivered {
             return;
         }
         self.end_turn(finish_reason, MetadataMap::new());
@@ -637,6 +649,43 @@ impl DriverCore {
                 entry.state = CallState::Interrupted;
             }
         }
+    }
+
+    /// A background task finished; its result waits for a safe point.
+    pub(crate) fn on_background_finished(
+        &mut self,
+        info: BackgroundTaskInfo,
+        outcome: Result<ToolResult, ToolError>,
+    ) {
+        let part = background_result(&info, outcome);
+        self.notifications.push((info, part));
+    }
+
+    /// Appends every waiting background result as a notification item.
+    /// Called only at safe points (no call of a round is open).
+    fn deliver_notifications(&mut self) -> bool {
+        if self.notifications.is_empty() {
+            return false;
+        }
+        for (info, part) in std::mem::take(&mut self.notifications) {
+            let status = if part.is_error { "failed" } else { "finished" };
+            let text = format!(
+                "[Background task {} ({}, call {}) {status}]\n{}",
+                info.task_id,
+                info.tool_name,
+                info.call_id,
+                part.output.to_text()
+            );
+            let item = Item::text(ItemKind::Context, text)
+                .with_metadata("agentkit.notification", "background_task")
+                .with_metadata("agentkit.task_id", info.task_id.as_str())
+                .with_metadata("agentkit.call_id", info.call_id.as_str())
+                .with_metadata("agentkit.is_error", part.is_error);
+            self.append(item, true);
+            self.emit(|| AgentEvent::ToolResultReceived { result: part });
+        }
+        self.phase = Phase::ModelCallDue;
+        true
     }
 
     /// The mutators of the owed point all ran.
@@ -900,6 +949,23 @@ pub(crate) fn tool_error_result(call_id: &ToolCallId, err: &ToolError) -> ToolRe
         },
         _ => part,
     }
+}
+
+/// The result of a background task, answering (late) its original call.
+pub(crate) fn background_result(
+    info: &BackgroundTaskInfo,
+    outcome: Result<ToolResult, ToolError>,
+) -> ToolResultPart {
+    let part = match outcome {
+        Ok(result) => {
+            let mut part = ToolResultPart::success(info.call_id.clone(), result.output);
+            part.is_error = result.is_error;
+            part.metadata = result.metadata;
+            part
+        }
+        Err(err) => tool_error_result(&info.call_id, &err),
+    };
+    part.with_metadata("agentkit.background_task", info.task_id.as_str())
 }
 
 /// The assistant item for a model answer, or `None` if it said nothing.

@@ -17,8 +17,8 @@ pub(crate) use resume::check_snapshot;
 
 use crate::error::panic_message;
 use crate::{
-    AgentEvent, LoopError, LoopStep, ModelSession, MutationPoint, MutatorError, PromptCacheRequest,
-    SoftInterruptHandle, TurnResult,
+    AgentEvent, BackgroundTasks, LoopError, LoopStep, ModelSession, MutationPoint, MutatorError,
+    PromptCacheRequest, SoftInterruptHandle, TurnResult,
 };
 use agentkit_core::{Item, SessionId, ToolCallId, validate_transcript};
 use agentkit_tools_core::{ApprovalDecision, ResolvedCatalog, ToolError, ToolResult};
@@ -74,6 +74,8 @@ impl Drop for Running {
 
 /// The runtime of one session; see the crate docs for the host loop.
 ///
+/// [`TaskRouting`]: crate::TaskRouting
+///
 /// A driver is made by [`Agent::start`](crate::Agent::start) or
 /// [`Agent::resume`](crate::Agent::resume) and pulled forward with
 /// [`next`](Self::next):
@@ -111,6 +113,8 @@ pub struct LoopDriver<S: ModelSession> {
     config: Arc<dyn DriverConfig>,
     /// Results of calls that finished before a `next()` was dropped.
     salvage: Arc<std::sync::Mutex<Vec<CallOutcome>>>,
+    /// Calls running in the background.
+    background: BackgroundTasks,
     last_catalog: Option<Arc<ResolvedCatalog>>,
 }
 
@@ -184,11 +188,17 @@ impl<S: ModelSession> LoopDriver<S> {
     ) -> Self {
         let session_id = core.session_id.clone();
         core.emit(|| AgentEvent::RunStarted { session_id });
+        let background = BackgroundTasks::default();
+        if !config.shared().observers.is_empty() {
+            let observers = config.clone();
+            background.set_notifier(Arc::new(move |event| notify(observers.as_ref(), event)));
+        }
         let mut driver = Self {
             core,
             session,
             config,
             salvage: Arc::default(),
+            background,
             last_catalog: None,
         };
         driver.dispatch();
@@ -211,6 +221,12 @@ impl<S: ModelSession> LoopDriver<S> {
     /// snapshot in the same process.
     pub fn soft_interrupts(&self) -> SoftInterruptHandle {
         self.core.soft.clone()
+    }
+
+    /// The calls running in the background (see [`TaskRouting`]): list
+    /// them, cancel one by id.
+    pub fn background_tasks(&self) -> BackgroundTasks {
+        self.background.clone()
     }
 
     /// Overrides the prompt-cache request of the next model call only.
@@ -286,6 +302,10 @@ impl<S: ModelSession> LoopDriver<S> {
             salvage: self.salvage.clone(),
         };
         loop {
+            for finished in self.background.take_finished() {
+                self.core
+                    .on_background_finished(finished.info, finished.outcome);
+            }
             let action = self.core.poll();
             self.dispatch();
             if !self.core.round_open() && !running.calls.is_empty() {
@@ -304,6 +324,14 @@ impl<S: ModelSession> LoopDriver<S> {
                 Action::AwaitTools => self.await_calls(&mut running).await,
                 Action::RunMutators(point) => self.run_mutators(point).await?,
             }
+        }
+    }
+
+    /// Hands finished background tasks to the core.
+    fn collect_background(&mut self) {
+        for finished in self.background.take_finished() {
+            self.core
+                .on_background_finished(finished.info, finished.outcome);
         }
     }
 

@@ -64,6 +64,7 @@ impl<S: ModelSession> LoopDriver<S> {
             available_tools: catalog.specs().to_vec(),
             metadata: MetadataMap::new(),
             cache: call.cache,
+            output_schema: None,
         };
         let cancellation = self.core.turn.as_ref().and_then(|t| t.cancellation.clone());
         let span = tracing::info_span!(
@@ -118,6 +119,9 @@ impl<S: ModelSession> LoopDriver<S> {
                 finish_reason,
                 metadata,
             } => {
+                // A background task that finished while the model spoke is
+                // delivered at point B.
+                self.collect_background();
                 let executor = self.config.shared().executor.clone();
                 let mut preflight = |call: &ToolCallPart| preflight(executor.as_ref(), call);
                 self.core.on_model_answer(

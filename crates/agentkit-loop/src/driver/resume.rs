@@ -5,11 +5,12 @@
 //! usage, every call's state (a finished call's real result included), the
 //! owed mutation, the next-turn cache request, the queued messages.
 
-use super::core::DriverCore;
+use super::core::{DriverCore, background_result};
 use super::state::{ActiveTurn, CallState, Phase, RoundCall};
 use super::{DriverParts, LoopDriver};
 use crate::snapshot::{
-    SNAPSHOT_VERSION, SnapshotCall, SnapshotCallState, SnapshotPhase, SnapshotTurn, arguments_hash,
+    SNAPSHOT_VERSION, SnapshotBackgroundTask, SnapshotCall, SnapshotCallState, SnapshotPhase,
+    SnapshotTurn, arguments_hash,
 };
 use crate::transcript::TranscriptLog;
 use crate::{LoopError, LoopSnapshot, ModelSession, SoftInterruptHandle};
@@ -79,7 +80,33 @@ impl<S: ModelSession> LoopDriver<S> {
             mutation_due: core.mutation_due,
             next_turn_cache: core.next_turn_cache.clone(),
             soft_queue_id: Some(core.soft.queue_id()),
+            background: self.background_snapshot(),
         }
+    }
+
+    fn background_snapshot(&self) -> Vec<SnapshotBackgroundTask> {
+        let running = self
+            .background
+            .list()
+            .into_iter()
+            .map(|task| SnapshotBackgroundTask { task, result: None });
+        let finished = self
+            .background
+            .peek_finished()
+            .into_iter()
+            .map(|(task, outcome)| SnapshotBackgroundTask {
+                result: Some(background_result(&task, outcome)),
+                task,
+            });
+        let waiting = self
+            .core
+            .notifications
+            .iter()
+            .map(|(task, part)| SnapshotBackgroundTask {
+                task: task.clone(),
+                result: Some(part.clone()),
+            });
+        waiting.chain(finished).chain(running).collect()
     }
 
     /// A driver continuing `snapshot`, which [`check_snapshot`] accepted.
@@ -174,6 +201,23 @@ impl<S: ModelSession> LoopDriver<S> {
         core.next_turn_cache = snapshot.next_turn_cache;
         core.soft = soft;
         core.mutation_due = snapshot.mutation_due.filter(|_| settings.has_mutators);
+        // Tasks that were running live in another process (or none): they
+        // are reported as lost, never silently forgotten.
+        core.notifications = snapshot
+            .background
+            .into_iter()
+            .map(|saved| {
+                let part = saved.result.unwrap_or_else(|| {
+                    ToolResultPart::error(
+                        saved.task.call_id.clone(),
+                        "the background task was lost: the session was resumed in a process that does not run it",
+                    )
+                    .with_metadata("agentkit.error_kind", "lost")
+                    .with_metadata("agentkit.background_task", saved.task.task_id.as_str())
+                });
+                (saved.task, part)
+            })
+            .collect();
         Self::from_core(core, parts.session, parts.config)
     }
 }

@@ -10,8 +10,9 @@
 
 use super::core::StartCall;
 use super::{LoopDriver, Running, RunningCall, notify};
-use crate::{AgentEvent, ModelSession, ToolJob};
-use agentkit_tools_core::{ProgressSink, ToolContext, ToolRequest};
+use crate::background::AbandonOnDrop;
+use crate::{AgentEvent, BackgroundTasks, ModelSession, TaskRouting, ToolJob};
+use agentkit_tools_core::{ProgressSink, ToolContext, ToolError, ToolRequest, ToolResult};
 use futures::{FutureExt, StreamExt};
 use std::sync::Arc;
 use tracing::Instrument;
@@ -76,14 +77,70 @@ impl<S: ModelSession> LoopDriver<S> {
             );
         }
         let manager = Arc::clone(shared.task_manager);
-        async move {
-            let outcome = manager.run(job).instrument(span.clone()).await;
-            if record_content && let Ok(result) = &outcome {
-                span.record("gen_ai.tool.call.result", result.output.to_text().as_str());
+        match manager.route(&job.request) {
+            TaskRouting::Background => {
+                let tasks = self.background.clone();
+                let tool_name = job.request.tool_name.clone();
+                async move {
+                    // Started on the first poll: a round that skips the call
+                    // before that never starts it.
+                    let (info, cancellation) = tasks.register(call_id.clone(), tool_name, None);
+                    spawn_task(
+                        tasks,
+                        manager,
+                        job,
+                        info.task_id.clone(),
+                        cancellation,
+                        span,
+                    );
+                    (index, call_id, Ok(started_result(&info.task_id, None)))
+                }
+                .boxed()
             }
-            (index, call_id, outcome)
+            TaskRouting::DetachAfter(wait) => {
+                let tasks = self.background.clone();
+                let tool_name = job.request.tool_name.clone();
+                async move {
+                    let (sender, mut receiver) = tokio::sync::oneshot::channel();
+                    let (info, cancellation) =
+                        tasks.register(call_id.clone(), tool_name, Some(sender));
+                    let task_id = info.task_id.clone();
+                    let _guard = AbandonOnDrop {
+                        tasks: tasks.clone(),
+                        task_id: task_id.clone(),
+                    };
+                    spawn_task(
+                        tasks.clone(),
+                        manager,
+                        job,
+                        task_id.clone(),
+                        cancellation,
+                        span,
+                    );
+                    let lost = || Err(ToolError::Internal("the background task was lost".into()));
+                    let outcome = tokio::select! {
+                        outcome = &mut receiver => outcome.unwrap_or_else(|_| lost()),
+                        _ = tokio::time::sleep(wait) => {
+                            if tasks.detach(&task_id) {
+                                Ok(started_result(&task_id, Some(wait)))
+                            } else {
+                                receiver.await.unwrap_or_else(|_| lost())
+                            }
+                        }
+                    };
+                    (index, call_id, outcome)
+                }
+                .boxed()
+            }
+            _ => async move {
+                let outcome = manager.run(job).instrument(span.clone()).await;
+                if record_content && let Ok(result) = &outcome {
+                    span.record("gen_ai.tool.call.result", result.output.to_text().as_str());
+                }
+                (index, call_id, outcome)
+            }
+            .boxed(),
         }
-        .boxed()
     }
 
     /// Waits until a call finishes, the turn is cancelled, or (with several
@@ -124,4 +181,38 @@ impl<S: ModelSession> LoopDriver<S> {
         }
         self.dispatch();
     }
+}
+
+/// Runs a call as a background task with its own cancellation.
+fn spawn_task(
+    tasks: BackgroundTasks,
+    manager: Arc<dyn crate::TaskManager>,
+    mut job: ToolJob,
+    task_id: String,
+    cancellation: agentkit_core::TurnCancellation,
+    span: tracing::Span,
+) {
+    job.ctx.cancellation = cancellation;
+    tokio::spawn(async move {
+        let outcome = manager.run(job).instrument(span).await;
+        tasks.finish(&task_id, outcome);
+    });
+}
+
+/// What the model reads for a call that went to the background.
+fn started_result(task_id: &str, after: Option<std::time::Duration>) -> ToolResult {
+    let text = match after {
+        None => format!(
+            "The call runs in the background as task {task_id}. Its result will be delivered as a notification when it finishes; do not call it again."
+        ),
+        Some(wait) => format!(
+            "The call did not finish within {:.1} s and now runs in the background as task {task_id}. Its result will be delivered as a notification when it finishes; do not call it again.",
+            wait.as_secs_f64()
+        ),
+    };
+    let mut result = ToolResult::new(text);
+    result
+        .metadata
+        .insert("agentkit.background_task".into(), task_id.into());
+    result
 }

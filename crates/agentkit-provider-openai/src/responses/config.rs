@@ -1,0 +1,65 @@
+//! What the Responses adapter asks for beyond a Chat Completions setup.
+//!
+//! The endpoint, key, model, headers, extra body fields, prices and HTTP
+//! policy are the same as for Chat Completions, so [`ResponsesConfig`]
+//! wraps an [`OpenAiConfig`]. What is new: whether OpenAI stores the
+//! response (`store`), and whether a turn continues the stored previous
+//! response (`previous_response_id`) instead of re-sending the transcript.
+
+use crate::OpenAiConfig;
+
+/// Configuration of a [`ResponsesAdapter`](crate::ResponsesAdapter).
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct ResponsesConfig {
+    /// Endpoint, key, model, limits, extra fields and HTTP policy;
+    /// `/responses` is appended to its `base_url`.
+    pub openai: OpenAiConfig,
+    /// `store`: `false` (the default) keeps nothing on OpenAI's side; the
+    /// reasoning then travels encrypted (`include:
+    /// ["reasoning.encrypted_content"]`) and is re-sent with every turn.
+    pub store: bool,
+    /// With `store`, continue from the last stored response
+    /// (`previous_response_id`) and send only the items after it.
+    pub previous_response_id: bool,
+    /// `reasoning.summary` (`auto`, `concise`, `detailed`) for reasoning
+    /// models; `None` leaves it out.
+    pub reasoning_summary: Option<String>,
+}
+
+impl ResponsesConfig {
+    /// OpenAI's Responses API with this key and model, `store: false`.
+    pub fn openai(api_key: impl Into<String>, model: impl Into<String>) -> Self {
+        Self::from(OpenAiConfig::openai(api_key, model))
+    }
+
+    /// Sets `store` (and, with it, whether turns chain on
+    /// `previous_response_id`).
+    pub fn with_store(mut self, store: bool, previous_response_id: bool) -> Self {
+        self.store = store;
+        self.previous_response_id = store && previous_response_id;
+        self
+    }
+
+    /// Sets `reasoning.summary`.
+    pub fn with_reasoning_summary(mut self, summary: impl Into<String>) -> Self {
+        self.reasoning_summary = Some(summary.into());
+        self
+    }
+
+    /// The URL requests are posted to.
+    pub fn endpoint(&self) -> String {
+        format!("{}/responses", self.openai.base_url.trim_end_matches('/'))
+    }
+}
+
+impl From<OpenAiConfig> for ResponsesConfig {
+    fn from(openai: OpenAiConfig) -> Self {
+        Self {
+            openai,
+            store: false,
+            previous_response_id: false,
+            reasoning_summary: None,
+        }
+    }
+}

@@ -1,0 +1,170 @@
+//! The OpenAI Responses API (`POST /v1/responses`), streaming.
+//!
+//! The Responses API is what OpenAI now recommends over Chat Completions:
+//! reasoning models keep their reasoning across tool rounds (as encrypted
+//! items when nothing is stored on OpenAI's side), and usage reports cached
+//! and reasoning tokens. It lives beside the Chat Completions adapter rather
+//! than in a crate of its own because it shares the endpoint, key, HTTP
+//! policy, tool choice and prices ([`OpenAiConfig`](crate::OpenAiConfig))
+//! and the id scheme, and a separate crate would only add a build unit.
+//!
+//! ```
+//! use agentkit_provider_openai::{ResponsesAdapter, ResponsesConfig};
+//!
+//! let config = ResponsesConfig::openai("sk-...", "gpt-5-mini")
+//!     .with_reasoning_summary("auto");
+//! let adapter = ResponsesAdapter::new(config).unwrap();
+//! # drop(adapter);
+//! ```
+
+mod config;
+mod request;
+mod stream;
+
+pub use config::ResponsesConfig;
+
+use crate::adapter::FallbackIds;
+use crate::error::model_error;
+use agentkit_core::TurnCancellation;
+use agentkit_http::{DecodedStream, HttpClient, StreamRequest};
+use agentkit_loop::{
+    ModelAdapter, ModelError, ModelSession, ModelTurn, ModelTurnEvent, PromptCacheRequest,
+    SessionConfig, TurnRequest,
+};
+use std::sync::Arc;
+use stream::ResponsesDecoder;
+
+struct Shared {
+    config: ResponsesConfig,
+    client: HttpClient,
+}
+
+/// A [`ModelAdapter`] for the OpenAI Responses API.
+#[derive(Clone)]
+pub struct ResponsesAdapter {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for ResponsesAdapter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResponsesAdapter")
+            .field("base_url", &self.shared.config.openai.base_url)
+            .field("model", &self.shared.config.openai.model)
+            .field("store", &self.shared.config.store)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ResponsesAdapter {
+    /// An adapter with this configuration.
+    pub fn new(config: impl Into<ResponsesConfig>) -> Result<Self, ModelError> {
+        let config = config.into();
+        let client = HttpClient::new(config.openai.http.clone()).map_err(model_error)?;
+        Ok(Self {
+            shared: Arc::new(Shared { config, client }),
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ResponsesConfig {
+        &self.shared.config
+    }
+}
+
+#[async_trait::async_trait]
+impl ModelAdapter for ResponsesAdapter {
+    type Session = ResponsesSession;
+
+    async fn start_session(&self, config: SessionConfig) -> Result<ResponsesSession, ModelError> {
+        Ok(ResponsesSession {
+            shared: self.shared.clone(),
+            cache: config.cache,
+            ids: FallbackIds::new(),
+        })
+    }
+}
+
+/// A session: runs turns one at a time.
+pub struct ResponsesSession {
+    shared: Arc<Shared>,
+    cache: Option<PromptCacheRequest>,
+    ids: FallbackIds,
+}
+
+impl std::fmt::Debug for ResponsesSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResponsesSession").finish_non_exhaustive()
+    }
+}
+
+#[async_trait::async_trait]
+impl ModelSession for ResponsesSession {
+    type Turn = ResponsesTurn;
+
+    async fn begin_turn(
+        &mut self,
+        request: TurnRequest,
+        cancellation: Option<TurnCancellation>,
+    ) -> Result<ResponsesTurn, ModelError> {
+        let config = &self.shared.config;
+        let cache = request.cache.as_ref().or(self.cache.as_ref());
+        let body = request::request_body(config, &request, cache);
+        let mut http = StreamRequest::json(config.endpoint(), &body);
+        if let Some(key) = config.openai.api_key.as_deref().filter(|k| !k.is_empty()) {
+            http = http.with_header("authorization", format!("Bearer {key}"));
+        }
+        for (name, value) in &config.openai.extra_headers {
+            http = http.with_header(name.clone(), value.clone());
+        }
+        tracing::debug!(turn = %request.turn_id, model = %config.openai.model, "starting a Responses turn");
+        let response = self
+            .shared
+            .client
+            .post_sse(http, cancellation.as_ref())
+            .await
+            .map_err(model_error)?;
+        let warnings = response
+            .retries
+            .iter()
+            .map(|retry| ModelTurnEvent::Warning(format!("openai responses: {retry}")));
+        let pricing = config
+            .openai
+            .prices
+            .as_ref()
+            .map(|p| (p.clone(), config.openai.model.clone()));
+        let decoder = ResponsesDecoder::new(self.ids.next_turn(), pricing);
+        Ok(ResponsesTurn {
+            stream: DecodedStream::new(response.events, decoder).with_queued(warnings),
+        })
+    }
+}
+
+/// One streaming turn.
+pub struct ResponsesTurn {
+    stream: DecodedStream<ResponsesDecoder>,
+}
+
+impl std::fmt::Debug for ResponsesTurn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResponsesTurn")
+            .field("queued", &self.stream.queued())
+            .field("done", &self.stream.is_done())
+            .finish_non_exhaustive()
+    }
+}
+
+#[async_trait::async_trait]
+impl ModelTurn for ResponsesTurn {
+    async fn next_event(
+        &mut self,
+        cancellation: Option<TurnCancellation>,
+    ) -> Result<Option<ModelTurnEvent>, ModelError> {
+        self.stream
+            .next(cancellation.as_ref())
+            .await
+            .map_err(|error| {
+                tracing::debug!(%error, "Responses turn failed");
+                model_error(error)
+            })
+    }
+}

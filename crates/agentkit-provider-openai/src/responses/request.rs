@@ -1,0 +1,286 @@
+//! The transcript as a Responses API request body.
+//!
+//! The Responses API takes a list of input items rather than chat messages:
+//! messages (`system`, `developer`, `user`, `assistant`), `function_call`
+//! items for the model's tool calls, `function_call_output` items for their
+//! results, and `reasoning` items. Reasoning this adapter received goes back
+//! as it came, with its item id and encrypted content, so a reasoning model
+//! keeps its chain of thought across tool rounds with `store: false`;
+//! reasoning from another provider (no id, nothing encrypted) cannot be
+//! verified by OpenAI and is left out. With `previous_response_id`, the
+//! items up to the last stored response are not sent again.
+
+use super::ResponsesConfig;
+use super::stream::{ITEM_ID, PROVIDER};
+use crate::ToolChoice;
+use agentkit_core::{
+    DataRef, FilePart, Item, ItemKind, MediaPart, Modality, Part, ReasoningPart, ToolOutput,
+    ToolResultPart,
+};
+use agentkit_loop::{OutputSchema, PromptCacheMode, PromptCacheRequest, TurnRequest};
+use agentkit_tools_core::ToolSpec;
+use serde_json::{Map, Value, json};
+
+/// Builds the JSON body for one streamed turn.
+pub(crate) fn request_body(
+    config: &ResponsesConfig,
+    request: &TurnRequest,
+    cache: Option<&PromptCacheRequest>,
+) -> Value {
+    let items = request.transcript.read();
+    let (previous, start) = match config.previous_response_id {
+        true => continuation(&items),
+        false => (None, 0),
+    };
+    let mut input = Vec::new();
+    for item in &items[start..] {
+        item_inputs(item, &mut input);
+    }
+    drop(items);
+
+    let openai = &config.openai;
+    let mut body = Map::new();
+    body.insert("model".into(), json!(openai.model));
+    body.insert("input".into(), Value::Array(input));
+    body.insert("stream".into(), json!(true));
+    body.insert("store".into(), json!(config.store));
+    if !config.store {
+        body.insert("include".into(), json!(["reasoning.encrypted_content"]));
+    }
+    if let Some(id) = previous {
+        body.insert("previous_response_id".into(), json!(id));
+    }
+    if let Some(max) = openai.max_tokens {
+        body.insert("max_output_tokens".into(), json!(max));
+    }
+    if let Some(summary) = &config.reasoning_summary {
+        body.insert("reasoning".into(), json!({ "summary": summary }));
+    }
+    if !request.available_tools.is_empty() {
+        let tools = request.available_tools.iter().map(|s| tool(s)).collect();
+        body.insert("tools".into(), Value::Array(tools));
+        if let Some(choice) = &openai.tool_choice {
+            body.insert("tool_choice".into(), tool_choice(choice));
+        }
+    }
+    if let Some(schema) = &request.output_schema {
+        body.insert("text".into(), json!({ "format": text_format(schema) }));
+    }
+    if let Some(key) = cache
+        .filter(|c| c.mode != PromptCacheMode::Disabled)
+        .and_then(|c| c.key.as_ref())
+    {
+        body.insert("prompt_cache_key".into(), json!(key));
+    }
+    for (name, value) in &openai.extra_body {
+        body.insert(name.clone(), value.clone());
+    }
+    Value::Object(body)
+}
+
+/// The last stored response of this adapter and the index of the first
+/// item after it.
+fn continuation(items: &[Item]) -> (Option<String>, usize) {
+    for (at, item) in items.iter().enumerate().rev() {
+        if item.kind != ItemKind::Assistant {
+            continue;
+        }
+        let from_us = item.metadata.get("agentkit.provider") == Some(&json!(PROVIDER));
+        if let Some(id) = item
+            .metadata
+            .get("agentkit.response_id")
+            .and_then(Value::as_str)
+            .filter(|_| from_us)
+        {
+            return (Some(id.to_owned()), at + 1);
+        }
+    }
+    (None, 0)
+}
+
+/// Structured output as `text.format`.
+fn text_format(schema: &OutputSchema) -> Value {
+    let mut format = json!({
+        "type": "json_schema",
+        "name": schema.name,
+        "schema": crate::request::output_schema(schema),
+        "strict": schema.strict,
+    });
+    if let Some(description) = &schema.description {
+        format["description"] = json!(description);
+    }
+    format
+}
+
+fn tool(spec: &ToolSpec) -> Value {
+    json!({
+        "type": "function",
+        "name": spec.name,
+        "description": spec.description,
+        "parameters": spec.input_schema,
+        // Strict mode needs a normalised schema; tools keep the schema
+        // they declared.
+        "strict": false,
+    })
+}
+
+fn tool_choice(choice: &ToolChoice) -> Value {
+    match choice {
+        ToolChoice::None => json!("none"),
+        ToolChoice::Required => json!("required"),
+        ToolChoice::Tool(name) => json!({ "type": "function", "name": name }),
+        _ => json!("auto"),
+    }
+}
+
+/// Appends the input items one transcript item becomes, in part order.
+fn item_inputs(item: &Item, input: &mut Vec<Value>) {
+    let role = match item.kind {
+        ItemKind::System => "system",
+        ItemKind::Developer => "developer",
+        ItemKind::Assistant => "assistant",
+        _ => "user",
+    };
+    // Content blocks waiting to become one message.
+    let mut blocks: Vec<Value> = Vec::new();
+    let flush = |blocks: &mut Vec<Value>, input: &mut Vec<Value>| {
+        if !blocks.is_empty() {
+            input.push(message(role, std::mem::take(blocks)));
+        }
+    };
+    for part in &item.parts {
+        match part {
+            Part::ToolCall(call) if role == "assistant" => {
+                flush(&mut blocks, input);
+                input.push(json!({
+                    "type": "function_call",
+                    "call_id": call.id.as_str(),
+                    "name": call.name,
+                    "arguments": call.input.to_string(),
+                }));
+            }
+            Part::ToolResult(result) => {
+                flush(&mut blocks, input);
+                input.push(function_call_output(result));
+            }
+            Part::Reasoning(reasoning) if role == "assistant" => {
+                flush(&mut blocks, input);
+                input.extend(reasoning_item(reasoning));
+            }
+            other => blocks.extend(content_block(role, other)),
+        }
+    }
+    flush(&mut blocks, input);
+}
+
+fn message(role: &str, blocks: Vec<Value>) -> Value {
+    let all_text = blocks
+        .iter()
+        .all(|b| matches!(b["type"].as_str(), Some("input_text" | "output_text")));
+    let content = if all_text && role != "assistant" {
+        let texts: Vec<&str> = blocks.iter().filter_map(|b| b["text"].as_str()).collect();
+        json!(texts.join("\n\n"))
+    } else {
+        Value::Array(blocks)
+    };
+    json!({ "type": "message", "role": role, "content": content })
+}
+
+fn reasoning_item(reasoning: &ReasoningPart) -> Option<Value> {
+    let id = reasoning.metadata.get(ITEM_ID).and_then(Value::as_str);
+    if id.is_none() && reasoning.encrypted.is_none() {
+        return None;
+    }
+    let summary: Vec<Value> = reasoning
+        .summary
+        .iter()
+        .filter(|s| !s.is_empty())
+        .map(|s| json!({ "type": "summary_text", "text": s }))
+        .collect();
+    let mut item = json!({ "type": "reasoning", "summary": summary });
+    if let Some(id) = id {
+        item["id"] = json!(id);
+    }
+    if let Some(encrypted) = &reasoning.encrypted {
+        item["encrypted_content"] = json!(encrypted);
+    }
+    Some(item)
+}
+
+fn function_call_output(result: &ToolResultPart) -> Value {
+    let mut text = match &result.output {
+        ToolOutput::Text(text) => text.clone(),
+        other => other.to_text(),
+    };
+    if text.is_empty() {
+        text = "(no output)".to_owned();
+    }
+    json!({
+        "type": "function_call_output",
+        "call_id": result.call_id.as_str(),
+        "output": text,
+    })
+}
+
+/// One content block (`input_*` for the user side, `output_text` for the
+/// assistant), or `None` for parts the API cannot carry.
+fn content_block(role: &str, part: &Part) -> Option<Value> {
+    let text_type = if role == "assistant" {
+        "output_text"
+    } else {
+        "input_text"
+    };
+    match part {
+        Part::Text(text) if text.text.is_empty() => None,
+        Part::Text(text) => Some(json!({ "type": text_type, "text": text.text })),
+        Part::Structured(s) => Some(json!({ "type": text_type, "text": s.value.to_string() })),
+        Part::Media(media) if role != "assistant" => media_block(media),
+        Part::File(file) if role != "assistant" => file_block(file),
+        _ => None,
+    }
+}
+
+fn data_url(mime_type: &str, data: &DataRef) -> Option<String> {
+    match data {
+        DataRef::Url { url } => Some(url.clone()),
+        DataRef::Bytes { .. } => Some(format!(
+            "data:{mime_type};base64,{}",
+            data.to_base64().unwrap_or_default()
+        )),
+        _ => None,
+    }
+}
+
+fn media_block(media: &MediaPart) -> Option<Value> {
+    if media.modality != Modality::Image {
+        tracing::debug!(mime_type = %media.mime_type, "the Responses API input takes images only; left out");
+        return None;
+    }
+    if let DataRef::ProviderFile { file_id } = &media.data {
+        return Some(json!({ "type": "input_image", "file_id": file_id }));
+    }
+    let url = data_url(&media.mime_type, &media.data)?;
+    Some(json!({ "type": "input_image", "image_url": url }))
+}
+
+fn file_block(file: &FilePart) -> Option<Value> {
+    let name = file.name.clone().unwrap_or_else(|| "file".to_owned());
+    match &file.data {
+        DataRef::Text { text } => Some(json!({
+            "type": "input_text",
+            "text": format!("<file name=\"{name}\">\n{text}\n</file>"),
+        })),
+        DataRef::ProviderFile { file_id } => {
+            Some(json!({ "type": "input_file", "file_id": file_id }))
+        }
+        DataRef::Url { url } => Some(json!({ "type": "input_file", "file_url": url })),
+        data => {
+            let mime = file
+                .mime_type
+                .as_deref()
+                .unwrap_or("application/octet-stream");
+            let url = data_url(mime, data)?;
+            Some(json!({ "type": "input_file", "filename": name, "file_data": url }))
+        }
+    }
+}

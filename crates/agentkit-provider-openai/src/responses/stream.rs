@@ -1,0 +1,495 @@
+//! Responses API stream events turned into the loop's turn events.
+//!
+//! Every event names its `type` and the output item it belongs to
+//! (`output_index`). Output items are messages (text streamed by
+//! `response.output_text.delta`, refusals by `response.refusal.delta`),
+//! reasoning items (summaries streamed by
+//! `response.reasoning_summary_text.delta`, the encrypted content in the
+//! finished item) and function calls (arguments streamed by
+//! `response.function_call_arguments.delta`). Text and reasoning become
+//! parts as they stream; a reasoning part keeps the item id and encrypted
+//! content so it can be sent back. Tool calls are handed over only when the
+//! response is complete, once their arguments parse as JSON.
+//!
+//! The answer ends with `response.completed`, `response.incomplete`
+//! (`max_output_tokens`, `content_filter`) or `response.failed`; an `error`
+//! event is an error, and a stream that ends before any of these is cut.
+
+use agentkit_core::{
+    CostUsage, Delta, FinishReason, MetadataMap, PartId, PartKind, TokenUsage, ToolCallPart, Usage,
+};
+use agentkit_http::{PriceTable, ProviderError, SseEvent};
+use agentkit_loop::{ModelTurnEvent, ModelTurnResult};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+
+/// The `agentkit.provider` value of this adapter's parts and answers.
+pub(crate) const PROVIDER: &str = "openai-responses";
+
+/// The metadata key holding an output item's id (`rs_...`, `fc_...`).
+pub(crate) const ITEM_ID: &str = "openai.item_id";
+
+#[derive(Deserialize)]
+struct Event {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    output_index: Option<u64>,
+    #[serde(default)]
+    summary_index: Option<u64>,
+    #[serde(default)]
+    delta: Option<String>,
+    #[serde(default)]
+    item: Option<Value>,
+    #[serde(default)]
+    response: Option<Response>,
+}
+
+#[derive(Deserialize)]
+struct Response {
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    model: Option<String>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
+    #[serde(default)]
+    error: Option<Value>,
+    #[serde(default)]
+    incomplete_details: Option<IncompleteDetails>,
+}
+
+#[derive(Deserialize)]
+struct IncompleteDetails {
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct WireUsage {
+    #[serde(default)]
+    input_tokens: u64,
+    #[serde(default)]
+    output_tokens: u64,
+    #[serde(default)]
+    input_tokens_details: Option<InputDetails>,
+    #[serde(default)]
+    output_tokens_details: Option<OutputDetails>,
+    /// Reported by gateways such as OpenRouter, in US dollars.
+    #[serde(default)]
+    cost: Option<f64>,
+}
+
+#[derive(Deserialize)]
+struct InputDetails {
+    #[serde(default)]
+    cached_tokens: u64,
+}
+
+#[derive(Deserialize)]
+struct OutputDetails {
+    #[serde(default)]
+    reasoning_tokens: u64,
+}
+
+impl WireUsage {
+    fn into_usage(self) -> Usage {
+        let mut usage = Usage::from_tokens(TokenUsage {
+            input_tokens: self.input_tokens,
+            output_tokens: self.output_tokens,
+            reasoning_tokens: self.output_tokens_details.map_or(0, |d| d.reasoning_tokens),
+            cache_read_tokens: self.input_tokens_details.map_or(0, |d| d.cached_tokens),
+            cache_write_tokens: 0,
+        });
+        usage.cost = self.cost.filter(|c| c.is_finite()).map(|amount| CostUsage {
+            amount,
+            currency: "USD".to_owned(),
+        });
+        usage
+    }
+}
+
+/// A function call being streamed.
+#[derive(Default)]
+struct CallBuilder {
+    item_id: String,
+    call_id: String,
+    name: String,
+    arguments: String,
+    /// Set once `response.output_item.done` gave the final arguments.
+    done: bool,
+}
+
+/// Decodes one streamed response.
+pub(crate) struct ResponsesDecoder {
+    next_part: u32,
+    /// Open text or reasoning parts, by output index (and summary index
+    /// for reasoning, whose summaries are joined into one part).
+    open: HashMap<u64, (PartId, PartKind, Option<u64>)>,
+    calls: Vec<(u64, CallBuilder)>,
+    fallback_ids: String,
+    pricing: Option<(Arc<PriceTable>, String)>,
+    finished: bool,
+}
+
+impl ResponsesDecoder {
+    /// A decoder naming id-less calls `<fallback_ids><position>` and
+    /// computing costs from `pricing` when none is reported.
+    pub(crate) fn new(
+        fallback_ids: impl Into<String>,
+        pricing: Option<(Arc<PriceTable>, String)>,
+    ) -> Self {
+        Self {
+            next_part: 0,
+            open: HashMap::new(),
+            calls: Vec::new(),
+            fallback_ids: fallback_ids.into(),
+            pricing,
+            finished: false,
+        }
+    }
+
+    fn begin(
+        &mut self,
+        index: u64,
+        kind: PartKind,
+        item_id: Option<&str>,
+        out: &mut VecDeque<ModelTurnEvent>,
+    ) -> PartId {
+        if let Some((id, open_kind, _)) = self.open.get(&index)
+            && *open_kind == kind
+        {
+            return id.clone();
+        }
+        self.commit(index, out);
+        let part_id = PartId::new(format!("p{}", self.next_part));
+        self.next_part += 1;
+        let reasoning = kind == PartKind::Reasoning;
+        out.push_back(ModelTurnEvent::Delta(Delta::BeginPart {
+            part_id: part_id.clone(),
+            kind: kind.clone(),
+        }));
+        if reasoning {
+            let mut metadata = MetadataMap::new();
+            metadata.insert("agentkit.provider".into(), PROVIDER.into());
+            if let Some(id) = item_id {
+                metadata.insert(ITEM_ID.into(), id.into());
+            }
+            out.push_back(ModelTurnEvent::Delta(Delta::SetMetadata {
+                part_id: part_id.clone(),
+                metadata,
+            }));
+        }
+        self.open.insert(index, (part_id.clone(), kind, None));
+        part_id
+    }
+
+    fn commit(&mut self, index: u64, out: &mut VecDeque<ModelTurnEvent>) {
+        if let Some((part_id, _, _)) = self.open.remove(&index) {
+            out.push_back(ModelTurnEvent::Delta(Delta::CommitPart { part_id }));
+        }
+    }
+
+    fn on_text(&mut self, index: u64, text: String, out: &mut VecDeque<ModelTurnEvent>) {
+        if text.is_empty() {
+            return;
+        }
+        let part_id = self.begin(index, PartKind::Text, None, out);
+        out.push_back(ModelTurnEvent::Delta(Delta::AppendText {
+            part_id,
+            chunk: text,
+        }));
+    }
+
+    fn on_summary(
+        &mut self,
+        index: u64,
+        summary: Option<u64>,
+        text: String,
+        out: &mut VecDeque<ModelTurnEvent>,
+    ) {
+        let part_id = self.begin(index, PartKind::Reasoning, None, out);
+        let Some(open) = self.open.get_mut(&index) else {
+            return;
+        };
+        // Summaries of one item are paragraphs of one part.
+        let mut chunk = text;
+        if open.2.is_some() && open.2 != summary {
+            chunk.insert_str(0, "\n\n");
+        }
+        open.2 = summary.or(Some(0));
+        if !chunk.is_empty() {
+            out.push_back(ModelTurnEvent::Delta(Delta::AppendText { part_id, chunk }));
+        }
+    }
+
+    fn on_item_added(&mut self, index: u64, item: &Value, out: &mut VecDeque<ModelTurnEvent>) {
+        match item["type"].as_str() {
+            Some("reasoning") => {
+                self.begin(index, PartKind::Reasoning, item["id"].as_str(), out);
+            }
+            Some("function_call") => {
+                let call = self.call(index);
+                call.item_id = item["id"].as_str().unwrap_or_default().to_owned();
+                call.call_id = item["call_id"].as_str().unwrap_or_default().to_owned();
+                call.name = item["name"].as_str().unwrap_or_default().to_owned();
+                call.arguments = item["arguments"].as_str().unwrap_or_default().to_owned();
+            }
+            _ => {}
+        }
+    }
+
+    fn on_item_done(&mut self, index: u64, item: &Value, out: &mut VecDeque<ModelTurnEvent>) {
+        match item["type"].as_str() {
+            Some("reasoning") => {
+                let part_id = self.begin(index, PartKind::Reasoning, item["id"].as_str(), out);
+                // The summary deltas may have been skipped by a server; the
+                // finished item has the whole summary.
+                let streamed = self.open.get(&index).is_some_and(|o| o.2.is_some());
+                if !streamed {
+                    let summary: Vec<&str> = item["summary"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|s| s["text"].as_str())
+                        .collect();
+                    if !summary.is_empty() {
+                        out.push_back(ModelTurnEvent::Delta(Delta::AppendText {
+                            part_id: part_id.clone(),
+                            chunk: summary.join("\n\n"),
+                        }));
+                    }
+                }
+                if let Some(encrypted) = item["encrypted_content"].as_str() {
+                    out.push_back(ModelTurnEvent::Delta(Delta::ReasoningOpaque {
+                        part_id,
+                        signature: None,
+                        encrypted: Some(encrypted.to_owned()),
+                    }));
+                }
+                self.commit(index, out);
+            }
+            Some("function_call") => {
+                let call = self.call(index);
+                for (field, value) in [
+                    (&mut call.item_id, &item["id"]),
+                    (&mut call.call_id, &item["call_id"]),
+                    (&mut call.name, &item["name"]),
+                ] {
+                    if let Some(text) = value.as_str().filter(|t| !t.is_empty()) {
+                        *field = text.to_owned();
+                    }
+                }
+                if let Some(arguments) = item["arguments"].as_str() {
+                    call.arguments = arguments.to_owned();
+                }
+                call.done = true;
+            }
+            _ => self.commit(index, out),
+        }
+    }
+
+    fn call(&mut self, index: u64) -> &mut CallBuilder {
+        let at = match self.calls.iter().position(|(i, _)| *i == index) {
+            Some(at) => at,
+            None => {
+                self.calls.push((index, CallBuilder::default()));
+                self.calls.len() - 1
+            }
+        };
+        &mut self.calls[at].1
+    }
+
+    /// Checks the calls and ends the answer; nothing is emitted when a
+    /// call is broken.
+    fn finish(
+        &mut self,
+        response: Response,
+        incomplete: bool,
+        out: &mut VecDeque<ModelTurnEvent>,
+    ) -> Result<(), ProviderError> {
+        let mut calls = Vec::with_capacity(self.calls.len());
+        for (position, (_, builder)) in std::mem::take(&mut self.calls).into_iter().enumerate() {
+            calls.push(self.tool_call(position, builder)?);
+        }
+        let mut open: Vec<u64> = self.open.keys().copied().collect();
+        open.sort_unstable();
+        for index in open {
+            self.commit(index, out);
+        }
+        let has_calls = !calls.is_empty();
+        out.extend(calls.into_iter().map(ModelTurnEvent::ToolCall));
+        let mut usage = match response.usage {
+            Some(usage) => usage.into_usage(),
+            None => Usage::unknown(),
+        };
+        if let Some((prices, model)) = &self.pricing {
+            prices.fill_cost(response.model.as_deref().unwrap_or(model), &mut usage);
+        }
+        out.push_back(ModelTurnEvent::Usage(usage));
+        let reason = match response.incomplete_details.and_then(|d| d.reason) {
+            Some(reason) if incomplete => match reason.as_str() {
+                "max_output_tokens" => FinishReason::MaxTokens,
+                "content_filter" => FinishReason::Blocked,
+                other => FinishReason::Other(other.to_owned()),
+            },
+            None if incomplete => FinishReason::Other("incomplete".to_owned()),
+            _ if has_calls => FinishReason::ToolCall,
+            _ => FinishReason::Completed,
+        };
+        let mut result = ModelTurnResult::new(reason);
+        result
+            .metadata
+            .insert("agentkit.provider".into(), PROVIDER.into());
+        if let Some(id) = response.id {
+            result
+                .metadata
+                .insert("agentkit.response_id".into(), id.into());
+        }
+        if let Some(model) = response.model {
+            result
+                .metadata
+                .insert("agentkit.model".into(), model.into());
+        }
+        out.push_back(ModelTurnEvent::Finished(result));
+        self.finished = true;
+        Ok(())
+    }
+
+    fn tool_call(
+        &self,
+        position: usize,
+        builder: CallBuilder,
+    ) -> Result<ToolCallPart, ProviderError> {
+        if builder.name.is_empty() {
+            return Err(ProviderError::protocol(format!(
+                "function call {position} has no name"
+            )));
+        }
+        if !builder.done {
+            return Err(ProviderError::protocol(format!(
+                "function call {} ({}) was never finished",
+                builder.name, builder.call_id
+            )));
+        }
+        let input = if builder.arguments.trim().is_empty() {
+            Value::Object(Default::default())
+        } else {
+            serde_json::from_str(&builder.arguments).map_err(|err| {
+                ProviderError::protocol(format!(
+                    "the arguments of function call {} ({}) are not valid JSON ({err}): {}",
+                    builder.name,
+                    builder.call_id,
+                    excerpt(&builder.arguments)
+                ))
+            })?
+        };
+        let id = if builder.call_id.is_empty() {
+            format!("{}{position}", self.fallback_ids)
+        } else {
+            builder.call_id
+        };
+        let mut call = ToolCallPart::new(id, builder.name, input);
+        if !builder.item_id.is_empty() {
+            call.metadata.insert(ITEM_ID.into(), json!(builder.item_id));
+        }
+        Ok(call)
+    }
+}
+
+impl agentkit_http::SseDecoder for ResponsesDecoder {
+    type Output = ModelTurnEvent;
+
+    fn on_event(
+        &mut self,
+        event: &SseEvent,
+        out: &mut VecDeque<ModelTurnEvent>,
+    ) -> Result<(), ProviderError> {
+        if self.finished {
+            return Ok(());
+        }
+        let data = event.data.trim();
+        if data.is_empty() || data == "[DONE]" {
+            return Ok(());
+        }
+        let parsed: Event = serde_json::from_str(data).map_err(|err| {
+            ProviderError::protocol(format!(
+                "a stream event is not valid JSON ({err}): {}",
+                excerpt(data)
+            ))
+        })?;
+        let index = parsed.output_index.unwrap_or(0);
+        match parsed.kind.as_str() {
+            "response.output_text.delta" | "response.refusal.delta" => {
+                self.on_text(index, parsed.delta.unwrap_or_default(), out);
+            }
+            "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => {
+                let text = parsed.delta.unwrap_or_default();
+                self.on_summary(index, parsed.summary_index, text, out);
+            }
+            "response.function_call_arguments.delta" => {
+                let delta = parsed.delta.unwrap_or_default();
+                self.call(index).arguments.push_str(&delta);
+            }
+            "response.output_item.added" => {
+                if let Some(item) = &parsed.item {
+                    self.on_item_added(index, item, out);
+                }
+            }
+            "response.output_item.done" => {
+                if let Some(item) = &parsed.item {
+                    self.on_item_done(index, item, out);
+                }
+            }
+            "response.completed" | "response.incomplete" => {
+                let incomplete = parsed.kind == "response.incomplete";
+                let response = parsed.response.ok_or_else(|| {
+                    ProviderError::protocol(format!("{} without its response", parsed.kind))
+                })?;
+                self.finish(response, incomplete, out)?;
+            }
+            "response.failed" => {
+                let error = parsed
+                    .response
+                    .and_then(|r| r.error)
+                    .unwrap_or_else(|| json!({ "message": "the response failed" }));
+                return Err(ProviderError::from_stream_error(
+                    &json!({ "error": error }).to_string(),
+                ));
+            }
+            "error" => return Err(ProviderError::from_stream_error(data)),
+            // Lifecycle and bookkeeping events carry nothing new:
+            // response.created / in_progress / queued, content_part.*,
+            // *.done duplicates of streamed text, annotations.
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn on_end(&mut self, _out: &mut VecDeque<ModelTurnEvent>) -> Result<(), ProviderError> {
+        if self.finished {
+            return Ok(());
+        }
+        Err(ProviderError::protocol(
+            "the stream ended before the response was completed",
+        ))
+    }
+
+    fn is_finished(&self) -> bool {
+        self.finished
+    }
+}
+
+fn excerpt(text: &str) -> String {
+    let mut end = text.len().min(200);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    if end < text.len() {
+        format!("{}…", &text[..end])
+    } else {
+        text.to_owned()
+    }
+}
