@@ -22,7 +22,7 @@ commands:
   test      all tests (nextest when installed, else cargo test)
   doc-test  doc tests, the book's code blocks included
   fixtures  npm ci for test fixtures (real MCP servers) when missing or stale
-  layers    the crate layer rules of ARCHITECTURE.md section 1
+  layers    the crate layer rules (docs/src/architecture.md, Layers)
   meta      every crate has a README.md, a description and the workspace lints
   features  the umbrella crate with no optional part and with all of them
   examples  run the offline examples

@@ -6,7 +6,7 @@
 //! assert on what the model saw. [`run_to_finish`] drives a session to the
 //! end of a turn, answering approvals, and checks the transcript. [`normalized`] and
 //! [`assert_transcript_snapshot!`] make transcripts snapshot-stable. With
-//! the `cassette` feature, [`cassette`](crate::cassette) records real
+//! the `cassette` feature, [`cassette`] records real
 //! provider exchanges and replays them offline through the real adapter and
 //! HTTP client.
 //!
