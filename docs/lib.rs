@@ -38,3 +38,5 @@ pub mod sessions {}
 pub mod context {}
 #[doc = include_str!("src/acp.md")]
 pub mod acp {}
+#[doc = include_str!("src/architecture.md")]
+pub mod architecture {}

@@ -18,11 +18,12 @@ commands:
   ci        every check below, stopping at the first failure
   fmt       cargo fmt --check
   clippy    cargo clippy on all targets with -D warnings
+  docs      cargo doc for every crate, rustdoc warnings (broken links) as errors
   test      all tests (nextest when installed, else cargo test)
   doc-test  doc tests, the book's code blocks included
   fixtures  npm ci for test fixtures (real MCP servers) when missing or stale,
             and the PostgreSQL server binaries (apt-get) when missing
-  layers    the crate layer rules of ARCHITECTURE.md section 1
+  layers    the crate layer rules (docs/src/architecture.md, Layers)
   meta      every crate has a README.md, a description and the workspace lints
   features  the umbrella crate with no optional part and with all of them
   examples  run the offline examples
@@ -39,6 +40,7 @@ fn main() -> ExitCode {
         "clippy" => run::clippy(),
         "test" => run::test(),
         "doc-test" => run::doc_test(),
+        "docs" => run::docs(),
         "fixtures" => fixtures::install(),
         "layers" => layers::check(),
         "meta" => checks::meta(),
@@ -69,11 +71,12 @@ type Step = fn() -> Result<(), String>;
 
 /// Cheap checks first, so a layer violation is reported before a long build.
 fn ci() -> Result<(), String> {
-    let steps: [(&str, Step); 9] = [
+    let steps: [(&str, Step); 10] = [
         ("layers", layers::check),
         ("meta", checks::meta),
         ("fmt", run::fmt),
         ("clippy", run::clippy),
+        ("docs", run::docs),
         ("features", run::features),
         ("fixtures", fixtures::install),
         ("test", run::test),

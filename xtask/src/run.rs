@@ -4,10 +4,20 @@ use std::process::Command;
 
 /// Runs a command in the workspace root, inheriting stdio.
 pub fn cargo(args: &[&str]) -> Result<(), String> {
-    let shown = format!("cargo {}", args.join(" "));
+    cargo_with_env(&[], args)
+}
+
+/// Like [`cargo`], with extra environment variables (shown in the log line).
+pub fn cargo_with_env(env: &[(&str, &str)], args: &[&str]) -> Result<(), String> {
+    let shown_env: String = env
+        .iter()
+        .map(|(key, value)| format!("{key}={value:?} "))
+        .collect();
+    let shown = format!("{shown_env}cargo {}", args.join(" "));
     println!("    $ {shown}");
     let status = Command::new(env!("CARGO"))
         .args(args)
+        .envs(env.iter().copied())
         .current_dir(workspace_root())
         .status()
         .map_err(|err| format!("could not start `{shown}`: {err}"))?;
@@ -70,6 +80,21 @@ pub fn test() -> Result<(), String> {
 
 pub fn doc_test() -> Result<(), String> {
     cargo(&["test", "--workspace", "--locked", "--doc"])
+}
+
+/// The API docs of every workspace crate, with every rustdoc warning (a
+/// broken intra-doc link, a bare URL, an unclosed HTML tag) an error.
+pub fn docs() -> Result<(), String> {
+    cargo_with_env(
+        &[("RUSTDOCFLAGS", "-D warnings")],
+        &[
+            "doc",
+            "--workspace",
+            "--all-features",
+            "--no-deps",
+            "--locked",
+        ],
+    )
 }
 
 /// Benchmarks print tables of medians and ratios; they are never run as

@@ -18,6 +18,28 @@
 //!
 //! The protocol types of the `agent-client-protocol` crate stay inside this
 //! crate: a host deals in agentkit types only.
+//!
+//! # Example
+//!
+//! The README's example (it serves an editor on stdin and stdout until the
+//! editor hangs up, so here it is compiled, not run):
+//!
+//! ```no_run
+//! use agentkit_acp::AcpServer;
+//! use agentkit_loop::Agent;
+//! use agentkit_testkit::{ScriptedModel, ScriptedTurn};
+//!
+//! # async fn run() -> Result<(), agentkit_acp::AcpError> {
+//! let model = ScriptedModel::new([ScriptedTurn::text("Hello from agentkit.")]);
+//! AcpServer::new(move |session| {
+//!     eprintln!("new session in {}", session.cwd.display());
+//!     Ok(Agent::builder().model(model.clone()))
+//! })
+//! .agent_info("my-agent", "0.1.0")
+//! .serve_stdio()
+//! .await
+//! # }
+//! ```
 
 mod error;
 mod kind;

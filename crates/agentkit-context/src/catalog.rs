@@ -1,19 +1,4 @@
 //! Finding skills, and the catalog the model sees.
-//!
-//! [`SkillLoader`] scans skill directories: `.agents/skills` in every
-//! directory from the working directory up to the repository root (nearest
-//! first), then the directories the host configures (a user-wide
-//! `~/.agents/skills`, a `.claude/skills`), in the order added. Each
-//! immediate subdirectory holding a `SKILL.md` is one skill. When two skills
-//! share a name, the one found first wins and the other is reported as a
-//! [`Problem::Duplicate`].
-//!
-//! The resulting [`SkillCatalog`] is the first level of progressive
-//! disclosure: names and descriptions only, a few dozen tokens per skill.
-//! The model sees it either in the description of the
-//! [`SkillTool`](crate::SkillTool) or as a context item
-//! ([`SkillCatalog::to_item`]), and loads a skill's full text through the
-//! tool when a task calls for it.
 
 use crate::{CONTEXT_SOURCE_KEY, Diagnostic, Problem, Skill};
 use agentkit_core::{Item, ItemKind};
@@ -30,7 +15,22 @@ struct SkillRoot {
     configured: bool,
 }
 
-/// Finds skills; see the [module docs](self).
+/// Finds skills.
+///
+/// It scans skill directories: `.agents/skills` in every
+/// directory from the working directory up to the repository root (nearest
+/// first), then the directories the host configures (a user-wide
+/// `~/.agents/skills`, a `.claude/skills`), in the order added. Each
+/// immediate subdirectory holding a `SKILL.md` is one skill. When two skills
+/// share a name, the one found first wins and the other is reported as a
+/// [`Problem::Duplicate`].
+///
+/// The resulting [`SkillCatalog`] is the first level of progressive
+/// disclosure: names and descriptions only, a few dozen tokens per skill.
+/// The model sees it either in the description of the
+/// [`SkillTool`](crate::SkillTool) or as a context item
+/// ([`SkillCatalog::to_item`]), and loads a skill's full text through the
+/// tool when a task calls for it.
 ///
 /// ```
 /// use agentkit_context::SkillLoader;

@@ -1,18 +1,4 @@
 //! Project instruction files: `AGENTS.md` and friends.
-//!
-//! [`ProjectInstructions`] looks for instruction files in every directory
-//! from the working directory up to the repository root (see
-//! [`search_path`](crate::search_path)). In each directory it takes the first
-//! name of its list that exists (`AGENTS.md` by default; add `CLAUDE.md` as a
-//! fallback with [`ProjectInstructions::fallback`]). The files become
-//! context items, **root first and nearest last**: the most specific
-//! instructions come last, closest to the conversation, and win where they
-//! disagree with a file further up.
-//!
-//! A size cap bounds what all files together may add to every model call.
-//! The budget goes to the nearest files first; the file that crosses the cap
-//! is truncated at a character boundary (with a marker saying so), and files
-//! further up are left out. Both are reported as [`Diagnostic`]s.
 
 use crate::{Diagnostic, Problem};
 use agentkit_core::{Item, ItemKind};
@@ -26,7 +12,21 @@ pub const DEFAULT_INSTRUCTIONS_MAX_BYTES: usize = 32 * 1024;
 /// (`"project_instructions"`, `"skill_catalog"`).
 pub const CONTEXT_SOURCE_KEY: &str = "agentkit.context.source";
 
-/// Finds and loads instruction files; see the [module docs](self).
+/// Finds and loads instruction files.
+///
+/// It looks for instruction files in every directory
+/// from the working directory up to the repository root (see
+/// [`search_path`](crate::search_path)). In each directory it takes the first
+/// name of its list that exists (`AGENTS.md` by default; add `CLAUDE.md` as a
+/// fallback with [`ProjectInstructions::fallback`]). The files become
+/// context items, **root first and nearest last**: the most specific
+/// instructions come last, closest to the conversation, and win where they
+/// disagree with a file further up.
+///
+/// A size cap bounds what all files together may add to every model call.
+/// The budget goes to the nearest files first; the file that crosses the cap
+/// is truncated at a character boundary (with a marker saying so), and files
+/// further up are left out. Both are reported as [`Diagnostic`]s.
 ///
 /// ```
 /// use agentkit_context::ProjectInstructions;

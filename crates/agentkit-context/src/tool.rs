@@ -1,12 +1,4 @@
 //! The tool through which the model loads a skill.
-//!
-//! [`SkillTool`] (named `load_skill` unless renamed) takes a skill's name
-//! and returns its instructions plus the list of files beside `SKILL.md`;
-//! with a `file` argument it returns one of those files instead (level 3 of
-//! progressive disclosure: a reference document the instructions point to).
-//! Files are read only inside the skill's directory: absolute paths and `..`
-//! are refused, and a symbolic link that leads outside is refused after
-//! resolving it.
 
 use crate::SkillCatalog;
 use agentkit_tools_core::{
@@ -23,7 +15,15 @@ pub const MAX_SKILL_FILE_BYTES: u64 = 64 * 1024;
 /// How many files beside `SKILL.md` the tool lists at most.
 const MAX_LISTED_FILES: usize = 100;
 
-/// Loads skills for the model; see the [module docs](self).
+/// Loads skills for the model.
+///
+/// The tool (named `load_skill` unless renamed) takes a skill's name
+/// and returns its instructions plus the list of files beside `SKILL.md`;
+/// with a `file` argument it returns one of those files instead (level 3 of
+/// progressive disclosure: a reference document the instructions point to).
+/// Files are read only inside the skill's directory: absolute paths and `..`
+/// are refused, and a symbolic link that leads outside is refused after
+/// resolving it.
 ///
 /// ```
 /// use agentkit_context::{Skill, SkillCatalog, SkillTool};

@@ -50,6 +50,42 @@ impl<M: ModelAdapter> DriverConfig for AgentConfig<M> {
 
 /// An agent: a model, tools, permissions and observers, ready to start
 /// sessions.
+///
+/// Cheap to clone; each [`Agent::start`] opens an independent session whose
+/// [`LoopDriver`] the host pulls forward with [`LoopDriver::next`]. Tests
+/// use a scripted model (`agentkit_testkit::ScriptedModel`); a real host
+/// passes a provider adapter instead.
+///
+/// ```
+/// use agentkit_core::Item;
+/// use agentkit_loop::{Agent, LoopInterrupt, LoopStep, SessionConfig};
+/// use agentkit_testkit::{ScriptedModel, ScriptedTurn};
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let agent = Agent::builder()
+///     .model(ScriptedModel::new([
+///         ScriptedTurn::text("Paris."),
+///         ScriptedTurn::text("Rome."),
+///     ]))
+///     .transcript(vec![Item::system("Answer in one word.")])
+///     .build()?;
+///
+/// // Two sessions of one agent, each with its own transcript.
+/// let sessions = [("a", "Capital of France?", "Paris."), ("b", "Of Italy?", "Rome.")];
+/// for (session, question, answer) in sessions {
+///     let mut driver = agent.start(SessionConfig::new(session)).await?;
+///     // With no input queued, the first step asks for some.
+///     let LoopStep::Interrupt(LoopInterrupt::AwaitingInput(request)) = driver.next().await? else {
+///         panic!("the session starts by waiting for input")
+///     };
+///     request.submit(&mut driver, vec![Item::user(question)])?;
+///     let LoopStep::Finished(turn) = driver.next().await? else { panic!("no tools here") };
+///     assert_eq!(turn.items[0].text_content(), answer);
+///     assert_eq!(driver.transcript().len(), 3); // system, user, assistant
+/// }
+/// # Ok::<(), agentkit_loop::LoopError>(())
+/// # }).unwrap();
+/// ```
 pub struct Agent<M: ModelAdapter> {
     pub(crate) config: Arc<AgentConfig<M>>,
 }
@@ -101,6 +137,39 @@ impl<M: ModelAdapter> Agent<M> {
     /// snapshot whose version is unknown, whose pending calls no longer
     /// match their tools, or whose transcript is broken is refused with
     /// [`LoopError::Snapshot`].
+    ///
+    /// ```
+    /// use agentkit_core::Item;
+    /// use agentkit_loop::{Agent, LoopInterrupt, LoopSnapshot, LoopStep, SessionConfig};
+    /// use agentkit_testkit::{ScriptedModel, ScriptedTurn};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let model = ScriptedModel::new([ScriptedTurn::text("Hi."), ScriptedTurn::text("Bye.")]);
+    /// let agent = Agent::builder()
+    ///     .model(model)
+    ///     .input(vec![Item::user("hello")])
+    ///     .build()?;
+    /// let mut driver = agent.start(SessionConfig::new("s1")).await?;
+    /// assert!(matches!(driver.next().await?, LoopStep::Finished(_)));
+    ///
+    /// // Saved as JSON (a file, a database row) and read back, possibly by
+    /// // another process holding an agent built the same way.
+    /// let saved = serde_json::to_string(&driver.snapshot()).unwrap();
+    /// drop(driver);
+    /// let snapshot: LoopSnapshot = serde_json::from_str(&saved).unwrap();
+    /// let mut driver = agent.resume(SessionConfig::new("s1"), snapshot).await?;
+    ///
+    /// // It goes on where it stopped: waiting for the next user message.
+    /// let LoopStep::Interrupt(LoopInterrupt::AwaitingInput(request)) = driver.next().await? else {
+    ///     panic!("the finished turn is not replayed")
+    /// };
+    /// request.submit(&mut driver, vec![Item::user("goodbye")])?;
+    /// let LoopStep::Finished(turn) = driver.next().await? else { panic!("a text turn") };
+    /// assert_eq!(turn.items[0].text_content(), "Bye.");
+    /// assert_eq!(driver.transcript().len(), 4); // hello, Hi., goodbye, Bye.
+    /// # Ok::<(), agentkit_loop::LoopError>(())
+    /// # }).unwrap();
+    /// ```
     pub async fn resume(
         &self,
         config: SessionConfig,
@@ -113,6 +182,55 @@ impl<M: ModelAdapter> Agent<M> {
 }
 
 /// Builds an [`Agent`].
+///
+/// Only the model is required. Tools come from tool sources (a
+/// `ToolRegistry`, MCP servers, ...); permissions default to
+/// [`SafeDefaultPermissions`] (reads run, side effects ask), the task
+/// manager to [`SimpleTaskManager`] (one call at a time).
+///
+/// ```
+/// use agentkit_core::{FinishReason, Item};
+/// use agentkit_loop::{Agent, ConcurrentTaskManager, SessionConfig};
+/// use agentkit_testkit::{Approvals, ScriptedModel, ScriptedTurn, run_to_finish};
+/// use agentkit_tools_core::{Tool, ToolContext, ToolError, ToolRegistry, ToolRequest, ToolResult, ToolSpec};
+/// use serde_json::json;
+/// use std::sync::Arc;
+///
+/// /// Tells the time (always noon, for the test).
+/// struct Clock(Arc<ToolSpec>);
+///
+/// #[async_trait::async_trait]
+/// impl Tool for Clock {
+///     fn spec(&self) -> Arc<ToolSpec> {
+///         self.0.clone()
+///     }
+///     async fn invoke(&self, _: ToolRequest, _: ToolContext) -> Result<ToolResult, ToolError> {
+///         Ok(ToolResult::new("12:00"))
+///     }
+/// }
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let spec = ToolSpec::new("clock", "The current time.", json!({ "type": "object" })).unwrap();
+/// let agent = Agent::builder()
+///     .model(ScriptedModel::new([
+///         ScriptedTurn::tool_call("call-1", "clock", json!({})),
+///         ScriptedTurn::text("It is noon."),
+///     ]))
+///     .add_tool_source(ToolRegistry::new().with(Clock(Arc::new(spec))))
+///     .task_manager(ConcurrentTaskManager::new(4))
+///     .max_model_calls(10)
+///     .transcript(vec![Item::system("You are a helpful assistant.")])
+///     .input(vec![Item::user("What time is it?")])
+///     .build()?;
+///
+/// let mut driver = agent.start(SessionConfig::new("demo")).await?;
+/// let run = run_to_finish(&mut driver, Approvals::DenyAll).await.unwrap();
+/// assert_eq!(run.result.finish_reason, FinishReason::Completed);
+/// // system, user, the call, its result, the answer
+/// assert_eq!(driver.transcript().len(), 5);
+/// # Ok::<(), agentkit_loop::LoopError>(())
+/// # }).unwrap();
+/// ```
 pub struct AgentBuilder<M> {
     model: Option<M>,
     federation: ToolFederation,

@@ -11,6 +11,69 @@ use agentkit_tools_core::{ApprovalDecision, ApprovalRequest};
 use serde::{Deserialize, Serialize};
 
 /// The outcome of one [`LoopDriver::next`] call.
+///
+/// A host's loop matches on it: give approvals, supply input when asked,
+/// and read the finished turn.
+///
+/// ```
+/// use agentkit_core::Item;
+/// use agentkit_loop::{Agent, LoopInterrupt, LoopStep, SessionConfig};
+/// use agentkit_testkit::{ScriptedModel, ScriptedTurn};
+/// use agentkit_tools_core::{
+///     PermissionRequest, ShellCommand, Tool, ToolContext, ToolError, ToolRegistry, ToolRequest,
+///     ToolResult, ToolSpec,
+/// };
+/// use serde_json::{Value, json};
+/// use std::sync::Arc;
+///
+/// /// Deploys the site: a side effect, so the default permissions ask first.
+/// struct Deploy(Arc<ToolSpec>);
+///
+/// #[async_trait::async_trait]
+/// impl Tool for Deploy {
+///     fn spec(&self) -> Arc<ToolSpec> {
+///         self.0.clone()
+///     }
+///     fn proposed_requests(&self, _: &Value) -> Result<Vec<PermissionRequest>, ToolError> {
+///         Ok(vec![PermissionRequest::shell(ShellCommand::new("make deploy"))])
+///     }
+///     async fn invoke(&self, _: ToolRequest, _: ToolContext) -> Result<ToolResult, ToolError> {
+///         Ok(ToolResult::new("deployed"))
+///     }
+/// }
+/// let deploy = Deploy(Arc::new(ToolSpec::new("deploy", "Deploys the site.", json!({ "type": "object" })).unwrap()));
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let agent = Agent::builder()
+///     .model(ScriptedModel::new([
+///         ScriptedTurn::tool_call("call-1", "deploy", json!({})),
+///         ScriptedTurn::text("The site is live."),
+///     ]))
+///     .add_tool_source(ToolRegistry::new().with(deploy))
+///     .build()?;
+/// let mut driver = agent.start(SessionConfig::new("demo")).await?;
+/// let mut asked = false;
+/// let answer = loop {
+///     match driver.next().await? {
+///         LoopStep::Interrupt(LoopInterrupt::AwaitingInput(request)) => {
+///             request.submit(&mut driver, vec![Item::user("Deploy the site.")])?;
+///         }
+///         // Blocking: `next()` refuses to go on until it is resolved.
+///         LoopStep::Interrupt(LoopInterrupt::ApprovalRequest(pending)) => {
+///             asked = true;
+///             pending.approve(&mut driver)?;
+///         }
+///         // Cooperative: the tool round is done; nothing to add.
+///         LoopStep::Interrupt(LoopInterrupt::AfterToolResult(_)) => {}
+///         // The turn's items: the call, its result, the answer.
+///         LoopStep::Finished(turn) => break turn.items.last().unwrap().text_content(),
+///     }
+/// };
+/// assert!(asked);
+/// assert_eq!(answer, "The site is live.");
+/// # Ok::<(), agentkit_loop::LoopError>(())
+/// # }).unwrap();
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "step", content = "value", rename_all = "snake_case")]
 pub enum LoopStep {
@@ -48,6 +111,71 @@ impl LoopInterrupt {
 }
 
 /// A tool call waiting for approval.
+///
+/// Resolve it against the driver it came from: [`approve`](Self::approve),
+/// [`deny`](Self::deny) or [`deny_with_reason`](Self::deny_with_reason).
+/// Denied calls get a result saying so, which the model reads.
+///
+/// ```
+/// use agentkit_core::Item;
+/// use agentkit_loop::{Agent, LoopInterrupt, LoopStep, SessionConfig};
+/// use agentkit_testkit::{ScriptedModel, ScriptedTurn};
+/// use agentkit_tools_core::{
+///     PermissionRequest, ShellCommand, Tool, ToolContext, ToolError, ToolRegistry, ToolRequest,
+///     ToolResult, ToolSpec,
+/// };
+/// use serde_json::{Value, json};
+/// use std::sync::Arc;
+///
+/// /// Deploys the site: a side effect, so the default permissions ask first.
+/// struct Deploy(Arc<ToolSpec>);
+///
+/// #[async_trait::async_trait]
+/// impl Tool for Deploy {
+///     fn spec(&self) -> Arc<ToolSpec> {
+///         self.0.clone()
+///     }
+///     fn proposed_requests(&self, _: &Value) -> Result<Vec<PermissionRequest>, ToolError> {
+///         Ok(vec![PermissionRequest::shell(ShellCommand::new("make deploy"))])
+///     }
+///     async fn invoke(&self, _: ToolRequest, _: ToolContext) -> Result<ToolResult, ToolError> {
+///         Ok(ToolResult::new("deployed"))
+///     }
+/// }
+/// let deploy = Deploy(Arc::new(ToolSpec::new("deploy", "Deploys the site.", json!({ "type": "object" })).unwrap()));
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let agent = Agent::builder()
+///     .model(ScriptedModel::new([
+///         ScriptedTurn::tool_call("call-1", "deploy", json!({})),
+///         ScriptedTurn::text("Understood, not deploying."),
+///     ]))
+///     .add_tool_source(ToolRegistry::new().with(deploy))
+///     .input(vec![Item::user("Deploy the site.")])
+///     .build()?;
+/// let mut driver = agent.start(SessionConfig::new("demo")).await?;
+///
+/// let LoopStep::Interrupt(LoopInterrupt::ApprovalRequest(pending)) = driver.next().await? else {
+///     panic!("deploying needs approval")
+/// };
+/// assert_eq!(pending.call.name, "deploy");
+/// println!("{}", pending.request.summary); // shown to the user
+/// pending.deny_with_reason(&mut driver, "not on a Friday")?;
+///
+/// // The model is told, and answers.
+/// let step = loop {
+///     match driver.next().await? {
+///         LoopStep::Interrupt(LoopInterrupt::AfterToolResult(_)) => continue,
+///         step => break step,
+///     }
+/// };
+/// assert!(matches!(step, LoopStep::Finished(_)));
+/// let transcript = driver.transcript().to_vec();
+/// let result = transcript.iter().flat_map(|item| item.tool_results()).next().unwrap();
+/// assert!(result.output.to_text().contains("not on a Friday"));
+/// # Ok::<(), agentkit_loop::LoopError>(())
+/// # }).unwrap();
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PendingApproval {
     /// What is asked, and why.

@@ -6,6 +6,36 @@
 //! pulls the loop forward with [`LoopDriver::next`], which returns either
 //! [`LoopStep::Finished`] or [`LoopStep::Interrupt`]: an approval to give
 //! (blocking), or a cooperative pause where the host may add input.
+//!
+//! # Example
+//!
+//! The README's example (it runs as a doc-test here and in the README):
+//!
+//! ```
+//! use agentkit_core::Item;
+//! use agentkit_loop::{Agent, LoopInterrupt, LoopStep, SessionConfig};
+//! use agentkit_testkit::{ScriptedModel, ScriptedTurn};
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let agent = Agent::builder()
+//!     .model(ScriptedModel::new([ScriptedTurn::text("Hi there.")]))
+//!     .transcript(vec![Item::system("Be brief.")])
+//!     .build()?;
+//! let mut driver = agent.start(SessionConfig::new("demo")).await?;
+//! loop {
+//!     match driver.next().await? {
+//!         LoopStep::Interrupt(LoopInterrupt::AwaitingInput(request)) => {
+//!             if driver.transcript().len() > 1 { break; }
+//!             request.submit(&mut driver, vec![Item::user("hello")])?;
+//!         }
+//!         LoopStep::Interrupt(LoopInterrupt::ApprovalRequest(pending)) => pending.approve(&mut driver)?,
+//!         LoopStep::Interrupt(LoopInterrupt::AfterToolResult(_)) => {}
+//!         LoopStep::Finished(result) => println!("{}", result.items[0].text_content()),
+//!     }
+//! }
+//! # Ok::<(), agentkit_loop::LoopError>(())
+//! # }).unwrap();
+//! ```
 
 mod agent;
 mod background;

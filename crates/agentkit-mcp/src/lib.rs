@@ -39,6 +39,47 @@
 //! | `AuthRequest::metadata` | `mcp.error`, `mcp.error_description`, `mcp.realm`, `mcp.resource_metadata` | from the challenge |
 //! | `AuthRequest::metadata` | `mcp.authorization_url` | where to send the user, for a server configured with OAuth (feature `oauth`) |
 //! | `AuthRequest::metadata` | `mcp.authorization_error` | why no authorization URL could be made (discovery or registration failed) |
+//!
+//! # Example
+//!
+//! The README's example (it starts the MCP reference server with `npx` and
+//! contacts a remote one, so here it is compiled, not run):
+//!
+//! ```no_run
+//! use agentkit_mcp::{AuthResolution, McpCredentials, McpError, McpServerConfig, McpServerManager};
+//! use agentkit_tools_core::ToolSource;
+//! use std::time::Duration;
+//!
+//! # async fn run() -> Result<(), McpError> {
+//! let manager = McpServerManager::new();
+//! manager.register(
+//!     McpServerConfig::stdio("everything", "npx")
+//!         .args(["--no-install", "mcp-server-everything", "stdio"])
+//!         .call_timeout(Duration::from_secs(30)),
+//! )?;
+//! manager.register(McpServerConfig::http("tickets", "https://tickets.example/mcp"))?;
+//!
+//! for (name, outcome) in manager.connect_all().await {
+//!     match outcome {
+//!         Ok(status) => println!("{name}: {} tools", status.tools.len()),
+//!         // The host runs whatever flow it needs, then answers.
+//!         Err(McpError::AuthRequired(request)) => {
+//!             let token = std::env::var("TICKETS_TOKEN").unwrap_or_default();
+//!             // Resolving connects the server; its tools join the catalog.
+//!             manager
+//!                 .resolve_auth(AuthResolution::provided(*request, McpCredentials::bearer(token)))
+//!                 .await?;
+//!         }
+//!         Err(err) => eprintln!("{name}: {err}"),
+//!     }
+//! }
+//!
+//! // Hand this to the agent (`AgentBuilder::add_tool_source`) or a `ToolFederation`.
+//! let source = manager.source();
+//! println!("{:?}", source.snapshot().names());
+//! # Ok(())
+//! # }
+//! ```
 
 mod auth;
 mod catalog;

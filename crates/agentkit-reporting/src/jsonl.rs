@@ -7,6 +7,37 @@ use std::sync::Mutex;
 /// Writes each event as one line of JSON (the `AgentEvent` serde shape, with
 /// an `"event"` tag). Content deltas are left out unless asked for: they are
 /// many and the finished items carry the same text.
+///
+/// ```
+/// use agentkit_core::Item;
+/// use agentkit_loop::{Agent, LoopStep, SessionConfig};
+/// use agentkit_reporting::JsonlReporter;
+/// use agentkit_testkit::{ScriptedModel, ScriptedTurn};
+/// use std::sync::Arc;
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let log = Arc::new(JsonlReporter::new(Vec::new()));
+/// let agent = Agent::builder()
+///     .model(ScriptedModel::new([ScriptedTurn::text("hi")]))
+///     .observer_arc(log.clone())
+///     .input(vec![Item::user("hello")])
+///     .build()?;
+/// let mut driver = agent.start(SessionConfig::new("demo")).await?;
+/// assert!(matches!(driver.next().await?, LoopStep::Finished(_)));
+///
+/// drop((driver, agent));
+/// let bytes = Arc::into_inner(log).unwrap().into_inner();
+/// let events: Vec<serde_json::Value> = String::from_utf8(bytes)
+///     .unwrap()
+///     .lines()
+///     .map(|line| serde_json::from_str(line).unwrap())
+///     .collect();
+/// // Every line is one event, named by its "event" tag.
+/// assert!(events.len() >= 2);
+/// assert!(events.iter().all(|event| event["event"].is_string()));
+/// # Ok::<(), agentkit_loop::LoopError>(())
+/// # }).unwrap();
+/// ```
 pub struct JsonlReporter<W: Write + Send> {
     out: Mutex<W>,
     include_deltas: bool,

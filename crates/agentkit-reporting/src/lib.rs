@@ -9,6 +9,31 @@
 //!
 //! Observers are called inline by the driver; everything here does a small,
 //! bounded amount of work per event.
+//!
+//! # Example
+//!
+//! The README's example (it runs as a doc-test here and in the README):
+//!
+//! ```
+//! use agentkit_core::Item;
+//! use agentkit_loop::{Agent, LoopStep, SessionConfig};
+//! use agentkit_reporting::{JsonlReporter, UsageTotals};
+//! use agentkit_testkit::{ScriptedModel, ScriptedTurn};
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let totals = UsageTotals::new();
+//! let agent = Agent::builder()
+//!     .model(ScriptedModel::new([ScriptedTurn::text("hi")]))
+//!     .observer(totals.clone())
+//!     .observer(JsonlReporter::new(std::io::sink()))
+//!     .input(vec![Item::user("hello")])
+//!     .build()?;
+//! let mut driver = agent.start(SessionConfig::new("demo")).await?;
+//! assert!(matches!(driver.next().await?, LoopStep::Finished(_)));
+//! assert_eq!(totals.turns(), 1);
+//! # Ok::<(), agentkit_loop::LoopError>(())
+//! # }).unwrap();
+//! ```
 
 mod channel;
 mod jsonl;

@@ -7,6 +7,36 @@ use std::sync::Mutex;
 
 /// Writes the model's text as it streams, one line per tool call and result,
 /// warnings, and usage at the end of each turn.
+///
+/// [`TerminalReporter::stderr`] is what a command-line agent registers;
+/// any writer works, here a buffer read back after the turn.
+///
+/// ```
+/// use agentkit_core::Item;
+/// use agentkit_loop::{Agent, LoopStep, SessionConfig};
+/// use agentkit_reporting::TerminalReporter;
+/// use agentkit_testkit::{ScriptedModel, ScriptedTurn};
+/// use std::sync::Arc;
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let reporter = Arc::new(TerminalReporter::new(Vec::new()).with_max_result_chars(80));
+/// let agent = Agent::builder()
+///     .model(ScriptedModel::new([ScriptedTurn::new()
+///         .say_chunks(&["Hello, ", "world."])
+///         .finish(agentkit_core::FinishReason::Completed)]))
+///     .observer_arc(reporter.clone())
+///     .input(vec![Item::user("hi")])
+///     .build()?;
+/// let mut driver = agent.start(SessionConfig::new("demo")).await?;
+/// assert!(matches!(driver.next().await?, LoopStep::Finished(_)));
+///
+/// drop((driver, agent)); // they hold the other references
+/// let reporter = Arc::into_inner(reporter).unwrap();
+/// let shown = String::from_utf8(reporter.into_inner()).unwrap();
+/// assert!(shown.contains("Hello, world."));
+/// # Ok::<(), agentkit_loop::LoopError>(())
+/// # }).unwrap();
+/// ```
 pub struct TerminalReporter<W: Write + Send = std::io::Stderr> {
     out: Mutex<W>,
     max_result_chars: usize,

@@ -6,9 +6,33 @@
 //! assert on what the model saw. [`run_to_finish`] drives a session to the
 //! end of a turn, answering approvals, and checks the transcript. [`normalized`] and
 //! [`assert_transcript_snapshot!`] make transcripts snapshot-stable. With
-//! the `cassette` feature, [`cassette`](crate::cassette) records real
+//! the `cassette` feature, [`cassette`] records real
 //! provider exchanges and replays them offline through the real adapter and
 //! HTTP client.
+//!
+//! # Example
+//!
+//! The README's example (it runs as a doc-test here and in the README):
+//!
+//! ```
+//! use agentkit_core::{Item, ItemKind};
+//! use agentkit_loop::{Agent, LoopStep, SessionConfig};
+//! use agentkit_testkit::{ScriptedModel, ScriptedTurn};
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let model = ScriptedModel::new([ScriptedTurn::text("Hello!")]);
+//! let agent = Agent::builder()
+//!     .model(model.clone())
+//!     .input(vec![Item::user("hi")])
+//!     .build()?;
+//! let mut driver = agent.start(SessionConfig::new("test")).await?;
+//! let LoopStep::Finished(result) = driver.next().await? else { panic!("expected a finished turn") };
+//! assert_eq!(result.items[0].text_content(), "Hello!");
+//! // The model saw the user's message.
+//! assert_eq!(model.requests()[0].transcript.read()[0].kind, ItemKind::User);
+//! # Ok::<(), agentkit_loop::LoopError>(())
+//! # }).unwrap();
+//! ```
 
 #[cfg(feature = "cassette")]
 pub mod cassette;

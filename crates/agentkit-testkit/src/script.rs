@@ -138,6 +138,42 @@ struct Shared {
 }
 
 /// A model that plays a script; clones share the script and the recording.
+///
+/// Each model call takes the next [`ScriptedTurn`] (streamed text, tool
+/// calls, usage, errors, delays); [`requests`](Self::requests) shows what
+/// the loop sent, so a test can assert on what the model saw.
+///
+/// ```
+/// use agentkit_core::{FinishReason, Item};
+/// use agentkit_loop::{Agent, SessionConfig};
+/// use agentkit_testkit::{Approvals, ScriptedModel, ScriptedTurn, run_to_finish};
+/// use serde_json::json;
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let model = ScriptedModel::new([
+///     // Streamed in two chunks, then a call of a tool the agent lacks.
+///     ScriptedTurn::new()
+///         .say_chunks(&["Let me ", "look."])
+///         .call("call-1", "search", json!({ "query": "rust" }))
+///         .finish(FinishReason::ToolCall),
+///     ScriptedTurn::text("I could not search."),
+/// ]);
+/// let agent = Agent::builder()
+///     .model(model.clone()) // clones share the script and the recording
+///     .input(vec![Item::user("Find something about Rust.")])
+///     .build()?;
+/// let mut driver = agent.start(SessionConfig::new("test")).await?;
+/// let run = run_to_finish(&mut driver, Approvals::ApproveAll).await.unwrap();
+/// assert_eq!(run.result.finish_reason, FinishReason::Completed);
+///
+/// // Two model calls; the second saw the (failed) tool result.
+/// let requests = model.requests();
+/// assert_eq!(requests.len(), 2);
+/// assert_eq!(requests[1].transcript.len(), 3); // user, call, result
+/// assert_eq!(model.remaining(), 0);
+/// # Ok::<(), agentkit_loop::LoopError>(())
+/// # }).unwrap();
+/// ```
 #[derive(Clone)]
 pub struct ScriptedModel {
     shared: Arc<Shared>,

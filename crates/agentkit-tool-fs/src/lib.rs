@@ -23,6 +23,45 @@
 //!
 //! [`fs_tools`] returns all of them in a [`ToolRegistry`];
 //! [`fs_read_only_tools`] only those that change nothing.
+//!
+//! # Example
+//!
+//! The README's example (it runs as a doc-test here and in the README):
+//!
+//! ```
+//! use agentkit_tool_fs::{FsToolsConfig, fs_tools};
+//! use agentkit_tools_core::{
+//!     BasicToolExecutor, CompositePermissionChecker, PathPolicy, Preflight, ToolContext,
+//!     ToolExecutor, ToolFederation, ToolRequest,
+//! };
+//! use serde_json::json;
+//! use std::sync::Arc;
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let workspace = tempfile::tempdir().unwrap();
+//! let tools = fs_tools(FsToolsConfig::new(workspace.path()));
+//! let policy = PathPolicy::new().with_allowed_root(workspace.path());
+//! let executor = BasicToolExecutor::new(ToolFederation::new().with_source(tools))
+//!     .with_permissions(Arc::new(CompositePermissionChecker::new().with_policy(policy)));
+//!
+//! // Inside the workspace: allowed, and it runs.
+//! let write = ToolRequest::new("call-1", "fs_write_file", json!({
+//!     "path": "notes/todo.txt", "content": "ship it\n"
+//! }));
+//! assert_eq!(executor.preflight(&write), Preflight::Ready);
+//! executor.execute(write, ToolContext::detached()).await.unwrap();
+//!
+//! let read = ToolRequest::new("call-2", "fs_read_file", json!({ "path": "notes/todo.txt" }));
+//! let result = executor.execute(read, ToolContext::detached()).await.unwrap();
+//! assert_eq!(result.output.to_text(), "     1\tship it\n");
+//!
+//! // Outside it: the policy wants the host's approval first.
+//! let escape = ToolRequest::new("call-3", "fs_write_file", json!({
+//!     "path": "../elsewhere.txt", "content": "x"
+//! }));
+//! assert!(matches!(executor.preflight(&escape), Preflight::NeedsApproval(_)));
+//! # });
+//! ```
 
 #[cfg(unix)]
 mod beneath;

@@ -19,6 +19,37 @@
 //! the environment variables it sets, for a
 //! [`CommandPolicy`](agentkit_tools_core::CommandPolicy) or another checker
 //! to allow, refuse or ask about before anything starts.
+//!
+//! # Example
+//!
+//! The README's example (it runs as a doc-test here and in the README):
+//!
+//! ```
+//! use agentkit_tool_shell::{ShellConfig, shell_tools};
+//! use agentkit_tools_core::{
+//!     BasicToolExecutor, CommandPolicy, CompositePermissionChecker, Preflight, ToolContext,
+//!     ToolExecutor, ToolFederation, ToolRequest,
+//! };
+//! use serde_json::json;
+//! use std::sync::Arc;
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let workspace = tempfile::tempdir().unwrap();
+//! let policy = CommandPolicy::new().allow_programs(["echo", "ls"]).deny_programs(["rm"]);
+//! let executor = BasicToolExecutor::new(
+//!     ToolFederation::new().with_source(shell_tools(ShellConfig::new(workspace.path()))),
+//! )
+//! .with_permissions(Arc::new(CompositePermissionChecker::new().with_policy(policy)));
+//!
+//! let call = |line: &str| ToolRequest::new("call-1", "shell_exec", json!({ "command": line }));
+//! assert_eq!(executor.preflight(&call("echo hello")), Preflight::Ready);
+//! let result = executor.execute(call("echo hello"), ToolContext::detached()).await.unwrap();
+//! assert_eq!(result.output.to_text(), "exit code: 0\nstdout:\nhello\n");
+//!
+//! assert!(matches!(executor.preflight(&call("rm -rf /")), Preflight::Rejected(_)));
+//! assert!(matches!(executor.preflight(&call("make")), Preflight::NeedsApproval(_)));
+//! # });
+//! ```
 
 mod capture;
 mod config;

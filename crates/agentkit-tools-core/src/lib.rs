@@ -21,6 +21,59 @@
 //!
 //! Nothing here depends on the agent loop; MCP and the built-in tools build
 //! on this crate alone.
+//!
+//! # Example
+//!
+//! The README's example (it runs as a doc-test here and in the README):
+//!
+//! ```
+//! use agentkit_tools_core::{
+//!     BasicToolExecutor, CommandPolicy, CompositePermissionChecker, PermissionRequest, Preflight,
+//!     ShellCommand, Tool, ToolContext, ToolError, ToolExecutor, ToolFederation, ToolRegistry,
+//!     ToolRequest, ToolResult, ToolSpec,
+//! };
+//! use serde_json::{Value, json};
+//! use std::sync::Arc;
+//!
+//! /// Runs a shell command (here it only pretends to).
+//! struct Shell(Arc<ToolSpec>);
+//!
+//! #[async_trait::async_trait]
+//! impl Tool for Shell {
+//!     fn spec(&self) -> Arc<ToolSpec> {
+//!         self.0.clone()
+//!     }
+//!
+//!     fn proposed_requests(&self, input: &Value) -> Result<Vec<PermissionRequest>, ToolError> {
+//!         let line = input["command"].as_str().unwrap_or_default();
+//!         Ok(vec![PermissionRequest::shell(ShellCommand::new(line))])
+//!     }
+//!
+//!     async fn invoke(&self, request: ToolRequest, _ctx: ToolContext) -> Result<ToolResult, ToolError> {
+//!         Ok(ToolResult::new(format!("ran {}", request.input["command"])))
+//!     }
+//! }
+//!
+//! let spec = ToolSpec::new("shell", "Runs a command line.", json!({
+//!     "type": "object",
+//!     "properties": { "command": { "type": "string" } },
+//!     "required": ["command"]
+//! }))?;
+//! let tools = ToolRegistry::new().with(Shell(Arc::new(spec)));
+//! let checker = CompositePermissionChecker::new()
+//!     .with_policy(CommandPolicy::new().allow_programs(["cargo", "git"]).deny_programs(["rm"]));
+//! let executor = BasicToolExecutor::new(ToolFederation::new().with_source(tools))
+//!     .with_permissions(Arc::new(checker));
+//!
+//! let call = |line: Value| ToolRequest::new("call-1", "shell", json!({ "command": line }));
+//! assert_eq!(executor.preflight(&call(json!("cargo test"))), Preflight::Ready);
+//! assert!(matches!(executor.preflight(&call(json!("cargo build && rm -rf /"))), Preflight::Rejected(_)));
+//! assert!(matches!(executor.preflight(&call(json!("make"))), Preflight::NeedsApproval(_)));
+//! // The model passed a number: it is told so before the tool runs.
+//! let Preflight::Rejected(error) = executor.preflight(&call(json!(42))) else { unreachable!() };
+//! assert_eq!(error.to_string(), "invalid input: `/command`: expected string, got integer");
+//! # Ok::<(), agentkit_tools_core::InvalidToolName>(())
+//! ```
 
 mod adapter;
 mod approval;

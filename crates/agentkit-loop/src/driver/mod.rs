@@ -224,7 +224,7 @@ impl<S: ModelSession> LoopDriver<S> {
         self.core.soft.clone()
     }
 
-    /// The calls running in the background (see [`TaskRouting`]): list
+    /// The calls running in the background (see [`TaskRouting`](crate::TaskRouting)): list
     /// them, cancel one by id.
     pub fn background_tasks(&self) -> BackgroundTasks {
         self.background.clone()

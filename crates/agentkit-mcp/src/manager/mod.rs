@@ -45,6 +45,46 @@ use tokio::task::AbortHandle;
 /// down (each stdio server with its whole process group) when the last
 /// handle and the last [`McpToolSource`] are dropped, or earlier with
 /// [`disconnect`](Self::disconnect).
+///
+/// Register servers, connect them (or let the first tool call do it), and
+/// hand [`source`](Self::source) to the agent
+/// (`AgentBuilder::add_tool_source`). A server that fails to connect is
+/// reported with a typed [`McpError`] and keeps its slot; the others work.
+/// The crate docs show a session with a real server, its tools and auth.
+///
+/// ```
+/// use agentkit_mcp::{McpError, McpServerConfig, McpServerManager, ServerState};
+/// use agentkit_tools_core::ToolSource;
+/// use std::time::Duration;
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let manager = McpServerManager::new();
+/// manager.register(
+///     McpServerConfig::stdio("missing", "no-such-mcp-server-binary")
+///         .connect_timeout(Duration::from_secs(10)),
+/// )?;
+/// // Names are unique.
+/// let again = manager.register(McpServerConfig::stdio("missing", "other"));
+/// assert!(matches!(again, Err(McpError::AlreadyRegistered(_))));
+/// assert_eq!(manager.servers(), ["missing"]);
+///
+/// // Registered, not yet connected.
+/// assert!(matches!(manager.status("missing")?.state, ServerState::Disconnected));
+/// for (name, outcome) in manager.connect_all().await {
+///     match outcome {
+///         Ok(status) => println!("{name}: {} tools", status.tools.len()),
+///         // The program does not exist: a typed error, and the slot stays.
+///         Err(err) => {
+///             assert!(matches!(err, McpError::Spawn { .. }), "{err}");
+///             assert!(matches!(manager.status(&name)?.state, ServerState::Failed(_)));
+///         }
+///     }
+/// }
+/// // No server connected, so the agent would see no MCP tools (yet).
+/// assert!(manager.source().snapshot().names().is_empty());
+/// # Ok::<(), McpError>(())
+/// # }).unwrap();
+/// ```
 #[derive(Clone)]
 pub struct McpServerManager {
     inner: Arc<Inner>,
