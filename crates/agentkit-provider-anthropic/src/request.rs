@@ -28,6 +28,7 @@ use agentkit_loop::{
     CacheBreakpoint, PromptCacheMode, PromptCacheRequest, PromptCacheRetention,
     PromptCacheStrategy, TurnRequest,
 };
+use agentkit_tools_core::{SchemaDialect, normalize_for};
 use serde_json::{Map, Value, json};
 
 /// The API accepts at most this many `cache_control` breakpoints.
@@ -102,7 +103,8 @@ pub(crate) fn request_body(
             json!({
                 "name": spec.name,
                 "description": spec.description,
-                "input_schema": spec.input_schema,
+                // `$ref`s inlined, keywords Anthropic rejects removed.
+                "input_schema": normalize_for(SchemaDialect::Anthropic, &spec.input_schema),
             })
         })
         .collect();
@@ -356,4 +358,37 @@ fn file_block(file: &FilePart) -> Option<Value> {
         block["title"] = json!(name);
     }
     Some(block)
+}
+
+#[cfg(test)]
+mod normalized_tools {
+    use super::*;
+    use agentkit_core::Item;
+    use agentkit_loop::TranscriptView;
+    use agentkit_tools_core::ToolSpec;
+    use std::sync::Arc;
+
+    #[test]
+    fn tool_schemas_are_normalized_for_anthropic() {
+        let spec = ToolSpec::new(
+            "pick",
+            "Picks.",
+            json!({
+                "type": "object",
+                "properties": { "choice": { "$ref": "#/$defs/Choice" } },
+                "$defs": { "Choice": { "type": "string" } }
+            }),
+        )
+        .unwrap();
+        let mut request = TurnRequest::new(
+            "s",
+            "t".into(),
+            TranscriptView::from_items(vec![Item::user("hi")]),
+        );
+        request.available_tools = vec![Arc::new(spec)];
+        let body = request_body(&AnthropicConfig::new("key", "claude"), &request, None);
+        let schema = &body["tools"][0]["input_schema"];
+        assert_eq!(schema["properties"]["choice"]["type"], "string");
+        assert!(schema.get("$defs").is_none(), "{schema}");
+    }
 }

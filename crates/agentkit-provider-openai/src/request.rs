@@ -105,7 +105,8 @@ fn tool(spec: &ToolSpec) -> Value {
         "function": {
             "name": spec.name,
             "description": spec.description,
-            "parameters": spec.input_schema,
+            // `$ref`s inlined, keywords OpenAI's validator rejects removed.
+            "parameters": normalize_for(SchemaDialect::OpenAi, &spec.input_schema),
         }
     })
 }
@@ -298,5 +299,28 @@ fn file_block(file: &FilePart) -> Option<Value> {
             let url = data_url(mime, data)?;
             Some(json!({ "type": "file", "file": { "filename": name, "file_data": url } }))
         }
+    }
+}
+
+#[cfg(test)]
+mod normalized_tools {
+    use super::*;
+
+    #[test]
+    fn tool_schemas_are_normalized_for_openai() {
+        let spec = ToolSpec::new(
+            "pick",
+            "Picks.",
+            json!({
+                "type": "object",
+                "properties": { "choice": { "$ref": "#/$defs/Choice" } },
+                "$defs": { "Choice": { "type": "string", "enum": ["a", "b"] } }
+            }),
+        )
+        .unwrap();
+        let encoded = tool(&spec);
+        let parameters = &encoded["function"]["parameters"];
+        assert_eq!(parameters["properties"]["choice"]["type"], "string");
+        assert!(parameters.get("$defs").is_none(), "{parameters}");
     }
 }

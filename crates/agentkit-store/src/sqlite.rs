@@ -84,11 +84,17 @@ impl std::fmt::Debug for SqliteStore {
     }
 }
 
+/// How long a statement waits for another connection's lock.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
 impl SqliteStore {
     /// Opens (or creates) the database at `path` and migrates it.
     /// [`StoreError::SchemaTooNew`] if a newer build wrote it.
     pub fn open(path: impl AsRef<Path>) -> StoreResult<Self> {
         let conn = Connection::open(path).map_err(db)?;
+        // Wait for other processes' locks from the first statement on:
+        // switching to WAL needs the database lock too.
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(db)?;
         conn.pragma_update(None, "journal_mode", "wal")
             .map_err(db)?;
         conn.pragma_update(None, "synchronous", "normal")
@@ -103,7 +109,7 @@ impl SqliteStore {
 
     fn with_connection(mut conn: Connection) -> StoreResult<Self> {
         conn.pragma_update(None, "foreign_keys", "on").map_err(db)?;
-        conn.busy_timeout(Duration::from_secs(10)).map_err(db)?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(db)?;
         migrate(&mut conn)?;
         Ok(Self {
             conn: Arc::new(Mutex::new(conn)),

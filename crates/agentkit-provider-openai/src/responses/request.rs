@@ -18,7 +18,7 @@ use agentkit_core::{
     ToolResultPart,
 };
 use agentkit_loop::{OutputSchema, PromptCacheMode, PromptCacheRequest, TurnRequest};
-use agentkit_tools_core::ToolSpec;
+use agentkit_tools_core::{SchemaDialect, ToolSpec, normalize_for};
 use serde_json::{Map, Value, json};
 
 /// Builds the JSON body for one streamed turn.
@@ -117,9 +117,9 @@ fn tool(spec: &ToolSpec) -> Value {
         "type": "function",
         "name": spec.name,
         "description": spec.description,
-        "parameters": spec.input_schema,
-        // Strict mode needs a normalised schema; tools keep the schema
-        // they declared.
+        // `$ref`s inlined, keywords OpenAI's validator rejects removed; not
+        // strict, so optional properties stay optional.
+        "parameters": normalize_for(SchemaDialect::OpenAi, &spec.input_schema),
         "strict": false,
     })
 }
@@ -282,5 +282,27 @@ fn file_block(file: &FilePart) -> Option<Value> {
             let url = data_url(mime, data)?;
             Some(json!({ "type": "input_file", "filename": name, "file_data": url }))
         }
+    }
+}
+
+#[cfg(test)]
+mod normalized_tools {
+    use super::*;
+
+    #[test]
+    fn tool_schemas_are_normalized_for_openai() {
+        let spec = ToolSpec::new(
+            "pick",
+            "Picks.",
+            json!({
+                "type": "object",
+                "properties": { "choice": { "$ref": "#/$defs/Choice" } },
+                "$defs": { "Choice": { "type": "string" } }
+            }),
+        )
+        .unwrap();
+        let parameters = &tool(&spec)["parameters"];
+        assert_eq!(parameters["properties"]["choice"]["type"], "string");
+        assert!(parameters.get("$defs").is_none(), "{parameters}");
     }
 }
