@@ -64,6 +64,7 @@ async fn s1() -> (f64, f64) {
     let agent = Agent::builder()
         .model(model)
         .add_tool_source(ToolRegistry::new().with(echo()))
+        .max_model_calls(10_000) // one long turn, past the default step limit
         .transcript(vec![Item::system("bench")])
         .input(vec![Item::user("go")])
         .build()

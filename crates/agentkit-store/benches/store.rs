@@ -180,6 +180,7 @@ async fn s1_round(open: Option<&Open>, preload: usize, rounds: usize) -> f64 {
     let builder = Agent::builder()
         .model(model)
         .add_tool_source(tools())
+        .max_model_calls(10_000) // one long turn, past the default step limit
         .transcript(if preload == 0 {
             Vec::new()
         } else {

@@ -54,6 +54,7 @@ async fn s1<M: ModelAdapter>(model: M) -> f64 {
     let agent = Agent::builder()
         .model(model)
         .add_tool_source(ToolRegistry::new().with(echo))
+        .max_model_calls(10_000) // one long turn, past the default step limit
         .transcript(vec![Item::system("bench")])
         .input(vec![Item::user("go")])
         .build()
