@@ -125,6 +125,16 @@ struct Shared {
     urgent: Notify,
 }
 
+impl Drop for Shared {
+    fn drop(&mut self) {
+        // The last handle is gone: the queue can no longer be adopted.
+        registry()
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.queue_id);
+    }
+}
+
 /// Live queues of this process by id, so a driver resumed from a snapshot
 /// adopts the queue whose handles the host still holds.
 fn registry() -> &'static Mutex<HashMap<u64, Weak<Shared>>> {
@@ -158,9 +168,10 @@ impl Default for SoftInterruptHandle {
             queue: Mutex::new(Queue::default()),
             urgent: Notify::new(),
         });
-        let mut live = registry().lock().unwrap_or_else(|e| e.into_inner());
-        live.retain(|_, weak| weak.strong_count() > 0);
-        live.insert(shared.queue_id, Arc::downgrade(&shared));
+        registry()
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(shared.queue_id, Arc::downgrade(&shared));
         Self { shared }
     }
 }
