@@ -32,6 +32,19 @@ pub enum ToolChoice {
 /// Configuration of an [`AnthropicAdapter`](crate::AnthropicAdapter).
 ///
 /// Its `Debug` output hides the API key.
+///
+/// ```
+/// use agentkit_provider_anthropic::{AnthropicAdapter, AnthropicConfig};
+///
+/// let config = AnthropicConfig::new("sk-ant-test", "claude-sonnet-4-5")
+///     .with_max_tokens(4_096)
+///     .with_thinking(2_048);
+/// assert_eq!(config.max_tokens, 4_096);
+/// assert_eq!(config.thinking_budget, Some(2_048));
+/// assert!(!format!("{config:?}").contains("sk-ant-test"), "the key stays out of logs");
+/// let adapter = AnthropicAdapter::new(config).expect("a valid configuration");
+/// # let _ = adapter;
+/// ```
 #[derive(Clone, PartialEq)]
 #[non_exhaustive]
 pub struct AnthropicConfig {

@@ -41,6 +41,21 @@ pub enum MaxTokensField {
 /// Configuration of an [`OpenAiAdapter`](crate::OpenAiAdapter).
 ///
 /// Its `Debug` output hides the API key.
+///
+/// ```
+/// use agentkit_provider_openai::{OpenAiAdapter, OpenAiConfig};
+///
+/// // OpenAI itself.
+/// let openai = OpenAiConfig::openai("sk-test", "gpt-4o-mini").with_max_tokens(1_024);
+/// assert_eq!(openai.endpoint(), "https://api.openai.com/v1/chat/completions");
+/// assert!(!format!("{openai:?}").contains("sk-test"), "the key stays out of logs");
+///
+/// // Any compatible server (Ollama, llama.cpp, vLLM) by base URL.
+/// let local = OpenAiConfig::compatible("http://127.0.0.1:11434/v1", "llama3.2");
+/// assert_eq!(local.endpoint(), "http://127.0.0.1:11434/v1/chat/completions");
+/// let adapter = OpenAiAdapter::new(local).expect("a valid configuration");
+/// # let _ = adapter;
+/// ```
 #[derive(Clone, PartialEq)]
 #[non_exhaustive]
 pub struct OpenAiConfig {
