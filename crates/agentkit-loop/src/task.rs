@@ -8,6 +8,7 @@
 //! `ToolError::Timeout`, so one bad tool never wedges `next()`.
 
 use crate::TaskRouting;
+use crate::error::panic_message;
 use agentkit_tools_core::{
     ApprovalRequest, ToolContext, ToolError, ToolExecutor, ToolRequest, ToolResult,
 };
@@ -80,14 +81,6 @@ pub trait TaskManager: Send + Sync {
 
     /// Runs one call to completion.
     async fn run(&self, job: ToolJob) -> Result<ToolResult, ToolError>;
-}
-
-fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
-    panic
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic".into())
 }
 
 /// Runs calls one after another, on the driver's own task.

@@ -113,16 +113,13 @@ async fn a_finished_task_continues_the_turn_when_the_model_would_finish() {
             .finish(FinishReason::Completed),
         ScriptedTurn::text("got the result"),
     ]);
-    let mut driver = Agent::builder()
-        .model(model.clone())
-        .add_tool_source(registry())
-        .task_manager(SimpleTaskManager::new().with_routing(|_| TaskRouting::Background))
-        .input(vec![Item::user("go")])
-        .build()
-        .unwrap()
-        .start(SessionConfig::new("s"))
-        .await
-        .unwrap();
+    let mut driver = start_go(
+        Agent::builder()
+            .model(model.clone())
+            .add_tool_source(registry())
+            .task_manager(SimpleTaskManager::new().with_routing(|_| TaskRouting::Background)),
+    )
+    .await;
     let run = run_to_finish(&mut driver, Approvals::ApproveAll)
         .await
         .unwrap();

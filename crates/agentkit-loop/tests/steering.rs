@@ -21,16 +21,13 @@ async fn the_step_limit_ends_a_runaway_turn_with_a_valid_transcript() {
         ScriptedModel::new((0..10).map(|i| {
             ScriptedTurn::tool_call(&format!("c{i}"), "echo", json!({ "text": "again" }))
         }));
-    let mut driver = Agent::builder()
-        .model(model.clone())
-        .add_tool_source(registry())
-        .max_model_calls(3)
-        .input(vec![Item::user("go")])
-        .build()
-        .unwrap()
-        .start(SessionConfig::new("s"))
-        .await
-        .unwrap();
+    let mut driver = start_go(
+        Agent::builder()
+            .model(model.clone())
+            .add_tool_source(registry())
+            .max_model_calls(3),
+    )
+    .await;
     let run = run_to_finish(&mut driver, Approvals::ApproveAll)
         .await
         .unwrap();
@@ -61,16 +58,13 @@ async fn a_follow_up_waits_for_the_end_of_the_work_and_a_steer_does_not() {
         ScriptedTurn::text("answer to the follow-up"),
     ]);
     let events = EventLog::default();
-    let mut driver = Agent::builder()
-        .model(model.clone())
-        .add_tool_source(registry())
-        .observer(events.clone())
-        .input(vec![Item::user("go")])
-        .build()
-        .unwrap()
-        .start(SessionConfig::new("s"))
-        .await
-        .unwrap();
+    let mut driver = start_go(
+        Agent::builder()
+            .model(model.clone())
+            .add_tool_source(registry())
+            .observer(events.clone()),
+    )
+    .await;
     let queue = driver.soft_interrupts();
     let follow = queue.push_follow_up(Item::user("then summarize"));
     let steer = queue.push_text("use tabs");
@@ -141,16 +135,13 @@ async fn tools_report_start_and_progress() {
         ScriptedTurn::text("done"),
     ]);
     let events = EventLog::default();
-    let mut driver = Agent::builder()
-        .model(model.clone())
-        .add_tool_source(registry().with(Progressing))
-        .observer(events.clone())
-        .input(vec![Item::user("go")])
-        .build()
-        .unwrap()
-        .start(SessionConfig::new("s"))
-        .await
-        .unwrap();
+    let mut driver = start_go(
+        Agent::builder()
+            .model(model.clone())
+            .add_tool_source(registry().with(Progressing))
+            .observer(events.clone()),
+    )
+    .await;
     run_to_finish(&mut driver, Approvals::ApproveAll)
         .await
         .unwrap();

@@ -288,6 +288,17 @@ impl LoopObserver for PanickingObserver {
     }
 }
 
+fn explosive_agent(
+    model: &ScriptedModel,
+    in_proposed_requests: bool,
+) -> agentkit_loop::AgentBuilder<ScriptedModel> {
+    Agent::builder().model(model.clone()).add_tool_source(
+        agentkit_tools_core::ToolRegistry::new().with(Explosive {
+            in_proposed_requests,
+        }),
+    )
+}
+
 fn explosive_model() -> ScriptedModel {
     ScriptedModel::new([
         ScriptedTurn::tool_call("e1", "explosive", json!({})),
@@ -298,17 +309,7 @@ fn explosive_model() -> ScriptedModel {
 #[tokio::test]
 async fn a_panic_in_proposed_requests_becomes_an_error_result() {
     let model = explosive_model();
-    let mut driver = Agent::builder()
-        .model(model.clone())
-        .add_tool_source(agentkit_tools_core::ToolRegistry::new().with(Explosive {
-            in_proposed_requests: true,
-        }))
-        .input(vec![Item::user("go")])
-        .build()
-        .unwrap()
-        .start(SessionConfig::new("s"))
-        .await
-        .unwrap();
+    let mut driver = start_go(explosive_agent(&model, true)).await;
     driver.next().await.unwrap();
     let transcript = driver.transcript().to_vec();
     validate_transcript(&transcript).unwrap();
@@ -320,18 +321,7 @@ async fn a_panic_in_proposed_requests_becomes_an_error_result() {
 #[tokio::test]
 async fn a_panic_in_the_permission_checker_becomes_an_error_result() {
     let model = explosive_model();
-    let mut driver = Agent::builder()
-        .model(model.clone())
-        .add_tool_source(agentkit_tools_core::ToolRegistry::new().with(Explosive {
-            in_proposed_requests: false,
-        }))
-        .permissions(PanickingChecker)
-        .input(vec![Item::user("go")])
-        .build()
-        .unwrap()
-        .start(SessionConfig::new("s"))
-        .await
-        .unwrap();
+    let mut driver = start_go(explosive_agent(&model, false).permissions(PanickingChecker)).await;
     driver.next().await.unwrap();
     let transcript = driver.transcript().to_vec();
     validate_transcript(&transcript).unwrap();
@@ -341,18 +331,7 @@ async fn a_panic_in_the_permission_checker_becomes_an_error_result() {
 #[tokio::test]
 async fn a_panic_in_a_mutator_is_a_typed_error_and_the_driver_stays_usable() {
     let model = explosive_model();
-    let mut driver = Agent::builder()
-        .model(model.clone())
-        .add_tool_source(agentkit_tools_core::ToolRegistry::new().with(Explosive {
-            in_proposed_requests: false,
-        }))
-        .mutator(PanickingMutator)
-        .input(vec![Item::user("go")])
-        .build()
-        .unwrap()
-        .start(SessionConfig::new("s"))
-        .await
-        .unwrap();
+    let mut driver = start_go(explosive_agent(&model, false).mutator(PanickingMutator)).await;
     let err = driver.next().await.unwrap_err();
     match err {
         LoopError::Mutator { mutator, error } => {
@@ -367,15 +346,12 @@ async fn a_panic_in_a_mutator_is_a_typed_error_and_the_driver_stays_usable() {
 #[tokio::test]
 async fn a_panicking_observer_never_unwinds_out_of_next() {
     let model = ScriptedModel::new([ScriptedTurn::text("hello")]);
-    let mut driver = Agent::builder()
-        .model(model.clone())
-        .observer(PanickingObserver)
-        .input(vec![Item::user("go")])
-        .build()
-        .unwrap()
-        .start(SessionConfig::new("s"))
-        .await
-        .unwrap();
+    let mut driver = start_go(
+        Agent::builder()
+            .model(model.clone())
+            .observer(PanickingObserver),
+    )
+    .await;
     let LoopStep::Finished(result) = driver.next().await.unwrap() else {
         panic!()
     };
@@ -392,15 +368,12 @@ async fn repeated_tool_call_ids_are_made_unique() {
             .finish(FinishReason::ToolCall),
         ScriptedTurn::text("done"),
     ]);
-    let mut driver = Agent::builder()
-        .model(model.clone())
-        .add_tool_source(registry())
-        .input(vec![Item::user("go")])
-        .build()
-        .unwrap()
-        .start(SessionConfig::new("s"))
-        .await
-        .unwrap();
+    let mut driver = start_go(
+        Agent::builder()
+            .model(model.clone())
+            .add_tool_source(registry()),
+    )
+    .await;
     let mut steps = 0;
     while !matches!(driver.next().await.unwrap(), LoopStep::Finished(_)) {
         steps += 1;
@@ -441,17 +414,14 @@ async fn cancelling_while_an_approval_is_pending_ends_the_turn() {
     let model = ScriptedModel::new([ScriptedTurn::tool_call("d1", "danger", json!({}))]);
     let runs = Arc::new(AtomicUsize::new(0));
     let controller = CancellationController::new();
-    let mut driver = Agent::builder()
-        .model(model.clone())
-        .add_tool_source(registry().with(Danger { runs: runs.clone() }))
-        .permissions(DangerNeedsApproval)
-        .cancellation(controller.handle())
-        .input(vec![Item::user("go")])
-        .build()
-        .unwrap()
-        .start(SessionConfig::new("s"))
-        .await
-        .unwrap();
+    let mut driver = start_go(
+        Agent::builder()
+            .model(model.clone())
+            .add_tool_source(registry().with(Danger { runs: runs.clone() }))
+            .permissions(DangerNeedsApproval)
+            .cancellation(controller.handle()),
+    )
+    .await;
     let LoopStep::Interrupt(LoopInterrupt::ApprovalRequest(_)) = driver.next().await.unwrap()
     else {
         panic!("expected an approval")
@@ -483,16 +453,13 @@ async fn abandoning_a_turn_after_an_unfixable_model_error() {
         ScriptedTurn::text("fresh start"),
     ]);
     let events = EventLog::default();
-    let mut driver = Agent::builder()
-        .model(model.clone())
-        .add_tool_source(registry())
-        .observer(events.clone())
-        .input(vec![Item::user("go")])
-        .build()
-        .unwrap()
-        .start(SessionConfig::new("s"))
-        .await
-        .unwrap();
+    let mut driver = start_go(
+        Agent::builder()
+            .model(model.clone())
+            .add_tool_source(registry())
+            .observer(events.clone()),
+    )
+    .await;
     driver.next().await.unwrap();
     driver.soft_interrupts().push_text("typed meanwhile");
     let err = driver.next().await.unwrap_err();

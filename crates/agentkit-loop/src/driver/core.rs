@@ -624,20 +624,11 @@ impl DriverCore {
         if &entry.call.id != call_id || !matches!(entry.state, CallState::Running) {
             return;
         }
-        let part = match outcome {
-            Ok(result) => {
-                let mut part = ToolResultPart::success(call_id.clone(), result.output);
-                part.is_error = result.is_error;
-                part.metadata = result.metadata;
-                part
-            }
-            Err(err) => {
-                let message = format!("tool call {call_id} failed: {err}");
-                self.emit(|| AgentEvent::Warning { message });
-                tool_error_result(call_id, &err)
-            }
-        };
-        self.round[index].state = CallState::Finished(part);
+        if let Err(err) = &outcome {
+            let message = format!("tool call {call_id} failed: {err}");
+            self.emit(|| AgentEvent::Warning { message });
+        }
+        self.round[index].state = CallState::Finished(result_part(call_id, outcome));
     }
 
     /// The shell lost the futures of running calls (it cannot happen while
@@ -956,16 +947,21 @@ pub(crate) fn background_result(
     info: &BackgroundTaskInfo,
     outcome: Result<ToolResult, ToolError>,
 ) -> ToolResultPart {
-    let part = match outcome {
+    result_part(&info.call_id, outcome)
+        .with_metadata("agentkit.background_task", info.task_id.as_str())
+}
+
+/// The result part answering `call_id` with a call's outcome.
+fn result_part(call_id: &ToolCallId, outcome: Result<ToolResult, ToolError>) -> ToolResultPart {
+    match outcome {
         Ok(result) => {
-            let mut part = ToolResultPart::success(info.call_id.clone(), result.output);
+            let mut part = ToolResultPart::success(call_id.clone(), result.output);
             part.is_error = result.is_error;
             part.metadata = result.metadata;
             part
         }
-        Err(err) => tool_error_result(&info.call_id, &err),
-    };
-    part.with_metadata("agentkit.background_task", info.task_id.as_str())
+        Err(err) => tool_error_result(call_id, &err),
+    }
 }
 
 /// The assistant item for a model answer, or `None` if it said nothing.

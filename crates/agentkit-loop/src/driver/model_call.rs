@@ -259,15 +259,20 @@ fn protocol_error(message: String) -> ModelError {
     ModelError::new(ModelErrorKind::Protocol, message)
 }
 
-/// The permission preflight of one call; a panic in the tool's
-/// `proposed_requests` or in the permission checker becomes an error result.
-fn preflight(executor: &dyn agentkit_tools_core::ToolExecutor, call: &ToolCallPart) -> CallState {
-    let request = ToolRequest {
+/// The request a tool receives for a call part.
+pub(super) fn tool_request(call: &ToolCallPart) -> ToolRequest {
+    ToolRequest {
         call_id: call.id.clone(),
         tool_name: call.name.clone(),
         input: call.input.clone(),
         metadata: call.metadata.clone(),
-    };
+    }
+}
+
+/// The permission preflight of one call; a panic in the tool's
+/// `proposed_requests` or in the permission checker becomes an error result.
+fn preflight(executor: &dyn agentkit_tools_core::ToolExecutor, call: &ToolCallPart) -> CallState {
+    let request = tool_request(call);
     let checked = std::panic::catch_unwind(AssertUnwindSafe(|| executor.preflight(&request)));
     match checked {
         Ok(Preflight::Ready) => CallState::Queued,

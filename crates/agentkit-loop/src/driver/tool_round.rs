@@ -9,10 +9,11 @@
 //! running call: point C is *between* tools.
 
 use super::core::StartCall;
+use super::model_call::tool_request;
 use super::{LoopDriver, Running, RunningCall, notify};
 use crate::background::AbandonOnDrop;
 use crate::{AgentEvent, BackgroundTasks, ModelSession, TaskRouting, ToolJob};
-use agentkit_tools_core::{ProgressSink, ToolContext, ToolError, ToolRequest, ToolResult};
+use agentkit_tools_core::{ProgressSink, ToolContext, ToolError, ToolResult};
 use futures::{FutureExt, StreamExt};
 use std::sync::Arc;
 use tracing::Instrument;
@@ -40,12 +41,7 @@ impl<S: ModelSession> LoopDriver<S> {
             })
         };
         let job = ToolJob {
-            request: ToolRequest {
-                call_id: call_id.clone(),
-                tool_name: entry.call.name.clone(),
-                input: entry.call.input.clone(),
-                metadata: entry.call.metadata.clone(),
-            },
+            request: tool_request(&entry.call),
             approval,
             ctx: ToolContext::new(call_id.clone())
                 .with_session(self.core.session_id.clone())

@@ -200,3 +200,16 @@ pub async fn danger_driver(
         .await
         .unwrap()
 }
+
+/// Sends "go" as the first input and starts session "s".
+pub async fn start_go(
+    builder: agentkit_loop::AgentBuilder<agentkit_testkit::ScriptedModel>,
+) -> agentkit_loop::LoopDriver<agentkit_testkit::ScriptedSession> {
+    builder
+        .input(vec![Item::user("go")])
+        .build()
+        .unwrap()
+        .start(agentkit_loop::SessionConfig::new("s"))
+        .await
+        .unwrap()
+}
