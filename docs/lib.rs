@@ -26,6 +26,8 @@ pub mod soft_interrupts {}
 pub mod compaction {}
 #[doc = include_str!("src/background.md")]
 pub mod background {}
+#[doc = include_str!("src/subagents.md")]
+pub mod subagents {}
 #[doc = include_str!("src/testing.md")]
 pub mod testing {}
 #[doc = include_str!("src/providers.md")]

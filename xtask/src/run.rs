@@ -150,9 +150,10 @@ pub fn features() -> Result<(), String> {
 pub fn examples() -> Result<(), String> {
     // The coding agent's offline demo, non-interactively: approvals are
     // given by flag, and it fails unless the sample project got fixed.
-    let examples: [(&str, &[&str]); 4] = [
+    let examples: [(&str, &[&str]); 5] = [
         ("quickstart", &[]),
         ("soft-interrupts", &[]),
+        ("delegate", &[]),
         ("mcp-tools", &[]),
         ("coding-agent", &["--demo", "--yes"]),
     ];
