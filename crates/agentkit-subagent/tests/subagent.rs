@@ -735,3 +735,80 @@ async fn a_failing_child_is_abandoned_and_reported() {
     });
     assert_eq!(finished, Some(FinishReason::Error));
 }
+
+#[tokio::test]
+async fn a_snapshot_keeps_the_paused_call_and_a_resumed_driver_continues_the_child() {
+    let workspace = tempfile::tempdir().unwrap();
+    let items = Items::default();
+    let tool = writer(workspace.path(), write_script("Written."), items.clone());
+    let events = Events::default();
+    let agent = parent(
+        ScriptedModel::new([delegate("p1", "writer", "Write."), ScriptedTurn::text("ok")]),
+        tool,
+        &events,
+    );
+    let mut driver = agent.start(SessionConfig::new("parent")).await.unwrap();
+    let LoopStep::Interrupt(LoopInterrupt::ApprovalRequest(first)) = driver.next().await.unwrap()
+    else {
+        panic!("approval expected")
+    };
+    // Saved as JSON and resumed by the same agent (same process: the child
+    // still waits), the approval is shown again and answering it resumes
+    // the child.
+    let saved = serde_json::to_string(&driver.snapshot()).unwrap();
+    drop(driver);
+    let snapshot = serde_json::from_str(&saved).unwrap();
+    let mut driver = agent
+        .resume(SessionConfig::new("parent"), snapshot)
+        .await
+        .unwrap();
+    let LoopStep::Interrupt(LoopInterrupt::ApprovalRequest(again)) = driver.next().await.unwrap()
+    else {
+        panic!("the paused call's approval survives the snapshot")
+    };
+    assert_eq!(again.call, first.call);
+    assert_eq!(again.request.summary, first.request.summary);
+    again.approve(&mut driver).unwrap();
+    let run = run_to_finish(&mut driver, Approvals::DenyAll)
+        .await
+        .unwrap();
+    assert_eq!(
+        results_by_call(&run.transcript)["p1"].output.to_text(),
+        "Written."
+    );
+    assert!(workspace.path().join("out.txt").exists());
+}
+
+#[tokio::test]
+async fn a_resumed_call_whose_child_is_gone_is_answered_as_lost() {
+    let workspace = tempfile::tempdir().unwrap();
+    let items = Items::default();
+    let tool = writer(workspace.path(), write_script("Written."), items.clone());
+    let (driver, _) = until_approval(tool, &Events::default()).await;
+    let saved = serde_json::to_string(&driver.snapshot()).unwrap();
+
+    // Another process: a new sub-agent, with no child waiting.
+    let elsewhere = writer(workspace.path(), write_script("Written."), Items::default());
+    let agent = parent(
+        ScriptedModel::new([ScriptedTurn::text("The writer is gone.")]),
+        elsewhere,
+        &Events::default(),
+    );
+    let mut driver = agent
+        .resume(
+            SessionConfig::new("parent"),
+            serde_json::from_str(&saved).unwrap(),
+        )
+        .await
+        .unwrap();
+    let run = run_to_finish(&mut driver, Approvals::ApproveAll)
+        .await
+        .unwrap();
+    let result = &results_by_call(&run.transcript)["p1"];
+    assert_eq!(error_kind(result), Some("unavailable"));
+    assert_eq!(
+        result.output.to_text(),
+        "tool unavailable: sub-agent writer is no longer waiting for this approval"
+    );
+    assert!(!workspace.path().join("out.txt").exists());
+}
