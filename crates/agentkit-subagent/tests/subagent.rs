@@ -362,6 +362,23 @@ async fn events_are_tagged_with_name_and_depth_two_levels_down() {
         })
         .collect();
     assert!(!call_ids.is_empty() && call_ids.iter().all(|id| id == "r1"));
+    // Tagged events serialize (JSON Lines logs) and read back unchanged.
+    for event in events.all() {
+        let json = serde_json::to_value(&event).unwrap();
+        let back: AgentEvent = serde_json::from_value(json).unwrap();
+        assert_eq!(back, event);
+    }
+    let json = serde_json::to_value(
+        events
+            .all()
+            .iter()
+            .find(|e| matches!(e, AgentEvent::SubAgent { depth: 2, .. }))
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(json["event"], "sub_agent");
+    assert_eq!(json["agent"], "researcher");
+    assert_eq!(json["depth"], 2);
     // The parent's own events are untagged.
     assert!(
         events.all().iter().any(
