@@ -550,15 +550,28 @@ async fn a_grandchilds_approval_surfaces_through_two_levels() {
     );
 }
 
-/// Waits for the turn's cancellation, and says it saw it.
+/// Sleeps `ms` unless the turn is cancelled first, and says which happened.
 #[derive(Clone)]
-struct Wait {
+struct Sleep {
     spec: Arc<ToolSpec>,
-    saw_cancel: Arc<AtomicBool>,
+    ms: u64,
+    cancelled: Arc<AtomicBool>,
+    finished: Arc<AtomicBool>,
+}
+
+impl Sleep {
+    fn new(name: &str, ms: u64) -> Self {
+        Self {
+            spec: Arc::new(ToolSpec::new(name, "Sleeps.", json!({ "type": "object" })).unwrap()),
+            ms,
+            cancelled: Arc::default(),
+            finished: Arc::default(),
+        }
+    }
 }
 
 #[async_trait::async_trait]
-impl Tool for Wait {
+impl Tool for Sleep {
     fn spec(&self) -> Arc<ToolSpec> {
         self.spec.clone()
     }
@@ -566,36 +579,39 @@ impl Tool for Wait {
     async fn invoke(&self, _: ToolRequest, ctx: ToolContext) -> Result<ToolResult, ToolError> {
         tokio::select! {
             _ = ctx.cancellation.cancelled() => {
-                self.saw_cancel.store(true, Ordering::SeqCst);
+                self.cancelled.store(true, Ordering::SeqCst);
                 Err(ToolError::Cancelled)
             }
-            _ = tokio::time::sleep(Duration::from_secs(30)) => Ok(ToolResult::new("waited")),
+            _ = tokio::time::sleep(Duration::from_millis(self.ms)) => {
+                self.finished.store(true, Ordering::SeqCst);
+                Ok(ToolResult::new("rested"))
+            }
         }
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cancelling_the_parent_stops_the_child_with_a_valid_transcript() {
-    let saw_cancel = Arc::new(AtomicBool::new(false));
-    let wait = Wait {
-        spec: Arc::new(ToolSpec::new("wait", "Waits.", json!({ "type": "object" })).unwrap()),
-        saw_cancel: saw_cancel.clone(),
-    };
-    let items = Items::default();
-    let child_items = items.clone();
+/// A child that calls a 30 s `wait` tool; returns it, the tool and its model.
+fn waiter(items: &Items) -> (SubAgent<ScriptedModel>, Sleep, ScriptedModel) {
+    let wait = Sleep::new("wait", 30_000);
     let child_model = ScriptedModel::new([
         ScriptedTurn::tool_call("c1", "wait", json!({})),
         ScriptedTurn::text("never reached"),
     ]);
-    let model = child_model.clone();
+    let (tool, model, items) = (wait.clone(), child_model.clone(), items.clone());
     let waiter = SubAgent::new("waiter", "Waits.", move || {
-        let wait = wait.clone();
         Agent::builder()
             .model(model.clone())
-            .add_tool_source(ToolRegistry::new().with(wait))
-            .transcript_observer(child_items.clone())
+            .add_tool_source(ToolRegistry::new().with(tool.clone()))
+            .transcript_observer(items.clone())
     })
     .unwrap();
+    (waiter, wait, child_model)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_the_parent_stops_the_child_with_a_valid_transcript() {
+    let items = Items::default();
+    let (waiter, wait, child_model) = waiter(&items);
     let controller = CancellationController::new();
     let events = Events::default();
     let agent = Agent::builder()
@@ -640,7 +656,10 @@ async fn cancelling_the_parent_stops_the_child_with_a_valid_transcript() {
                 && matches!(e, AgentEvent::TurnFinished { result } if result.finish_reason == FinishReason::Cancelled)
         })
         .await;
-    assert!(saw_cancel.load(Ordering::SeqCst), "the child's tool saw it");
+    assert!(
+        wait.cancelled.load(Ordering::SeqCst),
+        "the child's tool saw it"
+    );
     let child = items.get();
     validate_transcript(&child).unwrap();
     assert!(results_by_call(&child).contains_key("c1"));
@@ -828,4 +847,77 @@ async fn a_resumed_call_whose_child_is_gone_is_answered_as_lost() {
         "tool unavailable: sub-agent writer is no longer waiting for this approval"
     );
     assert!(!workspace.path().join("out.txt").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parent_that_stops_waiting_interrupts_the_child() {
+    let items = Items::default();
+    let (waiter, wait, _) = waiter(&items);
+    let events = Events::default();
+    // The parent's task manager gives every call 200 ms.
+    let agent = Agent::builder()
+        .model(ScriptedModel::new([
+            delegate("p1", "waiter", "Wait."),
+            ScriptedTurn::text("Too slow."),
+        ]))
+        .add_tool_source(ToolRegistry::new().with(waiter))
+        .task_manager(
+            agentkit_loop::SimpleTaskManager::new().with_timeout(Duration::from_millis(200)),
+        )
+        .observer(events.clone())
+        .input(vec![Item::user("go")])
+        .build()
+        .unwrap();
+    let mut driver = agent.start(SessionConfig::new("parent")).await.unwrap();
+    let run = run_to_finish(&mut driver, Approvals::DenyAll)
+        .await
+        .unwrap();
+    assert_eq!(
+        error_kind(&results_by_call(&run.transcript)["p1"]),
+        Some("timeout")
+    );
+    events
+        .wait_for(|agent, _, e| {
+            agent == "waiter"
+                && matches!(e, AgentEvent::TurnFinished { result } if result.finish_reason == FinishReason::Cancelled)
+        })
+        .await;
+    assert!(wait.cancelled.load(Ordering::SeqCst));
+    validate_transcript(&items.get()).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_childs_approval_waits_for_the_parents_running_siblings() {
+    let workspace = tempfile::tempdir().unwrap();
+    let tool = writer(workspace.path(), write_script("Written."), Items::default());
+    let nap = Sleep::new("nap", 150);
+    let agent = Agent::builder()
+        .model(ScriptedModel::new([
+            ScriptedTurn::new()
+                .call("p1", "writer", json!({ "task": "Write." }))
+                .call("p2", "nap", json!({}))
+                .finish(FinishReason::ToolCall),
+            ScriptedTurn::text("Both done."),
+        ]))
+        .add_tool_source(ToolRegistry::new().with(tool).with(nap.clone()))
+        .task_manager(agentkit_loop::ConcurrentTaskManager::new(2))
+        .input(vec![Item::user("go")])
+        .build()
+        .unwrap();
+    let mut driver = agent.start(SessionConfig::new("parent")).await.unwrap();
+    let LoopStep::Interrupt(LoopInterrupt::ApprovalRequest(pending)) = driver.next().await.unwrap()
+    else {
+        panic!("approval expected")
+    };
+    // Shown only once the sibling finished: the pause did not cut it short.
+    assert!(nap.finished.load(Ordering::SeqCst));
+    assert_eq!(pending.call.id.as_str(), "p1");
+    pending.approve(&mut driver).unwrap();
+    let run = run_to_finish(&mut driver, Approvals::DenyAll)
+        .await
+        .unwrap();
+    let results = results_by_call(&run.transcript);
+    assert_eq!(results["p1"].output.to_text(), "Written.");
+    assert_eq!(results["p2"].output.to_text(), "rested");
+    assert!(workspace.path().join("out.txt").exists());
 }
