@@ -83,7 +83,9 @@ pub fn doc_test() -> Result<(), String> {
 }
 
 /// The API docs of every workspace crate, with every rustdoc warning (a
-/// broken intra-doc link, a bare URL, an unclosed HTML tag) an error.
+/// broken intra-doc link, a bare URL, an unclosed HTML tag) an error; then
+/// the book's chapter lists and links (see `book::check`), which need those
+/// API docs built.
 pub fn docs() -> Result<(), String> {
     cargo_with_env(
         &[("RUSTDOCFLAGS", "-D warnings")],
@@ -94,7 +96,8 @@ pub fn docs() -> Result<(), String> {
             "--no-deps",
             "--locked",
         ],
-    )
+    )?;
+    crate::book::check()
 }
 
 /// Benchmarks print tables of medians and ratios; they are never run as
