@@ -20,6 +20,8 @@ pub mod permissions {}
 pub mod builtin_tools {}
 #[doc = include_str!("src/loop.md")]
 pub mod agent_loop {}
+#[doc = include_str!("src/interrupts.md")]
+pub mod interrupts {}
 #[doc = include_str!("src/soft-interrupts.md")]
 pub mod soft_interrupts {}
 #[doc = include_str!("src/cancellation.md")]
@@ -30,8 +32,12 @@ pub mod observers {}
 pub mod usage {}
 #[doc = include_str!("src/compaction.md")]
 pub mod compaction {}
+#[doc = include_str!("src/tasks.md")]
+pub mod tasks {}
 #[doc = include_str!("src/background.md")]
 pub mod background {}
+#[doc = include_str!("src/snapshots.md")]
+pub mod snapshots {}
 #[doc = include_str!("src/sessions.md")]
 pub mod sessions {}
 #[doc = include_str!("src/providers.md")]
