@@ -153,8 +153,11 @@ pub fn features() -> Result<(), String> {
 pub fn examples() -> Result<(), String> {
     // The coding agent's offline demo, non-interactively: approvals are
     // given by flag, and it fails unless the sample project got fixed.
-    let examples: [(&str, &[&str]); 4] = [
+    let examples: [(&str, &[&str]); 5] = [
         ("quickstart", &[]),
+        // Fails unless the invoke_agent, chat and execute_tool spans reach
+        // the OpenTelemetry exporter.
+        ("tracing-otel", &[]),
         ("soft-interrupts", &[]),
         ("mcp-tools", &[]),
         ("coding-agent", &["--demo", "--yes"]),
@@ -168,6 +171,12 @@ pub fn examples() -> Result<(), String> {
         let output = Command::new(env!("CARGO"))
             .args(["run", "--locked", "-q", "-p", example, "--"])
             .args(args)
+            // Offline: a provider configured in the caller's environment
+            // would make an example call it.
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("OPENAI_BASE_URL")
+            .env_remove("ANTHROPIC_API_KEY")
+            .env_remove("AGENTKIT_PROVIDER")
             .current_dir(workspace_root())
             .stdin(std::process::Stdio::null())
             .output()
