@@ -163,7 +163,7 @@ pub fn examples() -> Result<(), String> {
         ("mcp-tools", &[]),
         ("coding-agent", &["--demo", "--yes"]),
     ];
-    for (example, args) in examples {
+    for &(example, args) in examples {
         let mut shown = format!("cargo run --locked -q -p {example}");
         if !args.is_empty() {
             shown = format!("{shown} -- {}", args.join(" "));
