@@ -408,12 +408,15 @@ impl EventDecoder {
     }
 
     fn finish(&mut self, out: &mut VecDeque<ModelTurnEvent>) -> Result<(), ProviderError> {
-        let open: Vec<u64> = self
+        let mut open: Vec<u64> = self
             .blocks
             .iter()
             .filter(|(_, b)| !matches!(b, Block::Ignored))
             .map(|(i, _)| *i)
             .collect();
+        // In index order: the same stream gives the same message (the map's
+        // order changes from one decoder to the next; found by fuzzing).
+        open.sort_unstable();
         if !open.is_empty() {
             return Err(protocol(format!(
                 "the message ended with content block(s) {open:?} still open"

@@ -38,3 +38,33 @@ async fn every_cut_of_the_text_fixture_decodes_the_same() {
         }
     }
 }
+
+#[tokio::test]
+async fn blocks_left_open_are_named_in_index_order() {
+    // Found by the `anthropic` fuzz target: the error listed the open
+    // blocks in hash-map order, so one stream gave two different messages.
+    let body = concat!(
+        "event: message_start\n",
+        "data: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":\"c\",\"usage\":{\"input_tokens\":1,\"output_tokens\":1}}}\n\n",
+        "event: content_block_start\n",
+        "data: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
+        "event: content_block_start\n",
+        "data: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
+        "event: message_stop\n",
+        "data: {\"type\":\"message_stop\"}\n\n",
+    );
+    for _ in 0..20 {
+        let mut turn = AnthropicTurn::from_events(SseStream::from_bytes(body));
+        let error = loop {
+            match turn.next_event(None).await {
+                Ok(Some(_)) => {}
+                Ok(None) => panic!("the open blocks are an error"),
+                Err(error) => break error,
+            }
+        };
+        assert_eq!(
+            error.message,
+            "the message ended with content block(s) [0, 1] still open"
+        );
+    }
+}
