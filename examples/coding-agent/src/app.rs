@@ -112,10 +112,12 @@ struct Ctx {
     follow_ups: VecDeque<String>,
     /// The previous key at the prompt was Ctrl-C.
     armed_quit: bool,
-    /// A turn was submitted and has not finished: Ctrl-C cancels it.
-    /// Otherwise (the step that returns to the prompt is still being
-    /// saved) the key belongs to the prompt.
+    /// A turn was submitted and has not finished. With the view's
+    /// `turn_running` (a turn a queued message started), Ctrl-C cancels
+    /// it; otherwise (the step back to the prompt is still being saved)
+    /// the key belongs to the prompt.
     turn_open: bool,
+    view: Arc<View>,
 }
 
 impl Ctx {
@@ -251,7 +253,7 @@ async fn advance<S: ModelSession>(
                 InputEvent::Submit(text) => ctx.queue_message(&soft, text),
                 // No turn runs (the step back to the prompt is still being
                 // saved): the key belongs to the prompt and arms quitting.
-                InputEvent::Interrupt if !ctx.turn_open => {
+                InputEvent::Interrupt if !ctx.turn_open && !ctx.view.turn_running() => {
                     ctx.armed_quit = true;
                     ctx.note("(Ctrl-C again or Ctrl-D to quit)", Look::Dim);
                 }
@@ -323,6 +325,7 @@ pub async fn run<M: ModelAdapter>(model: M, setup: Setup) -> Result<Summary, App
         armed_quit: false,
         // A resumed session may be in the middle of a turn.
         turn_open: setup.resume.is_some(),
+        view: view.clone(),
     };
     let mut summary = Summary::default();
     let mut first_prompt = setup.prompt.clone();
