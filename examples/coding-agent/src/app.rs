@@ -230,7 +230,8 @@ impl Ctx {
             Answer::Cancel => "cancel the turn",
         };
         screen.line(Line::new(format!("  you: {shown}"), Look::Dim));
-        screen.set_prompt(Line::new("> ", Look::Bold));
+        // The turn goes on after an answer: typing steers it.
+        screen.set_prompt(Line::new("steer> ", Look::Dim));
         answer
     }
 }
