@@ -980,3 +980,44 @@ async fn a_child_left_waiting_by_an_abandoned_turn_is_ended_at_the_next_call() {
     assert_eq!(handle.parked(), 0);
     assert!(!workspace.path().join("out.txt").exists());
 }
+
+#[tokio::test]
+async fn a_child_may_ask_again_after_a_denial() {
+    let workspace = tempfile::tempdir().unwrap();
+    let items = Items::default();
+    let write = |id: &str, path: &str| {
+        ScriptedTurn::tool_call(
+            id,
+            "fs_write_file",
+            json!({ "path": path, "content": "x\n" }),
+        )
+    };
+    let child_model = ScriptedModel::new([
+        write("w1", "first.txt"),
+        write("w2", "second.txt"),
+        ScriptedTurn::text("Wrote the second file."),
+    ]);
+    let tool = writer(workspace.path(), child_model, items.clone());
+    let (run, _) = delegate_once(
+        tool,
+        Approvals::decide(|pending| {
+            pending.request.metadata["agentkit.sub_agent_input"]["path"] == "second.txt"
+        }),
+    )
+    .await;
+    // One parent call, paused twice: denied, then approved.
+    assert_eq!(run.approvals.len(), 2);
+    assert!(run.approvals.iter().all(|a| a.call.id.as_str() == "p1"));
+    assert!(!workspace.path().join("first.txt").exists());
+    assert!(workspace.path().join("second.txt").exists());
+    assert_eq!(
+        results_by_call(&run.transcript)["p1"].output.to_text(),
+        "Wrote the second file."
+    );
+    let child = items.get();
+    validate_transcript(&child).unwrap();
+    assert_eq!(
+        error_kind(&results_by_call(&child)["w1"]),
+        Some("permission_denied")
+    );
+}
