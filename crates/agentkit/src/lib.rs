@@ -26,6 +26,28 @@
 //! | `acp` | `acp` | `agentkit-acp`: serving agents to editors over ACP |
 //! | `schemars` | | `provider::output_schema_for`: schemas derived from Rust types |
 //! | `full` | | everything above |
+//!
+//! # Example
+//!
+//! The README's example (it runs as a doc-test here and in the README):
+//!
+//! ```rust
+//! # #[cfg(feature = "testkit")] {
+//! use agentkit::prelude::*;
+//! use agentkit::testkit::{ScriptedModel, ScriptedTurn};
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let agent = Agent::builder()
+//!     .model(ScriptedModel::new([ScriptedTurn::text("Hello!")]))
+//!     .input(vec![Item::user("hi")])
+//!     .build()?;
+//! let mut driver = agent.start(SessionConfig::new("demo")).await?;
+//! let LoopStep::Finished(result) = driver.next().await? else { unreachable!() };
+//! assert_eq!(result.finish_reason, FinishReason::Completed);
+//! # Ok::<(), LoopError>(())
+//! # }).unwrap();
+//! # }
+//! ```
 
 pub use agentkit_core as core;
 
