@@ -36,6 +36,8 @@ pub mod compaction {}
 pub mod tasks {}
 #[doc = include_str!("src/background.md")]
 pub mod background {}
+#[doc = include_str!("src/subagents.md")]
+pub mod subagents {}
 #[doc = include_str!("src/snapshots.md")]
 pub mod snapshots {}
 #[doc = include_str!("src/sessions.md")]

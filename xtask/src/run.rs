@@ -153,16 +153,17 @@ pub fn features() -> Result<(), String> {
 pub fn examples() -> Result<(), String> {
     // The coding agent's offline demo, non-interactively: approvals are
     // given by flag, and it fails unless the sample project got fixed.
-    let examples: [(&str, &[&str]); 5] = [
+    let examples: &[(&str, &[&str])] = &[
         ("quickstart", &[]),
         // Fails unless the invoke_agent, chat and execute_tool spans reach
         // the OpenTelemetry exporter.
         ("tracing-otel", &[]),
         ("soft-interrupts", &[]),
+        ("delegate", &[]),
         ("mcp-tools", &[]),
         ("coding-agent", &["--demo", "--yes"]),
     ];
-    for (example, args) in examples {
+    for &(example, args) in examples {
         let mut shown = format!("cargo run --locked -q -p {example}");
         if !args.is_empty() {
             shown = format!("{shown} -- {}", args.join(" "));
