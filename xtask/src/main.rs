@@ -6,6 +6,7 @@
 mod book;
 mod checks;
 mod fixtures;
+mod fuzz;
 mod layers;
 mod llama;
 mod run;
@@ -31,6 +32,9 @@ commands:
   meta      every crate has a README.md, a description and the workspace lints
   features  the umbrella crate with no optional part and with all of them
   examples  run the offline examples
+  fuzz      the fuzz targets (agentkit-fuzz): `fuzz [--time SECS] [--seed N]
+            [TARGET...]`, 30 s per target by default; in ci, a fixed seed and
+            count
   bench     the benchmark scenarios, printed as tables (not part of ci)
   llama     live test against a real llama.cpp server, re-recording its
             cassettes (installs llama-cpp-python; not part of ci)
@@ -53,6 +57,7 @@ fn main() -> ExitCode {
         "llama" => llama::run(),
         "features" => run::features(),
         "examples" => run::examples(),
+        "fuzz" => fuzz::fuzz(&std::env::args().skip(2).collect::<Vec<_>>()),
         "help" | "--help" | "-h" => {
             print!("{USAGE}");
             return ExitCode::SUCCESS;
@@ -76,7 +81,7 @@ type Step = fn() -> Result<(), String>;
 
 /// Cheap checks first, so a layer violation is reported before a long build.
 fn ci() -> Result<(), String> {
-    let steps: [(&str, Step); 10] = [
+    let steps: [(&str, Step); 11] = [
         ("layers", layers::check),
         ("meta", checks::meta),
         ("fmt", run::fmt),
@@ -87,6 +92,7 @@ fn ci() -> Result<(), String> {
         ("test", run::test),
         ("doc-test", run::doc_test),
         ("examples", run::examples),
+        ("fuzz", fuzz::ci),
     ];
     for (name, step) in steps {
         println!("==> xtask {name}");

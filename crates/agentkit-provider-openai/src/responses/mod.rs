@@ -26,7 +26,7 @@ pub use config::ResponsesConfig;
 use crate::adapter::FallbackIds;
 use crate::error::model_error;
 use agentkit_core::TurnCancellation;
-use agentkit_http::{DecodedStream, HttpClient, StreamRequest};
+use agentkit_http::{DecodedStream, HttpClient, SseStream, StreamRequest};
 use agentkit_loop::{
     ModelAdapter, ModelError, ModelSession, ModelTurn, ModelTurnEvent, PromptCacheRequest,
     SessionConfig, TurnRequest,
@@ -150,6 +150,19 @@ impl std::fmt::Debug for ResponsesTurn {
             .field("queued", &self.stream.queued())
             .field("done", &self.stream.is_done())
             .finish_non_exhaustive()
+    }
+}
+
+impl ResponsesTurn {
+    /// A turn decoding an event stream that is already open: a recorded
+    /// response replayed in a test, or bytes fed from memory by a fuzzer.
+    pub fn from_events(events: SseStream) -> Self {
+        Self {
+            stream: DecodedStream::new(
+                events,
+                ResponsesDecoder::new(FallbackIds::new().next_turn(), None),
+            ),
+        }
     }
 }
 
