@@ -104,6 +104,17 @@ impl FallbackIds {
     }
 }
 
+impl OpenAiSession {
+    /// The JSON body [`begin_turn`](ModelSession::begin_turn) sends for this
+    /// request, without sending it: for logs, tests, and measuring what
+    /// building a request costs apart from the network.
+    pub fn request_body(&mut self, request: &TurnRequest) -> Vec<u8> {
+        let cache = request.cache.as_ref().or(self.cache.as_ref());
+        let body = request_body(&self.shared.config, request, cache);
+        serde_json::to_vec(&body).unwrap_or_default()
+    }
+}
+
 #[async_trait::async_trait]
 impl ModelSession for OpenAiSession {
     type Turn = OpenAiTurn;
@@ -113,10 +124,9 @@ impl ModelSession for OpenAiSession {
         request: TurnRequest,
         cancellation: Option<TurnCancellation>,
     ) -> Result<OpenAiTurn, ModelError> {
+        let body = self.request_body(&request);
         let config = &self.shared.config;
-        let cache = request.cache.as_ref().or(self.cache.as_ref());
-        let body = request_body(config, &request, cache);
-        let mut http = StreamRequest::json(config.endpoint(), &body);
+        let mut http = StreamRequest::with_body(config.endpoint(), body);
         if let Some(key) = config.api_key.as_deref().filter(|k| !k.is_empty()) {
             http = http.with_header("authorization", format!("Bearer {key}"));
         }

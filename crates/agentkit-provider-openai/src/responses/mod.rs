@@ -26,7 +26,7 @@ pub use config::ResponsesConfig;
 use crate::adapter::FallbackIds;
 use crate::error::model_error;
 use agentkit_core::TurnCancellation;
-use agentkit_http::{DecodedStream, HttpClient, StreamRequest};
+use agentkit_http::{DecodedStream, HttpClient, SseStream, StreamRequest};
 use agentkit_loop::{
     ModelAdapter, ModelError, ModelSession, ModelTurn, ModelTurnEvent, PromptCacheRequest,
     SessionConfig, TurnRequest,
@@ -97,6 +97,17 @@ impl std::fmt::Debug for ResponsesSession {
     }
 }
 
+impl ResponsesSession {
+    /// The JSON body [`begin_turn`](ModelSession::begin_turn) sends for this
+    /// request, without sending it: for logs, tests, and measuring what
+    /// building a request costs apart from the network.
+    pub fn request_body(&mut self, request: &TurnRequest) -> Vec<u8> {
+        let cache = request.cache.as_ref().or(self.cache.as_ref());
+        let body = request::request_body(&self.shared.config, request, cache);
+        serde_json::to_vec(&body).unwrap_or_default()
+    }
+}
+
 #[async_trait::async_trait]
 impl ModelSession for ResponsesSession {
     type Turn = ResponsesTurn;
@@ -106,10 +117,9 @@ impl ModelSession for ResponsesSession {
         request: TurnRequest,
         cancellation: Option<TurnCancellation>,
     ) -> Result<ResponsesTurn, ModelError> {
+        let body = self.request_body(&request);
         let config = &self.shared.config;
-        let cache = request.cache.as_ref().or(self.cache.as_ref());
-        let body = request::request_body(config, &request, cache);
-        let mut http = StreamRequest::json(config.endpoint(), &body);
+        let mut http = StreamRequest::with_body(config.endpoint(), body);
         if let Some(key) = config.openai.api_key.as_deref().filter(|k| !k.is_empty()) {
             http = http.with_header("authorization", format!("Bearer {key}"));
         }
@@ -150,6 +160,19 @@ impl std::fmt::Debug for ResponsesTurn {
             .field("queued", &self.stream.queued())
             .field("done", &self.stream.is_done())
             .finish_non_exhaustive()
+    }
+}
+
+impl ResponsesTurn {
+    /// A turn decoding an event stream that is already open: a recorded
+    /// response replayed in a test, or bytes fed from memory in a benchmark.
+    pub fn from_events(events: SseStream) -> Self {
+        Self {
+            stream: DecodedStream::new(
+                events,
+                ResponsesDecoder::new(FallbackIds::new().next_turn(), None),
+            ),
+        }
     }
 }
 
