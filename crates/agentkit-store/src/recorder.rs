@@ -113,6 +113,7 @@ impl LoopObserver for Recorder {
             }
             AgentEvent::SoftInterruptInjected { .. } => self.mark(Mark::SoftInterruptsDrained),
             AgentEvent::TurnStarted { .. } => self.mark(Mark::TurnStarted),
+            AgentEvent::ToolStarted { call_id, .. } => self.mark(Mark::ToolStarted { call_id }),
             AgentEvent::MutationFinished { dirty: true, .. } => self.mark_broken(),
             _ => {}
         }

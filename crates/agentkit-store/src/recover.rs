@@ -9,9 +9,12 @@
 //! A call that has no result and was not waiting for the host may have been
 //! running when the process died. It is resumed as *interrupted*: the
 //! driver answers it with an error saying so, and the model may call it
-//! again. A tool never runs twice without the model asking.
+//! again. A tool never runs twice without the model asking. When no item
+//! was appended after the checkpoint (the process died while the first
+//! tool of a round ran, right after the host approved it), the journal's
+//! [`Mark::ToolStarted`] tells which calls had started.
 
-use agentkit_core::{Item, ItemKind, SessionId, ToolCallPart, open_tool_calls};
+use agentkit_core::{Item, ItemKind, SessionId, ToolCallId, ToolCallPart, open_tool_calls};
 use agentkit_loop::{
     LoopSnapshot, SNAPSHOT_VERSION, SnapshotCall, SnapshotCallState, SnapshotPhase, arguments_hash,
 };
@@ -19,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
 /// What the driver did after the last checkpoint, besides appending items.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "mark", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Mark {
@@ -32,6 +35,12 @@ pub enum Mark {
     SoftInterruptsDrained,
     /// A model call began (the turn counter moved).
     TurnStarted,
+    /// A tool call started executing: after a crash it may have had its
+    /// effect, so it is never run again without the model asking.
+    ToolStarted {
+        /// The call.
+        call_id: ToolCallId,
+    },
 }
 
 /// The snapshot to resume from: the checkpoint, brought forward by the
@@ -47,6 +56,7 @@ pub(crate) fn recover(
         None if items.is_empty() => return Ok(None),
         None => blank_snapshot(session_id)?,
     };
+    interrupt_started(&mut snapshot.round, marks);
     let extra = items.len().saturating_sub(snapshot.transcript.len());
     if items.len() < snapshot.transcript.len() {
         // A checkpoint always covers stored items; never shorten it.
@@ -70,8 +80,8 @@ pub(crate) fn recover(
         snapshot.pending_input.clear();
     }
     for mark in marks {
-        match *mark {
-            Mark::InputAccepted { count } => {
+        match mark {
+            &Mark::InputAccepted { count } => {
                 // The merge takes all pending input; more than that came from
                 // the soft-interrupt queue, drained while idle.
                 if count > snapshot.pending_input.len() {
@@ -81,6 +91,7 @@ pub(crate) fn recover(
             }
             Mark::SoftInterruptsDrained => snapshot.soft_interrupts.clear(),
             Mark::TurnStarted => snapshot.next_turn_index += 1,
+            Mark::ToolStarted { .. } => {}
         }
     }
     if extra > 0 {
@@ -119,6 +130,24 @@ pub(crate) fn recover(
         }
     }
     Ok(Some(snapshot))
+}
+
+/// Calls the checkpoint holds as about to run (queued, approved) that the
+/// journal says started: they may have run, so they are interrupted.
+fn interrupt_started(round: &mut [SnapshotCall], marks: &[Mark]) {
+    for call in round {
+        let started = marks
+            .iter()
+            .any(|mark| matches!(mark, Mark::ToolStarted { call_id } if *call_id == call.call_id));
+        if started
+            && matches!(
+                call.state,
+                SnapshotCallState::Queued | SnapshotCallState::Approved { .. }
+            )
+        {
+            call.state = SnapshotCallState::Interrupted;
+        }
+    }
 }
 
 /// The open calls of the transcript as a round. Calls the host still has
@@ -206,6 +235,33 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(resumed, saved);
+    }
+
+    #[test]
+    fn a_call_that_started_before_any_item_was_written_is_interrupted() {
+        // The checkpoint was taken as the round was about to run (the host
+        // had just approved); the process died while `a` ran, before any
+        // result was written. `b` had not started.
+        let mut saved = checkpoint(vec![Item::user("go"), call_item(&["a", "b"])]);
+        saved.phase = SnapshotPhase::ToolRound;
+        saved.round = ["a", "b"]
+            .into_iter()
+            .map(|id| SnapshotCall {
+                call_id: id.into(),
+                tool_name: "slow".into(),
+                arguments_hash: arguments_hash(&json!({ "ms": 5 })),
+                state: SnapshotCallState::Queued,
+            })
+            .collect();
+        let items = saved.transcript.clone();
+        let marks = [Mark::ToolStarted {
+            call_id: "a".into(),
+        }];
+        let resumed = recover(&"s".into(), Some(saved), items, &marks)
+            .unwrap()
+            .unwrap();
+        assert_eq!(resumed.round[0].state, SnapshotCallState::Interrupted);
+        assert_eq!(resumed.round[1].state, SnapshotCallState::Queued);
     }
 
     #[test]

@@ -12,14 +12,15 @@ use crate::input::{Input, InputEvent, Mode};
 use crate::policy::{ALWAYS_KEY, CodingPolicy, SessionAllowList, describe_key};
 use crate::provider::ModelInfo;
 use crate::screen::{Line, Look, Screen};
-use crate::sessions::{SessionStore, shorten};
+use crate::sessions::{SessionError, Sessions, shorten, system_item};
 use crate::view::View;
-use agentkit_core::{CancellationController, FinishReason, Item, ItemKind, Usage};
+use agentkit_core::{CancellationController, FinishReason, Item, ItemKind, SessionId, Usage};
 use agentkit_loop::{
-    Agent, InputRequest, LoopDriver, LoopError, LoopInterrupt, LoopObserver, LoopSnapshot,
-    LoopStep, ModelAdapter, ModelSession, PendingApproval, SessionConfig, SoftInterruptHandle,
+    Agent, InputRequest, LoopError, LoopInterrupt, LoopObserver, LoopSnapshot, LoopStep,
+    ModelAdapter, ModelSession, PendingApproval, SoftInterruptHandle,
 };
 use agentkit_mcp::McpServerManager;
+use agentkit_store::{Session, StoreError};
 use agentkit_tool_fs::{FsToolsConfig, fs_tools};
 use agentkit_tool_shell::{ShellConfig, ShellSandbox, shell_tools};
 use std::collections::VecDeque;
@@ -41,16 +42,37 @@ pub struct Setup {
     pub max_steps: u32,
     /// The model's label and prices.
     pub info: ModelInfo,
-    /// Where sessions are saved; `None` saves nothing (the demo).
-    pub store: Option<SessionStore>,
+    /// Where the session is saved (in memory for the demo).
+    pub sessions: Sessions,
     /// A saved session to continue.
-    pub resume: Option<LoopSnapshot>,
+    pub resume: Option<SessionId>,
     /// Connected MCP servers.
     pub mcp: Option<McpServerManager>,
     /// Another observer (the demo's director).
     pub observer: Option<Arc<dyn LoopObserver>>,
     /// The screen.
     pub screen: Arc<Mutex<Screen>>,
+}
+
+/// Why the program cannot go on.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AppError {
+    /// The agent could not be built or started.
+    #[error(transparent)]
+    Loop(#[from] LoopError),
+    /// The session could not be created, leased or opened.
+    #[error(transparent)]
+    Session(#[from] SessionError),
+}
+
+impl From<StoreError> for AppError {
+    fn from(error: StoreError) -> Self {
+        match error {
+            StoreError::Loop(error) => AppError::Loop(error),
+            other => AppError::Session(other.into()),
+        }
+    }
 }
 
 /// How the session ended, for `main`.
@@ -207,11 +229,12 @@ impl Ctx {
     }
 }
 
-/// Pulls the driver to its next step while reading the keyboard.
+/// Pulls the driver to its next step while reading the keyboard; the
+/// session saves itself before and after the step.
 async fn advance<S: ModelSession>(
-    driver: &mut LoopDriver<S>,
+    driver: &mut Session<S>,
     ctx: &mut Ctx,
-) -> Result<LoopStep, LoopError> {
+) -> Result<LoopStep, StoreError> {
     let soft = driver.soft_interrupts();
     ctx.screen().set_prompt(Line::new("steer> ", Look::Dim));
     let next = driver.next();
@@ -234,7 +257,7 @@ async fn advance<S: ModelSession>(
 }
 
 /// Runs the agent until the user quits.
-pub async fn run<M: ModelAdapter>(model: M, setup: Setup) -> Result<Summary, LoopError> {
+pub async fn run<M: ModelAdapter>(model: M, setup: Setup) -> Result<Summary, AppError> {
     let screen = setup.screen.clone();
     let controller = CancellationController::new();
     let always = SessionAllowList::default();
@@ -251,27 +274,36 @@ pub async fn run<M: ModelAdapter>(model: M, setup: Setup) -> Result<Summary, Loo
         ))
         .permissions(CodingPolicy::new(&workspace, always.clone()))
         .cancellation(controller.handle())
-        .transcript(vec![Item::system(system_prompt(&workspace))]);
+        .transcript(vec![system_item(system_prompt(&workspace), &workspace)]);
     if let Some(manager) = &setup.mcp {
         builder = builder.add_tool_source(manager.source());
     }
     if let Some(observer) = setup.observer.clone() {
         builder = builder.observer_arc(observer);
     }
-    let agent = builder.observer_arc(view.clone()).build()?;
-
-    let mut driver = match setup.resume.clone() {
-        Some(snapshot) => {
-            let config = SessionConfig::new(snapshot.session_id.to_string());
-            show_history(&screen, &snapshot);
-            agent.resume(config, snapshot).await?
+    let lease = match &setup.resume {
+        Some(id) => {
+            let note =
+                |limit: std::time::Duration| {
+                    screen.lock().unwrap_or_else(|e| e.into_inner()).line(Line::new(
+                    format!(
+                        "session {id} is still leased (by a coding-agent that was killed, or \
+                         one still running): waiting up to {} s for the lease to expire…",
+                        limit.as_secs_f32().ceil()
+                    ),
+                    Look::Warn,
+                ))
+                };
+            setup.sessions.lease(id, note).await?
         }
-        None => {
-            agent
-                .start(SessionConfig::new(SessionStore::new_id()))
-                .await?
-        }
+        None => setup.sessions.create().await?,
     };
+    // The store's recorder appends every item as it happens.
+    let agent = lease.record(builder.observer_arc(view.clone())).build()?;
+    let mut driver = lease.open(&agent).await?;
+    if setup.resume.is_some() {
+        show_history(&screen, &driver.snapshot());
+    }
 
     let mut ctx = Ctx {
         screen: screen.clone(),
@@ -280,21 +312,13 @@ pub async fn run<M: ModelAdapter>(model: M, setup: Setup) -> Result<Summary, Loo
         follow_ups: VecDeque::new(),
         armed_quit: false,
     };
-    let save = |driver: &LoopDriver<M::Session>, ctx: &Ctx| {
-        if let Some(store) = &setup.store
-            && let Err(error) = store.save(&driver.snapshot(), &workspace)
-        {
-            ctx.note(format!("warning: session not saved: {error}"), Look::Warn);
-        }
-    };
-
     let mut summary = Summary::default();
     let mut first_prompt = setup.prompt.clone();
     let mut steps = 0u32;
-    let mut session_usage = Usage::default();
+    // A resumed session goes on counting from its stored totals.
+    let mut session_usage = driver.usage().clone();
     loop {
         let step = advance(&mut driver, &mut ctx).await;
-        save(&driver, &ctx);
         match step {
             Ok(LoopStep::Interrupt(LoopInterrupt::AwaitingInput(request))) => {
                 view.reset_round();
@@ -320,7 +344,6 @@ pub async fn run<M: ModelAdapter>(model: M, setup: Setup) -> Result<Summary, Loo
                     summary.errors += 1;
                     ctx.note(format!("error: {error}"), Look::Bad);
                 }
-                save(&driver, &ctx);
             }
             Ok(LoopStep::Interrupt(LoopInterrupt::ApprovalRequest(pending))) => {
                 if let Err(error) =
@@ -368,17 +391,30 @@ pub async fn run<M: ModelAdapter>(model: M, setup: Setup) -> Result<Summary, Loo
                 ctx.screen()
                     .line(status_line(&setup.info, &result.usage, &session_usage));
             }
+            Err(StoreError::LeaseLost(id)) => {
+                // Another process took the session over: it must not be
+                // driven from here any more.
+                ctx.screen().set_activity(None);
+                ctx.note(
+                    format!("session {id} was taken over by another coding-agent; quitting"),
+                    Look::Bad,
+                );
+                summary.errors += 1;
+                break;
+            }
             Err(error) => {
                 view.reset_round();
                 summary.errors += 1;
                 if !recover(&mut driver, &mut ctx, &error).await {
                     break;
                 }
-                save(&driver, &ctx);
             }
         }
     }
     ctx.screen().close();
+    if let Err(error) = driver.close().await {
+        eprintln!("coding-agent: the session was not closed cleanly: {error}");
+    }
     if let Some(manager) = &setup.mcp {
         manager.disconnect_all().await;
     }
@@ -387,7 +423,7 @@ pub async fn run<M: ModelAdapter>(model: M, setup: Setup) -> Result<Summary, Loo
 
 /// Shows an approval request and resolves it with the user's answer.
 async fn answer_approval<S: ModelSession>(
-    driver: &mut LoopDriver<S>,
+    driver: &mut Session<S>,
     ctx: &mut Ctx,
     pending: PendingApproval,
     yes: bool,
@@ -424,9 +460,9 @@ async fn answer_approval<S: ModelSession>(
 /// Shows an error of `next()` and waits for the user: Enter retries, a
 /// message is sent with the retry. `false` means the user quit.
 async fn recover<S: ModelSession>(
-    driver: &mut LoopDriver<S>,
+    driver: &mut Session<S>,
     ctx: &mut Ctx,
-    error: &LoopError,
+    error: &StoreError,
 ) -> bool {
     ctx.screen().set_activity(None);
     ctx.note(format!("error: {error}"), Look::Bad);

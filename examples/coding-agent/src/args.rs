@@ -20,7 +20,9 @@ usage: coding-agent [OPTIONS]
   --demo              run the offline demo even when a provider is set
   --max-steps N       model calls per turn before pausing (default 40)
   --state-dir DIR     where sessions are saved (default:
-                      $CODING_AGENT_STATE_DIR or ~/.local/state/coding-agent)
+                      $CODING_AGENT_STATE_DIR or ~/.local/state/coding-agent);
+                      a killed process's session is free again after
+                      $CODING_AGENT_LEASE_MS (default 10000)
   -h, --help          this text
 
 Provider, from the environment (none set: the offline demo runs):

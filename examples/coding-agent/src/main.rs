@@ -26,7 +26,7 @@ mod view;
 
 use crate::provider::ModelInfo;
 use crate::screen::{Line, Look, Screen};
-use crate::sessions::SessionStore;
+use crate::sessions::Sessions;
 use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
@@ -84,26 +84,21 @@ async fn run() -> ExitCode {
         println!("{}", args::USAGE);
         return ExitCode::SUCCESS;
     }
-    let store = SessionStore::new(
-        args.state_dir
-            .clone()
-            .unwrap_or_else(SessionStore::default_dir),
-    );
+    let state_dir = args.state_dir.clone().unwrap_or_else(Sessions::default_dir);
+    let open_store = || Sessions::open(&state_dir);
     if args.list {
-        return match store.list() {
+        let listed = match open_store() {
+            Ok(store) => store.list().await,
+            Err(error) => Err(error),
+        };
+        return match listed {
             Ok(sessions) if sessions.is_empty() => {
-                println!("no saved sessions");
+                println!("no saved sessions in {}", state_dir.display());
                 ExitCode::SUCCESS
             }
             Ok(sessions) => {
-                for s in sessions {
-                    println!(
-                        "{}  {} items  {}  {}",
-                        s.id,
-                        s.items,
-                        s.workspace.display(),
-                        s.title
-                    );
+                for line in sessions::list_lines(&sessions, std::time::SystemTime::now()) {
+                    println!("{line}");
                 }
                 ExitCode::SUCCESS
             }
@@ -128,21 +123,31 @@ async fn run() -> ExitCode {
         None
     };
 
+    // The demo keeps its session in memory: it is not saved.
+    let store = match &demo_dir {
+        Some(_) => Sessions::in_memory(),
+        None => open_store(),
+    };
+    let store = match store {
+        Ok(store) => store,
+        Err(error) => return fail(error),
+    };
+    let current = || {
+        args.workspace
+            .clone()
+            .unwrap_or_else(|| std::env::current_dir().unwrap_or_else(|_| ".".into()))
+    };
     let (workspace, resume) = match (&args.resume, &demo_dir) {
         (Some(_), Some(_)) => {
             return fail("--resume needs a provider (the offline demo is not saved)");
         }
-        (Some(id), None) => match store.load(id.as_deref()) {
-            Ok((info, snapshot)) => (info.workspace, Some(snapshot)),
+        (Some(id), None) => match store.find(id.as_deref()).await {
+            // The session goes on in its own workspace.
+            Ok((info, workspace)) => (workspace.unwrap_or_else(current), Some(info.id)),
             Err(error) => return fail(error),
         },
         (None, Some(dir)) => (dir.clone(), None),
-        (None, None) => (
-            args.workspace
-                .clone()
-                .unwrap_or_else(|| std::env::current_dir().unwrap_or_else(|_| ".".into())),
-            None,
-        ),
+        (None, None) => (current(), None),
     };
     let workspace = match std::fs::canonicalize(&workspace) {
         Ok(path) if path.is_dir() => path,
@@ -179,14 +184,14 @@ async fn run() -> ExitCode {
         None
     };
 
-    let setup = |info: ModelInfo, store: Option<SessionStore>| app::Setup {
+    let setup = |info: ModelInfo| app::Setup {
         workspace: workspace.clone(),
         yes: args.yes,
         prompt: args.prompt.clone(),
         one_shot: args.prompt.is_some() && !tty,
         max_steps: args.max_steps.unwrap_or(40),
         info,
-        store,
+        sessions: store.clone(),
         resume: resume.clone(),
         mcp: mcp.clone(),
         observer: None,
@@ -202,7 +207,7 @@ async fn run() -> ExitCode {
                 ),
                 Look::Dim,
             ));
-            app::run(provider, setup(info, Some(store.clone()))).await
+            app::run(provider, setup(info)).await
         }
         None => {
             say(Line::new("offline demo", Look::Warn).and(
@@ -228,13 +233,10 @@ async fn run() -> ExitCode {
                 ));
             }
             let model = demo::model();
-            let mut setup = setup(
-                ModelInfo {
-                    label: "offline demo (scripted; tokens estimated)".into(),
-                    price: Some((0.0, 0.0)),
-                },
-                None,
-            );
+            let mut setup = setup(ModelInfo {
+                label: "offline demo (scripted; tokens estimated)".into(),
+                price: Some((0.0, 0.0)),
+            });
             setup.observer = Some(Arc::new(demo::Director::new(model.clone())));
             setup.prompt = Some(setup.prompt.unwrap_or_else(|| demo::TASK.into()));
             app::run(model, setup).await

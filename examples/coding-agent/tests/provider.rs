@@ -318,6 +318,28 @@ fn ctrl_c_mid_stream_cancels_and_the_next_prompt_works() {
     assert!(term.wait_exit());
 }
 
+fn wait_for_file(path: &std::path::Path) {
+    let start = std::time::Instant::now();
+    while !path.exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "{path:?} never appeared"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// `coding-agent --list` on the state directory of `dir`.
+fn list(dir: &std::path::Path) -> String {
+    let listed = std::process::Command::new(env!("CARGO_BIN_EXE_coding-agent"))
+        .arg("--list")
+        .env("CODING_AGENT_STATE_DIR", dir.join("state"))
+        .output()
+        .unwrap();
+    assert!(listed.status.success(), "{listed:?}");
+    String::from_utf8_lossy(&listed.stdout).into_owned()
+}
+
 #[test]
 fn resume_after_the_process_is_killed() {
     let dir = tempfile::tempdir().unwrap();
@@ -325,37 +347,62 @@ fn resume_after_the_process_is_killed() {
         sse(text_answer("Noted: pineapple.")),
         sse(tool_calls(&[(
             "call_1",
+            "shell_exec",
+            json!({ "command": "echo started > started.txt; sleep 5; echo slow" }),
+        )])),
+        sse(tool_calls(&[(
+            "call_2",
             "fs_write_file",
             json!({ "path": "word.txt", "content": "pineapple\n" }),
         )])),
         sse(text_answer("Saved the word to word.txt.")),
     ]);
 
-    // First process: one turn, then a tool call waiting for approval, then
-    // killed.
+    // First process: one turn, then killed (SIGKILL) while a command of
+    // the second turn runs.
     let mut term = spawn(&server, dir.path(), &[]);
     term.wait_for("test-model");
     term.wait_prompt();
     term.enter("remember the word pineapple");
     term.wait_for("Noted: pineapple.");
-    term.wait_for("── ");
+    term.wait_for("── 120 in · 30 out");
+    term.wait_prompt();
     term.enter("save it to a file");
     term.wait_for("allow? [y]es");
+    term.type_text("y");
+    term.wait_for("shell_exec $ echo started > started.txt; sleep 5; echo slow  ");
+    // Killed once the command surely runs.
+    wait_for_file(&dir.path().join("started.txt"));
     term.kill();
     drop(term);
 
-    let listed = std::process::Command::new(env!("CARGO_BIN_EXE_coding-agent"))
-        .arg("--list")
-        .env("CODING_AGENT_STATE_DIR", dir.path().join("state"))
-        .output()
-        .unwrap();
-    let listed = String::from_utf8_lossy(&listed.stdout).to_string();
-    assert!(listed.contains("remember the word pineapple"), "{listed}");
+    // The list shows the session: its title, when, its usage so far.
+    let listed = list(dir.path());
+    let row = listed
+        .lines()
+        .find(|l| l.contains("remember the word pineapple"))
+        .unwrap_or_else(|| panic!("{listed}"));
+    assert!(
+        row.contains("just now") && row.contains(" 150 "),
+        "{listed}"
+    );
 
-    // Second process: the conversation and the pending approval are back.
+    // Second process: the turn goes on where it stopped. The command that
+    // was running when the process died is answered as interrupted (never
+    // run twice behind the model's back), and the model is called again,
+    // which asks to write the file. Killed again at that approval.
     let mut term = spawn(&server, dir.path(), &["--resume"]);
     term.wait_for("resumed session");
     term.wait_for("> remember the word pineapple");
+    term.wait_for("allow? [y]es");
+    term.wait_for("  + pineapple");
+    term.kill();
+    drop(term);
+    assert_eq!(server.messages().len(), 3);
+
+    // Third process: the pending approval is asked again; the turn ends.
+    let mut term = spawn(&server, dir.path(), &["--resume"]);
+    term.wait_for("resumed session");
     term.wait_for("(an approval is waiting)");
     term.wait_for("allow? [y]es");
     term.type_text("y");
@@ -364,18 +411,30 @@ fn resume_after_the_process_is_killed() {
         std::fs::read_to_string(dir.path().join("word.txt")).unwrap(),
         "pineapple\n"
     );
-    // The model saw the whole conversation.
+    // The model saw the whole conversation, each call with its answer.
     let messages = server.messages();
-    assert_eq!(messages.len(), 3);
-    let last = &messages[2];
+    assert_eq!(messages.len(), 4);
+    let last = &messages[3];
     assert!(texts(last, "user").iter().any(|t| t.contains("pineapple")));
     assert!(
         texts(last, "assistant")
             .iter()
             .any(|t| t.contains("Noted: pineapple."))
     );
-    assert_eq!(texts(last, "tool").len(), 1);
+    let results = texts(last, "tool");
+    assert_eq!(results.len(), 2, "{last:?}");
+    assert!(results[0].contains("interrupted"), "{results:?}");
+    // The request right after the crash sent the same history plus that
+    // answer: nothing written before the kill was lost.
+    assert_eq!(messages[2][..], last[..messages[2].len()]);
     term.wait_prompt();
+    term.ctrl_d();
+    assert!(term.wait_exit());
+    // Closed cleanly: a new process takes the session at once.
+    let mut term = spawn(&server, dir.path(), &["--resume"]);
+    term.wait_for("resumed session");
+    term.wait_prompt();
+    assert!(!term.screen().contains("still leased"), "{}", term.screen());
     term.ctrl_d();
     assert!(term.wait_exit());
 }

@@ -51,6 +51,9 @@ impl Term {
         command
             .env("TERM", "xterm-256color")
             .env("CODING_AGENT_STATE_DIR", state.join("state"))
+            // A killed process's session lease expires within a second, so
+            // `--resume` after a kill does not wait long.
+            .env("CODING_AGENT_LEASE_MS", "1000")
             .env("XDG_CONFIG_HOME", state.join("config"));
         for (key, value) in env {
             command.env(key, value);
