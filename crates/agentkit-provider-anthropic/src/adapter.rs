@@ -12,8 +12,8 @@ use crate::stream::EventDecoder;
 use agentkit_core::TurnCancellation;
 use agentkit_http::{DecodedStream, HttpClient, SseStream, StreamRequest};
 use agentkit_loop::{
-    ModelAdapter, ModelError, ModelSession, ModelTurn, ModelTurnEvent, PromptCacheRequest,
-    SessionConfig, TurnRequest,
+    EncodedTranscript, ModelAdapter, ModelError, ModelSession, ModelTurn, ModelTurnEvent,
+    PromptCacheRequest, SessionConfig, TurnRequest,
 };
 use std::sync::Arc;
 
@@ -61,14 +61,17 @@ impl ModelAdapter for AnthropicAdapter {
         Ok(AnthropicSession {
             shared: self.shared.clone(),
             cache: config.cache,
+            encoded: EncodedTranscript::new(),
         })
     }
 }
 
-/// A session: runs turns one at a time.
+/// A session: runs turns one at a time, keeping each transcript item's
+/// encoding for the next turn.
 pub struct AnthropicSession {
     shared: Arc<Shared>,
     cache: Option<PromptCacheRequest>,
+    encoded: EncodedTranscript,
 }
 
 impl AnthropicSession {
@@ -77,8 +80,7 @@ impl AnthropicSession {
     /// building a request costs apart from the network.
     pub fn request_body(&mut self, request: &TurnRequest) -> Vec<u8> {
         let cache = request.cache.as_ref().or(self.cache.as_ref());
-        let body = request_body(&self.shared.config, request, cache);
-        serde_json::to_vec(&body).unwrap_or_default()
+        request_body(&self.shared.config, request, cache, &mut self.encoded)
     }
 }
 

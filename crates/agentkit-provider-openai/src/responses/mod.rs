@@ -28,8 +28,8 @@ use crate::error::model_error;
 use agentkit_core::TurnCancellation;
 use agentkit_http::{DecodedStream, HttpClient, SseStream, StreamRequest};
 use agentkit_loop::{
-    ModelAdapter, ModelError, ModelSession, ModelTurn, ModelTurnEvent, PromptCacheRequest,
-    SessionConfig, TurnRequest,
+    EncodedTranscript, ModelAdapter, ModelError, ModelSession, ModelTurn, ModelTurnEvent,
+    PromptCacheRequest, SessionConfig, TurnRequest,
 };
 use std::sync::Arc;
 use stream::ResponsesDecoder;
@@ -80,15 +80,18 @@ impl ModelAdapter for ResponsesAdapter {
             shared: self.shared.clone(),
             cache: config.cache,
             ids: FallbackIds::new(),
+            encoded: EncodedTranscript::new(),
         })
     }
 }
 
-/// A session: runs turns one at a time.
+/// A session: runs turns one at a time, keeping each transcript item's
+/// encoding for the next turn.
 pub struct ResponsesSession {
     shared: Arc<Shared>,
     cache: Option<PromptCacheRequest>,
     ids: FallbackIds,
+    encoded: EncodedTranscript,
 }
 
 impl std::fmt::Debug for ResponsesSession {
@@ -103,8 +106,7 @@ impl ResponsesSession {
     /// building a request costs apart from the network.
     pub fn request_body(&mut self, request: &TurnRequest) -> Vec<u8> {
         let cache = request.cache.as_ref().or(self.cache.as_ref());
-        let body = request::request_body(&self.shared.config, request, cache);
-        serde_json::to_vec(&body).unwrap_or_default()
+        request::request_body(&self.shared.config, request, cache, &mut self.encoded)
     }
 }
 
