@@ -56,5 +56,7 @@ pub mod tracing {}
 pub mod testing {}
 #[doc = include_str!("src/umbrella.md")]
 pub mod umbrella {}
+#[doc = include_str!("src/performance.md")]
+pub mod performance {}
 #[doc = include_str!("src/architecture.md")]
 pub mod architecture {}
