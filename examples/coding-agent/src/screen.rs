@@ -110,7 +110,9 @@ impl Screen {
             open_line: false,
             activity: None,
             frame: 0,
-            prompt: Line::new("> ", Look::Bold),
+            // No idle `> ` until the agent really waits for a prompt:
+            // text typed while it starts goes to the steering queue.
+            prompt: Line::new("", Look::Dim),
             input: Vec::new(),
             cursor: 0,
             drawn: 0,
