@@ -60,5 +60,7 @@ pub mod testing {}
 pub mod reliability {}
 #[doc = include_str!("src/umbrella.md")]
 pub mod umbrella {}
+#[doc = include_str!("src/performance.md")]
+pub mod performance {}
 #[doc = include_str!("src/architecture.md")]
 pub mod architecture {}
