@@ -37,6 +37,7 @@
 #[cfg(feature = "cassette")]
 pub mod cassette;
 mod drive;
+pub mod process;
 mod script;
 mod snapshot;
 

@@ -3,106 +3,15 @@
 //! messages, Ctrl-C mid-stream, and resuming a killed session.
 
 #[allow(dead_code)] // each test file uses part of the harness
+mod server;
+#[allow(dead_code)]
 mod terminal;
 
-use agentkit_http::testing::{ScriptedResponse, TestServer};
-use serde_json::{Value, json};
+use agentkit_http::testing::ScriptedResponse;
+use serde_json::json;
+use server::{Server, sse, text_answer, texts, tool_calls};
 use std::time::Duration;
 use terminal::Term;
-
-/// One SSE event of a Chat Completions stream.
-fn event(chunk: Value) -> String {
-    format!("data: {chunk}\n\n")
-}
-
-fn usage(prompt: u64, completion: u64) -> String {
-    event(json!({
-        "id": "c", "object": "chat.completion.chunk", "choices": [],
-        "usage": { "prompt_tokens": prompt, "completion_tokens": completion,
-                   "total_tokens": prompt + completion }
-    }))
-}
-
-fn finish(reason: &str) -> String {
-    event(json!({
-        "id": "c", "object": "chat.completion.chunk",
-        "choices": [{ "index": 0, "delta": {}, "finish_reason": reason }]
-    }))
-}
-
-/// A streamed text answer, one event per word.
-fn text_answer(text: &str) -> String {
-    let mut body = String::new();
-    for word in text.split_inclusive(' ') {
-        body += &event(json!({
-            "id": "c", "object": "chat.completion.chunk",
-            "choices": [{ "index": 0, "delta": { "content": word }, "finish_reason": null }]
-        }));
-    }
-    body + &finish("stop") + &usage(120, 30) + "data: [DONE]\n\n"
-}
-
-/// Tool calls, each `(id, name, arguments)`.
-fn tool_calls(calls: &[(&str, &str, Value)]) -> String {
-    let mut body = String::new();
-    for (index, (id, name, arguments)) in calls.iter().enumerate() {
-        body += &event(json!({
-            "id": "c", "object": "chat.completion.chunk",
-            "choices": [{ "index": 0, "delta": { "tool_calls": [{
-                "index": index, "id": id, "type": "function",
-                "function": { "name": name, "arguments": arguments.to_string() }
-            }]}, "finish_reason": null }]
-        }));
-    }
-    body + &finish("tool_calls") + &usage(100, 20) + "data: [DONE]\n\n"
-}
-
-fn sse(body: String) -> ScriptedResponse {
-    ScriptedResponse::sse(body)
-}
-
-/// The server on its own runtime, so the test thread can block on the pty.
-struct Server {
-    runtime: tokio::runtime::Runtime,
-    server: Option<TestServer>,
-}
-
-impl Server {
-    fn start(script: Vec<ScriptedResponse>) -> Self {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap();
-        let server = runtime.block_on(TestServer::start(script)).unwrap();
-        Self {
-            runtime,
-            server: Some(server),
-        }
-    }
-
-    fn base_url(&self) -> String {
-        format!("{}/v1", self.server.as_ref().unwrap().url())
-    }
-
-    /// The messages of each request received.
-    fn messages(&self) -> Vec<Vec<Value>> {
-        self.server
-            .as_ref()
-            .unwrap()
-            .requests()
-            .iter()
-            .map(|r| r.json()["messages"].as_array().cloned().unwrap_or_default())
-            .collect()
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _guard = self.runtime.enter();
-        drop(self.server.take());
-    }
-}
 
 fn spawn(server: &Server, workspace: &std::path::Path, extra: &[&str]) -> Term {
     let url = server.base_url();
@@ -113,18 +22,6 @@ fn spawn(server: &Server, workspace: &std::path::Path, extra: &[&str]) -> Term {
         &[("OPENAI_BASE_URL", &url), ("AGENTKIT_MODEL", "test-model")],
         workspace,
     )
-}
-
-/// The text of every message with this role.
-fn texts(messages: &[Value], role: &str) -> Vec<String> {
-    messages
-        .iter()
-        .filter(|m| m["role"] == role)
-        .map(|m| match &m["content"] {
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
-        })
-        .collect()
 }
 
 #[test]
