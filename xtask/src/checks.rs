@@ -32,6 +32,24 @@ impl Package {
 }
 
 pub fn workspace_packages() -> Result<Vec<Package>, String> {
+    let metadata = metadata()?;
+    let packages = metadata["packages"]
+        .as_array()
+        .ok_or("cargo metadata has no packages")?;
+    packages.iter().map(parse_package).collect()
+}
+
+/// Where cargo puts its output (`CARGO_TARGET_DIR` honoured), so checks can
+/// find what `cargo doc` built.
+pub fn target_directory() -> Result<PathBuf, String> {
+    metadata()?["target_directory"]
+        .as_str()
+        .map(PathBuf::from)
+        .ok_or_else(|| "cargo metadata has no target_directory".to_owned())
+}
+
+/// `cargo metadata` of the workspace, without dependencies.
+fn metadata() -> Result<Value, String> {
     let output = Command::new(env!("CARGO"))
         .args(["metadata", "--format-version", "1", "--no-deps", "--locked"])
         .current_dir(workspace_root())
@@ -43,12 +61,8 @@ pub fn workspace_packages() -> Result<Vec<Package>, String> {
             String::from_utf8_lossy(&output.stderr)
         ));
     }
-    let metadata: Value = serde_json::from_slice(&output.stdout)
-        .map_err(|err| format!("cargo metadata printed invalid JSON: {err}"))?;
-    let packages = metadata["packages"]
-        .as_array()
-        .ok_or("cargo metadata has no packages")?;
-    packages.iter().map(parse_package).collect()
+    serde_json::from_slice(&output.stdout)
+        .map_err(|err| format!("cargo metadata printed invalid JSON: {err}"))
 }
 
 fn parse_package(value: &Value) -> Result<Package, String> {

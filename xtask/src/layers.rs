@@ -72,6 +72,10 @@ const RULES: &[(&str, Option<&[&str]>)] = &[
         ]),
     ),
     (
+        "agentkit-subagent",
+        Some(&["agentkit-core", "agentkit-tools-core", "agentkit-loop"]),
+    ),
+    (
         "agentkit-testkit",
         // agentkit-http (layer 3 too, but it depends on core only): cassettes
         // replay through the real HTTP client, behind the `cassette` feature.

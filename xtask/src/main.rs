@@ -3,6 +3,7 @@
 //! Plain Rust with no dependency beyond `serde_json`, so it builds in seconds
 //! and works on a fresh machine with nothing but the toolchain.
 
+mod book;
 mod checks;
 mod fixtures;
 mod layers;
@@ -18,7 +19,10 @@ commands:
   ci        every check below, stopping at the first failure
   fmt       cargo fmt --check
   clippy    cargo clippy on all targets with -D warnings
-  docs      cargo doc for every crate, rustdoc warnings (broken links) as errors
+  docs      cargo doc for every crate, rustdoc warnings (broken links) as errors;
+            then SUMMARY.md, docs/lib.rs and the book's links agree
+  book      build the book with mdBook into docs/book, the API docs under
+            docs/book/api (not part of ci; says how to install mdBook)
   test      all tests (nextest when installed, else cargo test)
   doc-test  doc tests, the book's code blocks included
   fixtures  npm ci for test fixtures (real MCP servers) when missing or stale,
@@ -41,6 +45,7 @@ fn main() -> ExitCode {
         "test" => run::test(),
         "doc-test" => run::doc_test(),
         "docs" => run::docs(),
+        "book" => book::build(),
         "fixtures" => fixtures::install(),
         "layers" => layers::check(),
         "meta" => checks::meta(),

@@ -83,7 +83,9 @@ pub fn doc_test() -> Result<(), String> {
 }
 
 /// The API docs of every workspace crate, with every rustdoc warning (a
-/// broken intra-doc link, a bare URL, an unclosed HTML tag) an error.
+/// broken intra-doc link, a bare URL, an unclosed HTML tag) an error; then
+/// the book's chapter lists and links (see `book::check`), which need those
+/// API docs built.
 pub fn docs() -> Result<(), String> {
     cargo_with_env(
         &[("RUSTDOCFLAGS", "-D warnings")],
@@ -94,7 +96,8 @@ pub fn docs() -> Result<(), String> {
             "--no-deps",
             "--locked",
         ],
-    )
+    )?;
+    crate::book::check()
 }
 
 /// Benchmarks print tables of medians and ratios; they are never run as
@@ -150,13 +153,17 @@ pub fn features() -> Result<(), String> {
 pub fn examples() -> Result<(), String> {
     // The coding agent's offline demo, non-interactively: approvals are
     // given by flag, and it fails unless the sample project got fixed.
-    let examples: [(&str, &[&str]); 4] = [
+    let examples: &[(&str, &[&str])] = &[
         ("quickstart", &[]),
+        // Fails unless the invoke_agent, chat and execute_tool spans reach
+        // the OpenTelemetry exporter.
+        ("tracing-otel", &[]),
         ("soft-interrupts", &[]),
+        ("delegate", &[]),
         ("mcp-tools", &[]),
         ("coding-agent", &["--demo", "--yes"]),
     ];
-    for (example, args) in examples {
+    for &(example, args) in examples {
         let mut shown = format!("cargo run --locked -q -p {example}");
         if !args.is_empty() {
             shown = format!("{shown} -- {}", args.join(" "));
@@ -165,6 +172,12 @@ pub fn examples() -> Result<(), String> {
         let output = Command::new(env!("CARGO"))
             .args(["run", "--locked", "-q", "-p", example, "--"])
             .args(args)
+            // Offline: a provider configured in the caller's environment
+            // would make an example call it.
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("OPENAI_BASE_URL")
+            .env_remove("ANTHROPIC_API_KEY")
+            .env_remove("AGENTKIT_PROVIDER")
             .current_dir(workspace_root())
             .stdin(std::process::Stdio::null())
             .output()

@@ -169,6 +169,20 @@ pub enum AgentEvent {
         /// The result.
         result: TurnResult,
     },
+    /// An event of a sub-agent: an agent this loop runs as a tool
+    /// (`agentkit-subagent`). Events of deeper sub-agents arrive flattened:
+    /// `inner` is never itself a `SubAgent` event, `depth` says how deep.
+    SubAgent {
+        /// The sub-agent's name (its tool name).
+        agent: String,
+        /// 1 for a sub-agent of this loop's agent, 2 for one of its
+        /// sub-agents, and so on.
+        depth: u32,
+        /// The call (in the sub-agent's own parent) the sub-agent runs for.
+        call_id: ToolCallId,
+        /// What happened in the sub-agent.
+        inner: Box<AgentEvent>,
+    },
 }
 
 /// Receives [`AgentEvent`]s.

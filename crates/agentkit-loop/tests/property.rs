@@ -5,6 +5,7 @@
 
 mod support;
 
+use agentkit_core::ApprovalId;
 use agentkit_core::{
     CancellationController, FinishReason, Item, ItemKind, ToolResultPart, open_tool_calls,
     validate_transcript,
@@ -14,7 +15,10 @@ use agentkit_loop::{
     SessionConfig, SoftInterruptHandle,
 };
 use agentkit_testkit::{ScriptedModel, ScriptedTurn};
-use agentkit_tools_core::{Tool, ToolContext, ToolError, ToolRequest, ToolResult, ToolSpec};
+use agentkit_tools_core::{
+    ApprovalReason, ApprovalRequest, Tool, ToolContext, ToolError, ToolRequest, ToolResult,
+    ToolSpec,
+};
 use proptest::prelude::*;
 use serde_json::json;
 use std::collections::HashMap;
@@ -41,6 +45,36 @@ impl Tool for Fails {
     }
 }
 
+/// Pauses mid-run for an approval (as a sub-agent does for its child's
+/// call), then answers with the host's decision when run again.
+struct Pauses;
+
+#[async_trait::async_trait]
+impl Tool for Pauses {
+    fn spec(&self) -> Arc<ToolSpec> {
+        spec("pauses")
+    }
+
+    async fn invoke(
+        &self,
+        request: ToolRequest,
+        ctx: ToolContext,
+    ) -> Result<ToolResult, ToolError> {
+        match ctx.resume {
+            Some(resume) => Ok(ToolResult::new(format!("resumed: {:?}", resume.decision))),
+            None => Err(ToolError::NeedsApproval(Box::new(ApprovalRequest {
+                task_id: None,
+                call_id: None,
+                id: ApprovalId::new(format!("inner-{}", request.call_id)),
+                request_kind: "custom.inner".into(),
+                reason: ApprovalReason::PolicyRequiresConfirmation,
+                summary: "an inner step".into(),
+                metadata: Default::default(),
+            }))),
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 enum CallPlan {
     Echo,
@@ -48,6 +82,7 @@ enum CallPlan {
     Fails,
     Danger,
     Panics,
+    Pauses,
 }
 
 #[derive(Clone, Debug)]
@@ -81,6 +116,7 @@ fn call_plan() -> impl Strategy<Value = CallPlan> {
         1 => Just(CallPlan::Fails),
         2 => Just(CallPlan::Danger),
         1 => Just(CallPlan::Panics),
+        1 => Just(CallPlan::Pauses),
     ]
 }
 
@@ -142,6 +178,7 @@ fn script(turns: &[TurnPlan]) -> Vec<ScriptedTurn> {
                         CallPlan::Fails => turn.call(&id, "fails", json!({})),
                         CallPlan::Danger => turn.call(&id, "danger", json!({})),
                         CallPlan::Panics => turn.call(&id, "panics", json!({})),
+                        CallPlan::Pauses => turn.call(&id, "pauses", json!({})),
                     };
                 }
                 turn.finish(FinishReason::ToolCall)
@@ -231,13 +268,20 @@ impl<T: agentkit_tools_core::Tool> agentkit_tools_core::Tool for Recording<T> {
 }
 
 /// A call whose tool really ran to completion is never answered with a
-/// stub (skipped, cancelled, interrupted): its real result is kept.
+/// stub (skipped, cancelled, interrupted): its real result is kept. A call
+/// that paused for an approval is never answered with the pause itself.
 fn check_ran(ran: &[String], items: &[Item]) -> Result<(), String> {
     for result in items.iter().flat_map(Item::tool_results) {
         let kind = result
             .metadata
             .get("agentkit.error_kind")
             .and_then(|v| v.as_str());
+        if kind == Some("needs_approval") {
+            return Err(format!(
+                "call {} was answered with its pause",
+                result.call_id
+            ));
+        }
         if ran.iter().any(|id| id == result.call_id.as_str())
             && matches!(kind, Some("skipped" | "cancelled" | "interrupted"))
         {
@@ -264,6 +308,7 @@ async fn run_case(case: Case) -> Result<(), String> {
             ran: ran.clone(),
         })
         .with(Panics)
+        .with(Pauses)
         .with(Danger {
             runs: Arc::new(AtomicUsize::new(0)),
         })

@@ -6,7 +6,8 @@ use std::io::Write;
 use std::sync::Mutex;
 
 /// Writes the model's text as it streams, one line per tool call and result,
-/// warnings, and usage at the end of each turn.
+/// warnings, and usage at the end of each turn; a sub-agent's lines are
+/// indented by its depth and carry its name.
 ///
 /// [`TerminalReporter::stderr`] is what a command-line agent registers;
 /// any writer works, here a buffer read back after the turn.
@@ -103,6 +104,21 @@ impl<W: Write + Send> TerminalReporter<W> {
                     "[{:?}; {} in / {} out tokens]\n",
                     result.finish_reason, tokens.input_tokens, tokens.output_tokens
                 )
+            }
+            // A sub-agent's lines, indented by depth and named; its
+            // streamed text would interleave with its parent's, so only
+            // its calls, results, approvals and end show.
+            AgentEvent::SubAgent {
+                agent,
+                depth,
+                inner,
+                ..
+            } => {
+                if matches!(**inner, AgentEvent::ContentDelta { .. }) {
+                    return None;
+                }
+                let line = self.line(inner)?;
+                format!("{}[{agent}] {line}", "  ".repeat(*depth as usize))
             }
             _ => return None,
         })

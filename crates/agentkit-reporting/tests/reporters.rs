@@ -97,6 +97,39 @@ async fn terminal_reporter_shows_text_tools_and_usage() {
     );
 }
 
+#[test]
+fn terminal_reporter_indents_sub_agent_lines_and_hides_their_streamed_text() {
+    let buffer = Buffer::default();
+    let reporter = TerminalReporter::new(buffer.clone());
+    let tagged = |depth, inner| AgentEvent::SubAgent {
+        agent: if depth == 1 { "planner" } else { "researcher" }.into(),
+        depth,
+        call_id: "p1".into(),
+        inner: Box::new(inner),
+    };
+    let call = agentkit_core::ToolCallPart::new("r1", "fs_read_file", json!({ "path": "a" }));
+    reporter.handle_event(tagged(1, AgentEvent::ToolCallRequested { call }));
+    reporter.handle_event(tagged(
+        2,
+        AgentEvent::ContentDelta {
+            delta: agentkit_core::Delta::AppendText {
+                part_id: agentkit_core::PartId::new("t"),
+                chunk: "thinking aloud".into(),
+            },
+        },
+    ));
+    reporter.handle_event(tagged(
+        2,
+        AgentEvent::Warning {
+            message: "slow".into(),
+        },
+    ));
+    assert_eq!(
+        buffer.text(),
+        "  [planner] → fs_read_file {\"path\":\"a\"}\n    [researcher] warning: slow\n"
+    );
+}
+
 #[tokio::test]
 async fn jsonl_reporter_writes_one_parseable_event_per_line() {
     let buffer = Buffer::default();

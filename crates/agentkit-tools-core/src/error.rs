@@ -1,6 +1,6 @@
 //! Why a tool call did not produce a result.
 
-use crate::AuthRequest;
+use crate::{ApprovalRequest, AuthRequest};
 
 /// A failed tool call. The loop writes it to the transcript as an error
 /// result (`is_error: true`) with the message, so the model can react; the
@@ -32,6 +32,14 @@ pub enum ToolError {
     /// Credentials are needed; the host resolves this out of band.
     #[error("authentication required by {}", .0.provider)]
     AuthRequired(Box<AuthRequest>),
+    /// The tool paused mid-run because something it runs needs the host's
+    /// approval (a sub-agent's own tool call). The agent loop surfaces the
+    /// request as an approval of this call, then runs the call again with
+    /// the host's answer in [`ToolContext::resume`](crate::ToolContext::resume),
+    /// and the tool picks up where it paused. Outside a loop it is an error
+    /// like any other.
+    #[error("approval required: {}", .0.summary)]
+    NeedsApproval(Box<ApprovalRequest>),
     /// A bug or broken invariant.
     #[error("internal error: {0}")]
     Internal(String),
@@ -49,6 +57,7 @@ impl ToolError {
             ToolError::Timeout(_) => "timeout",
             ToolError::Unavailable(_) => "unavailable",
             ToolError::AuthRequired(_) => "auth_required",
+            ToolError::NeedsApproval(_) => "needs_approval",
             ToolError::Internal(_) => "internal",
         }
     }

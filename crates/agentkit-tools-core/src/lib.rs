@@ -82,6 +82,7 @@ mod dynamic;
 mod error;
 mod executor;
 mod federation;
+mod nested;
 mod normalize;
 mod permission;
 pub mod policy;
@@ -100,6 +101,7 @@ pub use dynamic::{CatalogReader, CatalogWriter, dynamic_catalog};
 pub use error::ToolError;
 pub use executor::{BasicToolExecutor, Preflight, ToolExecutor};
 pub use federation::{CatalogError, CollisionPolicy, ResolvedCatalog, ToolFederation};
+pub use nested::{EventSink, ToolResume, UsageSink};
 pub use normalize::{SchemaDialect, normalize_for};
 pub use permission::{
     AllowAllPermissions, CompositePermissionChecker, FileSystemOperation, McpOperation,

@@ -1,6 +1,7 @@
 //! The `Tool` trait and what a call carries.
 
-use crate::{PermissionRequest, ToolError, ToolSpec};
+use crate::{EventSink, PermissionRequest, ToolError, ToolResume, ToolSpec, UsageSink};
+use agentkit_core::Usage;
 use agentkit_core::{MetadataMap, SessionId, ToolCallId, ToolOutput, TurnCancellation, TurnId};
 use serde_json::Value;
 use std::any::Any;
@@ -55,6 +56,14 @@ pub struct ToolContext {
     /// Where a long-running tool reports how far it got; the loop turns each
     /// report into a progress event for the host's observers.
     pub progress: ProgressSink,
+    /// Where the call reports model usage it spent (a sub-agent's tokens);
+    /// the loop adds it to the turn's usage.
+    pub usage: UsageSink,
+    /// Where the call forwards events of an agent loop it runs itself.
+    pub events: EventSink,
+    /// Set when the loop runs the call again after it paused with
+    /// [`ToolError::NeedsApproval`]: the host's answer to that approval.
+    pub resume: Option<ToolResume>,
 }
 
 /// One progress report of a running tool.
@@ -133,6 +142,9 @@ impl ToolContext {
             cancellation: TurnCancellation::never(),
             resources: Arc::new(()),
             progress: ProgressSink::none(),
+            usage: UsageSink::default(),
+            events: EventSink::default(),
+            resume: None,
         }
     }
 
@@ -184,6 +196,29 @@ impl ToolContext {
         self
     }
 
+    /// The same context with a usage sink.
+    pub fn with_usage(mut self, usage: UsageSink) -> Self {
+        self.usage = usage;
+        self
+    }
+
+    /// The same context with an event sink.
+    pub fn with_events(mut self, events: EventSink) -> Self {
+        self.events = events;
+        self
+    }
+
+    /// The same context resuming a call that paused for an approval.
+    pub fn with_resume(mut self, resume: ToolResume) -> Self {
+        self.resume = Some(resume);
+        self
+    }
+
+    /// Reports model usage the running call spent (see [`UsageSink`]).
+    pub fn report_usage(&self, usage: Usage) {
+        self.usage.report(usage);
+    }
+
     /// Reports progress of the running call (see [`ToolProgress`]).
     pub fn report_progress(&self, progress: ToolProgress) {
         self.progress.report(progress);
@@ -203,6 +238,7 @@ impl std::fmt::Debug for ToolContext {
             .field("session_id", &self.session_id)
             .field("turn_id", &self.turn_id)
             .field("cancelled", &self.cancellation.is_cancelled())
+            .field("resume", &self.resume)
             .finish_non_exhaustive()
     }
 }

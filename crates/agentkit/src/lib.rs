@@ -24,6 +24,7 @@
 //! | `store-postgres` | `store` | the same, with the PostgreSQL backend |
 //! | `context` | `context` | `agentkit-context`: `AGENTS.md` and Agent Skills |
 //! | `acp` | `acp` | `agentkit-acp`: serving agents to editors over ACP |
+//! | `subagent` | `subagent` | `agentkit-subagent`: an agent offered to another as a tool |
 //! | `schemars` | | `provider::output_schema_for`: schemas derived from Rust types |
 //! | `full` | | everything above |
 
@@ -51,6 +52,8 @@ pub use agentkit_provider_openai as openai;
 pub use agentkit_reporting as reporting;
 #[cfg(feature = "store")]
 pub use agentkit_store as store;
+#[cfg(feature = "subagent")]
+pub use agentkit_subagent as subagent;
 #[cfg(feature = "testkit")]
 pub use agentkit_testkit as testkit;
 #[cfg(feature = "fs")]

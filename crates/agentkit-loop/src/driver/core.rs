@@ -26,7 +26,7 @@ use agentkit_core::{
     CancellationHandle, FinishReason, Item, ItemId, ItemKind, MetadataMap, Part, SessionId,
     ToolCallId, ToolCallPart, ToolResultPart, TurnId, Usage,
 };
-use agentkit_tools_core::{ApprovalDecision, ToolError, ToolResult};
+use agentkit_tools_core::{ApprovalDecision, ToolError, ToolResult, ToolResume};
 use std::collections::{HashSet, VecDeque};
 
 pub(crate) const DROPPED: &str =
@@ -76,6 +76,8 @@ pub(crate) struct StartCall {
     pub(crate) index: usize,
     /// The host's approval, if it needed one.
     pub(crate) approval: Option<agentkit_tools_core::ApprovalRequest>,
+    /// The host's answer, when the call paused for an approval mid-run.
+    pub(crate) resume: Option<ToolResume>,
 }
 
 /// A finished model answer.
@@ -368,8 +370,18 @@ impl DriverCore {
     }
 
     fn surface_next_approval(&mut self) -> Option<PendingApproval> {
+        // A call that paused mid-run waits until no other call runs: the
+        // host's pause must not cut the running ones short.
+        let idle = !self
+            .round
+            .iter()
+            .any(|c| matches!(c.state, CallState::Running));
         let entry = self.round.iter().find_map(|c| match &c.state {
             CallState::AwaitingApproval(request) => Some(PendingApproval {
+                request: request.clone(),
+                call: c.call.clone(),
+            }),
+            CallState::Suspended(request) if idle => Some(PendingApproval {
                 request: request.clone(),
                 call: c.call.clone(),
             }),
@@ -399,15 +411,22 @@ impl DriverCore {
             .collect();
         let mut started = Vec::with_capacity(start.len());
         for index in start {
-            let approval = match std::mem::replace(&mut self.round[index].state, CallState::Running)
-            {
-                CallState::Approved(request) => Some(request),
-                _ => None,
-            };
+            let (approval, resume) =
+                match std::mem::replace(&mut self.round[index].state, CallState::Running) {
+                    CallState::Approved(request) => (Some(request), None),
+                    CallState::Resumed(request, decision) => {
+                        (None, Some(ToolResume { request, decision }))
+                    }
+                    _ => (None, None),
+                };
             let call = &self.round[index].call;
             let (call_id, tool_name) = (call.id.clone(), call.name.clone());
             self.emit(|| AgentEvent::ToolStarted { call_id, tool_name });
-            started.push(StartCall { index, approval });
+            started.push(StartCall {
+                index,
+                approval,
+                resume,
+            });
         }
         started
     }
@@ -420,7 +439,9 @@ impl DriverCore {
                 CallState::Running
                 | CallState::Queued
                 | CallState::Approved(_)
-                | CallState::AwaitingApproval(_) => return,
+                | CallState::AwaitingApproval(_)
+                | CallState::Suspended(_)
+                | CallState::Resumed(..) => return,
                 _ => {
                     self.answer(index, None);
                 }
@@ -455,6 +476,8 @@ impl DriverCore {
             other @ (CallState::Queued
             | CallState::Approved(_)
             | CallState::AwaitingApproval(_)
+            | CallState::Suspended(_)
+            | CallState::Resumed(..)
             | CallState::Running) => match stub {
                 Some((message, kind)) => (
                     ToolResultPart::error(call_id, message)
@@ -624,11 +647,25 @@ impl DriverCore {
         if &entry.call.id != call_id || !matches!(entry.state, CallState::Running) {
             return;
         }
+        if let Err(ToolError::NeedsApproval(request)) = outcome {
+            let mut request = *request;
+            request.call_id = Some(call_id.clone());
+            self.round[index].state = CallState::Suspended(request);
+            return;
+        }
         if let Err(err) = &outcome {
             let message = format!("tool call {call_id} failed: {err}");
             self.emit(|| AgentEvent::Warning { message });
         }
         self.round[index].state = CallState::Finished(result_part(call_id, outcome));
+    }
+
+    /// A running call reported model usage it spent (a sub-agent's); it
+    /// counts in the turn in progress.
+    pub(crate) fn on_tool_usage(&mut self, usage: &Usage) {
+        if let Some(turn) = self.turn.as_mut() {
+            turn.usage.accumulate(usage);
+        }
     }
 
     /// The shell lost the futures of running calls (it cannot happen while
@@ -730,13 +767,18 @@ impl DriverCore {
         let Some(entry) = self.round.iter_mut().find(|c| c.call.id == call_id) else {
             return Err(InvalidStateReason::NoSuchApproval { call_id });
         };
-        let CallState::AwaitingApproval(request) = &entry.state else {
-            return Err(InvalidStateReason::NotAwaitingApproval { call_id });
-        };
         let approved = matches!(decision, ApprovalDecision::Approve);
-        entry.state = match decision {
-            ApprovalDecision::Approve => CallState::Approved(request.clone()),
-            ApprovalDecision::Deny { reason } => CallState::Denied(reason),
+        entry.state = match (&entry.state, decision) {
+            (CallState::AwaitingApproval(request), ApprovalDecision::Approve) => {
+                CallState::Approved(request.clone())
+            }
+            (CallState::AwaitingApproval(_), ApprovalDecision::Deny { reason }) => {
+                CallState::Denied(reason)
+            }
+            (CallState::Suspended(request), decision) => {
+                CallState::Resumed(request.clone(), decision)
+            }
+            _ => return Err(InvalidStateReason::NotAwaitingApproval { call_id }),
         };
         if self.surfaced_approval.as_ref() == Some(&call_id) {
             self.surfaced_approval = None;
@@ -1104,6 +1146,55 @@ mod tests {
         };
         assert_eq!(result.finish_reason, FinishReason::StepLimit);
         core.log.with(agentkit_core::validate_transcript).unwrap();
+    }
+
+    #[test]
+    fn a_call_paused_for_approval_waits_for_its_siblings_then_runs_again() {
+        let mut core = core(2);
+        answer_with(&mut core, vec![call("a"), call("b")]);
+        let Action::StartTools(started) = core.poll() else {
+            panic!()
+        };
+        assert_eq!(started.len(), 2);
+        let request = agentkit_tools_core::ApprovalRequest {
+            task_id: None,
+            call_id: None,
+            id: agentkit_core::ApprovalId::new("inner"),
+            request_kind: "filesystem.write".into(),
+            reason: agentkit_tools_core::ApprovalReason::PolicyRequiresConfirmation,
+            summary: "child writes".into(),
+            metadata: MetadataMap::new(),
+        };
+        core.on_tool_done(
+            0,
+            &"a".into(),
+            Err(ToolError::NeedsApproval(Box::new(request))),
+        );
+        // b still runs: the approval is not shown yet.
+        assert!(matches!(core.poll(), Action::AwaitTools));
+        core.on_tool_done(1, &"b".into(), Ok(ToolResult::new("b done")));
+        let Action::Yield(LoopStep::Interrupt(LoopInterrupt::ApprovalRequest(pending))) =
+            core.poll()
+        else {
+            panic!()
+        };
+        assert_eq!(pending.call.id.as_str(), "a");
+        assert_eq!(pending.request.call_id.as_ref().unwrap().as_str(), "a");
+        // A denial runs the call again too, with the answer.
+        core.resolve_approval("a".into(), ApprovalDecision::deny_with_reason("no"))
+            .unwrap();
+        let Action::StartTools(again) = core.poll() else {
+            panic!()
+        };
+        let resume = again[0].resume.as_ref().unwrap();
+        assert_eq!(resume.decision, ApprovalDecision::deny_with_reason("no"));
+        assert!(again[0].approval.is_none());
+        core.on_tool_done(0, &"a".into(), Ok(ToolResult::new("child went on")));
+        assert!(matches!(
+            core.poll(),
+            Action::Yield(LoopStep::Interrupt(LoopInterrupt::AfterToolResult(_)))
+        ));
+        assert_eq!(results(&core), [("a".into(), None), ("b".into(), None)]);
     }
 
     #[test]

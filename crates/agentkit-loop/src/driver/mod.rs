@@ -116,6 +116,33 @@ pub struct LoopDriver<S: ModelSession> {
     /// Calls running in the background.
     background: BackgroundTasks,
     last_catalog: Option<Arc<ResolvedCatalog>>,
+    /// Model usage running calls reported (sub-agents), not yet counted.
+    tool_usage: ToolUsage,
+}
+
+/// Model usage reported by running calls through their
+/// [`UsageSink`](agentkit_tools_core::UsageSink), possibly from other tasks;
+/// the driver adds it to the turn before each step of the core.
+#[derive(Clone, Default)]
+pub(crate) struct ToolUsage(Arc<std::sync::Mutex<Option<agentkit_core::Usage>>>);
+
+impl ToolUsage {
+    /// A sink for one call's context.
+    pub(crate) fn sink(&self) -> agentkit_tools_core::UsageSink {
+        let shared = self.0.clone();
+        agentkit_tools_core::UsageSink::new(move |usage| {
+            shared
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get_or_insert_with(Default::default)
+                .accumulate(&usage);
+        })
+    }
+
+    /// Everything reported since the last call.
+    fn take(&self) -> Option<agentkit_core::Usage> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).take()
+    }
 }
 
 /// The parts of the agent's configuration the driver uses, without the
@@ -201,6 +228,7 @@ impl<S: ModelSession> LoopDriver<S> {
             salvage: Arc::default(),
             background,
             last_catalog: None,
+            tool_usage: ToolUsage::default(),
         };
         driver.dispatch();
         driver
@@ -306,6 +334,9 @@ impl<S: ModelSession> LoopDriver<S> {
             for finished in self.background.take_finished() {
                 self.core
                     .on_background_finished(finished.info, finished.outcome);
+            }
+            if let Some(usage) = self.tool_usage.take() {
+                self.core.on_tool_usage(&usage);
             }
             let action = self.core.poll();
             self.dispatch();

@@ -15,7 +15,7 @@ use crate::snapshot::{
 use crate::transcript::TranscriptLog;
 use crate::{LoopError, LoopSnapshot, ModelSession, SoftInterruptHandle};
 use agentkit_core::{Item, ToolCallPart, ToolResultPart, TurnId, Usage, open_tool_calls};
-use agentkit_tools_core::ToolExecutor;
+use agentkit_tools_core::{ApprovalDecision, ApprovalRequest, ToolExecutor};
 use std::collections::HashMap;
 
 impl<S: ModelSession> LoopDriver<S> {
@@ -53,6 +53,22 @@ impl<S: ModelSession> LoopDriver<S> {
                         result: Some(result.clone()),
                     },
                     CallState::Running | CallState::Interrupted => SnapshotCallState::Interrupted,
+                    // A call paused mid-run is saved as an ordinary approval,
+                    // marked, so a resumed driver runs it again with the
+                    // answer (the tool reports whether it can still go on).
+                    CallState::Suspended(request) => SnapshotCallState::AwaitingApproval {
+                        request: mark_suspended(request),
+                    },
+                    CallState::Resumed(request, ApprovalDecision::Approve) => {
+                        SnapshotCallState::Approved {
+                            request: mark_suspended(request),
+                        }
+                    }
+                    CallState::Resumed(_, ApprovalDecision::Deny { reason }) => {
+                        SnapshotCallState::Denied {
+                            reason: reason.clone(),
+                        }
+                    }
                     CallState::Finished(result) => SnapshotCallState::Finished {
                         result: result.clone(),
                     },
@@ -125,8 +141,14 @@ impl<S: ModelSession> LoopDriver<S> {
                 let call = calls.get(&saved.call_id)?.clone();
                 let state = match &saved.state {
                     SnapshotCallState::Queued => CallState::Queued,
+                    SnapshotCallState::AwaitingApproval { request } if is_suspended(request) => {
+                        CallState::Suspended(request.clone())
+                    }
                     SnapshotCallState::AwaitingApproval { request } => {
                         CallState::AwaitingApproval(request.clone())
+                    }
+                    SnapshotCallState::Approved { request } if is_suspended(request) => {
+                        CallState::Resumed(request.clone(), ApprovalDecision::Approve)
                     }
                     SnapshotCallState::Approved { request } => CallState::Approved(request.clone()),
                     SnapshotCallState::Denied { reason } => CallState::Denied(reason.clone()),
@@ -220,6 +242,19 @@ impl<S: ModelSession> LoopDriver<S> {
             .collect();
         Self::from_core(core, parts.session, parts.config)
     }
+}
+
+/// Marks the request of a call that paused mid-run, in a snapshot.
+const SUSPENDED: &str = "agentkit.suspended_call";
+
+fn mark_suspended(request: &ApprovalRequest) -> ApprovalRequest {
+    let mut request = request.clone();
+    request.metadata.insert(SUSPENDED.into(), true.into());
+    request
+}
+
+fn is_suspended(request: &ApprovalRequest) -> bool {
+    request.metadata.get(SUSPENDED) == Some(&serde_json::Value::Bool(true))
 }
 
 /// Refuses snapshots this build or this agent cannot continue.

@@ -19,7 +19,7 @@
 
 use crate::TurnResult;
 use agentkit_core::{Item, ToolCallPart, ToolResultPart, TurnCancellation, TurnId, Usage};
-use agentkit_tools_core::ApprovalRequest;
+use agentkit_tools_core::{ApprovalDecision, ApprovalRequest};
 
 /// Where the driver rests between two core transitions.
 #[derive(Clone, Debug)]
@@ -81,6 +81,14 @@ pub(crate) enum CallState {
     Rejected(ToolResultPart),
     /// Handed to the task manager; its future is held by the driver.
     Running,
+    /// The tool paused mid-run for an approval
+    /// (`ToolError::NeedsApproval`, a sub-agent's tool call); shown to the
+    /// host once no other call of the round runs.
+    Suspended(ApprovalRequest),
+    /// The host answered a suspended call: it runs again with the answer in
+    /// `ToolContext::resume`, whatever the decision (the tool tells its own
+    /// caller about a denial).
+    Resumed(ApprovalRequest, ApprovalDecision),
     /// Was running when a snapshot was taken: a resumed driver answers it
     /// with a stub rather than run it twice.
     Interrupted,
@@ -92,6 +100,9 @@ pub(crate) enum CallState {
 
 impl CallState {
     pub(crate) fn is_runnable(&self) -> bool {
-        matches!(self, CallState::Queued | CallState::Approved(_))
+        matches!(
+            self,
+            CallState::Queued | CallState::Approved(_) | CallState::Resumed(..)
+        )
     }
 }

@@ -13,7 +13,7 @@ use super::model_call::tool_request;
 use super::{LoopDriver, Running, RunningCall, notify};
 use crate::background::AbandonOnDrop;
 use crate::{AgentEvent, BackgroundTasks, ModelSession, TaskRouting, ToolJob};
-use agentkit_tools_core::{ProgressSink, ToolContext, ToolError, ToolResult};
+use agentkit_tools_core::{EventSink, ProgressSink, ToolContext, ToolError, ToolResult};
 use futures::{FutureExt, StreamExt};
 use std::sync::Arc;
 use tracing::Instrument;
@@ -21,7 +21,11 @@ use tracing::Instrument;
 impl<S: ModelSession> LoopDriver<S> {
     /// Hands a call of the round to the task manager; returns its future.
     pub(super) fn start_call(&mut self, start: StartCall) -> RunningCall {
-        let StartCall { index, approval } = start;
+        let StartCall {
+            index,
+            approval,
+            resume,
+        } = start;
         let shared = self.config.shared();
         let entry = &self.core.round[index];
         let call_id = entry.call.id.clone();
@@ -40,10 +44,12 @@ impl<S: ModelSession> LoopDriver<S> {
                 )
             })
         };
+        let mut ctx = ToolContext::new(call_id.clone());
+        ctx.resume = resume;
         let job = ToolJob {
             request: tool_request(&entry.call),
             approval,
-            ctx: ToolContext::new(call_id.clone())
+            ctx: ctx
                 .with_session(self.core.session_id.clone())
                 .with_turn(self.core.current_turn_id())
                 .with_cancellation(
@@ -54,7 +60,9 @@ impl<S: ModelSession> LoopDriver<S> {
                         .unwrap_or_else(agentkit_core::TurnCancellation::never),
                 )
                 .with_resources(shared.resources.clone())
-                .with_progress(progress),
+                .with_progress(progress)
+                .with_usage(self.tool_usage.sink())
+                .with_events(nested_events(&self.config)),
             executor: shared.executor.clone(),
         };
         let span = tracing::info_span!(
@@ -177,6 +185,20 @@ impl<S: ModelSession> LoopDriver<S> {
         }
         self.dispatch();
     }
+}
+
+/// Passes the events a tool forwards from an agent loop of its own (a
+/// sub-agent's, already tagged) to this loop's observers.
+fn nested_events(config: &Arc<dyn super::DriverConfig>) -> EventSink {
+    if config.shared().observers.is_empty() {
+        return EventSink::default();
+    }
+    let config = config.clone();
+    EventSink::new(move |event| {
+        if let Ok(event) = event.downcast::<AgentEvent>() {
+            notify(config.as_ref(), *event);
+        }
+    })
 }
 
 /// Runs a call as a background task with its own cancellation.
