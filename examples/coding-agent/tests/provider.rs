@@ -7,7 +7,7 @@ mod server;
 #[allow(dead_code)]
 mod terminal;
 
-use agentkit_http::testing::ScriptedResponse;
+use agentkit_http::testing::{Ending, ScriptedResponse};
 use serde_json::json;
 use server::{Server, sse, text_answer, texts, tool_calls};
 use std::time::Duration;
@@ -418,6 +418,49 @@ fn ctrl_c_mid_tool_kills_the_command_and_answers_the_call() {
         "{second:?}"
     );
     term.wait_prompt();
+    term.ctrl_d();
+    assert!(term.wait_exit());
+}
+
+#[test]
+fn a_network_error_mid_stream_keeps_the_conversation() {
+    let dir = tempfile::tempdir().unwrap();
+    let broken = text_answer("Half of an answer that never arrives whole");
+    let cut = broken.find("never").unwrap();
+    let server = Server::start(vec![
+        // The connection breaks in the middle of the stream: the words up
+        // to "never" arrive, then nothing.
+        sse(broken[..cut].to_owned()).ending(Ending::Abort),
+        sse(text_answer("The whole answer, this time.")),
+        sse(text_answer("Yes, I remember.")),
+    ]);
+    let mut term = spawn(&server, dir.path(), &[]);
+    term.wait_for("test-model");
+    term.wait_prompt();
+    term.enter("answer me");
+    term.wait_for("error: ");
+    term.wait_for("the conversation is kept: press Enter to retry, or type a message");
+    term.wait_prompt();
+    // Enter retries the same request.
+    term.enter("");
+    term.wait_for("The whole answer, this time.");
+    term.wait_prompt();
+    term.enter("do you remember my question?");
+    term.wait_for("Yes, I remember.");
+    let messages = server.messages();
+    assert_eq!(messages.len(), 3);
+    // The broken call and its retry sent the same conversation; the next
+    // request holds the whole exchange.
+    assert_eq!(messages[0], messages[1]);
+    assert_eq!(
+        texts(&messages[2], "user"),
+        ["answer me", "do you remember my question?"]
+    );
+    assert!(
+        texts(&messages[2], "assistant")
+            .iter()
+            .any(|t| t == "The whole answer, this time.")
+    );
     term.ctrl_d();
     assert!(term.wait_exit());
 }
