@@ -67,7 +67,7 @@ fn a_message_typed_during_a_slow_tool_is_injected_after_it() {
         sse(tool_calls(&[(
             "call_1",
             "shell_exec",
-            json!({ "command": "sleep 2; echo slept" }),
+            json!({ "command": "sleep 3; echo slept" }),
         )])),
         sse(text_answer("Done, and I will check the README too.")),
         sse(text_answer("Summary: it slept.")),
@@ -78,7 +78,7 @@ fn a_message_typed_during_a_slow_tool_is_injected_after_it() {
     term.enter("run the slow thing");
     // While the command runs: the spinner names it, and the input line is
     // live.
-    term.wait_for("shell_exec $ sleep 2; echo slept  ");
+    term.wait_for("shell_exec $ sleep 3; echo slept  ");
     term.enter("also check the README");
     term.wait_for("⧗ queued #1 (steer): also check the README");
     term.enter("+then summarize it");
