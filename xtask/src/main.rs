@@ -9,6 +9,7 @@ mod fixtures;
 mod fuzz;
 mod layers;
 mod llama;
+mod perf;
 mod run;
 
 use std::process::ExitCode;
@@ -27,7 +28,8 @@ commands:
   test      all tests (nextest when installed, else cargo test)
   doc-test  doc tests, the book's code blocks included
   fixtures  npm ci for test fixtures (real MCP servers) when missing or stale,
-            and the PostgreSQL server binaries (apt-get) when missing
+            and the PostgreSQL server binaries and valgrind (apt-get) when
+            missing
   layers    the crate layer rules (docs/src/architecture.md, Layers)
   meta      every crate has a README.md, a description and the workspace lints
   features  the umbrella crate with no optional part and with all of them
@@ -35,7 +37,11 @@ commands:
   fuzz      the fuzz targets (agentkit-fuzz): `fuzz [--time SECS] [--seed N]
             [TARGET...]`, 30 s per target by default; in ci, a fixed seed and
             count
-  bench     the benchmark scenarios, printed as tables (not part of ci)
+  perf      the instruction-count guard: the counted scenarios under
+            callgrind against crates/agentkit/benches/counted-baseline.json
+            (fails above its tolerance; `perf --update` rewrites it)
+  bench     the benchmark scenarios, printed as tables with their targets
+            (wall clock, not part of ci; ends with the counted figures)
   llama     live test against a real llama.cpp server, re-recording its
             cassettes (installs llama-cpp-python; not part of ci)
 ";
@@ -53,7 +59,8 @@ fn main() -> ExitCode {
         "fixtures" => fixtures::install(),
         "layers" => layers::check(),
         "meta" => checks::meta(),
-        "bench" => run::bench(),
+        "bench" => run::bench().and_then(|()| perf::report()),
+        "perf" => perf::run(&std::env::args().skip(2).collect::<Vec<_>>()),
         "llama" => llama::run(),
         "features" => run::features(),
         "examples" => run::examples(),
@@ -81,7 +88,7 @@ type Step = fn() -> Result<(), String>;
 
 /// Cheap checks first, so a layer violation is reported before a long build.
 fn ci() -> Result<(), String> {
-    let steps: [(&str, Step); 11] = [
+    let steps: &[(&str, Step)] = &[
         ("layers", layers::check),
         ("meta", checks::meta),
         ("fmt", run::fmt),
@@ -93,6 +100,7 @@ fn ci() -> Result<(), String> {
         ("doc-test", run::doc_test),
         ("examples", run::examples),
         ("fuzz", fuzz::ci),
+        ("perf", || perf::run(&[])),
     ];
     for (name, step) in steps {
         println!("==> xtask {name}");

@@ -140,6 +140,16 @@ impl StreamRequest {
         }
     }
 
+    /// A request with this URL and a body already encoded as JSON (an
+    /// adapter that writes its body from cached fragments).
+    pub fn with_body(url: impl Into<String>, body: Vec<u8>) -> Self {
+        Self {
+            url: url.into(),
+            headers: Vec::new(),
+            body,
+        }
+    }
+
     /// Adds a header.
     pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         self.headers.push((name.into(), value.into()));
