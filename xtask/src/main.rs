@@ -6,6 +6,7 @@
 mod book;
 mod checks;
 mod fixtures;
+mod fuzz;
 mod layers;
 mod llama;
 mod perf;
@@ -33,6 +34,9 @@ commands:
   meta      every crate has a README.md, a description and the workspace lints
   features  the umbrella crate with no optional part and with all of them
   examples  run the offline examples
+  fuzz      the fuzz targets (agentkit-fuzz): `fuzz [--time SECS] [--seed N]
+            [TARGET...]`, 30 s per target by default; in ci, a fixed seed and
+            count
   perf      the instruction-count guard: the counted scenarios under
             callgrind against crates/agentkit/benches/counted-baseline.json
             (fails above its tolerance; `perf --update` rewrites it)
@@ -60,6 +64,7 @@ fn main() -> ExitCode {
         "llama" => llama::run(),
         "features" => run::features(),
         "examples" => run::examples(),
+        "fuzz" => fuzz::fuzz(&std::env::args().skip(2).collect::<Vec<_>>()),
         "help" | "--help" | "-h" => {
             print!("{USAGE}");
             return ExitCode::SUCCESS;
@@ -83,7 +88,7 @@ type Step = fn() -> Result<(), String>;
 
 /// Cheap checks first, so a layer violation is reported before a long build.
 fn ci() -> Result<(), String> {
-    let steps: [(&str, Step); 11] = [
+    let steps: &[(&str, Step)] = &[
         ("layers", layers::check),
         ("meta", checks::meta),
         ("fmt", run::fmt),
@@ -94,6 +99,7 @@ fn ci() -> Result<(), String> {
         ("test", run::test),
         ("doc-test", run::doc_test),
         ("examples", run::examples),
+        ("fuzz", fuzz::ci),
         ("perf", || perf::run(&[])),
     ];
     for (name, step) in steps {

@@ -38,6 +38,7 @@
 pub mod cassette;
 mod drive;
 mod echo;
+pub mod process;
 mod script;
 mod snapshot;
 

@@ -16,15 +16,15 @@ use crate::sessions::{SessionError, Sessions, shorten, system_item};
 use crate::view::View;
 use agentkit_core::{CancellationController, FinishReason, Item, ItemKind, SessionId, Usage};
 use agentkit_loop::{
-    Agent, InputRequest, LoopError, LoopInterrupt, LoopObserver, LoopSnapshot, LoopStep,
-    ModelAdapter, ModelSession, PendingApproval, SoftInterruptHandle,
+    Agent, AgentBuilder, InputRequest, LoopError, LoopInterrupt, LoopObserver, LoopSnapshot,
+    LoopStep, ModelAdapter, ModelSession, PendingApproval, SoftInterruptHandle,
 };
 use agentkit_mcp::McpServerManager;
 use agentkit_store::{Session, StoreError};
 use agentkit_tool_fs::{FsToolsConfig, fs_tools};
 use agentkit_tool_shell::{ShellConfig, ShellSandbox, shell_tools};
 use std::collections::VecDeque;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -86,7 +86,7 @@ pub struct Summary {
     pub errors: u32,
 }
 
-fn system_prompt(workspace: &std::path::Path) -> String {
+fn system_prompt(workspace: &Path) -> String {
     format!(
         "You are a coding agent working in the directory {}. Use the fs_* tools to \
          read and change files there (paths are relative to it) and shell_exec to run \
@@ -269,6 +269,32 @@ async fn advance<S: ModelSession>(
     }
 }
 
+/// The coding agent for `workspace`, before the host adds its cancellation
+/// and observers: the fs and shell tools rooted there, the MCP servers'
+/// tools, the permission policy (with the session's allow-list) and the
+/// system prompt. The terminal and the ACP server both build it here.
+pub fn agent_builder<M: ModelAdapter>(
+    model: M,
+    workspace: &Path,
+    always: SessionAllowList,
+    mcp: Option<&McpServerManager>,
+) -> AgentBuilder<M> {
+    let builder = Agent::builder()
+        .model(model)
+        .add_tool_source(fs_tools(FsToolsConfig::new(workspace)))
+        // Commands run under Landlock where the kernel has it: writes only
+        // beneath the workspace (the tool says so when it runs unsandboxed).
+        .add_tool_source(shell_tools(
+            ShellConfig::new(workspace).with_sandbox(ShellSandbox::new()),
+        ))
+        .permissions(CodingPolicy::new(workspace, always))
+        .transcript(vec![system_item(system_prompt(workspace), workspace)]);
+    match mcp {
+        Some(manager) => builder.add_tool_source(manager.source()),
+        None => builder,
+    }
+}
+
 /// Runs the agent until the user quits.
 pub async fn run<M: ModelAdapter>(model: M, setup: Setup) -> Result<Summary, AppError> {
     let screen = setup.screen.clone();
@@ -277,20 +303,8 @@ pub async fn run<M: ModelAdapter>(model: M, setup: Setup) -> Result<Summary, App
     let view = Arc::new(View::new(screen.clone()));
     let workspace = setup.workspace.clone();
 
-    let mut builder = Agent::builder()
-        .model(model)
-        .add_tool_source(fs_tools(FsToolsConfig::new(&workspace)))
-        // Commands run under Landlock where the kernel has it: writes only
-        // beneath the workspace (the tool says so when it runs unsandboxed).
-        .add_tool_source(shell_tools(
-            ShellConfig::new(&workspace).with_sandbox(ShellSandbox::new()),
-        ))
-        .permissions(CodingPolicy::new(&workspace, always.clone()))
-        .cancellation(controller.handle())
-        .transcript(vec![system_item(system_prompt(&workspace), &workspace)]);
-    if let Some(manager) = &setup.mcp {
-        builder = builder.add_tool_source(manager.source());
-    }
+    let mut builder = agent_builder(model, &workspace, always.clone(), setup.mcp.as_ref())
+        .cancellation(controller.handle());
     if let Some(observer) = setup.observer.clone() {
         builder = builder.observer_arc(observer);
     }

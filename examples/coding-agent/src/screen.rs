@@ -110,8 +110,8 @@ impl Screen {
             open_line: false,
             activity: None,
             frame: 0,
-            // No idle `> ` until the agent really waits for a prompt:
-            // text typed while it starts goes to the steering queue.
+            // No prompt until the program is ready for one (opening the
+            // session comes first): the idle `> ` means it reads a prompt.
             prompt: Line::new("", Look::Dim),
             input: Vec::new(),
             cursor: 0,

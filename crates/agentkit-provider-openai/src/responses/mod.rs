@@ -167,7 +167,8 @@ impl std::fmt::Debug for ResponsesTurn {
 
 impl ResponsesTurn {
     /// A turn decoding an event stream that is already open: a recorded
-    /// response replayed in a test, or bytes fed from memory in a benchmark.
+    /// response replayed in a test, or bytes fed from memory by a fuzzer or
+    /// a benchmark.
     pub fn from_events(events: SseStream) -> Self {
         Self {
             stream: DecodedStream::new(
