@@ -386,7 +386,13 @@ impl DeltaFolder {
         if !open.is_empty() {
             return Err(DeltaError::Uncommitted(open));
         }
-        self.slots.into_iter().map(Slot::into_part).collect()
+        // Not collected in place: the parts would keep the slots' larger
+        // allocation for as long as the transcript keeps the item.
+        let mut parts = Vec::with_capacity(self.slots.len());
+        for slot in self.slots {
+            parts.push(slot.into_part()?);
+        }
+        Ok(parts)
     }
 
     /// Every part in begin order, open ones included, for a stream that was
@@ -394,16 +400,15 @@ impl DeltaFolder {
     /// entry `agentkit.incomplete: true`; an open structured part with no
     /// value yet is dropped.
     pub fn finish_partial(self) -> Vec<Part> {
-        self.slots
-            .into_iter()
-            .filter_map(|mut slot| {
-                if !slot.committed {
-                    slot.metadata
-                        .insert("agentkit.incomplete".into(), Value::Bool(true));
-                }
-                slot.into_part().ok()
-            })
-            .collect()
+        let mut parts = Vec::with_capacity(self.slots.len());
+        parts.extend(self.slots.into_iter().filter_map(|mut slot| {
+            if !slot.committed {
+                slot.metadata
+                    .insert("agentkit.incomplete".into(), Value::Bool(true));
+            }
+            slot.into_part().ok()
+        }));
+        parts
     }
 }
 

@@ -16,6 +16,7 @@ use agentkit_http::{PriceTable, ProviderError, SseEvent};
 use agentkit_loop::{ModelTurnEvent, ModelTurnResult};
 use serde::Deserialize;
 use serde_json::Value;
+use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
@@ -46,6 +47,30 @@ enum StreamEvent {
     Error,
     #[serde(other)]
     Unknown,
+}
+
+/// A `content_block_delta` event, parsed straight into its fields: most
+/// events of a stream are these, and the tagged [`StreamEvent`] would buffer
+/// each one into an intermediate tree first.
+#[derive(Deserialize)]
+struct DeltaEvent<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    index: u64,
+    #[serde(borrow)]
+    delta: DeltaBody<'a>,
+}
+
+/// A content block delta's fields (which are set depends on its type).
+#[derive(Deserialize)]
+struct DeltaBody<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: Cow<'a, str>,
+    text: Option<String>,
+    thinking: Option<String>,
+    signature: Option<String>,
+    #[serde(borrow)]
+    partial_json: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize)]
@@ -168,6 +193,14 @@ impl EventDecoder {
         if data.is_empty() {
             return Ok(());
         }
+        if event.event == "content_block_delta"
+            && let Ok(parsed) = serde_json::from_str::<DeltaEvent<'_>>(data)
+            && parsed.kind == "content_block_delta"
+        {
+            return self.delta(parsed.index, parsed.delta, out);
+        }
+        // Anything else, or a delta the fast path could not read (the
+        // general path reports what is wrong with it).
         let parsed: StreamEvent = serde_json::from_str(data).map_err(|err| {
             protocol(format!(
                 "a `{}` event is not valid JSON ({err}): {}",
@@ -188,7 +221,15 @@ impl EventDecoder {
                 index,
                 content_block,
             } => self.start_block(index, content_block, out)?,
-            StreamEvent::ContentBlockDelta { index, delta } => self.delta(index, delta, out)?,
+            StreamEvent::ContentBlockDelta { index, delta } => {
+                let delta = DeltaBody::deserialize(&delta).map_err(|err| {
+                    protocol(format!(
+                        "a delta of content block {index} is malformed ({err}): {}",
+                        excerpt(data)
+                    ))
+                })?;
+                self.delta(index, delta, out)?
+            }
             StreamEvent::ContentBlockStop { index } => self.stop_block(index, out)?,
             StreamEvent::MessageDelta { delta, usage } => {
                 if let Some(reason) = delta.stop_reason {
@@ -303,7 +344,7 @@ impl EventDecoder {
     fn delta(
         &mut self,
         index: u64,
-        delta: Value,
+        delta: DeltaBody<'_>,
         out: &mut VecDeque<ModelTurnEvent>,
     ) -> Result<(), ProviderError> {
         let block = self.blocks.get_mut(&index).ok_or_else(|| {
@@ -311,15 +352,15 @@ impl EventDecoder {
                 "a delta for content block {index}, which never started"
             ))
         })?;
-        let kind = delta["type"].as_str().unwrap_or_default();
+        let kind = delta.kind.as_ref();
         match (block, kind) {
             (Block::Part(part_id), "text_delta" | "thinking_delta") => {
-                let field = if kind == "text_delta" {
-                    "text"
+                let chunk = if kind == "text_delta" {
+                    delta.text
                 } else {
-                    "thinking"
+                    delta.thinking
                 };
-                let chunk = text_field(&delta, field).unwrap_or_default();
+                let chunk = chunk.unwrap_or_default();
                 if !chunk.is_empty() {
                     out.push_back(ModelTurnEvent::Delta(Delta::AppendText {
                         part_id: part_id.clone(),
@@ -330,12 +371,12 @@ impl EventDecoder {
             (Block::Part(part_id), "signature_delta") => {
                 out.push_back(ModelTurnEvent::Delta(Delta::ReasoningOpaque {
                     part_id: part_id.clone(),
-                    signature: text_field(&delta, "signature"),
+                    signature: delta.signature,
                     encrypted: None,
                 }));
             }
             (Block::ToolUse { json, .. }, "input_json_delta") => {
-                json.push_str(delta["partial_json"].as_str().unwrap_or_default());
+                json.push_str(delta.partial_json.as_deref().unwrap_or_default());
             }
             (Block::Ignored, _) | (_, "citations_delta") => {}
             (_, kind) => {

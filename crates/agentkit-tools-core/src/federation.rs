@@ -148,13 +148,18 @@ impl ToolFederation {
     /// The merged catalog, rebuilt only if a source changed since last time.
     pub fn resolve(&self) -> Result<Arc<ResolvedCatalog>, CatalogError> {
         let snapshots: Vec<CatalogSnapshot> = self.sources.iter().map(|s| s.snapshot()).collect();
-        let revisions: Vec<u64> = snapshots.iter().map(|s| s.revision).collect();
         let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(cached) = cache.as_ref()
-            && cached.revisions == revisions
+            && cached.revisions.len() == snapshots.len()
+            && cached
+                .revisions
+                .iter()
+                .zip(&snapshots)
+                .all(|(revision, snapshot)| *revision == snapshot.revision)
         {
             return Ok(cached.catalog.clone());
         }
+        let revisions: Vec<u64> = snapshots.iter().map(|s| s.revision).collect();
         let catalog = self.merge(&snapshots, 0)?;
         let generation = self
             .next_generation

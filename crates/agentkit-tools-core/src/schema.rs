@@ -17,7 +17,6 @@
 use serde_json::{Map, Value};
 use std::cell::Cell;
 use std::fmt;
-use std::rc::Rc;
 
 /// How deep `$ref`s may nest before the schema is treated as cyclic.
 const MAX_DEPTH: usize = 64;
@@ -85,10 +84,11 @@ fn display_all(violations: &[SchemaViolation]) -> String {
 /// assert_eq!(err.to_string(), "`/count`: expected integer, got string");
 /// ```
 pub fn validate_input(schema: &Value, input: &Value) -> Result<(), SchemaErrors> {
+    let steps = Cell::new(0);
     let mut validator = Validator {
         root: schema,
         violations: Vec::new(),
-        steps: Rc::new(Cell::new(0)),
+        steps: &steps,
     };
     validator.check(schema, input, &mut String::new(), 0);
     if validator.violations.is_empty() {
@@ -101,15 +101,15 @@ pub fn validate_input(schema: &Value, input: &Value) -> Result<(), SchemaErrors>
     }
 }
 
-struct Validator<'a> {
+struct Validator<'a, 's> {
     root: &'a Value,
     violations: Vec<SchemaViolation>,
     /// Checks made so far, shared with the scratch validators of `anyOf`
     /// and friends.
-    steps: Rc<Cell<usize>>,
+    steps: &'s Cell<usize>,
 }
 
-impl<'a> Validator<'a> {
+impl<'a> Validator<'a, '_> {
     fn report(&mut self, path: &str, message: String) {
         self.violations.push(SchemaViolation {
             path: path.to_owned(),
@@ -133,7 +133,7 @@ impl<'a> Validator<'a> {
         let mut scratch = Validator {
             root: self.root,
             violations: Vec::new(),
-            steps: self.steps.clone(),
+            steps: self.steps,
         };
         scratch.check(schema, value, &mut path.to_owned(), depth);
         scratch.violations.into_iter().next()
@@ -244,9 +244,16 @@ impl<'a> Validator<'a> {
         let properties = schema.get("properties").and_then(Value::as_object);
         let additional = schema.get("additionalProperties");
         // Sorted, so reports read the same whether or not serde_json's
-        // `preserve_order` feature is on somewhere in the build.
-        let mut members: Vec<(&String, &Value)> = object.iter().collect();
-        members.sort_by(|a, b| a.0.cmp(b.0));
+        // `preserve_order` feature is on somewhere in the build (without
+        // it, the map iterates in order already and nothing is collected).
+        let mut members: Vec<(&String, &Value)> = Vec::new();
+        let members: &mut dyn Iterator<Item = (&String, &Value)> = if object.keys().is_sorted() {
+            &mut object.iter()
+        } else {
+            members.extend(object.iter());
+            members.sort_by(|a, b| a.0.cmp(b.0));
+            &mut members.into_iter()
+        };
         for (name, member) in members {
             let len = path.len();
             push_pointer(path, name);

@@ -89,6 +89,10 @@ impl<T: ToolSource + ?Sized> ToolSource for Arc<T> {
 
 /// A fixed set of tools, frozen once it is handed to an agent.
 ///
+/// The tools are kept in the shared slice snapshots hand out, so reading
+/// the catalog (every model call and every tool call) allocates nothing;
+/// registering a tool copies the slice, which happens while building.
+///
 /// ```
 /// use agentkit_tools_core::{CatalogError, ToolError, ToolRegistry, ToolSource, TypedTool};
 ///
@@ -110,7 +114,7 @@ impl<T: ToolSource + ?Sized> ToolSource for Arc<T> {
 #[derive(Clone)]
 pub struct ToolRegistry {
     name: String,
-    tools: Vec<Arc<dyn Tool>>,
+    tools: Arc<[Arc<dyn Tool>]>,
 }
 
 impl ToolRegistry {
@@ -118,7 +122,7 @@ impl ToolRegistry {
     pub fn new() -> Self {
         Self {
             name: "native".into(),
-            tools: Vec::new(),
+            tools: Arc::new([]),
         }
     }
 
@@ -142,7 +146,9 @@ impl ToolRegistry {
                 sources: vec![self.name.clone(), self.name.clone()],
             });
         }
-        self.tools.push(tool);
+        let mut tools = self.tools.to_vec();
+        tools.push(tool);
+        self.tools = tools.into();
         Ok(())
     }
 
@@ -150,8 +156,10 @@ impl ToolRegistry {
     pub fn with(mut self, tool: impl Tool + 'static) -> Self {
         let tool: Arc<dyn Tool> = Arc::new(tool);
         let name = tool.spec().name.clone();
-        self.tools.retain(|t| t.spec().name != name);
-        self.tools.push(tool);
+        let mut tools = self.tools.to_vec();
+        tools.retain(|t| t.spec().name != name);
+        tools.push(tool);
+        self.tools = tools.into();
         self
     }
 
@@ -180,7 +188,7 @@ impl ToolSource for ToolRegistry {
     fn snapshot(&self) -> CatalogSnapshot {
         CatalogSnapshot {
             revision: 0,
-            tools: self.tools.clone().into(),
+            tools: self.tools.clone(),
         }
     }
 }

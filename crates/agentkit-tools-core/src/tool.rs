@@ -135,12 +135,26 @@ impl std::fmt::Debug for ProgressSink {
 impl ToolContext {
     /// A context for calls outside an agent loop (tests, scripts).
     pub fn detached() -> Self {
+        // Shared, so that a context (made for every call the loop runs,
+        // then refined) costs no allocation.
+        type Detached = (ToolCallId, SessionId, TurnId, Arc<dyn ToolResources>);
+        static DETACHED: std::sync::OnceLock<Detached> = std::sync::OnceLock::new();
+        let (call_id, session_id, turn_id, resources) = DETACHED
+            .get_or_init(|| {
+                (
+                    ToolCallId::new("detached"),
+                    SessionId::new("detached"),
+                    TurnId::new("detached"),
+                    Arc::new(()),
+                )
+            })
+            .clone();
         Self {
-            call_id: ToolCallId::new("detached"),
-            session_id: SessionId::new("detached"),
-            turn_id: TurnId::new("detached"),
+            call_id,
+            session_id,
+            turn_id,
             cancellation: TurnCancellation::never(),
-            resources: Arc::new(()),
+            resources,
             progress: ProgressSink::none(),
             usage: UsageSink::default(),
             events: EventSink::default(),
