@@ -1,6 +1,8 @@
 //! The agentkit book as doc-tests: each chapter is included as the doc
 //! comment of a module, so `cargo test --doc -p agentkit-book` compiles and
-//! runs every Rust block in it. Build the readable book with `mdbook build docs`.
+//! runs every Rust block in it. The MCP chapter's blocks start the MCP
+//! reference server, installed by `cargo xtask fixtures` (a step of
+//! `cargo xtask ci`). Build the readable book with `cargo xtask book`.
 
 #[doc = include_str!("src/introduction.md")]
 pub mod introduction {}
@@ -54,7 +56,11 @@ pub mod acp {}
 pub mod tracing {}
 #[doc = include_str!("src/testing.md")]
 pub mod testing {}
+#[doc = include_str!("src/reliability.md")]
+pub mod reliability {}
 #[doc = include_str!("src/umbrella.md")]
 pub mod umbrella {}
+#[doc = include_str!("src/performance.md")]
+pub mod performance {}
 #[doc = include_str!("src/architecture.md")]
 pub mod architecture {}

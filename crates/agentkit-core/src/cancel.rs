@@ -24,6 +24,25 @@ struct Shared {
 }
 
 /// The host's side: issues interrupts.
+///
+/// The host keeps the controller (behind its Ctrl-C handler or Stop
+/// button) and gives the agent a [`handle`](Self::handle); the agent takes
+/// a [`checkpoint`](CancellationHandle::checkpoint) per turn. An interrupt
+/// cancels the checkpoints taken before it, not the next turn's.
+///
+/// ```
+/// use agentkit_core::{CancellationController, Cancelled};
+///
+/// let controller = CancellationController::new();
+/// let handle = controller.handle(); // AgentBuilder::cancellation(handle)
+/// let turn = handle.checkpoint();
+/// assert_eq!(turn.check(), Ok(()));
+///
+/// controller.interrupt(); // Ctrl-C
+/// assert!(turn.is_cancelled());
+/// assert_eq!(turn.check(), Err(Cancelled)); // `?` in a tool stops it here
+/// assert!(!handle.checkpoint().is_cancelled(), "the next turn starts clean");
+/// ```
 #[derive(Clone, Debug, Default)]
 pub struct CancellationController {
     shared: Arc<Shared>,

@@ -26,6 +26,24 @@ pub enum ItemKind {
 }
 
 /// One entry of the transcript.
+///
+/// ```
+/// use agentkit_core::{Item, ItemKind, Part, ToolCallPart, ToolResultPart};
+/// use serde_json::json;
+///
+/// let question = Item::user("What is in notes.md?");
+/// assert_eq!(question.kind, ItemKind::User);
+///
+/// // The model asks for a tool; the answer is an item of its own.
+/// let call = ToolCallPart::new("call-1", "fs_read_file", json!({ "path": "notes.md" }));
+/// let asked = Item::new(ItemKind::Assistant, vec![Part::ToolCall(call)]);
+/// let answered = Item::tool_result(ToolResultPart::success("call-1", "buy milk"));
+/// assert_eq!(asked.tool_calls().next().unwrap().name, "fs_read_file");
+/// assert_eq!(answered.tool_results().next().unwrap().output.to_text(), "buy milk");
+///
+/// // Every call answered: a valid transcript.
+/// agentkit_core::validate_transcript(&[question, asked, answered]).unwrap();
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Item {
     /// The item's id; the driver assigns one when an item is appended without.

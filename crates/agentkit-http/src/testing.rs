@@ -190,6 +190,40 @@ const HOP_HEADERS: [&str; 6] = [
 ];
 
 /// The running server; stops when dropped.
+///
+/// Give it the answers a provider would send, point the client (or an
+/// adapter's `base_url`) at [`url`](Self::url), and read back what was
+/// sent with [`requests`](Self::requests). Here the first answer is a rate
+/// limit, so the client's retry is exercised over a real socket:
+///
+/// ```
+/// use agentkit_http::testing::{ScriptedResponse, TestServer};
+/// use agentkit_http::{HttpClient, HttpConfig, RetryPolicy, StreamRequest};
+/// use std::time::Duration;
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let server = TestServer::start([
+///     ScriptedResponse::json(429, r#"{"error":"slow down"}"#).with_header("retry-after", "0"),
+///     // Written in 4-byte pieces: the decoder must reassemble the event.
+///     ScriptedResponse::sse("data: {\"text\":\"hello\"}\n\n").split_every(4),
+/// ])
+/// .await?;
+/// let client = HttpClient::new(
+///     HttpConfig::default().with_retry(RetryPolicy::default().with_backoff(Duration::ZERO, Duration::ZERO)),
+/// )?;
+/// let request = StreamRequest::json(format!("{}/v1/chat", server.url()), &serde_json::json!({ "q": 1 }));
+/// let mut response = client.post_sse(request, None).await?;
+/// assert_eq!(response.retries.len(), 1, "the 429 was retried");
+/// let event = response.events.next_event(None).await?.unwrap();
+/// assert_eq!(event.data, r#"{"text":"hello"}"#);
+///
+/// let sent = server.requests();
+/// assert_eq!(sent.len(), 2);
+/// assert_eq!((sent[1].method.as_str(), sent[1].path.as_str()), ("POST", "/v1/chat"));
+/// assert_eq!(sent[1].json()["q"], 1);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # }).unwrap();
+/// ```
 pub struct TestServer {
     url: String,
     shared: Arc<Shared>,
@@ -200,7 +234,7 @@ impl TestServer {
     /// Starts a server on a free port of 127.0.0.1 that answers requests
     /// with these responses, in order (then `500`s).
     pub async fn start(script: impl IntoIterator<Item = ScriptedResponse>) -> io::Result<Self> {
-        let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+        let listener = listen()?;
         let url = format!("http://{}", listener.local_addr()?);
         let shared = Arc::new(Shared {
             script: Mutex::new(script.into_iter().collect()),
@@ -218,7 +252,7 @@ impl TestServer {
     /// The body is read whole before it is passed on, so the recording is
     /// complete even when the client stops reading early (a cancelled turn).
     pub async fn proxy(upstream_base_url: impl Into<String>) -> io::Result<Self> {
-        let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+        let listener = listen()?;
         let url = format!("http://{}", listener.local_addr()?);
         let client = reqwest::Client::builder()
             .no_proxy()
@@ -263,6 +297,15 @@ impl Drop for TestServer {
     fn drop(&mut self) {
         self.task.abort();
     }
+}
+
+/// A listener on a free port of 127.0.0.1 whose accept queue holds a
+/// thousand clients connecting at once (tokio's default backlog overflows
+/// there, and a dropped SYN costs the client a one-second retransmit).
+fn listen() -> io::Result<TcpListener> {
+    let socket = tokio::net::TcpSocket::new_v4()?;
+    socket.bind((std::net::Ipv4Addr::LOCALHOST, 0).into())?;
+    socket.listen(4096)
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

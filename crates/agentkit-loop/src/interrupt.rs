@@ -249,6 +249,33 @@ impl ToolRoundInfo {
 }
 
 /// A finished turn.
+///
+/// ```
+/// use agentkit_core::{FinishReason, Item, ItemKind, TokenUsage, Usage};
+/// use agentkit_loop::{Agent, SessionConfig};
+/// use agentkit_testkit::{Approvals, ScriptedModel, ScriptedTurn, run_to_finish};
+/// use serde_json::json;
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let used = |n| Usage::from_tokens(TokenUsage { input_tokens: n, output_tokens: 5, ..Default::default() });
+/// let model = ScriptedModel::new([
+///     // An unknown tool: the call is still answered, with an error result.
+///     ScriptedTurn::new().call("c1", "lookup", json!({})).usage(used(100)).finish(FinishReason::ToolCall),
+///     ScriptedTurn::new().say("Done.").usage(used(120)).finish(FinishReason::Completed),
+/// ]);
+/// let agent = Agent::builder().model(model).input(vec![Item::user("go")]).build()?;
+/// let mut driver = agent.start(SessionConfig::new("demo")).await?;
+/// let result = run_to_finish(&mut driver, Approvals::ApproveAll).await.unwrap().result;
+///
+/// assert_eq!(result.finish_reason, FinishReason::Completed);
+/// // Everything the turn appended: the call, its answer, the final text.
+/// let kinds: Vec<ItemKind> = result.items.iter().map(|item| item.kind).collect();
+/// assert_eq!(kinds, [ItemKind::Assistant, ItemKind::Tool, ItemKind::Assistant]);
+/// // Usage summed over the turn's two model calls.
+/// assert_eq!(result.usage.tokens.input_tokens, 220);
+/// # Ok::<(), agentkit_loop::LoopError>(())
+/// # }).unwrap();
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TurnResult {
     /// The last model call of the turn.

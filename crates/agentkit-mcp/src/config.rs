@@ -18,6 +18,29 @@ pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// One MCP server: its name, how to reach it, and its deadlines. Built with
 /// [`stdio`](Self::stdio) or [`http`](Self::http) and the setters.
+///
+/// ```
+/// use agentkit_mcp::{DEFAULT_CALL_TIMEOUT, McpServerConfig, McpTransport};
+/// use std::time::Duration;
+///
+/// // A child process over stdio: its command line, environment and directory.
+/// let files = McpServerConfig::stdio("files", "npx")
+///     .args(["--no-install", "mcp-server-filesystem", "/srv/data"])
+///     .env("LOG_LEVEL", "warn")
+///     .connect_timeout(Duration::from_secs(20));
+/// let McpTransport::Stdio(stdio) = &files.transport else { unreachable!() };
+/// assert_eq!(stdio.args, ["--no-install", "mcp-server-filesystem", "/srv/data"]);
+/// assert_eq!(files.call_timeout, DEFAULT_CALL_TIMEOUT);
+///
+/// // A streamable HTTP endpoint with a bearer token, which never shows in logs.
+/// let tickets = McpServerConfig::http("tickets", "https://tickets.example/mcp")
+///     .bearer_token("s3cret")
+///     .header("X-Team", "platform")
+///     .call_timeout(Duration::from_secs(15));
+/// assert!(!format!("{tickets:?}").contains("s3cret"));
+/// let McpTransport::Http(http) = &tickets.transport else { unreachable!() };
+/// assert_eq!(http.headers["X-Team"], "platform");
+/// ```
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct McpServerConfig {

@@ -14,6 +14,42 @@
 //!
 //! The book's chapter "Sessions and resuming" walks through a full example;
 //! [`SessionLease`] has a short one.
+//!
+//! # Example
+//!
+//! The README's example (it runs as a doc-test here and in the README):
+//!
+//! ```rust
+//! use agentkit_core::Item;
+//! use agentkit_loop::{Agent, LoopStep};
+//! use agentkit_store::{NewSession, SessionLease, SessionStore, SqliteStore};
+//! use agentkit_testkit::{ScriptedModel, ScriptedTurn};
+//! use std::sync::Arc;
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! # let dir = tempfile::tempdir()?;
+//! # let path = dir.path().join("sessions.db");
+//! let store = Arc::new(SqliteStore::open(&path)?); // e.g. "sessions.db"
+//! let lease = SessionLease::create(store.clone(), NewSession::new()).await?;
+//! let id = lease.session_id().clone();
+//! let agent = lease
+//!     .record(
+//!         Agent::builder()
+//!             .model(ScriptedModel::new([ScriptedTurn::text("hi")]))
+//!             .input(vec![Item::user("hello")]),
+//!     )
+//!     .build()?;
+//! let mut session = lease.open(&agent).await?; // resumes if anything was saved
+//! let step = session.next().await?; // items written as they happen, saved at every yield
+//! assert!(matches!(step, LoopStep::Finished(_)));
+//! session.close().await?;
+//!
+//! // Any process that opens the file sees the session.
+//! let reopened = SqliteStore::open(&path)?;
+//! assert_eq!(reopened.info(&id).await?.item_count, 2); // hello, hi
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # }).unwrap();
+//! ```
 
 #![cfg_attr(
     not(any(feature = "sqlite", feature = "postgres")),
@@ -44,3 +80,8 @@ pub use store::{
 pub use postgres::{PG_SCHEMA_VERSION, PgStore};
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SQLITE_SCHEMA_VERSION, SqliteStore};
+
+// The README's example is compiled and run with the doc-tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -140,6 +140,45 @@ pub trait LogWriter: Send + Sync {
 ///
 /// Every write that touches a leased session checks the lease token, so a
 /// worker whose lease was taken over can no longer change the session.
+///
+/// A host drives sessions through [`SessionLease`](crate::SessionLease);
+/// it calls the store directly to list, inspect, fork and delete them:
+///
+/// ```
+/// use agentkit_core::Item;
+/// use agentkit_loop::{Agent, LoopStep};
+/// use agentkit_store::{NewSession, SessionLease, SessionStore, SqliteStore, StoreError};
+/// use agentkit_testkit::{ScriptedModel, ScriptedTurn};
+/// use std::sync::Arc;
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let store = Arc::new(SqliteStore::open_in_memory()?);
+/// let lease = SessionLease::create(store.clone(), NewSession::new().with_id("s1")).await?;
+/// let agent = lease
+///     .record(Agent::builder()
+///         .model(ScriptedModel::new([ScriptedTurn::text("Hi.")]))
+///         .input(vec![Item::user("Plan the release")]))
+///     .build()?;
+/// let mut session = lease.open(&agent).await?;
+/// assert!(matches!(session.next().await?, LoopStep::Finished(_)));
+///
+/// // Listed with a title taken from the first user message.
+/// let listed = store.list().await?;
+/// assert_eq!(listed[0].title.as_deref(), Some("Plan the release"));
+/// assert_eq!(listed[0].item_count, 2);
+///
+/// // A fork keeps the first item only, as a new idle session.
+/// let fork = store.fork(&"s1".into(), 1, NewSession::new().with_id("s2")).await?;
+/// assert_eq!(store.load(&fork.id).await?.items.len(), 1);
+///
+/// // Deleting a session someone drives is refused until the lease is gone.
+/// assert!(matches!(store.delete(&"s1".into()).await, Err(StoreError::Busy { .. })));
+/// session.close().await?;
+/// store.delete(&"s1".into()).await?;
+/// assert_eq!(store.list().await?.len(), 1);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # }).unwrap();
+/// ```
 #[async_trait::async_trait]
 pub trait SessionStore: Send + Sync + 'static {
     /// Creates a session (no checkpoint, no items).

@@ -23,6 +23,31 @@ pub enum ScriptStep {
 }
 
 /// A scripted model turn, built step by step.
+///
+/// [`text`](Self::text) and [`tool_call`](Self::tool_call) cover most
+/// tests; the builder methods script anything a provider can do.
+///
+/// ```
+/// use agentkit_core::{FinishReason, TokenUsage, Usage};
+/// use agentkit_loop::{ModelError, ModelErrorKind};
+/// use agentkit_testkit::ScriptedTurn;
+/// use serde_json::json;
+/// use std::time::Duration;
+///
+/// let answer = ScriptedTurn::text("Hello."); // says it, finishes Completed
+/// let call = ScriptedTurn::tool_call("c1", "fs_read_file", json!({ "path": "a.txt" }));
+/// // Streamed in pieces, slowly, with usage, cut off by the token limit:
+/// let long = ScriptedTurn::new()
+///     .say_chunks(&["Once ", "upon ", "a "])
+///     .delay(Duration::from_millis(50))
+///     .usage(Usage::from_tokens(TokenUsage { output_tokens: 3, ..Default::default() }))
+///     .finish(FinishReason::MaxTokens);
+/// // A provider failure part-way through the stream:
+/// let flaky = ScriptedTurn::new()
+///     .say("Half")
+///     .fail(ModelError::new(ModelErrorKind::Overloaded, "try later"));
+/// # let _ = (answer, call, long, flaky);
+/// ```
 #[derive(Clone, Debug, Default)]
 pub struct ScriptedTurn {
     steps: Vec<ScriptStep>,

@@ -16,20 +16,23 @@
 
 /// The process group led by a spawned child; see the module docs.
 ///
-/// ```no_run
-/// # async fn demo() -> std::io::Result<()> {
+/// ```
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 /// use agentkit_tools_core::ProcessGroup;
+/// use std::time::{Duration, Instant};
 ///
 /// let mut command = tokio::process::Command::new("sh");
 /// command.arg("-c").arg("sleep 60 & sleep 60");
 /// #[cfg(unix)]
 /// command.process_group(0);
+/// let started = Instant::now();
 /// let mut child = command.spawn()?;
 /// let group = ProcessGroup::led_by(child.id());
 /// group.kill(); // both sleeps, not only the shell
 /// child.wait().await?;
-/// # Ok(())
-/// # }
+/// assert!(started.elapsed() < Duration::from_secs(30));
+/// # Ok::<(), std::io::Error>(())
+/// # }).unwrap();
 /// ```
 #[derive(Debug)]
 pub struct ProcessGroup {

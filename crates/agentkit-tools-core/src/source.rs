@@ -88,6 +88,25 @@ impl<T: ToolSource + ?Sized> ToolSource for Arc<T> {
 }
 
 /// A fixed set of tools, frozen once it is handed to an agent.
+///
+/// ```
+/// use agentkit_tools_core::{CatalogError, ToolError, ToolRegistry, ToolSource, TypedTool};
+///
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct NoArgs {}
+///
+/// let clock = || TypedTool::new("clock", "The time.", |_: NoArgs, _ctx| async {
+///     Ok::<_, ToolError>("12:00")
+/// });
+/// // Built in a chain and handed to `AgentBuilder::add_tool_source`.
+/// let tools = ToolRegistry::new().named("builtin").with(clock());
+/// assert_eq!(tools.snapshot().names(), ["clock"]);
+///
+/// // `register` refuses a second tool of the same name (`with` replaces it).
+/// let mut tools = tools;
+/// assert!(matches!(tools.register(clock()), Err(CatalogError::Collision { .. })));
+/// assert_eq!(tools.len(), 1);
+/// ```
 #[derive(Clone)]
 pub struct ToolRegistry {
     name: String,

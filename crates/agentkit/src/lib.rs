@@ -27,6 +27,28 @@
 //! | `subagent` | `subagent` | `agentkit-subagent`: an agent offered to another as a tool |
 //! | `schemars` | | `provider::output_schema_for`: schemas derived from Rust types |
 //! | `full` | | everything above |
+//!
+//! # Example
+//!
+//! The README's example (it runs as a doc-test here and in the README):
+//!
+//! ```rust
+//! # #[cfg(feature = "testkit")] {
+//! use agentkit::prelude::*;
+//! use agentkit::testkit::{ScriptedModel, ScriptedTurn};
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let agent = Agent::builder()
+//!     .model(ScriptedModel::new([ScriptedTurn::text("Hello!")]))
+//!     .input(vec![Item::user("hi")])
+//!     .build()?;
+//! let mut driver = agent.start(SessionConfig::new("demo")).await?;
+//! let LoopStep::Finished(result) = driver.next().await? else { unreachable!() };
+//! assert_eq!(result.finish_reason, FinishReason::Completed);
+//! # Ok::<(), LoopError>(())
+//! # }).unwrap();
+//! # }
+//! ```
 
 pub use agentkit_core as core;
 

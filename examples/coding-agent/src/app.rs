@@ -112,6 +112,12 @@ struct Ctx {
     follow_ups: VecDeque<String>,
     /// The previous key at the prompt was Ctrl-C.
     armed_quit: bool,
+    /// A turn was submitted and has not finished. With the view's
+    /// `turn_running` (a turn a queued message started), Ctrl-C cancels
+    /// it; otherwise (the step back to the prompt is still being saved)
+    /// the key belongs to the prompt.
+    turn_open: bool,
+    view: Arc<View>,
 }
 
 impl Ctx {
@@ -224,7 +230,8 @@ impl Ctx {
             Answer::Cancel => "cancel the turn",
         };
         screen.line(Line::new(format!("  you: {shown}"), Look::Dim));
-        screen.set_prompt(Line::new("> ", Look::Bold));
+        // The turn goes on after an answer: typing steers it.
+        screen.set_prompt(Line::new("steer> ", Look::Dim));
         answer
     }
 }
@@ -245,6 +252,12 @@ async fn advance<S: ModelSession>(
             step = &mut next => return step,
             event = ctx.input.next(Mode::Line), if !ctx.input.is_closed() => match event {
                 InputEvent::Submit(text) => ctx.queue_message(&soft, text),
+                // No turn runs (the step back to the prompt is still being
+                // saved): the key belongs to the prompt and arms quitting.
+                InputEvent::Interrupt if !ctx.turn_open && !ctx.view.turn_running() => {
+                    ctx.armed_quit = true;
+                    ctx.note("(Ctrl-C again or Ctrl-D to quit)", Look::Dim);
+                }
                 InputEvent::Interrupt => {
                     ctx.controller.interrupt();
                     ctx.note("cancelling the turn…", Look::Warn);
@@ -325,6 +338,9 @@ pub async fn run<M: ModelAdapter>(model: M, setup: Setup) -> Result<Summary, App
         controller,
         follow_ups: VecDeque::new(),
         armed_quit: false,
+        // A resumed session may be in the middle of a turn.
+        turn_open: setup.resume.is_some(),
+        view: view.clone(),
     };
     let mut summary = Summary::default();
     let mut first_prompt = setup.prompt.clone();
@@ -335,6 +351,7 @@ pub async fn run<M: ModelAdapter>(model: M, setup: Setup) -> Result<Summary, App
         let step = advance(&mut driver, &mut ctx).await;
         match step {
             Ok(LoopStep::Interrupt(LoopInterrupt::AwaitingInput(request))) => {
+                ctx.turn_open = false;
                 view.reset_round();
                 ctx.screen().set_activity(None);
                 let text = if let Some(text) = ctx.follow_ups.pop_front() {
@@ -354,9 +371,12 @@ pub async fn run<M: ModelAdapter>(model: M, setup: Setup) -> Result<Summary, App
                 };
                 let Some(text) = text else { break };
                 steps = 0;
-                if let Err(error) = request.submit(&mut driver, vec![Item::user(text)]) {
-                    summary.errors += 1;
-                    ctx.note(format!("error: {error}"), Look::Bad);
+                match request.submit(&mut driver, vec![Item::user(text)]) {
+                    Ok(()) => ctx.turn_open = true,
+                    Err(error) => {
+                        summary.errors += 1;
+                        ctx.note(format!("error: {error}"), Look::Bad);
+                    }
                 }
             }
             Ok(LoopStep::Interrupt(LoopInterrupt::ApprovalRequest(pending))) => {
@@ -391,6 +411,7 @@ pub async fn run<M: ModelAdapter>(model: M, setup: Setup) -> Result<Summary, App
                 }
             }
             Ok(LoopStep::Finished(result)) => {
+                ctx.turn_open = false;
                 view.reset_round();
                 summary.turns += 1;
                 summary.last_finish = Some(result.finish_reason.clone());

@@ -9,6 +9,43 @@
 use crate::OpenAiConfig;
 
 /// Configuration of a [`ResponsesAdapter`](crate::ResponsesAdapter).
+///
+/// Built like an [`OpenAiConfig`] (which it wraps, so any Chat Completions
+/// configuration converts with `.into()`), plus what only the Responses API
+/// has. Here an agent runs one turn against a local server standing in for
+/// OpenAI; in a program, drop the `base_url` line and pass a real key.
+///
+/// ```
+/// use agentkit_core::Item;
+/// use agentkit_http::testing::{ScriptedResponse, TestServer};
+/// use agentkit_loop::{Agent, LoopStep, SessionConfig};
+/// use agentkit_provider_openai::{ResponsesAdapter, ResponsesConfig};
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let server = TestServer::start([ScriptedResponse::sse(concat!(
+///     "data: {\"type\":\"response.output_text.delta\",\"output_index\":0,\"delta\":\"Bonjour\"}\n\n",
+///     "data: {\"type\":\"response.completed\",\"response\":{\"id\":\"resp_1\"}}\n\n",
+/// ))])
+/// .await?;
+/// let mut config = ResponsesConfig::openai("sk-...", "gpt-5-mini").with_reasoning_summary("auto");
+/// config.openai.base_url = format!("{}/v1", server.url()); // the stand-in
+/// assert_eq!(config.endpoint(), format!("{}/v1/responses", server.url()));
+///
+/// let agent = Agent::builder()
+///     .model(ResponsesAdapter::new(config)?)
+///     .input(vec![Item::user("Hello in French?")])
+///     .build()?;
+/// let mut driver = agent.start(SessionConfig::new("demo")).await?;
+/// let LoopStep::Finished(result) = driver.next().await? else { unreachable!() };
+/// assert_eq!(result.items[0].text_content(), "Bonjour");
+///
+/// // `store: false` by default: OpenAI keeps nothing, reasoning travels encrypted.
+/// let sent = server.requests()[0].json();
+/// assert_eq!(sent["store"], false);
+/// assert_eq!(sent["reasoning"]["summary"], "auto");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # }).unwrap();
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct ResponsesConfig {
