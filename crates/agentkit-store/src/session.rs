@@ -257,35 +257,45 @@ impl<S: ModelSession> Session<S> {
             self.recorder.mark_broken();
             return Err(self.note(err));
         }
-        let mut snapshot = self.driver.snapshot();
-        let transcript = std::mem::take(&mut snapshot.transcript);
+        // The items are in the rows already, but for those the recorder has
+        // not written: copy only those, so a save costs the same at any
+        // transcript length.
+        let snapshot = self.driver.snapshot_without_transcript();
         let snapshot_json = serde_json::to_string(&snapshot)?;
         let state = self.recorder.state();
-        let items = if state.broken || state.next_index > transcript.len() {
-            Some((0, &transcript[..]))
-        } else if state.next_index < transcript.len() {
-            Some((state.next_index, &transcript[state.next_index..]))
-        } else {
-            None
+        let view = self.driver.transcript();
+        let len = view.len();
+        let (first, tail, derived) = {
+            let transcript = view.read();
+            let first = if state.broken || state.next_index > len {
+                Some(0)
+            } else if state.next_index < len {
+                Some(state.next_index)
+            } else {
+                None
+            };
+            let tail = first.map_or_else(Vec::new, |first| transcript[first..].to_vec());
+            let derived = if self.has_title {
+                None
+            } else {
+                derived_title(&transcript)
+            };
+            (first, tail, derived)
         };
+        let items = first.map(|first| (first, &tail[..]));
         let key = format!(
-            "{}|{}|{snapshot_json}",
-            transcript.len(),
+            "{len}|{}|{snapshot_json}",
             serde_json::to_string(&self.usage)?
         );
         let archived = self.recorder.take_archived();
         if items.is_none() && archived.is_empty() && self.saved.as_ref() == Some(&key) {
             return Ok(());
         }
-        let title = if self.has_title {
-            None
-        } else {
-            derived_title(&transcript)
-        };
+        let title = derived;
         let checkpoint = Checkpoint {
             snapshot_json,
             snapshot_version: snapshot.version,
-            transcript_len: transcript.len(),
+            transcript_len: len,
             items,
             usage: &self.usage,
             title: title.clone(),
@@ -296,7 +306,7 @@ impl<S: ModelSession> Session<S> {
             return Err(self.note(err));
         }
         self.has_title |= title.is_some();
-        self.recorder.reset(transcript.len());
+        self.recorder.reset(len);
         self.saved = Some(key);
         self.touched = false;
         Ok(())

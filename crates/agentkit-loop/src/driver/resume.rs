@@ -22,6 +22,16 @@ impl<S: ModelSession> LoopDriver<S> {
     /// A serializable picture of the session, enough to resume it with
     /// [`Agent::resume`](crate::Agent::resume) in another process.
     pub fn snapshot(&self) -> LoopSnapshot {
+        let mut snapshot = self.snapshot_without_transcript();
+        snapshot.transcript = self.core.log.to_vec();
+        snapshot
+    }
+
+    /// [`LoopDriver::snapshot`] with an empty transcript, for hosts that
+    /// keep the items themselves (a session store appends them as they
+    /// happen): it costs the same at any transcript length. Put the items
+    /// back (from [`LoopDriver::transcript`]) before resuming from it.
+    pub fn snapshot_without_transcript(&self) -> LoopSnapshot {
         let core = &self.core;
         let (phase, ended_turn) = match &core.phase {
             Phase::Idle => (SnapshotPhase::Idle, None),
@@ -79,7 +89,7 @@ impl<S: ModelSession> LoopDriver<S> {
         LoopSnapshot {
             version: SNAPSHOT_VERSION,
             session_id: core.session_id.clone(),
-            transcript: core.log.to_vec(),
+            transcript: Vec::new(),
             pending_input: core.pending_input.clone(),
             round,
             phase,
