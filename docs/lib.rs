@@ -56,7 +56,11 @@ pub mod acp {}
 pub mod tracing {}
 #[doc = include_str!("src/testing.md")]
 pub mod testing {}
+#[doc = include_str!("src/reliability.md")]
+pub mod reliability {}
 #[doc = include_str!("src/umbrella.md")]
 pub mod umbrella {}
+#[doc = include_str!("src/performance.md")]
+pub mod performance {}
 #[doc = include_str!("src/architecture.md")]
 pub mod architecture {}

@@ -9,6 +9,10 @@
 //! The PostgreSQL tests of `agentkit-store` run `initdb` and `pg_ctl`
 //! themselves; this step only makes sure those binaries exist, installing
 //! Debian's `postgresql` package with apt-get when they are missing.
+//!
+//! The instruction-count guard (`cargo xtask perf`) runs its scenarios
+//! under valgrind's callgrind; [`valgrind`] installs Debian's `valgrind`
+//! package the same way when it is missing.
 
 use crate::run::workspace_root;
 use std::path::{Path, PathBuf};
@@ -17,6 +21,7 @@ use std::time::SystemTime;
 
 pub fn install() -> Result<(), String> {
     postgres()?;
+    valgrind()?;
     npm()
 }
 
@@ -107,38 +112,13 @@ fn postgres() -> Result<(), String> {
     println!(
         "    PostgreSQL server binaries (initdb, pg_ctl) are missing: installing Debian's `postgresql`"
     );
-    let root = Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).trim() == "0");
-    let apt = |args: &[&str]| -> Result<(), String> {
-        let mut command = if root {
-            Command::new("apt-get")
-        } else {
-            let mut sudo = Command::new("sudo");
-            sudo.args(["-n", "apt-get"]);
-            sudo
-        };
-        command.args(args).env("DEBIAN_FRONTEND", "noninteractive");
-        println!("    $ apt-get {}", args.join(" "));
-        let status = command.status().map_err(|err| {
-            format!(
-                "could not run apt-get ({err}): install PostgreSQL's server (initdb, pg_ctl) \
-                 by hand; the agentkit-store tests need it"
-            )
-        })?;
-        if status.success() {
-            Ok(())
-        } else {
-            Err(format!(
-                "`apt-get {}` exited with {status}: install PostgreSQL's server (initdb, \
-                 pg_ctl); the agentkit-store tests need it",
-                args.join(" ")
-            ))
-        }
-    };
-    apt(&["update"])?;
-    apt(&["install", "-y", "--no-install-recommends", "postgresql"])?;
+    let why =
+        "install PostgreSQL's server (initdb, pg_ctl) by hand; the agentkit-store tests need it";
+    apt(&["update"], why)?;
+    apt(
+        &["install", "-y", "--no-install-recommends", "postgresql"],
+        why,
+    )?;
     match postgres_binaries() {
         Some(dir) => {
             println!(
@@ -150,5 +130,61 @@ fn postgres() -> Result<(), String> {
         None => Err(
             "the `postgresql` package installed, but initdb and pg_ctl are still not found".into(),
         ),
+    }
+}
+
+/// Runs apt-get (through `sudo -n` when not root); `why` tells the reader
+/// what to do by hand when it fails.
+fn apt(args: &[&str], why: &str) -> Result<(), String> {
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).trim() == "0");
+    let mut command = if root {
+        Command::new("apt-get")
+    } else {
+        let mut sudo = Command::new("sudo");
+        sudo.args(["-n", "apt-get"]);
+        sudo
+    };
+    command.args(args).env("DEBIAN_FRONTEND", "noninteractive");
+    println!("    $ apt-get {}", args.join(" "));
+    let status = command
+        .status()
+        .map_err(|err| format!("could not run apt-get ({err}): {why}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "`apt-get {}` exited with {status}: {why}",
+            args.join(" ")
+        ))
+    }
+}
+
+/// `true` when `valgrind --version` runs.
+fn has_valgrind() -> bool {
+    Command::new("valgrind")
+        .arg("--version")
+        .output()
+        .is_ok_and(|out| out.status.success())
+}
+
+/// Makes sure valgrind (callgrind) is installed, for `cargo xtask perf`.
+pub fn valgrind() -> Result<(), String> {
+    if has_valgrind() {
+        return Ok(());
+    }
+    println!("    valgrind is missing: installing Debian's `valgrind`");
+    let why = "install valgrind by hand; `cargo xtask perf` counts instructions with callgrind";
+    apt(&["update"], why)?;
+    apt(
+        &["install", "-y", "--no-install-recommends", "valgrind"],
+        why,
+    )?;
+    if has_valgrind() {
+        Ok(())
+    } else {
+        Err("the `valgrind` package installed, but `valgrind --version` still fails".into())
     }
 }

@@ -6,8 +6,10 @@
 mod book;
 mod checks;
 mod fixtures;
+mod fuzz;
 mod layers;
 mod llama;
+mod perf;
 mod run;
 
 use std::process::ExitCode;
@@ -26,12 +28,20 @@ commands:
   test      all tests (nextest when installed, else cargo test)
   doc-test  doc tests, the book's code blocks included
   fixtures  npm ci for test fixtures (real MCP servers) when missing or stale,
-            and the PostgreSQL server binaries (apt-get) when missing
+            and the PostgreSQL server binaries and valgrind (apt-get) when
+            missing
   layers    the crate layer rules (docs/src/architecture.md, Layers)
   meta      every crate has a README.md, a description and the workspace lints
   features  the umbrella crate with no optional part and with all of them
   examples  run the offline examples
-  bench     the benchmark scenarios, printed as tables (not part of ci)
+  fuzz      the fuzz targets (agentkit-fuzz): `fuzz [--time SECS] [--seed N]
+            [TARGET...]`, 30 s per target by default; in ci, a fixed seed and
+            count
+  perf      the instruction-count guard: the counted scenarios under
+            callgrind against crates/agentkit/benches/counted-baseline.json
+            (fails above its tolerance; `perf --update` rewrites it)
+  bench     the benchmark scenarios, printed as tables with their targets
+            (wall clock, not part of ci; ends with the counted figures)
   llama     live test against a real llama.cpp server, re-recording its
             cassettes (installs llama-cpp-python; not part of ci)
 ";
@@ -49,10 +59,12 @@ fn main() -> ExitCode {
         "fixtures" => fixtures::install(),
         "layers" => layers::check(),
         "meta" => checks::meta(),
-        "bench" => run::bench(),
+        "bench" => run::bench().and_then(|()| perf::report()),
+        "perf" => perf::run(&std::env::args().skip(2).collect::<Vec<_>>()),
         "llama" => llama::run(),
         "features" => run::features(),
         "examples" => run::examples(),
+        "fuzz" => fuzz::fuzz(&std::env::args().skip(2).collect::<Vec<_>>()),
         "help" | "--help" | "-h" => {
             print!("{USAGE}");
             return ExitCode::SUCCESS;
@@ -76,7 +88,7 @@ type Step = fn() -> Result<(), String>;
 
 /// Cheap checks first, so a layer violation is reported before a long build.
 fn ci() -> Result<(), String> {
-    let steps: [(&str, Step); 10] = [
+    let steps: &[(&str, Step)] = &[
         ("layers", layers::check),
         ("meta", checks::meta),
         ("fmt", run::fmt),
@@ -87,6 +99,8 @@ fn ci() -> Result<(), String> {
         ("test", run::test),
         ("doc-test", run::doc_test),
         ("examples", run::examples),
+        ("fuzz", fuzz::ci),
+        ("perf", || perf::run(&[])),
     ];
     for (name, step) in steps {
         println!("==> xtask {name}");

@@ -131,6 +131,14 @@ pub fn bench() -> Result<(), String> {
         "bench",
         "--locked",
         "-p",
+        "agentkit",
+        "--bench",
+        "many_sessions",
+    ])?;
+    cargo(&[
+        "bench",
+        "--locked",
+        "-p",
         "agentkit-store",
         "--bench",
         "store",

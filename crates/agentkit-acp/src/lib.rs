@@ -9,7 +9,7 @@
 //! | --- | --- |
 //! | `initialize` | protocol v1, `loadSession` with a [`SessionLoader`] |
 //! | `session/new` | the host's factory builds an `Agent`; `Agent::start` |
-//! | `session/load` | [`SessionLoader`], then the transcript replayed as updates |
+//! | `session/load` | [`SessionLoader`] or (feature `store`) a session store, then the transcript replayed as updates |
 //! | `session/prompt` | a user item; the turn runs with `LoopDriver::next` |
 //! | `session/prompt` during a turn | a soft interrupt (`driver.soft_interrupts()`) |
 //! | `session/cancel` | the turn's cancellation; it ends with `stopReason: cancelled` |
@@ -46,6 +46,8 @@ mod kind;
 mod loader;
 mod server;
 mod session;
+#[cfg(feature = "store")]
+mod store;
 mod updates;
 
 pub use error::{AcpError, BoxError};

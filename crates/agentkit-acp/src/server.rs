@@ -7,7 +7,7 @@
 //! module). Slow work never runs inside the connection's dispatch loop: it is
 //! spawned, so a `session/cancel` is read while a turn runs.
 
-use crate::session::{Prompt, SessionHandle};
+use crate::session::{Drive, Prompt, SessionHandle};
 use crate::updates::{KindFn, UpdateSink, prompt_item, replay};
 use crate::{AcpError, BoxError, SessionLoader, StoredSession, ToolKind};
 use agent_client_protocol::v1::ConnectionTo;
@@ -117,6 +117,8 @@ type Factory<M> = dyn Fn(&SessionRequest) -> Result<AgentBuilder<M>, BoxError> +
 pub struct AcpServer<M: ModelAdapter> {
     factory: Arc<Factory<M>>,
     loader: Option<Arc<dyn SessionLoader>>,
+    #[cfg(feature = "store")]
+    store: Option<crate::store::StoreConfig>,
     kinds: KindFn,
     name: String,
     version: String,
@@ -133,6 +135,8 @@ where
         Self {
             factory: Arc::new(factory),
             loader: None,
+            #[cfg(feature = "store")]
+            store: None,
             kinds: Arc::new(ToolKind::guess),
             name: "agentkit".to_owned(),
             version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -151,6 +155,45 @@ where
     pub fn session_loader(mut self, loader: impl SessionLoader) -> Self {
         self.loader = Some(Arc::new(loader));
         self
+    }
+
+    /// Keeps every session in `store` (feature `store`): new sessions are
+    /// created and saved at every step, `session/load` resumes a stored
+    /// one exactly where it stopped (a pending approval included) and
+    /// replays its transcript. Turns on the `loadSession` capability and
+    /// takes precedence over a [`SessionLoader`].
+    ///
+    /// One process drives a session at a time (a lease, see
+    /// [`AcpServer::session_lease_ttl`]); loading a session another
+    /// process holds fails.
+    #[cfg(feature = "store")]
+    pub fn session_store(mut self, store: Arc<dyn agentkit_store::SessionStore>) -> Self {
+        let lease_ttl = self
+            .store
+            .as_ref()
+            .map_or(agentkit_store::DEFAULT_LEASE_TTL, |config| config.lease_ttl);
+        self.store = Some(crate::store::StoreConfig { store, lease_ttl });
+        self
+    }
+
+    /// How long a stored session's lease lasts without renewal (default
+    /// [`agentkit_store::DEFAULT_LEASE_TTL`]): after a crash, the session
+    /// can be loaded elsewhere once it expired. Call after
+    /// [`AcpServer::session_store`].
+    #[cfg(feature = "store")]
+    pub fn session_lease_ttl(mut self, ttl: std::time::Duration) -> Self {
+        if let Some(config) = self.store.as_mut() {
+            config.lease_ttl = ttl;
+        }
+        self
+    }
+
+    fn can_load(&self) -> bool {
+        #[cfg(feature = "store")]
+        if self.store.is_some() {
+            return true;
+        }
+        self.loader.is_some()
     }
 
     /// Replaces the name-based guess of each tool's ACP kind.
@@ -193,7 +236,7 @@ where
             state.clone(),
             state.clone(),
         );
-        agent_client_protocol::Agent
+        let served = agent_client_protocol::Agent
             .v1()
             .name(state.server.name.clone())
             .on_receive_request(
@@ -237,9 +280,26 @@ where
             )
             .connect_to(transport)
             .await
-            .map_err(|err| AcpError::Connection(err.to_string()))
+            .map_err(|err| AcpError::Connection(err.to_string()));
+        // The editor is gone: end every session (a stored one is saved and
+        // its lease given up, so another process can load it at once).
+        let sessions: Vec<SessionHandle> = state
+            .sessions
+            .lock()
+            .expect("sessions lock")
+            .drain()
+            .map(|(_, handle)| handle)
+            .collect();
+        let closing = futures::future::join_all(sessions.into_iter().map(SessionHandle::shut_down));
+        if tokio::time::timeout(SHUTDOWN_GRACE, closing).await.is_err() {
+            tracing::warn!("sessions did not end within {SHUTDOWN_GRACE:?} of the connection");
+        }
+        served
     }
 }
+
+/// How long the sessions get to end after the connection closed.
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
 
 struct State<M: ModelAdapter> {
     server: AcpServer<M>,
@@ -253,7 +313,7 @@ where
 {
     fn initialize(&self, _request: &acp::InitializeRequest) -> acp::InitializeResponse {
         let capabilities = acp::AgentCapabilities::new()
-            .load_session(self.server.loader.is_some())
+            .load_session(self.server.can_load())
             .prompt_capabilities(acp::PromptCapabilities::new().embedded_context(true));
         acp::InitializeResponse::new(agent_client_protocol::schema::ProtocolVersion::V1)
             .agent_capabilities(capabilities)
@@ -279,6 +339,13 @@ where
     ) -> Result<acp::NewSessionResponse, Error> {
         let session_id = self.fresh_id();
         let servers = EditorMcpServer::from_acp(request.mcp_servers);
+        #[cfg(feature = "store")]
+        if let Some(config) = &self.server.store {
+            self.open_stored(config, &session_id, request.cwd, servers, false, cx)
+                .await
+                .map_err(to_rpc_error)?;
+            return Ok(acp::NewSessionResponse::new(session_id));
+        }
         self.open(&session_id, request.cwd, servers, None, cx)
             .await
             .map_err(to_rpc_error)?;
@@ -291,6 +358,19 @@ where
         cx: ConnectionTo<Client>,
     ) -> Result<acp::LoadSessionResponse, Error> {
         let session_id = request.session_id.0.to_string();
+        #[cfg(feature = "store")]
+        if let Some(config) = &self.server.store {
+            let servers = EditorMcpServer::from_acp(request.mcp_servers);
+            let transcript = self
+                .open_stored(config, &session_id, request.cwd, servers, true, cx.clone())
+                .await
+                .map_err(|err| match err {
+                    AcpError::UnknownSession(id) => acp::Error::session_not_found(id).into(),
+                    other => to_rpc_error(other),
+                })?;
+            replay(&cx, &session_id, &transcript, &self.server.kinds)?;
+            return Ok(acp::LoadSessionResponse::new());
+        }
         let Some(loader) = &self.server.loader else {
             return Err(Error::method_not_found());
         };
@@ -312,6 +392,49 @@ where
         Ok(acp::LoadSessionResponse::new())
     }
 
+    /// The host's builder for a session, with the server's cancellation
+    /// controller and update observer added.
+    fn prepare(
+        &self,
+        request: SessionRequest,
+        cx: &ConnectionTo<Client>,
+    ) -> Result<Prepared<M>, AcpError> {
+        let builder = (self.server.factory)(&request).map_err(|source| AcpError::Setup {
+            session_id: request.session_id.clone(),
+            source,
+        })?;
+        let cancel = CancellationController::new();
+        let updates = Arc::new(UpdateSink::new(
+            cx.clone(),
+            &request.session_id,
+            self.server.kinds.clone(),
+        ));
+        let builder = builder
+            .cancellation(cancel.handle())
+            .observer_arc(updates.clone());
+        Ok(Prepared {
+            builder,
+            cancel,
+            updates,
+        })
+    }
+
+    /// Starts a session's task and registers it.
+    fn register(
+        &self,
+        session_id: &str,
+        driver: impl Drive,
+        prepared: (CancellationController, Arc<UpdateSink>),
+        cx: ConnectionTo<Client>,
+    ) {
+        let (cancel, updates) = prepared;
+        let handle = SessionHandle::spawn(driver, cancel, cx, updates);
+        self.sessions
+            .lock()
+            .expect("sessions lock")
+            .insert(session_id.to_owned(), handle);
+    }
+
     /// Builds, starts and registers a session's agent.
     async fn open(
         &self,
@@ -327,19 +450,11 @@ where
             loaded: stored.is_some(),
             mcp_servers,
         };
-        let builder = (self.server.factory)(&request).map_err(|source| AcpError::Setup {
-            session_id: session_id.to_owned(),
-            source,
-        })?;
-        let cancel = CancellationController::new();
-        let updates = Arc::new(UpdateSink::new(
-            cx.clone(),
-            session_id,
-            self.server.kinds.clone(),
-        ));
-        let mut builder = builder
-            .cancellation(cancel.handle())
-            .observer_arc(updates.clone());
+        let Prepared {
+            mut builder,
+            cancel,
+            updates,
+        } = self.prepare(request, &cx)?;
         if let Some(StoredSession::Transcript(items)) = &stored {
             builder = builder.transcript(items.clone());
         }
@@ -349,12 +464,61 @@ where
             Some(StoredSession::Snapshot(snapshot)) => agent.resume(config, *snapshot).await?,
             _ => agent.start(config).await?,
         };
-        let handle = SessionHandle::spawn(driver, cancel, cx, updates);
-        self.sessions
-            .lock()
-            .expect("sessions lock")
-            .insert(session_id.to_owned(), handle);
+        self.register(session_id, driver, (cancel, updates), cx);
         Ok(())
+    }
+
+    /// Creates (or, `loaded`, leases) a session of the store, opens it and
+    /// registers it; returns its transcript for the replay.
+    #[cfg(feature = "store")]
+    async fn open_stored(
+        &self,
+        config: &crate::store::StoreConfig,
+        session_id: &str,
+        cwd: PathBuf,
+        mcp_servers: Vec<EditorMcpServer>,
+        loaded: bool,
+        cx: ConnectionTo<Client>,
+    ) -> Result<Vec<agentkit_core::Item>, AcpError> {
+        use agentkit_store::{NewSession, SessionLease, StoreError};
+        let failed = |err: StoreError| match err {
+            StoreError::NotFound(id) => AcpError::UnknownSession(id.to_string()),
+            StoreError::Loop(err) => AcpError::Loop(err),
+            other => AcpError::Load {
+                session_id: session_id.to_owned(),
+                source: Box::new(other),
+            },
+        };
+        let id = agentkit_core::SessionId::new(session_id);
+        if !loaded {
+            config
+                .store
+                .create(NewSession::new().with_id(id.clone()))
+                .await
+                .map_err(failed)?;
+        }
+        let lease = SessionLease::acquire_with_ttl(config.store.clone(), &id, config.lease_ttl)
+            .await
+            .map_err(failed)?;
+        let request = SessionRequest {
+            session_id: session_id.to_owned(),
+            cwd,
+            loaded,
+            mcp_servers,
+        };
+        let Prepared {
+            builder,
+            cancel,
+            updates,
+        } = self.prepare(request, &cx)?;
+        let agent = lease.record(builder).build()?;
+        let session = lease
+            .open_with(&agent, SessionConfig::new(session_id))
+            .await
+            .map_err(failed)?;
+        let transcript = session.snapshot().transcript;
+        self.register(session_id, session, (cancel, updates), cx);
+        Ok(transcript)
     }
 
     fn prompt(
@@ -384,6 +548,13 @@ where
             session.cancel();
         }
     }
+}
+
+/// A session's agent builder before it is built.
+struct Prepared<M: ModelAdapter> {
+    builder: AgentBuilder<M>,
+    cancel: CancellationController,
+    updates: Arc<UpdateSink>,
 }
 
 fn to_rpc_error(err: AcpError) -> Error {

@@ -19,6 +19,11 @@
 //! allow once, allow always (remembered for that tool for the rest of the
 //! session) and reject. A cancellation while the editor is deciding denies
 //! the call and ends the turn.
+//!
+//! The task drives a [`Drive`]: a bare `LoopDriver`, or (feature `store`) an
+//! `agentkit_store::Session`, which saves itself at every step. When the
+//! connection ends the task closes it, so a stored session's lease is given
+//! up and another process can load it at once.
 
 use crate::updates::UpdateSink;
 use agent_client_protocol::v1::schema as acp;
@@ -27,8 +32,41 @@ use agent_client_protocol::{Client, Error};
 use agentkit_core::{CancellationController, FinishReason, Item};
 use agentkit_loop::{LoopDriver, LoopInterrupt, LoopStep, ModelSession, PendingApproval};
 use std::collections::HashSet;
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
+
+/// What a session's task drives: the loop, saved or not.
+pub(crate) trait Drive: Send + 'static {
+    /// The model session of the driver.
+    type Session: ModelSession;
+
+    /// The driver, to resolve approvals.
+    fn driver(&mut self) -> &mut LoopDriver<Self::Session>;
+
+    /// Runs the driver to its next yield point (saving, if stored).
+    fn step(&mut self) -> impl Future<Output = Result<LoopStep, String>> + Send;
+
+    /// Ends the session when the connection ends (gives a lease up).
+    fn close(self) -> impl Future<Output = ()> + Send;
+}
+
+impl<S: ModelSession> Drive for LoopDriver<S>
+where
+    LoopDriver<S>: Send,
+{
+    type Session = S;
+
+    fn driver(&mut self) -> &mut LoopDriver<S> {
+        self
+    }
+
+    async fn step(&mut self) -> Result<LoopStep, String> {
+        self.next().await.map_err(|err| err.to_string())
+    }
+
+    async fn close(self) {}
+}
 
 const ALLOW_ONCE: &str = "allow_once";
 const ALLOW_ALWAYS: &str = "allow_always";
@@ -59,6 +97,7 @@ enum Start {
 pub(crate) struct SessionHandle {
     starts: mpsc::UnboundedSender<Start>,
     shared: Arc<Shared>,
+    task: tokio::task::JoinHandle<()>,
 }
 
 struct Shared {
@@ -81,18 +120,15 @@ struct TurnState {
 
 impl SessionHandle {
     /// Starts the task that drives `driver`.
-    pub(crate) fn spawn<S: ModelSession>(
-        driver: LoopDriver<S>,
+    pub(crate) fn spawn<D: Drive>(
+        mut driver: D,
         cancel: CancellationController,
         cx: ConnectionTo<Client>,
         updates: Arc<UpdateSink>,
-    ) -> SessionHandle
-    where
-        LoopDriver<S>: Send,
-    {
+    ) -> SessionHandle {
         let (starts, receiver) = mpsc::unbounded_channel();
         let shared = Arc::new(Shared {
-            soft: driver.soft_interrupts(),
+            soft: driver.driver().soft_interrupts(),
             cancel,
             state: Mutex::new(TurnState::default()),
         });
@@ -103,8 +139,20 @@ impl SessionHandle {
             updates,
             always_allowed: HashSet::new(),
         };
-        tokio::spawn(runner.run(receiver));
-        SessionHandle { starts, shared }
+        let task = tokio::spawn(runner.run(receiver));
+        SessionHandle {
+            starts,
+            shared,
+            task,
+        }
+    }
+
+    /// Ends the session: cancels a running turn, lets the task finish and
+    /// close what it drives.
+    pub(crate) async fn shut_down(self) {
+        self.cancel();
+        drop(self.starts);
+        let _ = self.task.await;
     }
 
     /// Handles `session/prompt`: a new turn, or a soft interrupt of the
@@ -153,8 +201,8 @@ impl SessionHandle {
     }
 }
 
-struct Runner<S: ModelSession> {
-    driver: LoopDriver<S>,
+struct Runner<D: Drive> {
+    driver: D,
     shared: Arc<Shared>,
     cx: ConnectionTo<Client>,
     updates: Arc<UpdateSink>,
@@ -170,7 +218,7 @@ enum Permission {
     Cancelled,
 }
 
-impl<S: ModelSession> Runner<S> {
+impl<D: Drive> Runner<D> {
     async fn run(mut self, mut starts: mpsc::UnboundedReceiver<Start>) {
         while let Some(start) = starts.recv().await {
             let (queued, responder) = match start {
@@ -217,12 +265,14 @@ impl<S: ModelSession> Runner<S> {
             };
             answer(std::mem::take(&mut responders), outcome);
         }
+        // The connection ended.
+        self.driver.close().await;
     }
 
     /// Runs the driver until the turn ends.
     async fn turn(&mut self) -> Result<acp::StopReason, Error> {
         loop {
-            let step = self.driver.next().await;
+            let step = self.driver.step().await;
             if self.cancel_requested() {
                 // A cancel that raced with the turn's start: make sure the
                 // turn's own checkpoint sees it.
@@ -238,7 +288,7 @@ impl<S: ModelSession> Runner<S> {
                     self.approve(pending).await?;
                 }
                 Err(err) => {
-                    return Err(Error::internal_error().data(err.to_string()));
+                    return Err(Error::internal_error().data(err));
                 }
             }
         }
@@ -257,7 +307,7 @@ impl<S: ModelSession> Runner<S> {
         let permission = if self.always_allowed.contains(&tool) {
             Permission::AllowOnce
         } else {
-            let session_id = acp::SessionId::new(self.driver.session_id().as_str());
+            let session_id = acp::SessionId::new(self.driver.driver().session_id().as_str());
             ask(
                 self.cx.clone(),
                 self.shared.clone(),
@@ -267,7 +317,7 @@ impl<S: ModelSession> Runner<S> {
             )
             .await
         };
-        let driver = &mut self.driver;
+        let driver = self.driver.driver();
         let resolved = match permission {
             Permission::AllowOnce => pending.approve(driver),
             Permission::AllowAlways => {

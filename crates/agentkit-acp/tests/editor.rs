@@ -50,34 +50,15 @@ fn require_node() {
 fn the_official_typescript_client_drives_the_agent() {
     require_node();
     let agent = agent_binary();
-    let child = Command::new("node")
-        .arg(fixtures().join("client.mjs"))
-        .arg(&agent)
-        .current_dir(fixtures())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("start node");
-    let pid = child.id();
-    let (sender, receiver) = std::sync::mpsc::channel();
-    std::thread::spawn(move || sender.send(child.wait_with_output()));
     // A generous bound: the script takes a few seconds; a hang fails here
     // instead of stalling the suite.
-    let deadline = Duration::from_secs(120);
-    let Ok(output) = receiver.recv_timeout(deadline) else {
-        let _ = Command::new("kill").arg(pid.to_string()).status();
-        panic!("the ACP client did not finish within {deadline:?}");
-    };
-    let output = output.expect("node output");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "the ACP client failed ({}):\n{stdout}\n{stderr}",
-        output.status
+    let output = agentkit_testkit::process::output_within(
+        Command::new("node")
+            .arg(fixtures().join("client.mjs"))
+            .arg(&agent)
+            .current_dir(fixtures()),
+        Duration::from_secs(120),
+        "the ACP client (node)",
     );
-    assert!(
-        stdout.lines().any(|line| line == "15 passed, 0 failed"),
-        "every check of the client must run:\n{stdout}"
-    );
+    agentkit_testkit::process::assert_all_passed(&output, 15, "the ACP client");
 }

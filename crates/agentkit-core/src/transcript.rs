@@ -16,7 +16,7 @@
 //! - at the end, no call is left unanswered.
 
 use crate::{Item, ItemKind, Part, ToolCallId};
-use std::collections::HashMap;
+use std::collections::HashSet;
 
 /// A broken transcript invariant; indexes point into the transcript.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -67,9 +67,13 @@ pub enum TranscriptError {
 }
 
 /// Checks the transcript invariant; the first violation found is returned.
+///
+/// One pass, one hash per call: a result is looked up among the calls
+/// still open (a handful at most), and only a result that matches none of
+/// them looks at the calls seen before, to say what is wrong with it.
 pub fn validate_transcript(items: &[Item]) -> Result<(), TranscriptError> {
-    // Calls seen so far: id -> answered. `open` keeps unanswered ones in order.
-    let mut calls: HashMap<&ToolCallId, bool> = HashMap::new();
+    // Every call id seen so far; `open` keeps unanswered ones in order.
+    let mut calls: HashSet<&ToolCallId> = HashSet::with_capacity(items.len() / 2 + 1);
     let mut open: Vec<(&ToolCallId, usize)> = Vec::new();
     for (item_index, item) in items.iter().enumerate() {
         if let Some(&(call_id, call_index)) = open.first()
@@ -91,7 +95,7 @@ pub fn validate_transcript(items: &[Item]) -> Result<(), TranscriptError> {
         for part in &item.parts {
             match part {
                 Part::ToolCall(call) => {
-                    if calls.insert(&call.id, false).is_some() {
+                    if !calls.insert(&call.id) {
                         return Err(TranscriptError::DuplicateCallId {
                             call_id: call.id.clone(),
                             item_index,
@@ -99,24 +103,25 @@ pub fn validate_transcript(items: &[Item]) -> Result<(), TranscriptError> {
                     }
                     open.push((&call.id, item_index));
                 }
-                Part::ToolResult(result) => match calls.get_mut(&result.call_id) {
-                    None => {
-                        return Err(TranscriptError::ResultWithoutCall {
-                            call_id: result.call_id.clone(),
-                            item_index,
-                        });
+                Part::ToolResult(result) => {
+                    match open.iter().position(|(id, _)| *id == &result.call_id) {
+                        Some(at) => {
+                            open.remove(at);
+                        }
+                        None if calls.contains(&result.call_id) => {
+                            return Err(TranscriptError::DuplicateResult {
+                                call_id: result.call_id.clone(),
+                                item_index,
+                            });
+                        }
+                        None => {
+                            return Err(TranscriptError::ResultWithoutCall {
+                                call_id: result.call_id.clone(),
+                                item_index,
+                            });
+                        }
                     }
-                    Some(true) => {
-                        return Err(TranscriptError::DuplicateResult {
-                            call_id: result.call_id.clone(),
-                            item_index,
-                        });
-                    }
-                    Some(answered) => {
-                        *answered = true;
-                        open.retain(|(id, _)| *id != &result.call_id);
-                    }
-                },
+                }
                 _ => {}
             }
         }

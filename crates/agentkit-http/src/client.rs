@@ -8,7 +8,7 @@
 //! which they report to the host as warnings.
 
 use crate::retry::{duration_from_secs, parse_retry_after};
-use crate::{ProviderError, ProviderErrorKind, RetryNotice, RetryPolicy, SseStream};
+use crate::{ProviderError, ProviderErrorKind, RetryNotice, RetryPolicy, SseLimits, SseStream};
 use agentkit_core::TurnCancellation;
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt, stream};
@@ -38,6 +38,8 @@ pub struct HttpConfig {
     /// environment variables; `false` to always connect directly. Loopback
     /// URLs (a local model server, a test server) are never proxied.
     pub system_proxy: bool,
+    /// The caps on one event-stream line and event.
+    pub sse_limits: SseLimits,
 }
 
 impl Default for HttpConfig {
@@ -48,6 +50,7 @@ impl Default for HttpConfig {
             retry: RetryPolicy::default(),
             user_agent: format!("agentkit/{}", env!("CARGO_PKG_VERSION")),
             system_proxy: true,
+            sse_limits: SseLimits::default(),
         }
     }
 }
@@ -68,6 +71,12 @@ impl HttpConfig {
     /// Sets the retry policy.
     pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
         self.retry = retry;
+        self
+    }
+
+    /// Sets the caps on event-stream lines and events.
+    pub fn with_sse_limits(mut self, limits: SseLimits) -> Self {
+        self.sse_limits = limits;
         self
     }
 
@@ -128,6 +137,16 @@ impl StreamRequest {
             headers: Vec::new(),
             // Serializing a `Value` cannot fail: its keys are strings.
             body: serde_json::to_vec(body).unwrap_or_default(),
+        }
+    }
+
+    /// A request with this URL and a body already encoded as JSON (an
+    /// adapter that writes its body from cached fragments).
+    pub fn with_body(url: impl Into<String>, body: Vec<u8>) -> Self {
+        Self {
+            url: url.into(),
+            headers: Vec::new(),
+            body,
         }
     }
 
@@ -353,7 +372,10 @@ impl HttpClient {
             None => None,
         };
         let rest = body.map_err(|err| transport_error(&err, "the stream was interrupted"));
-        let events = SseStream::from_byte_stream(stream::iter(first.map(Ok)).chain(rest));
+        let events = SseStream::with_limits(
+            stream::iter(first.map(Ok)).chain(rest),
+            self.config.sse_limits,
+        );
         Ok(StreamResponse {
             status,
             request_id,

@@ -38,6 +38,11 @@ pub enum ProviderErrorKind {
     Protocol,
     /// The caller cancelled the request.
     Cancelled,
+    /// The provider sent more than a cap allows in one piece (an
+    /// event-stream line or event larger than [`SseLimits`](crate::SseLimits)
+    /// permits): decoding stopped rather than buffer without bound. Not
+    /// retried; the same server would likely send the same again.
+    LimitExceeded,
     /// Anything else.
     Other,
 }
@@ -63,6 +68,7 @@ impl ProviderErrorKind {
             Self::Timeout => "timed out",
             Self::Protocol => "protocol error",
             Self::Cancelled => "cancelled",
+            Self::LimitExceeded => "limit exceeded",
             Self::Other => "error",
         }
     }

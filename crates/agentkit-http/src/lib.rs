@@ -10,14 +10,15 @@
 //!   `Retry-After`, and drops the connection the moment the turn is
 //!   cancelled;
 //! - [`SseStream`] decodes the body into [`SseEvent`]s, whatever the network
-//!   did to the byte boundaries;
+//!   did to the byte boundaries, with every line and event capped by
+//!   [`SseLimits`];
 //! - [`ProviderError`] says what went wrong and, through its
 //!   [`ProviderErrorKind`], whether retrying can help;
 //! - [`PriceTable`] computes a call's cost from its tokens when the provider
 //!   does not report it.
 //!
-//! No `reqwest` or `eventsource-stream` type appears in this API: they can be
-//! upgraded without touching the adapters.
+//! No `reqwest` type appears in this API: it can be upgraded without
+//! touching the adapters.
 //!
 //! ```
 //! use agentkit_http::SseStream;
@@ -50,7 +51,9 @@ pub use decoded::{DecodedStream, SseDecoder};
 pub use error::{ProviderError, ProviderErrorKind};
 pub use pricing::{ModelPrice, PriceTable};
 pub use retry::{RetryNotice, RetryPolicy, parse_retry_after};
-pub use sse::{SseEvent, SseStream};
+pub use sse::{
+    DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_LINE_BYTES, SseEvent, SseLimits, SseParser, SseStream,
+};
 
 // The README's example is compiled with the doc-tests.
 #[cfg(doctest)]

@@ -1,20 +1,33 @@
 //! Server-sent events, decoded from a byte stream.
 //!
-//! Both providers stream their answers as `text/event-stream`. Decoding is
-//! left to `eventsource-stream`, which copes with what networks do to a
-//! stream: a UTF-8 character split across two reads, CRLF line endings,
-//! comment lines and keep-alives. Two things are added here. The parser
-//! re-scans its whole buffer for every line it takes, so feeding it one big
-//! read would cost time quadratic in the read's size; incoming reads are
-//! therefore cut at event boundaries first, which keeps decoding linear.
-//! And every read can be raced against the turn's cancellation, dropping the
-//! connection the moment the host interrupts.
+//! Every provider streams its answers as `text/event-stream`, and the bytes
+//! come from peers nobody here controls: a "compatible" server may never
+//! send a newline, or send one event of a hundred megabytes. The parser is
+//! our own, for two reasons. It is capped: a line longer than
+//! [`SseLimits::max_line_bytes`] or an event whose data grows past
+//! [`SseLimits::max_event_bytes`] ends the stream with a
+//! [`LimitExceeded`](ProviderErrorKind::LimitExceeded) error instead of
+//! growing a buffer without bound. And it is fast: it jumps from one line
+//! end to the next with `memchr`, takes lines straight out of the network
+//! read when they fit in it (no copy), and never re-scans what it has seen,
+//! so decoding stays linear however the body is cut into reads.
+//!
+//! It follows the WHATWG event-stream rules: lines end in CR, LF or CRLF (a
+//! CRLF split across two reads counts once), a leading byte-order mark is
+//! skipped, `:` starts a comment, one space after the field's colon is
+//! dropped, `data:` lines are joined by newlines, a blank line dispatches
+//! the event (none when it carried no data), the last `id:` persists, and an
+//! event still open when the body ends is discarded. Lines are UTF-8; a
+//! character split across two reads is fine, an invalid one is a
+//! [`Protocol`](ProviderErrorKind::Protocol) error. Every read can be raced
+//! against the turn's cancellation, dropping the connection the moment the
+//! host interrupts.
 
-use crate::ProviderError;
+use crate::{ProviderError, ProviderErrorKind};
 use agentkit_core::TurnCancellation;
 use bytes::Bytes;
-use eventsource_stream::{EventStreamError, Eventsource};
 use futures::{Stream, StreamExt, stream};
+use std::collections::VecDeque;
 use std::pin::Pin;
 
 /// One decoded server-sent event.
@@ -25,58 +38,318 @@ pub struct SseEvent {
     pub event: String,
     /// The `data:` lines, joined by newlines.
     pub data: String,
-    /// The `id:` field, empty when absent.
+    /// The last `id:` field seen so far in the stream, empty when none.
     pub id: String,
 }
 
-type Events = Pin<Box<dyn Stream<Item = Result<SseEvent, ProviderError>> + Send>>;
+/// How large a server-sent line or event may grow before decoding stops.
+///
+/// Both caps bound the memory one stream can take, whatever the peer sends:
+/// a line is buffered until its end arrives, an event's data until its
+/// blank line. The defaults leave room for the largest events providers
+/// really send (a finished Responses answer with generated images inlined
+/// as base64 is a few megabytes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SseLimits {
+    /// The longest line, in bytes, without its line end.
+    pub max_line_bytes: usize,
+    /// The most bytes of data (the `data:` lines joined) and event name one
+    /// event may carry.
+    pub max_event_bytes: usize,
+}
+
+/// The default [`SseLimits::max_line_bytes`]: 16 MiB.
+pub const DEFAULT_MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
+/// The default [`SseLimits::max_event_bytes`]: 32 MiB.
+pub const DEFAULT_MAX_EVENT_BYTES: usize = 32 * 1024 * 1024;
+
+impl Default for SseLimits {
+    fn default() -> Self {
+        Self {
+            max_line_bytes: DEFAULT_MAX_LINE_BYTES,
+            max_event_bytes: DEFAULT_MAX_EVENT_BYTES,
+        }
+    }
+}
+
+impl SseLimits {
+    /// Sets the longest line.
+    pub fn with_max_line_bytes(mut self, bytes: usize) -> Self {
+        self.max_line_bytes = bytes;
+        self
+    }
+
+    /// Sets the largest event.
+    pub fn with_max_event_bytes(mut self, bytes: usize) -> Self {
+        self.max_event_bytes = bytes;
+        self
+    }
+}
+
+/// A line buffer that grew past this is given back after use, so one large
+/// event does not pin its memory for the rest of a long stream.
+const KEEP_LINE_CAPACITY: usize = 64 * 1024;
+
+/// The event-stream parser, fed with byte chunks as they arrive.
+///
+/// [`SseStream`] drives it over a network body; it is public so that bytes
+/// already in memory (a recorded stream, a fuzz input) can be decoded
+/// without an executor.
+///
+/// ```
+/// use agentkit_http::{SseLimits, SseParser};
+///
+/// let mut parser = SseParser::new(SseLimits::default());
+/// let mut events = Vec::new();
+/// parser.feed(b"event: a\r\ndata: x\r", &mut events)?;
+/// parser.feed(b"\ndata: y\r\n\r\n: comment\n", &mut events)?;
+/// parser.finish(&mut events)?;
+/// assert_eq!(events.len(), 1);
+/// assert_eq!((events[0].event.as_str(), events[0].data.as_str()), ("a", "x\ny"));
+/// # Ok::<(), agentkit_http::ProviderError>(())
+/// ```
+#[derive(Debug)]
+pub struct SseParser {
+    limits: SseLimits,
+    /// The start of a line whose end has not arrived yet.
+    line: Vec<u8>,
+    /// The previous chunk ended in CR: an LF starting this one belongs to it.
+    after_cr: bool,
+    /// The first line was seen (its byte-order mark, if any, dropped).
+    started: bool,
+    event: String,
+    data: String,
+    data_lines: usize,
+    id: String,
+}
+
+impl SseParser {
+    /// A parser enforcing `limits`.
+    pub fn new(limits: SseLimits) -> Self {
+        Self {
+            limits,
+            line: Vec::new(),
+            after_cr: false,
+            started: false,
+            event: String::new(),
+            data: String::new(),
+            data_lines: 0,
+            id: String::new(),
+        }
+    }
+
+    /// The limits it enforces.
+    pub fn limits(&self) -> SseLimits {
+        self.limits
+    }
+
+    /// Parses the next chunk of the body, appending every event it completes
+    /// to `out`.
+    ///
+    /// On an error (a cap exceeded, invalid UTF-8) the events completed
+    /// before it are in `out`; the parser must not be fed again.
+    pub fn feed(
+        &mut self,
+        chunk: &[u8],
+        out: &mut impl Extend<SseEvent>,
+    ) -> Result<(), ProviderError> {
+        let mut rest = chunk;
+        if self.after_cr && !rest.is_empty() {
+            self.after_cr = false;
+            if rest[0] == b'\n' {
+                rest = &rest[1..];
+            }
+        }
+        while let Some(end) = memchr::memchr2(b'\n', b'\r', rest) {
+            let terminator = match (rest[end], rest.get(end + 1)) {
+                (b'\r', Some(b'\n')) => 2,
+                (b'\r', None) => {
+                    self.after_cr = true;
+                    1
+                }
+                _ => 1,
+            };
+            if self.line.is_empty() {
+                self.check_line(end)?;
+                self.line_done(&rest[..end], out)?;
+            } else {
+                self.check_line(self.line.len() + end)?;
+                let mut line = std::mem::take(&mut self.line);
+                line.extend_from_slice(&rest[..end]);
+                let result = self.line_done(&line, out);
+                line.clear();
+                if line.capacity() > KEEP_LINE_CAPACITY {
+                    line = Vec::new();
+                }
+                self.line = line;
+                result?;
+            }
+            rest = &rest[end + terminator..];
+        }
+        if !rest.is_empty() {
+            self.check_line(self.line.len() + rest.len())?;
+            self.line.extend_from_slice(rest);
+        }
+        Ok(())
+    }
+
+    /// The body ended. An unfinished line or event is discarded, as the
+    /// event-stream rules say: a stream cut mid-event must not yield half of
+    /// it.
+    pub fn finish(&mut self, _out: &mut impl Extend<SseEvent>) -> Result<(), ProviderError> {
+        self.line = Vec::new();
+        self.after_cr = false;
+        self.event.clear();
+        self.data = String::new();
+        self.data_lines = 0;
+        Ok(())
+    }
+
+    fn check_line(&self, len: usize) -> Result<(), ProviderError> {
+        if len > self.limits.max_line_bytes {
+            return Err(ProviderError::new(
+                ProviderErrorKind::LimitExceeded,
+                format!(
+                    "an event-stream line is longer than {} bytes (SseLimits::max_line_bytes)",
+                    self.limits.max_line_bytes
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    fn line_done(
+        &mut self,
+        mut line: &[u8],
+        out: &mut impl Extend<SseEvent>,
+    ) -> Result<(), ProviderError> {
+        if !self.started {
+            self.started = true;
+            line = line.strip_prefix("\u{FEFF}".as_bytes()).unwrap_or(line);
+        }
+        if line.is_empty() {
+            self.dispatch(out);
+            return Ok(());
+        }
+        if line[0] == b':' {
+            // A comment (keep-alive); its text is never looked at, but a
+            // stream that is not UTF-8 is refused wherever it goes wrong.
+            return utf8(line).map(drop);
+        }
+        let (name, value) = match memchr::memchr(b':', line) {
+            Some(colon) => {
+                let value = &line[colon + 1..];
+                (&line[..colon], value.strip_prefix(b" ").unwrap_or(value))
+            }
+            None => (line, &b""[..]),
+        };
+        let value = utf8(value)?;
+        match utf8(name)? {
+            "data" => {
+                let grown = self.event.len() + self.data.len() + value.len() + 1;
+                if grown > self.limits.max_event_bytes {
+                    return Err(self.event_too_large());
+                }
+                if self.data_lines > 0 {
+                    self.data.push('\n');
+                }
+                self.data.push_str(value);
+                self.data_lines += 1;
+            }
+            "event" => {
+                if self.data.len() + value.len() > self.limits.max_event_bytes {
+                    return Err(self.event_too_large());
+                }
+                value.clone_into(&mut self.event);
+            }
+            "id" if !value.contains('\0') => value.clone_into(&mut self.id),
+            // `retry` (reconnection delay) and unknown fields: nothing to do
+            // for a one-shot POST stream.
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn event_too_large(&self) -> ProviderError {
+        ProviderError::new(
+            ProviderErrorKind::LimitExceeded,
+            format!(
+                "an event-stream event is larger than {} bytes (SseLimits::max_event_bytes)",
+                self.limits.max_event_bytes
+            ),
+        )
+    }
+
+    fn dispatch(&mut self, out: &mut impl Extend<SseEvent>) {
+        let event = std::mem::take(&mut self.event);
+        if self.data_lines == 0 {
+            return;
+        }
+        self.data_lines = 0;
+        out.extend(Some(SseEvent {
+            event: if event.is_empty() {
+                "message".to_owned()
+            } else {
+                event
+            },
+            data: std::mem::take(&mut self.data),
+            id: self.id.clone(),
+        }));
+    }
+}
+
+fn utf8(bytes: &[u8]) -> Result<&str, ProviderError> {
+    std::str::from_utf8(bytes).map_err(|err| {
+        ProviderError::protocol(format!("the event stream is not valid UTF-8: {err}"))
+    })
+}
+
+type Chunks = Pin<Box<dyn Stream<Item = Result<Bytes, ProviderError>> + Send>>;
 
 /// A stream of [`SseEvent`]s read from a response body.
 ///
 /// Dropping it, or calling [`close`](Self::close), closes the connection.
 pub struct SseStream {
-    events: Option<Events>,
+    body: Option<Chunks>,
+    parser: SseParser,
+    /// Events decoded from the last read and not handed out yet.
+    ready: VecDeque<SseEvent>,
+    /// An error met after the events in `ready`: reported once they are out.
+    failed: Option<ProviderError>,
     received: u64,
 }
 
 impl std::fmt::Debug for SseStream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SseStream")
-            .field("open", &self.events.is_some())
+            .field("open", &self.body.is_some())
+            .field("ready", &self.ready.len())
             .field("received", &self.received)
             .finish()
     }
 }
 
 impl SseStream {
-    /// Decodes events from a stream of byte chunks, however they are split.
+    /// Decodes events from a stream of byte chunks, however they are split,
+    /// with the default [`SseLimits`].
     pub fn from_byte_stream<S>(bytes: S) -> Self
     where
         S: Stream<Item = Result<Bytes, ProviderError>> + Send + 'static,
     {
-        let pieces = bytes.flat_map(|chunk| {
-            let (pieces, error) = match chunk {
-                Ok(bytes) => (Some(split_at_event_ends(bytes)), None),
-                Err(err) => (None, Some(Err(err))),
-            };
-            stream::iter(pieces.into_iter().flatten().map(Ok).chain(error))
-        });
-        let events = pieces.eventsource().map(|item| match item {
-            Ok(event) => Ok(SseEvent {
-                event: event.event,
-                data: event.data,
-                id: event.id,
-            }),
-            Err(EventStreamError::Transport(err)) => Err(err),
-            Err(EventStreamError::Utf8(err)) => Err(ProviderError::protocol(format!(
-                "the event stream is not valid UTF-8: {err}"
-            ))),
-            Err(EventStreamError::Parser(err)) => Err(ProviderError::protocol(format!(
-                "the event stream could not be parsed: {err}"
-            ))),
-        });
+        Self::with_limits(bytes, SseLimits::default())
+    }
+
+    /// Decodes events from a stream of byte chunks, enforcing `limits`.
+    pub fn with_limits<S>(bytes: S, limits: SseLimits) -> Self
+    where
+        S: Stream<Item = Result<Bytes, ProviderError>> + Send + 'static,
+    {
         Self {
-            events: Some(Box::pin(events)),
+            body: Some(Box::pin(bytes)),
+            parser: SseParser::new(limits),
+            ready: VecDeque::new(),
+            failed: None,
             received: 0,
         }
     }
@@ -93,7 +366,9 @@ impl SseStream {
 
     /// Closes the connection; later reads return `Ok(None)`.
     pub fn close(&mut self) {
-        self.events = None;
+        self.body = None;
+        self.ready.clear();
+        self.failed = None;
     }
 
     /// The next event, `Ok(None)` at the end of the stream.
@@ -105,88 +380,55 @@ impl SseStream {
         &mut self,
         cancellation: Option<&TurnCancellation>,
     ) -> Result<Option<SseEvent>, ProviderError> {
-        let Some(events) = self.events.as_mut() else {
-            return Ok(None);
-        };
-        let next = match cancellation {
-            Some(token) => {
-                if token.is_cancelled() {
-                    None
-                } else {
-                    // Events first: while data is ready the cancellation
-                    // future is never polled, so no listener is registered
-                    // per event; the check above still sees an interrupt
-                    // at once.
-                    tokio::select! {
-                        biased;
-                        next = events.next() => Some(next),
-                        () = token.cancelled() => None,
-                    }
-                }
+        loop {
+            if self.body.is_none() && self.ready.is_empty() && self.failed.is_none() {
+                return Ok(None);
             }
-            None => Some(events.next().await),
-        };
-        match next {
-            None => {
+            if cancellation.is_some_and(TurnCancellation::is_cancelled) {
                 self.close();
-                Err(ProviderError::cancelled())
+                return Err(ProviderError::cancelled());
             }
-            Some(Some(Ok(event))) => {
+            if let Some(event) = self.ready.pop_front() {
                 self.received += 1;
-                Ok(Some(event))
+                return Ok(Some(event));
             }
-            Some(Some(Err(err))) => {
+            if let Some(error) = self.failed.take() {
                 self.close();
-                Err(err)
+                return Err(error);
             }
-            Some(None) => {
-                self.close();
-                Ok(None)
+            let Some(body) = self.body.as_mut() else {
+                continue;
+            };
+            let next = match cancellation {
+                // Data first: while bytes are ready the cancellation future
+                // is never polled, so no listener is registered per read;
+                // the check above still sees an interrupt at once.
+                Some(token) => tokio::select! {
+                    biased;
+                    next = body.next() => next,
+                    () = token.cancelled() => {
+                        self.close();
+                        return Err(ProviderError::cancelled());
+                    }
+                },
+                None => body.next().await,
+            };
+            let parsed = match next {
+                Some(Ok(chunk)) => self.parser.feed(&chunk, &mut self.ready),
+                Some(Err(error)) => Err(error),
+                None => {
+                    self.body = None;
+                    self.parser.finish(&mut self.ready)
+                }
+            };
+            if let Err(error) = parsed {
+                // The connection goes now; what was decoded before the
+                // error is still handed out first.
+                self.body = None;
+                self.failed = Some(error);
             }
         }
     }
-}
-
-/// Cuts a chunk after every blank line (`\n\n` or `\n\r\n`), so the SSE
-/// parser never holds more than about one event. Boundaries that straddle
-/// two chunks are simply not cut; correctness does not depend on the cuts.
-/// Pieces are produced lazily: a large read is not turned into a large list.
-struct EventEnds {
-    bytes: Bytes,
-    start: usize,
-}
-
-impl Iterator for EventEnds {
-    type Item = Bytes;
-
-    fn next(&mut self) -> Option<Bytes> {
-        let data = self.bytes.as_ref();
-        if self.start >= data.len() {
-            return None;
-        }
-        let mut search = self.start;
-        // Jumping from one LF to the next (SIMD) is several times faster
-        // than looking at every byte; events have only a few lines each.
-        while let Some(offset) = memchr::memchr(b'\n', &data[search..]) {
-            let i = search + offset;
-            let blank_line = i > self.start
-                && (data[i - 1] == b'\n'
-                    || (i >= self.start + 2 && data[i - 1] == b'\r' && data[i - 2] == b'\n'));
-            if blank_line {
-                let piece = self.bytes.slice(self.start..=i);
-                self.start = i + 1;
-                return Some(piece);
-            }
-            search = i + 1;
-        }
-        let piece = self.bytes.slice(self.start..);
-        self.start = data.len();
-        Some(piece)
-    }
-}
-
-fn split_at_event_ends(bytes: Bytes) -> EventEnds {
-    EventEnds { bytes, start: 0 }
 }
 
 #[cfg(test)]
@@ -207,15 +449,25 @@ mod tests {
         events
     }
 
+    fn parse(body: &[u8], limits: SseLimits) -> (Vec<SseEvent>, Result<(), ProviderError>) {
+        let mut parser = SseParser::new(limits);
+        let mut events = Vec::new();
+        let result = parser
+            .feed(body, &mut events)
+            .and_then(|()| parser.finish(&mut events));
+        (events, result)
+    }
+
     #[test]
     fn any_split_decodes_the_same_events() {
-        let body = ": keep-alive\r\n\r\nevent: a\r\ndata: héllo 🌍\r\n\r\ndata: {\"x\":1}\n\n: ping\n\ndata: two\ndata: lines\n\n";
+        let body = "\u{FEFF}: keep-alive\r\n\r\nevent: a\r\ndata: héllo 🌍\r\n\r\ndata: {\"x\":1}\n\n: ping\n\ndata: two\ndata: lines\r\rdata:x\rid: 7\r\n\r\n";
         let whole = decode_in_pieces(body.as_bytes(), body.len());
-        assert_eq!(whole.len(), 3);
+        assert_eq!(whole.len(), 4);
         assert_eq!(whole[0].event, "a");
         assert_eq!(whole[0].data, "héllo 🌍");
         assert_eq!(whole[1].event, "message");
         assert_eq!(whole[2].data, "two\nlines");
+        assert_eq!((whole[3].data.as_str(), whole[3].id.as_str()), ("x", "7"));
         for piece in 1..body.len() {
             assert_eq!(
                 decode_in_pieces(body.as_bytes(), piece),
@@ -226,14 +478,88 @@ mod tests {
     }
 
     #[test]
-    fn splitting_cuts_after_blank_lines_only() {
-        let pieces: Vec<Bytes> =
-            split_at_event_ends(Bytes::from_static(b"data: a\n\ndata: b\r\n\r\ndata: c")).collect();
-        let pieces: Vec<&[u8]> = pieces.iter().map(|p| p.as_ref()).collect();
-        assert_eq!(
-            pieces,
-            vec![&b"data: a\n\n"[..], b"data: b\r\n\r\n", b"data: c"]
+    fn fields_follow_the_event_stream_rules() {
+        let (events, result) = parse(
+            b"data\n\nid: 1\ndata:  two spaces\nretry: 10\nother: x\n\nevent: only\n\ndata: z\n\nid: a\0b\ndata: n\n\ndata: cut",
+            SseLimits::default(),
         );
+        result.unwrap();
+        let shown: Vec<(&str, &str, &str)> = events
+            .iter()
+            .map(|e| (e.event.as_str(), e.data.as_str(), e.id.as_str()))
+            .collect();
+        // A field without a colon has an empty value; one space is dropped;
+        // an event without data is not dispatched (and its type is reset);
+        // ids persist, one with NUL is ignored; the unfinished event is not
+        // dispatched.
+        assert_eq!(
+            shown,
+            [
+                ("message", "", ""),
+                ("message", " two spaces", "1"),
+                ("message", "z", "1"),
+                ("message", "n", "1"),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_line_longer_than_the_cap_is_a_limit_error() {
+        let limits = SseLimits::default().with_max_line_bytes(8);
+        let (events, result) = parse(b"data: 1\n\ndata: 123456789", limits);
+        assert_eq!(events.len(), 1, "events before the error are kept");
+        assert_eq!(result.unwrap_err().kind, ProviderErrorKind::LimitExceeded);
+        // Exactly at the cap is fine, across reads too.
+        let mut parser = SseParser::new(limits);
+        let mut events = Vec::new();
+        parser.feed(b"data", &mut events).unwrap();
+        parser.feed(b":123\n\n", &mut events).unwrap();
+        assert_eq!(events[0].data, "123");
+        let err = parser
+            .feed(b"data: 12", &mut events)
+            .and_then(|()| parser.feed(b"34", &mut events));
+        assert_eq!(err.unwrap_err().kind, ProviderErrorKind::LimitExceeded);
+    }
+
+    #[test]
+    fn an_event_larger_than_the_cap_is_a_limit_error() {
+        let limits = SseLimits::default().with_max_event_bytes(10);
+        let (events, result) = parse(b"data: 12345\ndata: 1234\n\n", limits);
+        assert_eq!(events[0].data, "12345\n1234");
+        result.unwrap();
+        let (_, result) = parse(b"data: 12345\ndata: 12345\n\n", limits);
+        let err = result.unwrap_err();
+        assert_eq!(err.kind, ProviderErrorKind::LimitExceeded);
+        assert!(err.message.contains("max_event_bytes"), "{err}");
+        assert!(!err.is_retryable());
+    }
+
+    #[test]
+    fn invalid_utf8_is_a_protocol_error_after_the_good_events() {
+        let chunks = vec![
+            Ok(Bytes::from_static(b"data: ok\n\ndata: caf")),
+            Ok(Bytes::from_static(b"\xC3\x28\n\n")),
+        ];
+        let mut stream = SseStream::from_byte_stream(stream::iter(chunks));
+        assert_eq!(
+            block_on(stream.next_event(None)).unwrap().unwrap().data,
+            "ok"
+        );
+        let err = block_on(stream.next_event(None)).unwrap_err();
+        assert_eq!(err.kind, ProviderErrorKind::Protocol);
+        assert_eq!(block_on(stream.next_event(None)), Ok(None));
+    }
+
+    #[test]
+    fn a_large_line_does_not_keep_its_buffer() {
+        let mut parser = SseParser::new(SseLimits::default());
+        let mut events = Vec::new();
+        let big = vec![b'x'; 1 << 20];
+        parser.feed(b"data: ", &mut events).unwrap();
+        parser.feed(&big, &mut events).unwrap();
+        parser.feed(b"\n\n", &mut events).unwrap();
+        assert_eq!(events[0].data.len(), 1 << 20);
+        assert_eq!(parser.line.capacity(), 0);
     }
 
     #[test]

@@ -234,7 +234,7 @@ impl TestServer {
     /// Starts a server on a free port of 127.0.0.1 that answers requests
     /// with these responses, in order (then `500`s).
     pub async fn start(script: impl IntoIterator<Item = ScriptedResponse>) -> io::Result<Self> {
-        let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+        let listener = listen()?;
         let url = format!("http://{}", listener.local_addr()?);
         let shared = Arc::new(Shared {
             script: Mutex::new(script.into_iter().collect()),
@@ -252,7 +252,7 @@ impl TestServer {
     /// The body is read whole before it is passed on, so the recording is
     /// complete even when the client stops reading early (a cancelled turn).
     pub async fn proxy(upstream_base_url: impl Into<String>) -> io::Result<Self> {
-        let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+        let listener = listen()?;
         let url = format!("http://{}", listener.local_addr()?);
         let client = reqwest::Client::builder()
             .no_proxy()
@@ -297,6 +297,15 @@ impl Drop for TestServer {
     fn drop(&mut self) {
         self.task.abort();
     }
+}
+
+/// A listener on a free port of 127.0.0.1 whose accept queue holds a
+/// thousand clients connecting at once (tokio's default backlog overflows
+/// there, and a dropped SYN costs the client a one-second retransmit).
+fn listen() -> io::Result<TcpListener> {
+    let socket = tokio::net::TcpSocket::new_v4()?;
+    socket.bind((std::net::Ipv4Addr::LOCALHOST, 0).into())?;
+    socket.listen(4096)
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

@@ -41,6 +41,7 @@ mod agent;
 mod background;
 mod cache;
 mod driver;
+mod encoded;
 mod error;
 mod event;
 mod interrupt;
@@ -55,6 +56,7 @@ pub use agent::{Agent, AgentBuilder};
 pub use background::{BackgroundTaskInfo, BackgroundTasks, TaskRouting};
 pub use driver::LoopDriver;
 pub use driver::core::DEFAULT_MAX_MODEL_CALLS;
+pub use encoded::{BlockWriter, EncodedTranscript};
 pub use error::{InvalidStateReason, LoopError, MutatorError};
 pub use event::{AgentEvent, LoopObserver, TranscriptObserver};
 pub use interrupt::{

@@ -52,6 +52,36 @@ impl TranscriptView {
     pub fn to_vec(&self) -> Vec<Item> {
         self.read().to_vec()
     }
+
+    /// This view with `items` after it, as the driver grows a transcript.
+    ///
+    /// When this view reaches the end of its log (the newest view), the
+    /// items are appended to the same log, so adapters that cache each
+    /// item's encoding see the same history grown and encode only the new
+    /// items; this view itself still sees only its own prefix. Otherwise
+    /// the prefix is copied into a new log.
+    pub fn appended(&self, items: impl IntoIterator<Item = Item>) -> TranscriptView {
+        let mut log = self.log.write().unwrap_or_else(|e| e.into_inner());
+        if log.len() == self.len {
+            log.extend(items);
+            let len = log.len();
+            drop(log);
+            return Self {
+                log: self.log.clone(),
+                len,
+            };
+        }
+        let mut copy = log[..self.len].to_vec();
+        drop(log);
+        copy.extend(items);
+        Self::from_items(copy)
+    }
+
+    /// `true` when both views read the same log, so the shorter one's items
+    /// are the longer one's first items, unchanged (logs only grow).
+    pub fn shares_log_with(&self, other: &TranscriptView) -> bool {
+        Arc::ptr_eq(&self.log, &other.log)
+    }
 }
 
 impl std::fmt::Debug for TranscriptView {
@@ -152,5 +182,19 @@ mod tests {
             "old views keep the old history"
         );
         assert_eq!(log.to_vec(), vec![Item::user("rewritten")]);
+    }
+
+    #[test]
+    fn appending_to_the_newest_view_grows_its_log() {
+        let first = TranscriptView::from_items(vec![Item::user("a")]);
+        let second = first.appended([Item::assistant("b")]);
+        assert!(second.shares_log_with(&first));
+        assert_eq!(first.len(), 1, "the old view keeps its prefix");
+        assert_eq!(second.to_vec(), vec![Item::user("a"), Item::assistant("b")]);
+        // The older view is no longer the newest: appending copies.
+        let branch = first.appended([Item::assistant("c")]);
+        assert!(!branch.shares_log_with(&first));
+        assert_eq!(branch.to_vec(), vec![Item::user("a"), Item::assistant("c")]);
+        assert_eq!(second.read()[1].text_content(), "b");
     }
 }

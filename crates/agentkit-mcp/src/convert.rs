@@ -83,7 +83,7 @@ pub(crate) fn tool_spec(server: &str, exposed_name: &str, tool: &RemoteTool) -> 
 /// The model would read the same value twice, so a text block that parses
 /// to exactly the structured value is dropped (and the result's metadata
 /// says so under `mcp.deduplicated_text`).
-pub(crate) fn tool_result(server: &str, tool: &str, result: &Value) -> ToolResult {
+pub fn tool_result(server: &str, tool: &str, result: &Value) -> ToolResult {
     let structured = result
         .get("structuredContent")
         .filter(|value| !value.is_null());

@@ -103,6 +103,10 @@ pub use config::{
     DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, HttpConfig, McpServerConfig, McpTransport,
     StdioConfig, StreamRetry,
 };
+/// Converts a `tools/call` result as the server sent it (MCP's JSON) into
+/// the [`ToolResult`](agentkit_tools_core::ToolResult) a call returns;
+/// public for hosts that talk to MCP servers themselves, and for fuzzing.
+pub use convert::tool_result as convert_tool_result;
 pub use discovery::{McpPrompt, McpPromptArgument, McpResource};
 pub use error::McpError;
 pub use manager::{McpServerManager, ServerState, ServerStatus};

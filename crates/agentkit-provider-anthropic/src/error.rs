@@ -18,7 +18,8 @@ pub(crate) fn model_error(error: ProviderError) -> ModelError {
         ProviderErrorKind::Server => ModelErrorKind::Server,
         ProviderErrorKind::Transport => ModelErrorKind::Transport,
         ProviderErrorKind::Timeout => ModelErrorKind::Timeout,
-        ProviderErrorKind::Protocol => ModelErrorKind::Protocol,
+        // A cap hit is the provider sending what cannot be used.
+        ProviderErrorKind::Protocol | ProviderErrorKind::LimitExceeded => ModelErrorKind::Protocol,
         ProviderErrorKind::Cancelled => ModelErrorKind::Cancelled,
         _ => ModelErrorKind::Other,
     };

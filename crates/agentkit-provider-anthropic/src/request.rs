@@ -18,6 +18,10 @@
 //! Prompt caching is explicit here: up to four `cache_control` breakpoints,
 //! placed after the tools, the system prompt, or a transcript item, as the
 //! [`PromptCacheRequest`] asks.
+//!
+//! Each item's content blocks are encoded once and kept in the session's
+//! [`EncodedTranscript`]; a turn encodes only new or changed items, lays the
+//! cached blocks out into messages and splices the cache marks in.
 
 use crate::{AnthropicConfig, ToolChoice};
 use agentkit_core::{
@@ -25,8 +29,8 @@ use agentkit_core::{
     ToolResultPart,
 };
 use agentkit_loop::{
-    CacheBreakpoint, PromptCacheMode, PromptCacheRequest, PromptCacheRetention,
-    PromptCacheStrategy, TurnRequest,
+    BlockWriter, CacheBreakpoint, EncodedTranscript, PromptCacheMode, PromptCacheRequest,
+    PromptCacheRetention, PromptCacheStrategy, TurnRequest,
 };
 use agentkit_tools_core::{SchemaDialect, normalize_for};
 use serde_json::{Map, Value, json};
@@ -34,67 +38,92 @@ use serde_json::{Map, Value, json};
 /// The API accepts at most this many `cache_control` breakpoints.
 pub(crate) const MAX_BREAKPOINTS: usize = 4;
 
-struct Message {
-    role: &'static str,
-    blocks: Vec<Value>,
+/// Block tags in the session's [`EncodedTranscript`]: the message role a
+/// block goes to, and whether it may carry a cache mark.
+mod tag {
+    /// A user-role block.
+    pub const USER: u8 = 0;
+    /// An assistant-role block.
+    pub const ASSISTANT: u8 = 1;
+    /// An instruction's text as a `system` block (used while no message
+    /// came before it).
+    pub const SYSTEM: u8 = 2;
+    /// The same instruction as tagged user text (used after a message).
+    pub const INLINE: u8 = 3;
+    /// The roles above, without this flag.
+    pub const ROLE: u8 = 3;
+    /// Set on thinking blocks, which may not carry `cache_control`.
+    pub const NOT_CACHEABLE: u8 = 4;
 }
 
-/// Where an item's content ended up: `(message, block)` of its last block.
-type Position = Option<(usize, usize)>;
+/// One message of the body: its role and its blocks (indexes into the
+/// encoded blocks), `blocks[start..end]` of the layout's list.
+struct Message {
+    role: u8,
+    end: usize,
+}
 
-/// Builds the JSON body for one streamed turn.
+/// Where every encoded block of this turn goes.
+#[derive(Default)]
+struct Layout {
+    /// Blocks of the `system` field.
+    system: Vec<usize>,
+    /// Blocks of the messages, in order; `messages[i].end` cuts it.
+    blocks: Vec<usize>,
+    messages: Vec<Message>,
+    /// Per item, the position in `blocks` of the last message block after
+    /// it (`None` while only system blocks were written).
+    positions: Vec<Option<usize>>,
+}
+
+impl Layout {
+    fn push(&mut self, role: u8, block: usize) {
+        if self.messages.last().is_none_or(|m| m.role != role) {
+            self.messages.push(Message {
+                role,
+                end: self.blocks.len(),
+            });
+        }
+        self.blocks.push(block);
+        if let Some(last) = self.messages.last_mut() {
+            last.end = self.blocks.len();
+        }
+    }
+
+    /// The message range `blocks[start..end]` holding position `at`.
+    fn message_start(&self, at: usize) -> usize {
+        let index = self.messages.partition_point(|m| m.end <= at);
+        match index {
+            0 => 0,
+            i => self.messages[i - 1].end,
+        }
+    }
+}
+
+/// Builds the JSON body for one streamed turn, encoding only the items
+/// `encoded` does not hold yet.
 pub(crate) fn request_body(
     config: &AnthropicConfig,
     request: &TurnRequest,
     cache: Option<&PromptCacheRequest>,
-) -> Value {
-    let items = request.transcript.read();
-    let mut system = Vec::new();
-    let mut messages: Vec<Message> = Vec::new();
-    let mut positions: Vec<Position> = Vec::with_capacity(items.len());
-    for item in items.iter() {
-        let instruction = matches!(item.kind, ItemKind::System | ItemKind::Developer);
-        if instruction && messages.is_empty() {
-            let text = joined_text(item);
-            if !text.is_empty() {
-                system.push(json!({ "type": "text", "text": text }));
+    encoded: &mut EncodedTranscript,
+) -> Vec<u8> {
+    encoded.sync(&request.transcript, encode_item);
+    let mut layout = Layout::default();
+    layout.positions.reserve(encoded.len());
+    for item in 0..encoded.len() {
+        for block in encoded.item_blocks(item) {
+            let (tag, _) = encoded.block(block);
+            match tag & tag::ROLE {
+                tag::SYSTEM if layout.messages.is_empty() => layout.system.push(block),
+                tag::SYSTEM => {}
+                tag::INLINE if layout.messages.is_empty() => {}
+                tag::INLINE => layout.push(tag::USER, block),
+                role => layout.push(role, block),
             }
-            positions.push(None);
-            continue;
         }
-        if instruction {
-            // An instruction added mid session stays where it is, as user
-            // text: moving it into `system` would reorder the conversation
-            // and invalidate the prompt cache of everything after it.
-            let text = joined_text(item);
-            if !text.is_empty() {
-                let tag = if item.kind == ItemKind::System {
-                    "system"
-                } else {
-                    "developer"
-                };
-                let block = json!({ "type": "text", "text": format!("<{tag}>\n{text}\n</{tag}>") });
-                push_blocks(&mut messages, "user", vec![block]);
-            }
-            positions.push(
-                messages
-                    .last()
-                    .filter(|m| !m.blocks.is_empty())
-                    .map(|m| (messages.len() - 1, m.blocks.len() - 1)),
-            );
-            continue;
-        }
-        for (role, blocks) in item_messages(item) {
-            push_blocks(&mut messages, role, blocks);
-        }
-        positions.push(
-            messages
-                .last()
-                .filter(|m| !m.blocks.is_empty())
-                .map(|m| (messages.len() - 1, m.blocks.len() - 1)),
-        );
+        layout.positions.push(layout.blocks.len().checked_sub(1));
     }
-    drop(items);
 
     let mut tools: Vec<Value> = request
         .available_tools
@@ -120,8 +149,12 @@ pub(crate) fn request_body(
         }));
     }
 
+    // Blocks (system positions, message positions) that get the marker.
+    let mut marked_system: Vec<usize> = Vec::new();
+    let mut marked: Vec<usize> = Vec::new();
+    let mut marker = Value::Null;
     if let Some(cache) = cache.filter(|c| c.mode != PromptCacheMode::Disabled) {
-        let marker = cache_marker(cache.retention);
+        marker = cache_marker(cache.retention);
         let breakpoints = match &cache.strategy {
             PromptCacheStrategy::Explicit { breakpoints } => breakpoints.clone(),
             _ => vec![
@@ -139,64 +172,213 @@ pub(crate) fn request_body(
                 );
                 break;
             }
-            let target = match breakpoint {
-                CacheBreakpoint::Tools => tools.last_mut(),
-                CacheBreakpoint::System => system.last_mut(),
+            let newly = match breakpoint {
+                CacheBreakpoint::Tools => match tools.last_mut() {
+                    Some(tool) if tool.get("cache_control").is_none() => {
+                        tool["cache_control"] = marker.clone();
+                        true
+                    }
+                    _ => false,
+                },
+                CacheBreakpoint::System => match layout.system.len().checked_sub(1) {
+                    Some(at) if !marked_system.contains(&at) => {
+                        marked_system.push(at);
+                        true
+                    }
+                    _ => false,
+                },
                 CacheBreakpoint::Item { index } => {
                     // An item that produced no block (a system item, an
                     // empty one) caches what precedes it.
-                    let at = positions[..(*index + 1).min(positions.len())]
+                    let at = layout.positions[..(*index + 1).min(layout.positions.len())]
                         .iter()
                         .rev()
                         .find_map(|p| *p);
-                    at.and_then(|(m, b)| cacheable_block(&mut messages[m].blocks, b))
+                    mark(&layout, encoded, at, &mut marked)
                 }
-                CacheBreakpoint::LastItem => messages.last_mut().and_then(|m| {
-                    let last = m.blocks.len().checked_sub(1)?;
-                    cacheable_block(&mut m.blocks, last)
-                }),
-                _ => None,
+                CacheBreakpoint::LastItem => mark(
+                    &layout,
+                    encoded,
+                    layout.blocks.len().checked_sub(1),
+                    &mut marked,
+                ),
+                _ => false,
             };
-            if let Some(block) = target.filter(|b| b.get("cache_control").is_none()) {
-                block["cache_control"] = marker.clone();
+            if newly {
                 placed += 1;
             }
         }
     }
 
-    let mut body = Map::new();
-    body.insert("model".into(), json!(config.model));
-    body.insert("max_tokens".into(), json!(config.max_tokens));
-    if !system.is_empty() {
-        body.insert("system".into(), Value::Array(system));
-    }
-    let messages = messages
-        .into_iter()
-        .map(|m| json!({ "role": m.role, "content": m.blocks }))
-        .collect();
-    body.insert("messages".into(), Value::Array(messages));
+    let mut options = Map::new();
+    options.insert("model".into(), json!(config.model));
+    options.insert("max_tokens".into(), json!(config.max_tokens));
     if !tools.is_empty() {
-        body.insert("tools".into(), Value::Array(std::mem::take(&mut tools)));
+        options.insert("tools".into(), Value::Array(std::mem::take(&mut tools)));
         if let Some(schema) = &request.output_schema {
-            body.insert(
+            options.insert(
                 "tool_choice".into(),
                 tool_choice(&ToolChoice::Tool(schema.name.clone())),
             );
         } else if let Some(choice) = &config.tool_choice {
-            body.insert("tool_choice".into(), tool_choice(choice));
+            options.insert("tool_choice".into(), tool_choice(choice));
         }
     }
     if let Some(budget) = config.thinking_budget {
-        body.insert(
+        options.insert(
             "thinking".into(),
             json!({ "type": "enabled", "budget_tokens": budget }),
         );
     }
-    body.insert("stream".into(), json!(true));
+    options.insert("stream".into(), json!(true));
     for (name, value) in &config.extra_body {
-        body.insert(name.clone(), value.clone());
+        options.insert(name.clone(), value.clone());
     }
-    Value::Object(body)
+    // The transcript is written from the cache.
+    options.remove("messages");
+    options.remove("system");
+    write_body(encoded, &layout, &marked_system, &marked, &marker, &options)
+}
+
+/// Marks the cacheable block at or before message position `at`, within
+/// its message (thinking blocks may not carry `cache_control`); `true`
+/// when a new mark was placed.
+fn mark(
+    layout: &Layout,
+    encoded: &EncodedTranscript,
+    at: Option<usize>,
+    marked: &mut Vec<usize>,
+) -> bool {
+    let Some(at) = at else {
+        return false;
+    };
+    let start = layout.message_start(at);
+    let found = (start..=at)
+        .rev()
+        .find(|&position| encoded.block(layout.blocks[position]).0 & tag::NOT_CACHEABLE == 0);
+    match found {
+        Some(position) if !marked.contains(&position) => {
+            marked.push(position);
+            true
+        }
+        _ => false,
+    }
+}
+
+/// Writes the body: system and messages from the cached blocks (a mark
+/// spliced in before a marked block's closing brace), then the options.
+fn write_body(
+    encoded: &EncodedTranscript,
+    layout: &Layout,
+    marked_system: &[usize],
+    marked: &[usize],
+    marker: &Value,
+    options: &Map<String, Value>,
+) -> Vec<u8> {
+    let marker = serde_json::to_vec(marker).unwrap_or_default();
+    let write_block = |out: &mut Vec<u8>, block: usize, mark: bool| {
+        let bytes = encoded.block(block).1;
+        match bytes.split_last() {
+            Some((b'}', head)) if mark => {
+                out.extend_from_slice(head);
+                out.extend_from_slice(br#","cache_control":"#);
+                out.extend_from_slice(&marker);
+                out.push(b'}');
+            }
+            _ => out.extend_from_slice(bytes),
+        }
+    };
+    let options = serde_json::to_vec(&Value::Object(options.clone())).unwrap_or_default();
+    let mut body =
+        Vec::with_capacity(encoded.byte_len() + options.len() + 64 + 32 * layout.messages.len());
+    body.extend_from_slice(br#"{"messages":["#);
+    let mut start = 0;
+    for (n, message) in layout.messages.iter().enumerate() {
+        if n > 0 {
+            body.push(b',');
+        }
+        body.extend_from_slice(match message.role {
+            tag::ASSISTANT => br#"{"role":"assistant","content":["#.as_slice(),
+            _ => br#"{"role":"user","content":["#.as_slice(),
+        });
+        for position in start..message.end {
+            if position > start {
+                body.push(b',');
+            }
+            write_block(
+                &mut body,
+                layout.blocks[position],
+                marked.contains(&position),
+            );
+        }
+        body.extend_from_slice(b"]}");
+        start = message.end;
+    }
+    body.push(b']');
+    if !layout.system.is_empty() {
+        body.extend_from_slice(br#","system":["#);
+        for (n, &block) in layout.system.iter().enumerate() {
+            if n > 0 {
+                body.push(b',');
+            }
+            write_block(&mut body, block, marked_system.contains(&n));
+        }
+        body.push(b']');
+    }
+    if let Some(inner) = options
+        .get(1..options.len().saturating_sub(1))
+        .filter(|i| !i.is_empty())
+    {
+        body.push(b',');
+        body.extend_from_slice(inner);
+    }
+    body.push(b'}');
+    body
+}
+
+fn write_json(buf: &mut Vec<u8>, value: &Value) {
+    // Serializing a `Value` into memory cannot fail.
+    serde_json::to_writer(buf, value).unwrap_or_default();
+}
+
+/// One item's blocks. An instruction is encoded both ways (system text,
+/// tagged user text); the layout picks one by where it stands.
+fn encode_item(item: &Item, out: &mut BlockWriter<'_>) {
+    if matches!(item.kind, ItemKind::System | ItemKind::Developer) {
+        let text = joined_text(item);
+        if text.is_empty() {
+            return;
+        }
+        out.block(tag::SYSTEM, |buf| {
+            write_json(buf, &json!({ "type": "text", "text": text }))
+        });
+        // An instruction added mid session stays where it is, as user
+        // text: moving it into `system` would reorder the conversation and
+        // invalidate the prompt cache of everything after it.
+        let name = if item.kind == ItemKind::System {
+            "system"
+        } else {
+            "developer"
+        };
+        let block = json!({ "type": "text", "text": format!("<{name}>\n{text}\n</{name}>") });
+        out.block(tag::INLINE, |buf| write_json(buf, &block));
+        return;
+    }
+    for (role, blocks) in item_messages(item) {
+        let role = if role == "assistant" {
+            tag::ASSISTANT
+        } else {
+            tag::USER
+        };
+        for block in &blocks {
+            let thinking = matches!(
+                block["type"].as_str(),
+                Some("thinking" | "redacted_thinking")
+            );
+            let flag = if thinking { tag::NOT_CACHEABLE } else { 0 };
+            out.block(role | flag, |buf| write_json(buf, block));
+        }
+    }
 }
 
 fn cache_marker(retention: Option<PromptCacheRetention>) -> Value {
@@ -204,20 +386,6 @@ fn cache_marker(retention: Option<PromptCacheRetention>) -> Value {
         Some(PromptCacheRetention::Long) => json!({ "type": "ephemeral", "ttl": "1h" }),
         _ => json!({ "type": "ephemeral" }),
     }
-}
-
-/// The block at `index`, or the nearest one before it that may carry
-/// `cache_control` (thinking blocks may not).
-fn cacheable_block(blocks: &mut [Value], index: usize) -> Option<&mut Value> {
-    let at = (0..=index.min(blocks.len().checked_sub(1)?))
-        .rev()
-        .find(|&i| {
-            !matches!(
-                blocks[i]["type"].as_str(),
-                Some("thinking" | "redacted_thinking")
-            )
-        })?;
-    blocks.get_mut(at)
 }
 
 fn tool_choice(choice: &ToolChoice) -> Value {
@@ -235,17 +403,6 @@ fn joined_text(item: &Item) -> String {
         .filter_map(Part::as_text)
         .collect::<Vec<_>>()
         .join("\n\n")
-}
-
-/// Appends blocks, merging into the previous message when the role repeats.
-fn push_blocks(messages: &mut Vec<Message>, role: &'static str, blocks: Vec<Value>) {
-    if blocks.is_empty() {
-        return;
-    }
-    match messages.last_mut() {
-        Some(last) if last.role == role => last.blocks.extend(blocks),
-        _ => messages.push(Message { role, blocks }),
-    }
 }
 
 /// One item as `(role, blocks)` pairs: usually one, two when an item mixes
@@ -386,7 +543,13 @@ mod normalized_tools {
             TranscriptView::from_items(vec![Item::user("hi")]),
         );
         request.available_tools = vec![Arc::new(spec)];
-        let body = request_body(&AnthropicConfig::new("key", "claude"), &request, None);
+        let body = request_body(
+            &AnthropicConfig::new("key", "claude"),
+            &request,
+            None,
+            &mut EncodedTranscript::new(),
+        );
+        let body: Value = serde_json::from_slice(&body).unwrap();
         let schema = &body["tools"][0]["input_schema"];
         assert_eq!(schema["properties"]["choice"]["type"], "string");
         assert!(schema.get("$defs").is_none(), "{schema}");

@@ -706,3 +706,19 @@ async fn a_price_table_computes_the_cost() {
         "{cost:?}"
     );
 }
+
+#[tokio::test]
+async fn a_server_keeping_the_connection_open_after_the_end_does_not_hold_the_turn() {
+    // A hostile (or merely sloppy) server: the answer ends with `message_stop`,
+    // then the connection stays open and silent. The turn ends at once,
+    // not at the idle timeout (5 s here), and the connection is dropped.
+    let started = std::time::Instant::now();
+    let (outcome, _server) =
+        run_fixture(ScriptedResponse::sse(fixture("text.sse")).ending(Ending::Stall)).await;
+    assert!(outcome.error.is_none(), "{:?}", outcome.error);
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+}

@@ -12,8 +12,8 @@ use crate::stream::ChunkDecoder;
 use agentkit_core::TurnCancellation;
 use agentkit_http::{DecodedStream, HttpClient, SseStream, StreamRequest};
 use agentkit_loop::{
-    ModelAdapter, ModelError, ModelSession, ModelTurn, ModelTurnEvent, PromptCacheRequest,
-    SessionConfig, TurnRequest,
+    EncodedTranscript, ModelAdapter, ModelError, ModelSession, ModelTurn, ModelTurnEvent,
+    PromptCacheRequest, SessionConfig, TurnRequest,
 };
 use std::sync::Arc;
 
@@ -62,15 +62,18 @@ impl ModelAdapter for OpenAiAdapter {
             shared: self.shared.clone(),
             cache: config.cache,
             ids: FallbackIds::new(),
+            encoded: EncodedTranscript::new(),
         })
     }
 }
 
-/// A session: runs turns one at a time.
+/// A session: runs turns one at a time, keeping each transcript item's
+/// encoding for the next turn.
 pub struct OpenAiSession {
     shared: Arc<Shared>,
     cache: Option<PromptCacheRequest>,
     ids: FallbackIds,
+    encoded: EncodedTranscript,
 }
 
 /// Ids for tool calls a server sent without one, unique across the session
@@ -104,6 +107,16 @@ impl FallbackIds {
     }
 }
 
+impl OpenAiSession {
+    /// The JSON body [`begin_turn`](ModelSession::begin_turn) sends for this
+    /// request, without sending it: for logs, tests, and measuring what
+    /// building a request costs apart from the network.
+    pub fn request_body(&mut self, request: &TurnRequest) -> Vec<u8> {
+        let cache = request.cache.as_ref().or(self.cache.as_ref());
+        request_body(&self.shared.config, request, cache, &mut self.encoded)
+    }
+}
+
 #[async_trait::async_trait]
 impl ModelSession for OpenAiSession {
     type Turn = OpenAiTurn;
@@ -113,10 +126,9 @@ impl ModelSession for OpenAiSession {
         request: TurnRequest,
         cancellation: Option<TurnCancellation>,
     ) -> Result<OpenAiTurn, ModelError> {
+        let body = self.request_body(&request);
         let config = &self.shared.config;
-        let cache = request.cache.as_ref().or(self.cache.as_ref());
-        let body = request_body(config, &request, cache);
-        let mut http = StreamRequest::json(config.endpoint(), &body);
+        let mut http = StreamRequest::with_body(config.endpoint(), body);
         if let Some(key) = config.api_key.as_deref().filter(|k| !k.is_empty()) {
             http = http.with_header("authorization", format!("Bearer {key}"));
         }

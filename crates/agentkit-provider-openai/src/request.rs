@@ -8,6 +8,11 @@
 //! field for it, and replaying it as content would change what the model
 //! believes it said. Messages providers reject (an assistant message with
 //! neither content nor tool calls, an empty user message) are left out.
+//!
+//! Each item's messages are encoded once and kept in the session's
+//! [`EncodedTranscript`]: a turn encodes only the items added (or changed by
+//! a mutator) since the last one, and the body is written from the cached
+//! bytes.
 
 use crate::{MaxTokensField, OpenAiConfig, ToolChoice};
 use agentkit_core::{
@@ -15,21 +20,63 @@ use agentkit_core::{
     ToolResultPart,
 };
 use agentkit_loop::{
-    OutputSchema, PromptCacheMode, PromptCacheRequest, PromptCacheRetention, TurnRequest,
+    BlockWriter, EncodedTranscript, OutputSchema, PromptCacheMode, PromptCacheRequest,
+    PromptCacheRetention, TurnRequest,
 };
 use agentkit_tools_core::{SchemaDialect, ToolSpec, normalize_for};
 use serde_json::{Map, Value, json};
 
-/// Builds the JSON body for one streamed turn.
-pub fn request_body(
+/// Builds the JSON body for one streamed turn, encoding only the items
+/// `encoded` does not hold yet.
+pub(crate) fn request_body(
     config: &OpenAiConfig,
     request: &TurnRequest,
     cache: Option<&PromptCacheRequest>,
-) -> Value {
-    let messages = messages(config, &request.transcript.read());
+    encoded: &mut EncodedTranscript,
+) -> Vec<u8> {
+    encoded.sync(&request.transcript, |item, out| {
+        encode_item(config, item, out)
+    });
+    let options = Value::Object(options(config, request, cache));
+    write_body("messages", encoded, 0..encoded.len(), &options)
+}
+
+/// `{"<key>":[<the items' blocks>],<options>}`: the transcript is copied
+/// from the cache; only the small options object is serialized.
+pub(crate) fn write_body(
+    key: &str,
+    encoded: &EncodedTranscript,
+    items: std::ops::Range<usize>,
+    options: &Value,
+) -> Vec<u8> {
+    // Serializing a `Value` cannot fail: its keys are strings.
+    let options = serde_json::to_vec(options).unwrap_or_default();
+    let mut body = Vec::with_capacity(encoded.byte_len() + options.len() + key.len() + 8);
+    body.push(b'{');
+    // A key is a plain identifier here; written as a JSON string all the same.
+    serde_json::to_writer(&mut body, key).unwrap_or_default();
+    body.extend_from_slice(b":[");
+    encoded.write_joined(items, b",", &mut body);
+    body.push(b']');
+    match options.get(1..options.len().saturating_sub(1)) {
+        Some(inner) if !inner.is_empty() => {
+            body.push(b',');
+            body.extend_from_slice(inner);
+        }
+        _ => {}
+    }
+    body.push(b'}');
+    body
+}
+
+/// Everything but the messages.
+fn options(
+    config: &OpenAiConfig,
+    request: &TurnRequest,
+    cache: Option<&PromptCacheRequest>,
+) -> Map<String, Value> {
     let mut body = Map::new();
     body.insert("model".into(), json!(config.model));
-    body.insert("messages".into(), Value::Array(messages));
     body.insert("stream".into(), json!(true));
     body.insert("stream_options".into(), json!({ "include_usage": true }));
     if let Some(max) = config.max_tokens {
@@ -72,7 +119,9 @@ pub fn request_body(
     for (name, value) in &config.extra_body {
         body.insert(name.clone(), value.clone());
     }
-    Value::Object(body)
+    // The transcript's messages are written from the cache.
+    body.remove("messages");
+    body
 }
 
 /// Structured output as Chat Completions asks for it; llama.cpp, vLLM,
@@ -133,9 +182,21 @@ fn role(config: &OpenAiConfig, kind: ItemKind) -> &'static str {
     }
 }
 
-fn messages(config: &OpenAiConfig, items: &[Item]) -> Vec<Value> {
-    let mut messages = Vec::with_capacity(items.len());
-    for item in items {
+/// One item's messages, each a block of the session's cache.
+fn encode_item(config: &OpenAiConfig, item: &Item, out: &mut BlockWriter<'_>) {
+    let mut messages = Vec::new();
+    item_messages(config, item, &mut messages);
+    for message in &messages {
+        out.block(0, |buf| {
+            serde_json::to_writer(buf, message).unwrap_or_default()
+        });
+    }
+}
+
+/// The messages one item becomes: its content (when it has any), then one
+/// `tool` message per result.
+fn item_messages(config: &OpenAiConfig, item: &Item, messages: &mut Vec<Value>) {
+    {
         let role = role(config, item.kind);
         let mut blocks = Vec::new();
         let mut calls = Vec::new();
@@ -163,7 +224,6 @@ fn messages(config: &OpenAiConfig, items: &[Item]) -> Vec<Value> {
         }
         messages.extend(results.into_iter().map(tool_message));
     }
-    messages
 }
 
 /// The assistant's text and tool calls; `None` when it has neither, which

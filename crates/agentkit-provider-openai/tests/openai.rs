@@ -571,3 +571,19 @@ async fn openrouter_cost_is_copied_and_structured_output_is_response_format() {
         json!({"type": "json_schema", "json_schema": {"name": "verdict", "schema": schema, "strict": true}})
     );
 }
+
+#[tokio::test]
+async fn a_server_keeping_the_connection_open_after_the_end_does_not_hold_the_turn() {
+    // A hostile (or merely sloppy) server: the answer ends with `[DONE]`,
+    // then the connection stays open and silent. The turn ends at once,
+    // not at the idle timeout (5 s here), and the connection is dropped.
+    let started = std::time::Instant::now();
+    let (outcome, _server) =
+        run_fixture(ScriptedResponse::sse(fixture("text.sse")).ending(Ending::Stall)).await;
+    assert!(outcome.error.is_none(), "{:?}", outcome.error);
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+}

@@ -139,6 +139,7 @@ async fn resume_10k(open: &Open) -> (f64, f64) {
                 items: Some((0, &items)),
                 usage: &Usage::default(),
                 title: None,
+                archived: &[],
             },
         )
         .await

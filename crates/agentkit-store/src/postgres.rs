@@ -26,7 +26,8 @@ const BACKEND: &str = "postgres";
 
 /// Schema migrations, applied in order; the version is their count, kept in
 /// `agentkit_store_schema`. Never edit one: append a new one.
-const MIGRATIONS: &[&str] = &["
+const MIGRATIONS: &[&str] = &[
+    "
 CREATE TABLE agentkit_sessions (
     id TEXT PRIMARY KEY,
     title TEXT,
@@ -57,7 +58,17 @@ CREATE TABLE agentkit_leases (
     owner TEXT NOT NULL,
     expires_at TIMESTAMPTZ NOT NULL
 );
-"];
+",
+    "
+CREATE TABLE agentkit_archived_items (
+    session_id TEXT NOT NULL REFERENCES agentkit_sessions (id) ON DELETE CASCADE,
+    seq BIGINT NOT NULL,
+    item TEXT NOT NULL,
+    archived_at BIGINT NOT NULL,
+    PRIMARY KEY (session_id, seq)
+);
+",
+];
 
 /// The newest schema version this build writes.
 pub const PG_SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -219,16 +230,51 @@ async fn insert_items(
     Ok(())
 }
 
-async fn load_items(client: &impl GenericClient, id: &SessionId) -> StoreResult<Vec<Item>> {
-    let rows = client
-        .query(
-            "SELECT item FROM agentkit_items WHERE session_id = $1 ORDER BY seq",
-            &[&id.as_str()],
+/// Appends `items` to the session's archive (one statement, like
+/// [`insert_items`]).
+async fn archive(client: &impl GenericClient, id: &SessionId, items: &[Item]) -> StoreResult<()> {
+    if items.is_empty() {
+        return Ok(());
+    }
+    let json: Vec<String> = items
+        .iter()
+        .map(serde_json::to_string)
+        .collect::<Result<_, _>>()?;
+    client
+        .execute(
+            "INSERT INTO agentkit_archived_items (session_id, seq, item, archived_at)
+             SELECT $1, base.next + rows.n - 1, rows.item, $3
+             FROM UNNEST($2::TEXT[]) WITH ORDINALITY AS rows (item, n),
+                  (SELECT COALESCE(MAX(seq) + 1, 0) AS next
+                   FROM agentkit_archived_items WHERE session_id = $1) AS base",
+            &[&id.as_str(), &json, &now_ms()],
         )
         .await
         .map_err(db)?;
+    Ok(())
+}
+
+async fn load_items(client: &impl GenericClient, id: &SessionId) -> StoreResult<Vec<Item>> {
+    load_json(
+        client,
+        "SELECT item FROM agentkit_items WHERE session_id = $1 ORDER BY seq",
+        id,
+        "item",
+    )
+    .await
+}
+
+/// Parses the one JSON column of every row of `sql` (whose only parameter
+/// is the session id).
+async fn load_json<T: serde::de::DeserializeOwned>(
+    client: &impl GenericClient,
+    sql: &str,
+    id: &SessionId,
+    what: &str,
+) -> StoreResult<Vec<T>> {
+    let rows = client.query(sql, &[&id.as_str()]).await.map_err(db)?;
     rows.iter()
-        .map(|row| parse_json(id, "item", row.get::<_, &str>(0)))
+        .map(|row| parse_json(id, what, row.get::<_, &str>(0)))
         .collect()
 }
 
@@ -334,7 +380,7 @@ impl SessionStore for PgStore {
     }
 
     async fn save(&self, lease: &LeaseToken, checkpoint: Checkpoint<'_>) -> StoreResult<()> {
-        if checkpoint.items.is_none() {
+        if checkpoint.items.is_none() && checkpoint.archived.is_empty() {
             return save_checkpoint_only(&self.client, lease, &checkpoint).await;
         }
         let mut client = self.client.lock().await;
@@ -351,6 +397,7 @@ impl SessionStore for PgStore {
         if holder.as_deref() != Some(lease.owner.as_str()) {
             return Err(StoreError::LeaseLost(id.clone()));
         }
+        archive(&tx, id, checkpoint.archived).await?;
         let keep = match checkpoint.items {
             Some((first, _)) => first.min(checkpoint.transcript_len),
             None => checkpoint.transcript_len,
@@ -389,6 +436,18 @@ impl SessionStore for PgStore {
         tx.commit().await.map_err(db)
     }
 
+    async fn archived(&self, id: &SessionId) -> StoreResult<Vec<Item>> {
+        let client = self.client.lock().await;
+        info(&*client, id).await?;
+        load_json(
+            &*client,
+            "SELECT item FROM agentkit_archived_items WHERE session_id = $1 ORDER BY seq",
+            id,
+            "archived item",
+        )
+        .await
+    }
+
     async fn load(&self, id: &SessionId) -> StoreResult<StoredSession> {
         let mut client = self.client.lock().await;
         let tx = client
@@ -402,16 +461,13 @@ impl SessionStore for PgStore {
         let (snapshot, transcript_len) = checkpoint_columns(&tx, id).await?;
         let items = load_items(&tx, id).await?;
         let checkpoint = read_checkpoint(id, snapshot, transcript_len, &items)?;
-        let marks = tx
-            .query(
-                "SELECT mark FROM agentkit_marks WHERE session_id = $1 ORDER BY id",
-                &[&id.as_str()],
-            )
-            .await
-            .map_err(db)?
-            .iter()
-            .map(|row| parse_json::<Mark>(id, "mark", row.get::<_, &str>(0)))
-            .collect::<StoreResult<_>>()?;
+        let marks: Vec<Mark> = load_json(
+            &tx,
+            "SELECT mark FROM agentkit_marks WHERE session_id = $1 ORDER BY id",
+            id,
+            "mark",
+        )
+        .await?;
         tx.commit().await.map_err(db)?;
         Ok(StoredSession {
             info,

@@ -10,7 +10,8 @@
 //! `on_transcript_rewritten` and from `MutationFinished`). It then stops
 //! writing until the next checkpoint, which stores the rewritten transcript
 //! whole; a crash in between resumes from the rows written before the
-//! rewrite, which form a valid transcript.
+//! rewrite, which form a valid transcript. The items the rewrite removed
+//! are held here until that checkpoint archives them.
 
 use crate::recover::Mark;
 use crate::store::{LogEntry, LogWriter};
@@ -32,6 +33,8 @@ pub(crate) struct LogState {
 pub struct Recorder {
     writer: Arc<dyn LogWriter>,
     state: Mutex<LogState>,
+    /// Items rewrites removed, not archived yet.
+    archive: Mutex<Vec<Item>>,
 }
 
 impl std::fmt::Debug for Recorder {
@@ -47,6 +50,7 @@ impl Recorder {
         Self {
             writer,
             state: Mutex::new(LogState::default()),
+            archive: Mutex::new(Vec::new()),
         }
     }
 
@@ -64,6 +68,18 @@ impl Recorder {
             next_index: len,
             broken: false,
         };
+    }
+
+    /// The items to archive with the next checkpoint.
+    pub(crate) fn take_archived(&self) -> Vec<Item> {
+        std::mem::take(&mut *self.archive.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Puts back items a failed checkpoint did not archive.
+    pub(crate) fn restore_archived(&self, mut items: Vec<Item>) {
+        let mut archive = self.archive.lock().unwrap_or_else(|e| e.into_inner());
+        items.append(&mut archive);
+        *archive = items;
     }
 
     pub(crate) fn mark_broken(&self) {
@@ -99,8 +115,13 @@ impl TranscriptObserver for Recorder {
         });
     }
 
-    fn on_transcript_rewritten(&self, _items: &[Item], _archived: &[Item]) {
-        // The next checkpoint stores the new transcript whole.
+    fn on_transcript_rewritten(&self, _items: &[Item], archived: &[Item]) {
+        // The next checkpoint stores the new transcript whole, and archives
+        // what it no longer holds.
+        self.archive
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend_from_slice(archived);
         self.mark_broken();
     }
 }

@@ -273,7 +273,8 @@ impl<S: ModelSession> Session<S> {
             transcript.len(),
             serde_json::to_string(&self.usage)?
         );
-        if items.is_none() && self.saved.as_ref() == Some(&key) {
+        let archived = self.recorder.take_archived();
+        if items.is_none() && archived.is_empty() && self.saved.as_ref() == Some(&key) {
             return Ok(());
         }
         let title = if self.has_title {
@@ -288,8 +289,10 @@ impl<S: ModelSession> Session<S> {
             items,
             usage: &self.usage,
             title: title.clone(),
+            archived: &archived,
         };
         if let Err(err) = self.store.save(&self.token, checkpoint).await {
+            self.recorder.restore_archived(archived);
             return Err(self.note(err));
         }
         self.has_title |= title.is_some();

@@ -24,7 +24,8 @@ const BACKEND: &str = "sqlite";
 
 /// Schema migrations, applied in order; the schema version is their count
 /// (kept in `PRAGMA user_version`). Never edit one: append a new one.
-const MIGRATIONS: &[&str] = &["
+const MIGRATIONS: &[&str] = &[
+    "
 CREATE TABLE sessions (
     id TEXT PRIMARY KEY,
     title TEXT,
@@ -55,7 +56,17 @@ CREATE TABLE leases (
     owner TEXT NOT NULL,
     expires_at INTEGER NOT NULL
 );
-"];
+",
+    "
+CREATE TABLE archived_items (
+    session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    item TEXT NOT NULL,
+    archived_at INTEGER NOT NULL,
+    PRIMARY KEY (session_id, seq)
+) WITHOUT ROWID;
+",
+];
 
 /// The newest schema version this build writes.
 pub const SQLITE_SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -212,6 +223,33 @@ fn insert_items(
     Ok(())
 }
 
+/// Appends `items` to the session's archive.
+fn archive(conn: &Connection, id: &SessionId, items: &[Item]) -> StoreResult<()> {
+    if items.is_empty() {
+        return Ok(());
+    }
+    let next: i64 = conn
+        .query_row(
+            "SELECT COALESCE(MAX(seq) + 1, 0) FROM archived_items WHERE session_id = ?1",
+            params![id.as_str()],
+            |row| row.get(0),
+        )
+        .map_err(db)?;
+    let mut insert = conn
+        .prepare_cached(
+            "INSERT INTO archived_items (session_id, seq, item, archived_at) VALUES (?1, ?2, ?3, ?4)",
+        )
+        .map_err(db)?;
+    let now = now_ms();
+    for (offset, item) in items.iter().enumerate() {
+        let json = serde_json::to_string(item)?;
+        insert
+            .execute(params![id.as_str(), next + offset as i64, json, now])
+            .map_err(db)?;
+    }
+    Ok(())
+}
+
 fn load_items(conn: &Connection, id: &SessionId) -> StoreResult<Vec<Item>> {
     load_json(
         conn,
@@ -361,6 +399,7 @@ impl SessionStore for SqliteStore {
             .map_err(db)?;
         let id = &lease.session_id;
         check_lease(&tx, id, &lease.owner)?;
+        archive(&tx, id, checkpoint.archived)?;
         if let Some((first, items)) = checkpoint.items {
             tx.execute(
                 "DELETE FROM items WHERE session_id = ?1 AND seq >= ?2",
@@ -395,6 +434,18 @@ impl SessionStore for SqliteStore {
         )
         .map_err(db)?;
         tx.commit().map_err(db)
+    }
+
+    async fn archived(&self, id: &SessionId) -> StoreResult<Vec<Item>> {
+        let mut conn = self.lock();
+        let tx = conn.transaction().map_err(db)?;
+        info(&tx, id)?;
+        load_json(
+            &tx,
+            "SELECT item FROM archived_items WHERE session_id = ?1 ORDER BY seq",
+            id,
+            "archived item",
+        )
     }
 
     async fn load(&self, id: &SessionId) -> StoreResult<StoredSession> {
@@ -562,5 +613,38 @@ impl LogWriter for SqliteLogWriter {
             Some(err) => Err(err),
             None => Ok(()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_version_1_database_is_migrated_and_keeps_its_sessions() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v1.db");
+        {
+            // What a build with the first schema only left behind.
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(MIGRATIONS[0]).unwrap();
+            conn.pragma_update(None, "user_version", 1).unwrap();
+            conn.execute(
+                "INSERT INTO sessions (id, title, created_at, updated_at) VALUES ('old', 'from v1', 1, 1)",
+                [],
+            )
+            .unwrap();
+        }
+        let store = SqliteStore::open(&path).unwrap();
+        let version: i64 = store
+            .lock()
+            .pragma_query_value(None, "user_version", |row| row.get(0))
+            .unwrap();
+        assert_eq!(version, SQLITE_SCHEMA_VERSION);
+        assert_eq!(SQLITE_SCHEMA_VERSION, 2);
+        let listed = store.list().await.unwrap();
+        assert_eq!(listed.len(), 1);
+        assert_eq!(listed[0].title.as_deref(), Some("from v1"));
+        assert!(store.archived(&"old".into()).await.unwrap().is_empty());
     }
 }

@@ -102,6 +102,10 @@ pub struct Checkpoint<'a> {
     pub usage: &'a Usage,
     /// A title to set if the session has none.
     pub title: Option<String>,
+    /// Items a mutator (compaction, redaction) removed from the transcript
+    /// since the last checkpoint, oldest first: kept as archived, in the
+    /// same transaction as the rewritten transcript.
+    pub archived: &'a [Item],
 }
 
 /// One record of the append path: an item, or a journal mark.
@@ -201,6 +205,11 @@ pub trait SessionStore: Send + Sync + 'static {
 
     /// Everything stored for a session.
     async fn load(&self, id: &SessionId) -> StoreResult<StoredSession>;
+
+    /// The items mutators removed from a session's transcript (compacted,
+    /// redacted), in the order they were removed: nothing the session once
+    /// held is lost silently.
+    async fn archived(&self, id: &SessionId) -> StoreResult<Vec<Item>>;
 
     /// One session's row.
     async fn info(&self, id: &SessionId) -> StoreResult<SessionInfo>;

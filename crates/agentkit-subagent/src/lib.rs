@@ -227,7 +227,10 @@ impl<M: ModelAdapter> SubAgent<M> {
     /// How many children are paused at an approval their parent's host has
     /// not answered yet.
     pub fn parked(&self) -> usize {
-        self.lock_parked().len()
+        self.lock_parked()
+            .values()
+            .filter(|parked| !parked.decide.is_closed())
+            .count()
     }
 }
 
@@ -370,10 +373,11 @@ impl<M: ModelAdapter> SubAgent<M> {
 
     /// Ends children of this session parked in an earlier model turn: their
     /// parent's call was answered some other way (skipped, abandoned) and
-    /// will not be resumed. Dropping the entry interrupts the child.
+    /// will not be resumed. Dropping the entry interrupts the child. Entries
+    /// of children that already ended (their parent was cancelled) go too.
     fn sweep(&self, session: &SessionId, turn: &TurnId) {
         self.lock_parked().retain(|(parked_session, _), parked| {
-            parked_session != session || parked.turn_id == *turn
+            !parked.decide.is_closed() && (parked_session != session || parked.turn_id == *turn)
         });
     }
 }

@@ -706,8 +706,8 @@ async fn cancelling_the_parent_while_the_child_waits_for_approval_ends_the_child
         error_kind(&results_by_call(&child)["w1"]),
         Some("cancelled")
     );
-    // The parked entry is still held until swept or dropped; the child is over.
-    drop(handle);
+    // The child is over: it no longer counts as waiting.
+    assert_eq!(handle.parked(), 0);
 }
 
 #[tokio::test]
@@ -920,4 +920,104 @@ async fn a_childs_approval_waits_for_the_parents_running_siblings() {
     assert_eq!(results["p1"].output.to_text(), "Written.");
     assert_eq!(results["p2"].output.to_text(), "rested");
     assert!(workspace.path().join("out.txt").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_left_waiting_by_an_abandoned_turn_is_ended_at_the_next_call() {
+    let workspace = tempfile::tempdir().unwrap();
+    let items = Items::default();
+    let child_model = ScriptedModel::new([
+        ScriptedTurn::tool_call(
+            "w1",
+            "fs_write_file",
+            json!({ "path": "out.txt", "content": "x" }),
+        ),
+        ScriptedTurn::text("Second child answers."),
+    ]);
+    let tool = writer(workspace.path(), child_model, items.clone());
+    let handle = tool.clone();
+    let events = Events::default();
+    let agent = parent(
+        ScriptedModel::new([
+            delegate("p1", "writer", "Write."),
+            delegate("p2", "writer", "Just answer."),
+            ScriptedTurn::text("ok"),
+        ]),
+        tool,
+        &events,
+    );
+    let mut driver = agent.start(SessionConfig::new("parent")).await.unwrap();
+    let LoopStep::Interrupt(LoopInterrupt::ApprovalRequest(_)) = driver.next().await.unwrap()
+    else {
+        panic!("approval expected")
+    };
+    // The host gives up on the turn: the paused call is answered as
+    // abandoned, and nothing will resume the child.
+    driver.abandon_turn("the user left").unwrap();
+    assert_eq!(handle.parked(), 1);
+
+    // The next call of the same sub-agent in this session ends it.
+    let LoopStep::Interrupt(LoopInterrupt::AwaitingInput(request)) = driver.next().await.unwrap()
+    else {
+        panic!("idle after the abandoned turn")
+    };
+    request
+        .submit(&mut driver, vec![Item::user("again")])
+        .unwrap();
+    let run = run_to_finish(&mut driver, Approvals::DenyAll)
+        .await
+        .unwrap();
+    assert_eq!(
+        results_by_call(&run.transcript)["p2"].output.to_text(),
+        "Second child answers."
+    );
+    events
+        .wait_for(|agent, _, e| {
+            agent == "writer"
+                && matches!(e, AgentEvent::TurnFinished { result } if result.finish_reason == FinishReason::Cancelled)
+        })
+        .await;
+    assert_eq!(handle.parked(), 0);
+    assert!(!workspace.path().join("out.txt").exists());
+}
+
+#[tokio::test]
+async fn a_child_may_ask_again_after_a_denial() {
+    let workspace = tempfile::tempdir().unwrap();
+    let items = Items::default();
+    let write = |id: &str, path: &str| {
+        ScriptedTurn::tool_call(
+            id,
+            "fs_write_file",
+            json!({ "path": path, "content": "x\n" }),
+        )
+    };
+    let child_model = ScriptedModel::new([
+        write("w1", "first.txt"),
+        write("w2", "second.txt"),
+        ScriptedTurn::text("Wrote the second file."),
+    ]);
+    let tool = writer(workspace.path(), child_model, items.clone());
+    let (run, _) = delegate_once(
+        tool,
+        Approvals::decide(|pending| {
+            pending.request.metadata["agentkit.sub_agent_input"]["path"] == "second.txt"
+        }),
+    )
+    .await;
+    // One parent call, paused twice: denied, then approved.
+    assert_eq!(run.approvals.len(), 2);
+    assert!(run.approvals.iter().all(|a| a.call.id.as_str() == "p1"));
+    assert!(!workspace.path().join("first.txt").exists());
+    assert!(workspace.path().join("second.txt").exists());
+    assert_eq!(
+        results_by_call(&run.transcript)["p1"].output.to_text(),
+        "Wrote the second file."
+    );
+    let child = items.get();
+    validate_transcript(&child).unwrap();
+    assert_eq!(
+        error_kind(&results_by_call(&child)["w1"]),
+        Some("permission_denied")
+    );
 }

@@ -37,12 +37,15 @@
 #[cfg(feature = "cassette")]
 pub mod cassette;
 mod drive;
+mod echo;
+pub mod process;
 mod script;
 mod snapshot;
 
 pub use drive::{
     Approvals, DriveError, MAX_STEPS, Run, error_kind, results_by_call, run_to_finish,
 };
+pub use echo::EchoTool;
 pub use script::{ScriptStep, ScriptedModel, ScriptedSession, ScriptedTurn, ScriptedTurnStream};
 pub use snapshot::normalized;
 

@@ -29,6 +29,7 @@ pub struct ShellConfig {
     default_timeout: Duration,
     max_timeout: Duration,
     max_output_bytes: usize,
+    max_stream_bytes: u64,
     sandbox: Option<ShellSandbox>,
 }
 
@@ -42,6 +43,10 @@ impl ShellConfig {
     /// default output budget (64 KiB) and its cut never hides the end of
     /// stderr.
     pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 16 * 1024;
+    /// Default for [`with_max_stream_bytes`](Self::with_max_stream_bytes):
+    /// 256 MiB. Reading more only to drop it wastes the machine's time; a
+    /// command that prints this much is stuck in a loop or dumping data.
+    pub const DEFAULT_MAX_STREAM_BYTES: u64 = 256 * 1024 * 1024;
 
     /// Commands run in `root` unless a call names another directory, which is
     /// then taken relative to it. The root is resolved now (symlinks, `..`),
@@ -56,6 +61,7 @@ impl ShellConfig {
             default_timeout: Self::DEFAULT_TIMEOUT,
             max_timeout: Self::DEFAULT_MAX_TIMEOUT,
             max_output_bytes: Self::DEFAULT_MAX_OUTPUT_BYTES,
+            max_stream_bytes: Self::DEFAULT_MAX_STREAM_BYTES,
             sandbox: None,
         }
     }
@@ -84,6 +90,15 @@ impl ShellConfig {
     /// usually are) with a marker for what was left out.
     pub fn with_max_output_bytes(mut self, bytes: usize) -> Self {
         self.max_output_bytes = bytes.max(2);
+        self
+    }
+
+    /// How many bytes a command may print, stdout and stderr together,
+    /// before its process group is killed (the kept head and tail are
+    /// reported as for a timeout). Memory never depends on it: only
+    /// [`max_output_bytes`](Self::max_output_bytes) per stream is kept.
+    pub fn with_max_stream_bytes(mut self, bytes: u64) -> Self {
+        self.max_stream_bytes = bytes.max(1);
         self
     }
 
@@ -123,5 +138,10 @@ impl ShellConfig {
     /// The byte budget of each stream.
     pub fn max_output_bytes(&self) -> usize {
         self.max_output_bytes
+    }
+
+    /// How much a command may print before it is killed.
+    pub fn max_stream_bytes(&self) -> u64 {
+        self.max_stream_bytes
     }
 }

@@ -10,7 +10,7 @@
 //! output often says what hung.
 
 use crate::ShellConfig;
-use crate::run::{Ending, Finished, run};
+use crate::run::{Ending, Finished, OutputLimits, run};
 use crate::sandbox::{self, SandboxOutcome, SpawnError};
 use agentkit_tools_core::{
     PermissionRequest, ShellCommand, Tool, ToolAnnotations, ToolContext, ToolError, ToolRequest,
@@ -186,10 +186,14 @@ async fn execute(
     if let Some(note) = sandboxed.note() {
         tracing::warn!(command = %input.command, "{note}");
     }
-    let finished = run(child, timeout, config.max_output_bytes(), &ctx.cancellation)
+    let limits = OutputLimits {
+        kept: config.max_output_bytes(),
+        total: config.max_stream_bytes(),
+    };
+    let finished = run(child, timeout, limits, &ctx.cancellation)
         .await
         .map_err(|err| ToolError::ExecutionFailed(format!("cannot wait for the command: {err}")))?;
-    report(finished, timeout, &sandboxed)
+    report(finished, timeout, limits.total, &sandboxed)
 }
 
 /// The result the model reads: the status line first, then each stream that
@@ -197,6 +201,7 @@ async fn execute(
 fn report(
     finished: Finished,
     timeout: Duration,
+    max_stream_bytes: u64,
     sandboxed: &SandboxOutcome,
 ) -> Result<ToolResult, ToolError> {
     let (status_line, exit_code, success) = match &finished.ending {
@@ -205,6 +210,13 @@ fn report(
             format!(
                 "timed out after {}s; the command and every process it started were killed",
                 timeout.as_secs_f64()
+            ),
+            None,
+            false,
+        ),
+        Ending::OutputLimit => (
+            format!(
+                "printed more than {max_stream_bytes} bytes; the command and every process it started were killed"
             ),
             None,
             false,
@@ -242,6 +254,11 @@ fn report(
         "shell.timed_out".into(),
         json!(matches!(finished.ending, Ending::TimedOut)),
     );
+    if matches!(finished.ending, Ending::OutputLimit) {
+        result
+            .metadata
+            .insert("shell.output_limited".into(), json!(true));
+    }
     if *sandboxed != SandboxOutcome::Off {
         result
             .metadata

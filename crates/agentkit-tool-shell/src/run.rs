@@ -30,6 +30,8 @@ pub(crate) enum Ending {
     Exited(ExitStatus),
     /// The deadline passed; the group was killed.
     TimedOut,
+    /// The command printed more than its byte limit; the group was killed.
+    OutputLimit,
     /// The turn was cancelled; the group was killed.
     Cancelled,
 }
@@ -43,15 +45,25 @@ pub(crate) struct Finished {
     pub(crate) elapsed: Duration,
 }
 
+/// How much of a run's output is kept, and how much it may print at all.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct OutputLimits {
+    /// Bytes kept per stream (head and tail).
+    pub(crate) kept: usize,
+    /// Bytes both streams may print together before the group is killed.
+    pub(crate) total: u64,
+}
+
 /// Waits for `child` (spawned with stdout and stderr piped, in its own
-/// process group) to end, killing its group at the deadline or on
-/// cancellation.
+/// process group) to end, killing its group at the deadline, on
+/// cancellation, or once it printed more than `limits.total`.
 pub(crate) async fn run(
     mut child: Child,
     timeout: Duration,
-    max_output_bytes: usize,
+    limits: OutputLimits,
     cancellation: &TurnCancellation,
 ) -> io::Result<Finished> {
+    let max_output_bytes = limits.kept;
     let started = Instant::now();
     let deadline = started + timeout;
     let group = ProcessGroup::led_by(child.id());
@@ -70,6 +82,9 @@ pub(crate) async fn run(
             && stderr.is_none()
         {
             break Ending::Exited(status);
+        }
+        if (out.total() + err.total()) as u64 > limits.total {
+            break Ending::OutputLimit;
         }
         tokio::select! {
             read = read_some(&mut stdout, &mut out_buf) => match read {
@@ -102,7 +117,7 @@ pub(crate) async fn run(
     if !matches!(ending, Ending::Exited(_)) {
         let _ = child.start_kill();
         let _ = tokio::time::timeout(DRAIN_AFTER_KILL, child.wait()).await;
-        if matches!(ending, Ending::TimedOut) {
+        if matches!(ending, Ending::TimedOut | Ending::OutputLimit) {
             // The pipes close with the group; keep what was written before.
             let drain = async {
                 while stdout.is_some() || stderr.is_some() {

@@ -216,6 +216,51 @@ async fn output_is_capped_per_stream_keeping_head_and_tail() {
     );
 }
 
+/// The resident memory of this process, from `/proc` (Linux).
+#[cfg(target_os = "linux")]
+fn resident_bytes() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap();
+    let pages: u64 = statm.split_whitespace().nth(1).unwrap().parse().unwrap();
+    pages * 4096
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn ten_gigabytes_of_output_are_cut_off_in_bounded_memory() {
+    // A tool printing 10 GB: the call ends once 32 MiB went by, the group
+    // (the pipeline's `yes` and `head` included) is killed, memory stays flat
+    // and the model sees the head and the tail.
+    let shell = Shell::new(|c| {
+        c.with_max_output_bytes(64)
+            .with_max_stream_bytes(32 * 1024 * 1024)
+    });
+    let before = resident_bytes();
+    let started = Instant::now();
+    let result = shell
+        .run(json!({ "command": "echo $$; yes 0123456789 | head -c 10000000000" }))
+        .await
+        .unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(result.is_error);
+    assert_eq!(result.metadata["shell.output_limited"], true);
+    let text = result.output.to_text();
+    assert!(
+        text.starts_with(
+            "printed more than 33554432 bytes; the command and every process it started were killed"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("bytes omitted ...]"), "{text}");
+    assert!(text.contains("0123456789\n0123456789"), "{text}");
+    let grown = resident_bytes().saturating_sub(before);
+    assert!(grown < 16 * 1024 * 1024, "memory grew by {grown} bytes");
+    assert_dies(first_line_pid(text.split("stdout:").nth(1).unwrap())).await;
+}
+
 #[tokio::test]
 async fn multibyte_output_is_cut_on_character_boundaries() {
     let shell = Shell::new(|c| c.with_max_output_bytes(7));

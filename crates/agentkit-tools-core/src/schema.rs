@@ -15,13 +15,21 @@
 //! what it relies on.
 
 use serde_json::{Map, Value};
+use std::cell::Cell;
 use std::fmt;
+use std::rc::Rc;
 
 /// How deep `$ref`s may nest before the schema is treated as cyclic.
 const MAX_DEPTH: usize = 64;
 
 /// Stops reporting after this many problems: the model fixes a few at a time.
 const MAX_VIOLATIONS: usize = 8;
+
+/// The most schema-against-value checks one validation may make. A cyclic
+/// `$ref` under `anyOf` branches doubles the work at every level (2^64
+/// checks before the depth cap: a hang, found by fuzzing); real tool
+/// inputs need a few thousand.
+const MAX_STEPS: usize = 200_000;
 
 /// One place where the input breaks the schema.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -80,6 +88,7 @@ pub fn validate_input(schema: &Value, input: &Value) -> Result<(), SchemaErrors>
     let mut validator = Validator {
         root: schema,
         violations: Vec::new(),
+        steps: Rc::new(Cell::new(0)),
     };
     validator.check(schema, input, &mut String::new(), 0);
     if validator.violations.is_empty() {
@@ -95,6 +104,9 @@ pub fn validate_input(schema: &Value, input: &Value) -> Result<(), SchemaErrors>
 struct Validator<'a> {
     root: &'a Value,
     violations: Vec<SchemaViolation>,
+    /// Checks made so far, shared with the scratch validators of `anyOf`
+    /// and friends.
+    steps: Rc<Cell<usize>>,
 }
 
 impl<'a> Validator<'a> {
@@ -121,6 +133,7 @@ impl<'a> Validator<'a> {
         let mut scratch = Validator {
             root: self.root,
             violations: Vec::new(),
+            steps: self.steps.clone(),
         };
         scratch.check(schema, value, &mut path.to_owned(), depth);
         scratch.violations.into_iter().next()
@@ -132,6 +145,14 @@ impl<'a> Validator<'a> {
         }
         if depth > MAX_DEPTH {
             self.report(path, "the schema nests too deeply (cyclic $ref?)".into());
+            return;
+        }
+        self.steps.set(self.steps.get() + 1);
+        if self.steps.get() > MAX_STEPS {
+            self.report(
+                path,
+                "the schema is too complex to check (cyclic $ref under anyOf?)".into(),
+            );
             return;
         }
         let schema = match schema {
@@ -699,6 +720,24 @@ mod tests {
         );
         let cyclic = json!({ "$ref": "#" });
         assert_eq!(errors(cyclic, json!(1)).len(), 1);
+    }
+
+    #[test]
+    fn a_branching_cycle_is_refused_in_bounded_time() {
+        // Found by the `schema` fuzz target: two branches per level and a
+        // cycle meant 2^64 checks before the depth cap, a hang per call.
+        let schema = json!({
+            "$defs": { "a": { "anyOf": [{ "$ref": "#/$defs/a" }, { "$ref": "#/$defs/a" }] } },
+            "$ref": "#/$defs/a"
+        });
+        let started = std::time::Instant::now();
+        let found = errors(schema, json!(1));
+        assert!(started.elapsed() < std::time::Duration::from_secs(20));
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(
+            found[0].contains("too complex") || found[0].contains("shapes"),
+            "{found:?}"
+        );
     }
 
     #[test]

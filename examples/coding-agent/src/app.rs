@@ -16,15 +16,15 @@ use crate::sessions::{SessionError, Sessions, shorten, system_item};
 use crate::view::View;
 use agentkit_core::{CancellationController, FinishReason, Item, ItemKind, SessionId, Usage};
 use agentkit_loop::{
-    Agent, InputRequest, LoopError, LoopInterrupt, LoopObserver, LoopSnapshot, LoopStep,
-    ModelAdapter, ModelSession, PendingApproval, SoftInterruptHandle,
+    Agent, AgentBuilder, InputRequest, LoopError, LoopInterrupt, LoopObserver, LoopSnapshot,
+    LoopStep, ModelAdapter, ModelSession, PendingApproval, SoftInterruptHandle,
 };
 use agentkit_mcp::McpServerManager;
 use agentkit_store::{Session, StoreError};
 use agentkit_tool_fs::{FsToolsConfig, fs_tools};
 use agentkit_tool_shell::{ShellConfig, ShellSandbox, shell_tools};
 use std::collections::VecDeque;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -86,7 +86,7 @@ pub struct Summary {
     pub errors: u32,
 }
 
-fn system_prompt(workspace: &std::path::Path) -> String {
+fn system_prompt(workspace: &Path) -> String {
     format!(
         "You are a coding agent working in the directory {}. Use the fs_* tools to \
          read and change files there (paths are relative to it) and shell_exec to run \
@@ -112,6 +112,12 @@ struct Ctx {
     follow_ups: VecDeque<String>,
     /// The previous key at the prompt was Ctrl-C.
     armed_quit: bool,
+    /// A turn was submitted and has not finished. With the view's
+    /// `turn_running` (a turn a queued message started), Ctrl-C cancels
+    /// it; otherwise (the step back to the prompt is still being saved)
+    /// the key belongs to the prompt.
+    turn_open: bool,
+    view: Arc<View>,
 }
 
 impl Ctx {
@@ -224,7 +230,8 @@ impl Ctx {
             Answer::Cancel => "cancel the turn",
         };
         screen.line(Line::new(format!("  you: {shown}"), Look::Dim));
-        screen.set_prompt(Line::new("> ", Look::Bold));
+        // The turn goes on after an answer: typing steers it.
+        screen.set_prompt(Line::new("steer> ", Look::Dim));
         answer
     }
 }
@@ -245,6 +252,12 @@ async fn advance<S: ModelSession>(
             step = &mut next => return step,
             event = ctx.input.next(Mode::Line), if !ctx.input.is_closed() => match event {
                 InputEvent::Submit(text) => ctx.queue_message(&soft, text),
+                // No turn runs (the step back to the prompt is still being
+                // saved): the key belongs to the prompt and arms quitting.
+                InputEvent::Interrupt if !ctx.turn_open && !ctx.view.turn_running() => {
+                    ctx.armed_quit = true;
+                    ctx.note("(Ctrl-C again or Ctrl-D to quit)", Look::Dim);
+                }
                 InputEvent::Interrupt => {
                     ctx.controller.interrupt();
                     ctx.note("cancelling the turn…", Look::Warn);
@@ -256,6 +269,32 @@ async fn advance<S: ModelSession>(
     }
 }
 
+/// The coding agent for `workspace`, before the host adds its cancellation
+/// and observers: the fs and shell tools rooted there, the MCP servers'
+/// tools, the permission policy (with the session's allow-list) and the
+/// system prompt. The terminal and the ACP server both build it here.
+pub fn agent_builder<M: ModelAdapter>(
+    model: M,
+    workspace: &Path,
+    always: SessionAllowList,
+    mcp: Option<&McpServerManager>,
+) -> AgentBuilder<M> {
+    let builder = Agent::builder()
+        .model(model)
+        .add_tool_source(fs_tools(FsToolsConfig::new(workspace)))
+        // Commands run under Landlock where the kernel has it: writes only
+        // beneath the workspace (the tool says so when it runs unsandboxed).
+        .add_tool_source(shell_tools(
+            ShellConfig::new(workspace).with_sandbox(ShellSandbox::new()),
+        ))
+        .permissions(CodingPolicy::new(workspace, always))
+        .transcript(vec![system_item(system_prompt(workspace), workspace)]);
+    match mcp {
+        Some(manager) => builder.add_tool_source(manager.source()),
+        None => builder,
+    }
+}
+
 /// Runs the agent until the user quits.
 pub async fn run<M: ModelAdapter>(model: M, setup: Setup) -> Result<Summary, AppError> {
     let screen = setup.screen.clone();
@@ -264,20 +303,8 @@ pub async fn run<M: ModelAdapter>(model: M, setup: Setup) -> Result<Summary, App
     let view = Arc::new(View::new(screen.clone()));
     let workspace = setup.workspace.clone();
 
-    let mut builder = Agent::builder()
-        .model(model)
-        .add_tool_source(fs_tools(FsToolsConfig::new(&workspace)))
-        // Commands run under Landlock where the kernel has it: writes only
-        // beneath the workspace (the tool says so when it runs unsandboxed).
-        .add_tool_source(shell_tools(
-            ShellConfig::new(&workspace).with_sandbox(ShellSandbox::new()),
-        ))
-        .permissions(CodingPolicy::new(&workspace, always.clone()))
-        .cancellation(controller.handle())
-        .transcript(vec![system_item(system_prompt(&workspace), &workspace)]);
-    if let Some(manager) = &setup.mcp {
-        builder = builder.add_tool_source(manager.source());
-    }
+    let mut builder = agent_builder(model, &workspace, always.clone(), setup.mcp.as_ref())
+        .cancellation(controller.handle());
     if let Some(observer) = setup.observer.clone() {
         builder = builder.observer_arc(observer);
     }
@@ -311,6 +338,9 @@ pub async fn run<M: ModelAdapter>(model: M, setup: Setup) -> Result<Summary, App
         controller,
         follow_ups: VecDeque::new(),
         armed_quit: false,
+        // A resumed session may be in the middle of a turn.
+        turn_open: setup.resume.is_some(),
+        view: view.clone(),
     };
     let mut summary = Summary::default();
     let mut first_prompt = setup.prompt.clone();
@@ -321,6 +351,7 @@ pub async fn run<M: ModelAdapter>(model: M, setup: Setup) -> Result<Summary, App
         let step = advance(&mut driver, &mut ctx).await;
         match step {
             Ok(LoopStep::Interrupt(LoopInterrupt::AwaitingInput(request))) => {
+                ctx.turn_open = false;
                 view.reset_round();
                 ctx.screen().set_activity(None);
                 let text = if let Some(text) = ctx.follow_ups.pop_front() {
@@ -340,9 +371,12 @@ pub async fn run<M: ModelAdapter>(model: M, setup: Setup) -> Result<Summary, App
                 };
                 let Some(text) = text else { break };
                 steps = 0;
-                if let Err(error) = request.submit(&mut driver, vec![Item::user(text)]) {
-                    summary.errors += 1;
-                    ctx.note(format!("error: {error}"), Look::Bad);
+                match request.submit(&mut driver, vec![Item::user(text)]) {
+                    Ok(()) => ctx.turn_open = true,
+                    Err(error) => {
+                        summary.errors += 1;
+                        ctx.note(format!("error: {error}"), Look::Bad);
+                    }
                 }
             }
             Ok(LoopStep::Interrupt(LoopInterrupt::ApprovalRequest(pending))) => {
@@ -377,6 +411,7 @@ pub async fn run<M: ModelAdapter>(model: M, setup: Setup) -> Result<Summary, App
                 }
             }
             Ok(LoopStep::Finished(result)) => {
+                ctx.turn_open = false;
                 view.reset_round();
                 summary.turns += 1;
                 summary.last_finish = Some(result.finish_reason.clone());

@@ -18,6 +18,10 @@ usage: coding-agent [OPTIONS]
   --mcp FILE          MCP servers from FILE ([mcp_servers.NAME] tables);
                       default: ~/.config/agentkit/mcp.toml when it exists
   --demo              run the offline demo even when a provider is set
+  --acp               serve the agent to an editor over the Agent Client
+                      Protocol on stdin/stdout (Zed: an agent_servers entry
+                      with this command); sessions are shared with the
+                      terminal's
   --max-steps N       model calls per turn before pausing (default 40)
   --state-dir DIR     where sessions are saved (default:
                       $CODING_AGENT_STATE_DIR or ~/.local/state/coding-agent);
@@ -55,6 +59,8 @@ pub struct Args {
     pub mcp: Option<PathBuf>,
     /// `--demo`.
     pub demo: bool,
+    /// `--acp`.
+    pub acp: bool,
     /// `--max-steps`.
     pub max_steps: Option<u32>,
     /// `--state-dir`.
@@ -79,6 +85,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Args, String> {
             "--list" => parsed.list = true,
             "--mcp" => parsed.mcp = Some(value("--mcp")?.into()),
             "--demo" => parsed.demo = true,
+            "--acp" => parsed.acp = true,
             "--state-dir" => parsed.state_dir = Some(value("--state-dir")?.into()),
             "--max-steps" => {
                 let text = value("--max-steps")?;
@@ -109,9 +116,9 @@ mod tests {
 
     #[test]
     fn options_are_read() {
-        let args = parse_str("--workspace /w --yes --max-steps 3 --resume --list").unwrap();
+        let args = parse_str("--workspace /w --yes --max-steps 3 --resume --list --acp").unwrap();
         assert_eq!(args.workspace, Some("/w".into()));
-        assert!(args.yes && args.list);
+        assert!(args.yes && args.list && args.acp);
         assert_eq!(args.max_steps, Some(3));
         assert_eq!(args.resume, Some(None));
         assert_eq!(

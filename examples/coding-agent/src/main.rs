@@ -13,6 +13,7 @@
 //!
 //! Run it with `cargo run -p coding-agent` (`-- --help` for the options).
 
+mod acp;
 mod app;
 mod args;
 mod demo;
@@ -75,6 +76,57 @@ fn main() -> ExitCode {
     code
 }
 
+/// Connects the MCP servers of `--mcp` (or the default config file, when
+/// it exists), telling `report` how each went.
+async fn connect_mcp(
+    args: &args::Args,
+    report: impl Fn(String),
+) -> Result<Option<agentkit_mcp::McpServerManager>, String> {
+    let Some(path) = args.mcp.clone().or_else(mcp::default_path) else {
+        return Ok(None);
+    };
+    let servers = mcp::read(&path).map_err(|error| error.to_string())?;
+    let (manager, lines) = mcp::connect(servers)
+        .await
+        .map_err(|error| error.to_string())?;
+    lines.into_iter().for_each(report);
+    Ok(Some(manager))
+}
+
+/// `--acp`: the agent over ACP on stdio, with the provider of the
+/// environment. Nothing but the protocol goes to standard output.
+async fn serve_acp(
+    args: &args::Args,
+    open_store: impl FnOnce() -> Result<Sessions, sessions::SessionError>,
+) -> ExitCode {
+    let (model, _info) = match provider::from_env() {
+        Ok(Some(provider)) => provider,
+        Ok(None) => {
+            return fail(
+                "--acp needs a provider: set OPENAI_API_KEY, ANTHROPIC_API_KEY or \
+                 OPENAI_BASE_URL (see --help)",
+            );
+        }
+        Err(error) => return fail(error),
+    };
+    let store = match open_store() {
+        Ok(store) => store,
+        Err(error) => return fail(error),
+    };
+    let mcp = match connect_mcp(args, |line| eprintln!("coding-agent: {line}")).await {
+        Ok(mcp) => mcp,
+        Err(error) => return fail(error),
+    };
+    let served = acp::serve(model, &store, mcp.clone()).await;
+    if let Some(manager) = &mcp {
+        manager.disconnect_all().await;
+    }
+    match served {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => fail(error),
+    }
+}
+
 async fn run() -> ExitCode {
     let args = match args::parse(std::env::args().skip(1)) {
         Ok(args) => args,
@@ -104,6 +156,10 @@ async fn run() -> ExitCode {
             }
             Err(error) => fail(error),
         };
+    }
+
+    if args.acp {
+        return serve_acp(&args, open_store).await;
     }
 
     let provider = if args.demo {
@@ -158,21 +214,9 @@ async fn run() -> ExitCode {
     let screen = Arc::new(Mutex::new(Screen::new(tty)));
     let say = |line: Line| screen.lock().unwrap_or_else(|e| e.into_inner()).line(line);
 
-    let mcp_path = args.mcp.clone().or_else(mcp::default_path);
-    let mcp = match mcp_path {
-        Some(path) => match mcp::read(&path) {
-            Ok(servers) => match mcp::connect(servers).await {
-                Ok((manager, report)) => {
-                    for line in report {
-                        say(Line::new(line, Look::Dim));
-                    }
-                    Some(manager)
-                }
-                Err(error) => return fail(error),
-            },
-            Err(error) => return fail(error),
-        },
-        None => None,
+    let mcp = match connect_mcp(&args, |line| say(Line::new(line, Look::Dim))).await {
+        Ok(mcp) => mcp,
+        Err(error) => return fail(error),
     };
 
     let _raw = if tty {

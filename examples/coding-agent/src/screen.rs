@@ -110,7 +110,9 @@ impl Screen {
             open_line: false,
             activity: None,
             frame: 0,
-            prompt: Line::new("> ", Look::Bold),
+            // No prompt until the program is ready for one (opening the
+            // session comes first): the idle `> ` means it reads a prompt.
+            prompt: Line::new("", Look::Dim),
             input: Vec::new(),
             cursor: 0,
             drawn: 0,

@@ -104,6 +104,16 @@ impl Sessions {
             .unwrap_or_else(|| std::env::temp_dir().join("coding-agent-state"))
     }
 
+    /// The store, for the ACP server.
+    pub fn store(&self) -> Arc<dyn SessionStore> {
+        self.store.clone()
+    }
+
+    /// How long this process's leases last without renewal.
+    pub fn lease_ttl(&self) -> Duration {
+        self.lease
+    }
+
     /// Every session, the most recently active first.
     pub async fn list(&self) -> Result<Vec<SessionInfo>, SessionError> {
         Ok(self.store.list().await?)

@@ -22,6 +22,8 @@ struct State {
     reasoning: HashSet<PartId>,
     /// Calls of the round without a result, in call order.
     waiting: VecDeque<ToolCallPart>,
+    /// Between `TurnStarted` and `TurnFinished`.
+    turn_running: bool,
 }
 
 /// Renders loop events on the screen.
@@ -44,6 +46,11 @@ impl View {
         self.lock().waiting.clear();
     }
 
+    /// Whether a turn has started and not yet finished.
+    pub fn turn_running(&self) -> bool {
+        self.lock().turn_running
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -55,6 +62,7 @@ impl LoopObserver for View {
         let mut screen = self.screen.lock().unwrap_or_else(|e| e.into_inner());
         match event {
             AgentEvent::TurnStarted { .. } => {
+                state.turn_running = true;
                 state.waiting.clear();
                 screen.set_activity(Some("thinking".into()));
             }
@@ -154,6 +162,7 @@ impl LoopObserver for View {
                 screen.line(Line::new(format!("warning: {message}"), Look::Warn));
             }
             AgentEvent::TurnFinished { .. } => {
+                state.turn_running = false;
                 screen.end_stream();
                 screen.set_activity(None);
             }

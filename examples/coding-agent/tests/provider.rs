@@ -3,106 +3,15 @@
 //! messages, Ctrl-C mid-stream, and resuming a killed session.
 
 #[allow(dead_code)] // each test file uses part of the harness
+mod server;
+#[allow(dead_code)]
 mod terminal;
 
-use agentkit_http::testing::{ScriptedResponse, TestServer};
-use serde_json::{Value, json};
+use agentkit_http::testing::{Ending, ScriptedResponse};
+use serde_json::json;
+use server::{Server, sse, text_answer, texts, tool_calls};
 use std::time::Duration;
 use terminal::Term;
-
-/// One SSE event of a Chat Completions stream.
-fn event(chunk: Value) -> String {
-    format!("data: {chunk}\n\n")
-}
-
-fn usage(prompt: u64, completion: u64) -> String {
-    event(json!({
-        "id": "c", "object": "chat.completion.chunk", "choices": [],
-        "usage": { "prompt_tokens": prompt, "completion_tokens": completion,
-                   "total_tokens": prompt + completion }
-    }))
-}
-
-fn finish(reason: &str) -> String {
-    event(json!({
-        "id": "c", "object": "chat.completion.chunk",
-        "choices": [{ "index": 0, "delta": {}, "finish_reason": reason }]
-    }))
-}
-
-/// A streamed text answer, one event per word.
-fn text_answer(text: &str) -> String {
-    let mut body = String::new();
-    for word in text.split_inclusive(' ') {
-        body += &event(json!({
-            "id": "c", "object": "chat.completion.chunk",
-            "choices": [{ "index": 0, "delta": { "content": word }, "finish_reason": null }]
-        }));
-    }
-    body + &finish("stop") + &usage(120, 30) + "data: [DONE]\n\n"
-}
-
-/// Tool calls, each `(id, name, arguments)`.
-fn tool_calls(calls: &[(&str, &str, Value)]) -> String {
-    let mut body = String::new();
-    for (index, (id, name, arguments)) in calls.iter().enumerate() {
-        body += &event(json!({
-            "id": "c", "object": "chat.completion.chunk",
-            "choices": [{ "index": 0, "delta": { "tool_calls": [{
-                "index": index, "id": id, "type": "function",
-                "function": { "name": name, "arguments": arguments.to_string() }
-            }]}, "finish_reason": null }]
-        }));
-    }
-    body + &finish("tool_calls") + &usage(100, 20) + "data: [DONE]\n\n"
-}
-
-fn sse(body: String) -> ScriptedResponse {
-    ScriptedResponse::sse(body)
-}
-
-/// The server on its own runtime, so the test thread can block on the pty.
-struct Server {
-    runtime: tokio::runtime::Runtime,
-    server: Option<TestServer>,
-}
-
-impl Server {
-    fn start(script: Vec<ScriptedResponse>) -> Self {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap();
-        let server = runtime.block_on(TestServer::start(script)).unwrap();
-        Self {
-            runtime,
-            server: Some(server),
-        }
-    }
-
-    fn base_url(&self) -> String {
-        format!("{}/v1", self.server.as_ref().unwrap().url())
-    }
-
-    /// The messages of each request received.
-    fn messages(&self) -> Vec<Vec<Value>> {
-        self.server
-            .as_ref()
-            .unwrap()
-            .requests()
-            .iter()
-            .map(|r| r.json()["messages"].as_array().cloned().unwrap_or_default())
-            .collect()
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _guard = self.runtime.enter();
-        drop(self.server.take());
-    }
-}
 
 fn spawn(server: &Server, workspace: &std::path::Path, extra: &[&str]) -> Term {
     let url = server.base_url();
@@ -113,18 +22,6 @@ fn spawn(server: &Server, workspace: &std::path::Path, extra: &[&str]) -> Term {
         &[("OPENAI_BASE_URL", &url), ("AGENTKIT_MODEL", "test-model")],
         workspace,
     )
-}
-
-/// The text of every message with this role.
-fn texts(messages: &[Value], role: &str) -> Vec<String> {
-    messages
-        .iter()
-        .filter(|m| m["role"] == role)
-        .map(|m| match &m["content"] {
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
-        })
-        .collect()
 }
 
 #[test]
@@ -170,7 +67,7 @@ fn a_message_typed_during_a_slow_tool_is_injected_after_it() {
         sse(tool_calls(&[(
             "call_1",
             "shell_exec",
-            json!({ "command": "sleep 2; echo slept" }),
+            json!({ "command": "sleep 3; echo slept" }),
         )])),
         sse(text_answer("Done, and I will check the README too.")),
         sse(text_answer("Summary: it slept.")),
@@ -181,7 +78,7 @@ fn a_message_typed_during_a_slow_tool_is_injected_after_it() {
     term.enter("run the slow thing");
     // While the command runs: the spinner names it, and the input line is
     // live.
-    term.wait_for("shell_exec $ sleep 2; echo slept  ");
+    term.wait_for("shell_exec $ sleep 3; echo slept  ");
     term.enter("also check the README");
     term.wait_for("⧗ queued #1 (steer): also check the README");
     term.enter("+then summarize it");
@@ -521,6 +418,49 @@ fn ctrl_c_mid_tool_kills_the_command_and_answers_the_call() {
         "{second:?}"
     );
     term.wait_prompt();
+    term.ctrl_d();
+    assert!(term.wait_exit());
+}
+
+#[test]
+fn a_network_error_mid_stream_keeps_the_conversation() {
+    let dir = tempfile::tempdir().unwrap();
+    let broken = text_answer("Half of an answer that never arrives whole");
+    let cut = broken.find("never").unwrap();
+    let server = Server::start(vec![
+        // The connection breaks in the middle of the stream: the words up
+        // to "never" arrive, then nothing.
+        sse(broken[..cut].to_owned()).ending(Ending::Abort),
+        sse(text_answer("The whole answer, this time.")),
+        sse(text_answer("Yes, I remember.")),
+    ]);
+    let mut term = spawn(&server, dir.path(), &[]);
+    term.wait_for("test-model");
+    term.wait_prompt();
+    term.enter("answer me");
+    term.wait_for("error: ");
+    term.wait_for("the conversation is kept: press Enter to retry, or type a message");
+    term.wait_prompt();
+    // Enter retries the same request.
+    term.enter("");
+    term.wait_for("The whole answer, this time.");
+    term.wait_prompt();
+    term.enter("do you remember my question?");
+    term.wait_for("Yes, I remember.");
+    let messages = server.messages();
+    assert_eq!(messages.len(), 3);
+    // The broken call and its retry sent the same conversation; the next
+    // request holds the whole exchange.
+    assert_eq!(messages[0], messages[1]);
+    assert_eq!(
+        texts(&messages[2], "user"),
+        ["answer me", "do you remember my question?"]
+    );
+    assert!(
+        texts(&messages[2], "assistant")
+            .iter()
+            .any(|t| t == "The whole answer, this time.")
+    );
     term.ctrl_d();
     assert!(term.wait_exit());
 }

@@ -878,7 +878,7 @@ impl DriverCore {
 
     pub(crate) fn with_id(&mut self, mut item: Item) -> Item {
         if item.id.is_none() {
-            item.id = Some(ItemId::new(format!("item-{}", self.next_item_index)));
+            item.id = Some(item_id(self.next_item_index));
             self.next_item_index += 1;
         }
         item
@@ -1023,9 +1023,37 @@ fn assistant_item(
 
 /// The core alone: no runtime, no clock, no model, no tools. Each test
 /// feeds events in the order it wants, so every interleaving is exact.
+/// `item-<index>`, written on the stack: one allocation (the id's shared
+/// string) instead of three through `format!`, which loading a long
+/// transcript of items without ids pays for each item.
+fn item_id(index: u64) -> ItemId {
+    let mut buf = *b"item-00000000000000000000";
+    let mut at = buf.len();
+    let mut n = index;
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    let digits = buf.len() - at;
+    buf.copy_within(at.., 5);
+    // Only ASCII was written.
+    ItemId::from(std::str::from_utf8(&buf[..5 + digits]).unwrap_or("item"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn item_ids_are_written_like_format_would() {
+        for index in [0, 7, 10, 99, 12_345, u64::MAX] {
+            assert_eq!(item_id(index).as_str(), format!("item-{index}"));
+        }
+    }
 
     fn core(parallel: usize) -> DriverCore {
         let settings = CoreSettings {

@@ -14,9 +14,9 @@ use crate::snapshot::{
 };
 use crate::transcript::TranscriptLog;
 use crate::{LoopError, LoopSnapshot, ModelSession, SoftInterruptHandle};
-use agentkit_core::{Item, ToolCallPart, ToolResultPart, TurnId, Usage, open_tool_calls};
+use agentkit_core::{ToolCallId, ToolCallPart, ToolResultPart, TurnId, Usage, open_tool_calls};
 use agentkit_tools_core::{ApprovalDecision, ApprovalRequest, ToolExecutor};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 impl<S: ModelSession> LoopDriver<S> {
     /// A serializable picture of the session, enough to resume it with
@@ -128,17 +128,12 @@ impl<S: ModelSession> LoopDriver<S> {
     /// A driver continuing `snapshot`, which [`check_snapshot`] accepted.
     pub(crate) fn from_snapshot(parts: DriverParts<S>, snapshot: LoopSnapshot) -> Self {
         let settings = Self::settings(parts.config.as_ref(), parts.max_model_calls);
-        let calls: HashMap<_, ToolCallPart> = snapshot
-            .transcript
-            .iter()
-            .flat_map(Item::tool_calls)
-            .map(|c| (c.id.clone(), c.clone()))
-            .collect();
+        let calls = round_calls(&snapshot);
         let round = snapshot
             .round
             .iter()
             .filter_map(|saved| {
-                let call = calls.get(&saved.call_id)?.clone();
+                let call = (*calls.get(&saved.call_id)?).clone();
                 let state = match &saved.state {
                     SnapshotCallState::Queued => CallState::Queued,
                     SnapshotCallState::AwaitingApproval { request } if is_suspended(request) => {
@@ -253,6 +248,28 @@ fn mark_suspended(request: &ApprovalRequest) -> ApprovalRequest {
     request
 }
 
+/// The transcript's calls that the snapshot's open round names. The round's
+/// calls are the transcript's last ones, so the scan goes backwards and
+/// stops once all are found: resuming an idle session scans nothing.
+fn round_calls(snapshot: &LoopSnapshot) -> HashMap<&ToolCallId, &ToolCallPart> {
+    let mut calls = HashMap::with_capacity(snapshot.round.len());
+    if snapshot.round.is_empty() {
+        return calls;
+    }
+    let wanted: HashSet<&ToolCallId> = snapshot.round.iter().map(|s| &s.call_id).collect();
+    for item in snapshot.transcript.iter().rev() {
+        for call in item.tool_calls() {
+            if wanted.contains(&call.id) {
+                calls.entry(&call.id).or_insert(call);
+            }
+        }
+        if calls.len() == wanted.len() {
+            break;
+        }
+    }
+    calls
+}
+
 fn is_suspended(request: &ApprovalRequest) -> bool {
     request.metadata.get(SUSPENDED) == Some(&serde_json::Value::Bool(true))
 }
@@ -269,12 +286,7 @@ pub(crate) fn check_snapshot(
         )));
     }
     let refuse = |message: String| Err(LoopError::Snapshot(message));
-    let calls: HashMap<_, &ToolCallPart> = snapshot
-        .transcript
-        .iter()
-        .flat_map(Item::tool_calls)
-        .map(|c| (&c.id, c))
-        .collect();
+    let calls = round_calls(snapshot);
     let catalog = executor.catalog()?;
     for saved in &snapshot.round {
         let Some(call) = calls.get(&saved.call_id) else {

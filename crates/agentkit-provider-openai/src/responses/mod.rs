@@ -26,10 +26,10 @@ pub use config::ResponsesConfig;
 use crate::adapter::FallbackIds;
 use crate::error::model_error;
 use agentkit_core::TurnCancellation;
-use agentkit_http::{DecodedStream, HttpClient, StreamRequest};
+use agentkit_http::{DecodedStream, HttpClient, SseStream, StreamRequest};
 use agentkit_loop::{
-    ModelAdapter, ModelError, ModelSession, ModelTurn, ModelTurnEvent, PromptCacheRequest,
-    SessionConfig, TurnRequest,
+    EncodedTranscript, ModelAdapter, ModelError, ModelSession, ModelTurn, ModelTurnEvent,
+    PromptCacheRequest, SessionConfig, TurnRequest,
 };
 use std::sync::Arc;
 use stream::ResponsesDecoder;
@@ -80,20 +80,33 @@ impl ModelAdapter for ResponsesAdapter {
             shared: self.shared.clone(),
             cache: config.cache,
             ids: FallbackIds::new(),
+            encoded: EncodedTranscript::new(),
         })
     }
 }
 
-/// A session: runs turns one at a time.
+/// A session: runs turns one at a time, keeping each transcript item's
+/// encoding for the next turn.
 pub struct ResponsesSession {
     shared: Arc<Shared>,
     cache: Option<PromptCacheRequest>,
     ids: FallbackIds,
+    encoded: EncodedTranscript,
 }
 
 impl std::fmt::Debug for ResponsesSession {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ResponsesSession").finish_non_exhaustive()
+    }
+}
+
+impl ResponsesSession {
+    /// The JSON body [`begin_turn`](ModelSession::begin_turn) sends for this
+    /// request, without sending it: for logs, tests, and measuring what
+    /// building a request costs apart from the network.
+    pub fn request_body(&mut self, request: &TurnRequest) -> Vec<u8> {
+        let cache = request.cache.as_ref().or(self.cache.as_ref());
+        request::request_body(&self.shared.config, request, cache, &mut self.encoded)
     }
 }
 
@@ -106,10 +119,9 @@ impl ModelSession for ResponsesSession {
         request: TurnRequest,
         cancellation: Option<TurnCancellation>,
     ) -> Result<ResponsesTurn, ModelError> {
+        let body = self.request_body(&request);
         let config = &self.shared.config;
-        let cache = request.cache.as_ref().or(self.cache.as_ref());
-        let body = request::request_body(config, &request, cache);
-        let mut http = StreamRequest::json(config.endpoint(), &body);
+        let mut http = StreamRequest::with_body(config.endpoint(), body);
         if let Some(key) = config.openai.api_key.as_deref().filter(|k| !k.is_empty()) {
             http = http.with_header("authorization", format!("Bearer {key}"));
         }
@@ -150,6 +162,20 @@ impl std::fmt::Debug for ResponsesTurn {
             .field("queued", &self.stream.queued())
             .field("done", &self.stream.is_done())
             .finish_non_exhaustive()
+    }
+}
+
+impl ResponsesTurn {
+    /// A turn decoding an event stream that is already open: a recorded
+    /// response replayed in a test, or bytes fed from memory by a fuzzer or
+    /// a benchmark.
+    pub fn from_events(events: SseStream) -> Self {
+        Self {
+            stream: DecodedStream::new(
+                events,
+                ResponsesDecoder::new(FallbackIds::new().next_turn(), None),
+            ),
+        }
     }
 }
 

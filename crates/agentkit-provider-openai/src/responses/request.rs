@@ -9,6 +9,9 @@
 //! reasoning from another provider (no id, nothing encrypted) cannot be
 //! verified by OpenAI and is left out. With `previous_response_id`, the
 //! items up to the last stored response are not sent again.
+//!
+//! Each item's input items are encoded once and kept in the session's
+//! [`EncodedTranscript`]; a turn encodes only new or changed items.
 
 use super::ResponsesConfig;
 use super::stream::{ITEM_ID, PROVIDER};
@@ -17,38 +20,61 @@ use agentkit_core::{
     DataRef, FilePart, Item, ItemKind, MediaPart, Modality, Part, ReasoningPart, ToolOutput,
     ToolResultPart,
 };
-use agentkit_loop::{OutputSchema, PromptCacheMode, PromptCacheRequest, TurnRequest};
+use agentkit_loop::{
+    BlockWriter, EncodedTranscript, OutputSchema, PromptCacheMode, PromptCacheRequest, TurnRequest,
+};
 use agentkit_tools_core::{SchemaDialect, ToolSpec, normalize_for};
 use serde_json::{Map, Value, json};
 
-/// Builds the JSON body for one streamed turn.
+/// Builds the JSON body for one streamed turn, encoding only the items
+/// `encoded` does not hold yet.
 pub(crate) fn request_body(
     config: &ResponsesConfig,
     request: &TurnRequest,
     cache: Option<&PromptCacheRequest>,
-) -> Value {
-    let items = request.transcript.read();
+    encoded: &mut EncodedTranscript,
+) -> Vec<u8> {
+    encoded.sync(&request.transcript, encode_item);
     let (previous, start) = match config.previous_response_id {
-        true => continuation(&items),
+        true => continuation(&request.transcript.read()),
         false => (None, 0),
     };
-    let mut input = Vec::new();
-    for item in &items[start..] {
-        item_inputs(item, &mut input);
+    let mut options = options(config, request, cache);
+    if let Some(id) = previous {
+        options.insert("previous_response_id".into(), json!(id));
     }
-    drop(items);
+    crate::request::write_body(
+        "input",
+        encoded,
+        start..encoded.len(),
+        &Value::Object(options),
+    )
+}
 
+/// One item's input items, each a block of the session's cache.
+fn encode_item(item: &Item, out: &mut BlockWriter<'_>) {
+    let mut input = Vec::new();
+    item_inputs(item, &mut input);
+    for value in &input {
+        out.block(0, |buf| {
+            serde_json::to_writer(buf, value).unwrap_or_default()
+        });
+    }
+}
+
+/// Everything but the input items.
+fn options(
+    config: &ResponsesConfig,
+    request: &TurnRequest,
+    cache: Option<&PromptCacheRequest>,
+) -> Map<String, Value> {
     let openai = &config.openai;
     let mut body = Map::new();
     body.insert("model".into(), json!(openai.model));
-    body.insert("input".into(), Value::Array(input));
     body.insert("stream".into(), json!(true));
     body.insert("store".into(), json!(config.store));
     if !config.store {
         body.insert("include".into(), json!(["reasoning.encrypted_content"]));
-    }
-    if let Some(id) = previous {
-        body.insert("previous_response_id".into(), json!(id));
     }
     if let Some(max) = openai.max_tokens {
         body.insert("max_output_tokens".into(), json!(max));
@@ -75,7 +101,9 @@ pub(crate) fn request_body(
     for (name, value) in &openai.extra_body {
         body.insert(name.clone(), value.clone());
     }
-    Value::Object(body)
+    // The transcript's input items are written from the cache.
+    body.remove("input");
+    body
 }
 
 /// The last stored response of this adapter and the index of the first

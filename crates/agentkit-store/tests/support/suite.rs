@@ -468,10 +468,25 @@ pub async fn rewrites_by_mutators_are_stored(backend: &impl Backend) {
         "[redacted]"
     );
     session.close().await.unwrap();
-    assert_eq!(
-        store.load(&"s-rewrite".into()).await.unwrap().items,
-        expected
-    );
+    let id = "s-rewrite".into();
+    assert_eq!(store.load(&id).await.unwrap().items, expected);
+    // The original result the rewrite replaced is archived, not lost.
+    let archived = store.archived(&id).await.unwrap();
+    assert_eq!(archived.len(), 1, "{archived:?}");
+    assert_eq!(archived[0].id, expected[2].id);
+    let original = archived[0].tool_results().next().unwrap().output.to_text();
+    assert_ne!(original, "[redacted]");
+    assert!(!original.is_empty());
+    assert!(matches!(
+        store.archived(&"nope".into()).await,
+        Err(StoreError::NotFound(_))
+    ));
+    // Deleting the session deletes its archive too.
+    store.delete(&id).await.unwrap();
+    assert!(matches!(
+        store.archived(&id).await,
+        Err(StoreError::NotFound(_))
+    ));
 }
 
 /// Opening runs the migrations once; a database from a newer build is

@@ -140,6 +140,9 @@ struct Building {
     command: SimpleCommand,
     /// `for x in ...`, `[[ ... ]]`, function headers: the words run nothing.
     inert: bool,
+    /// A redirection came before any word: the shell no longer looks for
+    /// reserved words (`> f if` runs a program called `if`).
+    redirected: bool,
 }
 
 struct Reader {
@@ -267,6 +270,14 @@ impl Reader {
                 _ => {
                     let start = self.pos;
                     let (word, assignment) = self.word()?;
+                    if self.pos == start {
+                        // Nothing this reader can take as a word (a backtick
+                        // closing an outer substitution inside an open
+                        // `$(`): refuse rather than loop on it. Found by
+                        // fuzzing: the loop pushed empty words until memory
+                        // ran out.
+                        return Err(ShellParseError::Unexpected(c, self.pos));
+                    }
                     let is_fd = !word.expands
                         && !word.text.is_empty()
                         && word.text.chars().all(|c| c.is_ascii_digit())
@@ -276,7 +287,13 @@ impl Reader {
                         self.redirection(&mut building)?;
                         continue;
                     }
-                    self.add_word(&mut building, word, assignment)?;
+                    // Reserved words count only as written: `'if'`, `\!`
+                    // and `"{"` are programs to the shell.
+                    let raw = self.chars[start..self.pos]
+                        .iter()
+                        .copied()
+                        .eq(word.text.chars());
+                    self.add_word(&mut building, word, assignment, raw)?;
                 }
             }
         }
@@ -287,14 +304,18 @@ impl Reader {
         building: &mut Building,
         word: ShellWord,
         assignment: Option<String>,
+        raw: bool,
     ) -> Result<(), ShellParseError> {
         let command = &mut building.command;
+        // Where the shell recognises reserved words: the first word, written
+        // plainly, with no assignment or redirection before it.
+        let reserved = raw && !word.expands && !building.redirected;
         if command.words.is_empty() {
             if let Some(name) = assignment {
                 command.assignments.push(name);
                 return Ok(());
             }
-            if !word.expands {
+            if reserved && command.assignments.is_empty() {
                 match word.text.as_str() {
                     "case" => return Err(ShellParseError::Unsupported("case")),
                     "for" | "select" | "[[" => {
@@ -302,7 +323,7 @@ impl Reader {
                         command.words.push(word);
                         return Ok(());
                     }
-                    text if CONTROL_WORDS.contains(&text) && command.assignments.is_empty() => {
+                    text if CONTROL_WORDS.contains(&text) => {
                         if text == "function" {
                             building.inert = true;
                             command.words.push(word);
@@ -313,7 +334,7 @@ impl Reader {
                 }
             }
         } else if building.inert
-            && !word.expands
+            && reserved
             && word.text == "{"
             && command.words[0].text == "function"
         {
@@ -329,6 +350,9 @@ impl Reader {
     /// being built when it names a file; process substitutions (`<(cmd)`,
     /// `>(cmd)`) are read as commands.
     fn redirection(&mut self, building: &mut Building) -> Result<(), ShellParseError> {
+        if building.command.words.is_empty() {
+            building.redirected = true;
+        }
         let first = self.peek();
         self.pos += 1;
         let mut heredoc = None;
@@ -892,6 +916,24 @@ mod tests {
     }
 
     #[test]
+    fn reserved_words_count_only_where_the_shell_sees_them() {
+        // Found by the `shell` fuzz target: bash runs a program called `}`,
+        // `if` or `!` when the word is quoted, escaped, or comes after a
+        // redirection or an assignment.
+        assert_eq!(commands("<<E }\nE"), ["}"]);
+        assert_eq!(commands("> f if x"), ["if x"]);
+        assert_eq!(
+            commands("'if' ok; \\! ok; \"{\" ok"),
+            ["if ok", "! ok", "{ ok"]
+        );
+        assert_eq!(commands("X=1 for a in b"), ["for a in b"]);
+        assert_eq!(commands("X=1 fi"), ["fi"]);
+        // Written plainly in command position they are still syntax.
+        assert_eq!(commands("if ok; then ok2; fi"), ["ok", "ok2"]);
+        assert_eq!(commands("! ok && { ok2; }"), ["ok", "ok2"]);
+    }
+
+    #[test]
     fn comments_are_skipped() {
         assert_eq!(commands("ls # ; rm -rf /\npwd"), ["ls", "pwd"]);
         assert_eq!(commands("echo a#b"), ["echo a#b"]);
@@ -923,6 +965,13 @@ mod tests {
             parse_command_line("case x in a) rm;; esac"),
             Err(ShellParseError::Unsupported("case"))
         );
+        // A backtick closing its substitution inside an open `$(`: an
+        // error at once, not a loop pushing empty words (found by fuzzing).
+        assert_eq!(
+            parse_command_line("ok2 \\ `= X=bad$( ` ok Ebad | "),
+            Err(ShellParseError::Unexpected('`', 17))
+        );
+        assert!(parse_command_line("echo `a $(b ` c").is_err());
         let deep = format!("{}x{}", "$(".repeat(40), ")".repeat(40));
         assert_eq!(parse_command_line(&deep), Err(ShellParseError::TooDeep));
     }

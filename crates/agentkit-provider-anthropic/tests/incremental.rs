@@ -1,0 +1,137 @@
+//! Request bodies built incrementally (each item's blocks cached by the
+//! session across turns) are exactly the bodies built from scratch: after
+//! the transcript grows, after a mutator rewrites it, and with cache marks
+//! that move with the last item.
+
+use agentkit_core::{Item, ItemKind, Part, ReasoningPart, ToolCallPart, ToolResultPart, TurnId};
+use agentkit_loop::{
+    CacheBreakpoint, ModelAdapter, PromptCacheRequest, SessionConfig, TranscriptView, TurnRequest,
+};
+use agentkit_provider_anthropic::{AnthropicAdapter, AnthropicConfig, AnthropicSession};
+use serde_json::{Value, json};
+
+fn session() -> AnthropicSession {
+    let adapter = AnthropicAdapter::new(
+        AnthropicConfig::new("key", "claude-test").with_base_url("http://127.0.0.1:9"),
+    )
+    .unwrap();
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap()
+        .block_on(adapter.start_session(SessionConfig::new("s")))
+        .unwrap()
+}
+
+fn round(i: usize) -> [Item; 2] {
+    let id = format!("toolu_{i}");
+    let thinking = ReasoningPart {
+        summary: Some(format!("step {i}")),
+        signature: Some(format!("sig-{i}")),
+        ..ReasoningPart::default()
+    };
+    [
+        Item::new(
+            ItemKind::Assistant,
+            vec![
+                Part::Text(agentkit_core::TextPart::new(format!(
+                    "Looking at file {i} \"now\"."
+                ))),
+                Part::Reasoning(thinking),
+                Part::ToolCall(ToolCallPart::new(id.clone(), "read", json!({ "n": i }))),
+            ],
+        ),
+        Item::tool_result(ToolResultPart::success(id, format!("contents of {i}\n"))),
+    ]
+}
+
+fn request(view: TranscriptView, cache: Option<PromptCacheRequest>) -> TurnRequest {
+    let mut request = TurnRequest::new("s", TurnId::new("turn-1"), view);
+    request.cache = cache;
+    request
+}
+
+fn body(session: &mut AnthropicSession, request: &TurnRequest) -> Value {
+    serde_json::from_slice(&session.request_body(request)).unwrap()
+}
+
+#[test]
+fn grown_transcripts_give_the_same_body_as_a_fresh_session() {
+    let mut items = vec![Item::system("Be careful."), Item::user("Fix it.")];
+    items.extend(round(0));
+    let caches = [
+        None,
+        Some(PromptCacheRequest::automatic()),
+        Some(PromptCacheRequest::explicit(vec![
+            CacheBreakpoint::System,
+            CacheBreakpoint::Item { index: 3 },
+            CacheBreakpoint::LastItem,
+        ])),
+    ];
+    for cache in caches {
+        let mut incremental = session();
+        let mut view = TranscriptView::from_items(items.clone());
+        let mut all = items.clone();
+        for i in 1..5 {
+            let first = body(&mut incremental, &request(view.clone(), cache.clone()));
+            let fresh = body(
+                &mut session(),
+                &request(TranscriptView::from_items(all.clone()), cache.clone()),
+            );
+            assert_eq!(first, fresh, "turn {i}, cache {cache:?}");
+            let more = round(i);
+            all.extend(more.iter().cloned());
+            // A developer note mid session stays in place as user text.
+            if i == 3 {
+                all.push(Item::text(ItemKind::Developer, "Stay brief."));
+                view = view.appended(
+                    more.into_iter()
+                        .chain([Item::text(ItemKind::Developer, "Stay brief.")]),
+                );
+            } else {
+                view = view.appended(more);
+            }
+        }
+        let last = body(&mut incremental, &request(view, cache.clone()));
+        let fresh = body(
+            &mut session(),
+            &request(TranscriptView::from_items(all), cache),
+        );
+        assert_eq!(last, fresh);
+        // Consecutive tool results and the next assistant turn keep the
+        // roles alternating.
+        let roles: Vec<&str> = last["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["role"].as_str().unwrap())
+            .collect();
+        assert!(roles.windows(2).all(|w| w[0] != w[1]), "{roles:?}");
+        assert_eq!(last["system"][0]["text"], "Be careful.");
+    }
+}
+
+#[test]
+fn a_rewritten_transcript_gives_the_same_body_as_a_fresh_session() {
+    let mut items = vec![Item::system("Be careful."), Item::user("Fix it.")];
+    for i in 0..4 {
+        items.extend(round(i));
+    }
+    let mut incremental = session();
+    let cache = Some(PromptCacheRequest::automatic());
+    body(
+        &mut incremental,
+        &request(TranscriptView::from_items(items.clone()), cache.clone()),
+    );
+    // A compactor drops the first rounds and elides a tool output.
+    let mut rewritten = vec![items[0].clone(), Item::user("Summary: files 0 and 1 read.")];
+    rewritten.extend(items[6..].iter().cloned());
+    rewritten[3] = Item::tool_result(ToolResultPart::success("toolu_2", "(elided)"));
+    let view = TranscriptView::from_items(rewritten.clone());
+    let after = body(&mut incremental, &request(view, cache.clone()));
+    let fresh = body(
+        &mut session(),
+        &request(TranscriptView::from_items(rewritten), cache),
+    );
+    assert_eq!(after, fresh);
+    assert_eq!(after["messages"][2]["content"][0]["content"], "(elided)");
+}

@@ -1,0 +1,53 @@
+//! A tool that answers at once with what it was given, for tests and
+//! benchmarks that need a real tool round without any tool's own cost.
+
+use agentkit_tools_core::{Tool, ToolContext, ToolError, ToolRequest, ToolResult, ToolSpec};
+use std::sync::Arc;
+
+/// The `echo` tool: answers `echo: <text>` for the input `{"text": ...}`.
+///
+/// ```
+/// use agentkit_testkit::EchoTool;
+/// use agentkit_tools_core::{Tool, ToolRegistry};
+///
+/// let registry = ToolRegistry::new().with(EchoTool::new());
+/// assert_eq!(EchoTool::new().spec().name, "echo");
+/// # drop(registry);
+/// ```
+#[derive(Clone, Debug)]
+pub struct EchoTool(Arc<ToolSpec>);
+
+impl EchoTool {
+    /// The tool, with an object schema and no permissions needed.
+    pub fn new() -> Self {
+        let schema = serde_json::json!({
+            "type": "object",
+            "properties": { "text": { "type": "string" } }
+        });
+        Self(Arc::new(
+            ToolSpec::new("echo", "Echoes its text.", schema).expect("a valid schema"),
+        ))
+    }
+}
+
+impl Default for EchoTool {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[async_trait::async_trait]
+impl Tool for EchoTool {
+    fn spec(&self) -> Arc<ToolSpec> {
+        self.0.clone()
+    }
+
+    async fn invoke(
+        &self,
+        request: ToolRequest,
+        _ctx: ToolContext,
+    ) -> Result<ToolResult, ToolError> {
+        let text = request.input["text"].as_str().unwrap_or("");
+        Ok(ToolResult::new(format!("echo: {text}")))
+    }
+}

@@ -1,0 +1,165 @@
+//! Many sessions at once (issue 17, target 6): 1,000 concurrent sessions
+//! on a 2-worker runtime, each streaming realistic answers with a tool call
+//! from a local OpenAI-compatible server (Chat Completions over loopback
+//! HTTP), through the real adapter, HTTP client and driver.
+//!
+//! Each session runs one user turn of two model calls (the model calls the
+//! `echo` tool, then calls it again and the step limit of two ends the
+//! turn), so every server answer can be the same realistic stream. Printed:
+//! sessions per second, p50 / p99 of the time from the first `next()` to the
+//! session's first streamed delta, and the process's peak RSS.
+//!
+//! Run with `cargo bench -p agentkit --bench many_sessions` (or
+//! `cargo xtask bench`). Wall clock: never asserted.
+
+use agentkit::agent::{Agent, AgentEvent, LoopObserver, LoopStep, SessionConfig};
+use agentkit::core::Item;
+use agentkit::http::testing::{ScriptedResponse, TestServer};
+use agentkit::http::{HttpConfig, RetryPolicy};
+use agentkit::openai::{OpenAiAdapter, OpenAiConfig};
+use agentkit::testkit::EchoTool;
+use agentkit::tools::ToolRegistry;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const SESSIONS: usize = 1_000;
+
+/// One streamed answer: 40 chunks of prose (each with its `obfuscation`),
+/// then an `echo` call in three argument fragments, usage and `[DONE]`.
+fn answer() -> Vec<u8> {
+    let head = r#"{"id":"chatcmpl-CXk7RvO2mNcP1hT0qzYbWfA3LuEd","object":"chat.completion.chunk","created":1763780000,"model":"gpt-4o-mini-2024-07-18","service_tier":"default","system_fingerprint":"fp_560af6e559","choices":[{"index":0,"delta":"#;
+    let words = [
+        " Let",
+        " me",
+        " \"check\"",
+        " the",
+        " caf\u{e9}",
+        " file",
+        ".\n",
+    ];
+    let mut out = String::new();
+    let mut chunk = |delta: &str, finish: &str, n: usize| {
+        out.push_str(&format!(
+            "data: {head}{delta},\"logprobs\":null,\"finish_reason\":{finish}}}],\"usage\":null,\"obfuscation\":\"{}\"}}\n\n",
+            &"Qv3xZp0aLm9TeW"[..1 + n % 13]
+        ));
+    };
+    chunk(
+        r#"{"role":"assistant","content":"","refusal":null}"#,
+        "null",
+        0,
+    );
+    for i in 0..40 {
+        let text = serde_json::to_string(words[i % words.len()]).unwrap();
+        chunk(&format!("{{\"content\":{text}}}"), "null", i);
+    }
+    chunk(
+        r#"{"tool_calls":[{"index":0,"id":"call_Qm3bX9","type":"function","function":{"name":"echo","arguments":""}}]}"#,
+        "null",
+        1,
+    );
+    for piece in [r#"{\"text\""#, r#":\"hi\""#, "}"] {
+        chunk(
+            &format!(
+                "{{\"tool_calls\":[{{\"index\":0,\"function\":{{\"arguments\":\"{piece}\"}}}}]}}"
+            ),
+            "null",
+            2,
+        );
+    }
+    chunk("{}", "\"tool_calls\"", 3);
+    out.push_str("data: {\"id\":\"chatcmpl-CXk7RvO2mNcP1hT0qzYbWfA3LuEd\",\"object\":\"chat.completion.chunk\",\"created\":1763780000,\"model\":\"gpt-4o-mini-2024-07-18\",\"choices\":[],\"usage\":{\"prompt_tokens\":120,\"completion_tokens\":60,\"total_tokens\":180}}\n\ndata: [DONE]\n\n");
+    out.into_bytes()
+}
+
+/// Records when the session's first content delta arrived.
+struct FirstDelta(Arc<Mutex<Option<Instant>>>);
+
+impl LoopObserver for FirstDelta {
+    fn handle_event(&self, event: AgentEvent) {
+        if let AgentEvent::ContentDelta { .. } = event {
+            let mut first = self.0.lock().unwrap();
+            first.get_or_insert_with(Instant::now);
+        }
+    }
+}
+
+fn peak_rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+fn main() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let (elapsed, mut firsts) = runtime.block_on(async {
+        let body = answer();
+        let server =
+            TestServer::start((0..SESSIONS * 2).map(|_| ScriptedResponse::sse(body.clone())))
+                .await
+                .unwrap();
+        let config = OpenAiConfig::compatible(format!("{}/v1", server.url()), "gpt-bench")
+            .with_http(HttpConfig::default().with_retry(RetryPolicy::none()));
+        let adapter = OpenAiAdapter::new(config).unwrap();
+        let started = Instant::now();
+        let tasks: Vec<_> = (0..SESSIONS)
+            .map(|i| {
+                let adapter = adapter.clone();
+                tokio::spawn(async move {
+                    let first = Arc::new(Mutex::new(None));
+                    let agent = Agent::builder()
+                        .model(adapter)
+                        .add_tool_source(ToolRegistry::new().with(EchoTool::new()))
+                        .observer(FirstDelta(first.clone()))
+                        .max_model_calls(2)
+                        .transcript(vec![Item::system("You are a coding agent.")])
+                        .input(vec![Item::user("Check the file, please.")])
+                        .build()
+                        .unwrap();
+                    let mut driver = agent
+                        .start(SessionConfig::new(format!("many-{i}")))
+                        .await
+                        .unwrap();
+                    let asked = Instant::now();
+                    loop {
+                        match driver.next().await.unwrap() {
+                            LoopStep::Finished(_) => break,
+                            LoopStep::Interrupt(_) => {}
+                        }
+                    }
+                    let at = first.lock().unwrap().expect("a streamed delta");
+                    at - asked
+                })
+            })
+            .collect();
+        let mut firsts = Vec::with_capacity(SESSIONS);
+        for task in tasks {
+            firsts.push(task.await.unwrap());
+        }
+        let elapsed = started.elapsed();
+        assert_eq!(server.requests().len(), SESSIONS * 2);
+        (elapsed, firsts)
+    });
+    firsts.sort();
+    let rss = peak_rss_kib().map_or(f64::NAN, |kib| kib as f64 / 1024.0);
+    println!("| scenario | figure | value |");
+    println!("| --- | --- | --- |");
+    println!(
+        "| S6 | sessions per second (1,000 sessions, 2 workers, 2 model calls each; no target yet) | {:.0} |",
+        SESSIONS as f64 / elapsed.as_secs_f64()
+    );
+    println!(
+        "| S6 | first next() to first streamed delta, p50 / p99, ms | {:.1} / {:.1} |",
+        percentile(&firsts, 0.5).as_secs_f64() * 1e3,
+        percentile(&firsts, 0.99).as_secs_f64() * 1e3
+    );
+    println!("| S6 | peak RSS, MiB (whole process) | {rss:.1} |");
+}

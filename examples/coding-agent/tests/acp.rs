@@ -1,0 +1,96 @@
+//! `coding-agent --acp` driven by a real ACP client no one here wrote: the
+//! official ACP TypeScript SDK (installed from the committed lockfile in
+//! `crates/agentkit-acp/tests/fixtures` by `cargo xtask fixtures`), through
+//! `coding-agent.mjs` there. The model is the project's OpenAI-compatible
+//! test server on 127.0.0.1. Two agent processes share one session store:
+//! the first runs a prompt with an approved tool call, a cancelled turn and
+//! a short prompt; the second loads the session and goes on with it.
+
+#[allow(dead_code)] // each test file uses part of the harness
+mod server;
+
+use serde_json::json;
+use server::{Server, sse, text_answer, texts, tool_calls};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../crates/agentkit-acp/tests/fixtures")
+}
+
+#[test]
+fn an_acp_client_drives_the_coding_agent_and_loads_its_stored_session() {
+    let sdk = fixtures().join("node_modules/@agentclientprotocol/sdk/package.json");
+    assert!(
+        sdk.is_file(),
+        "the ACP TypeScript SDK is not installed in {}: run `cargo xtask fixtures` (needs Node.js 20+)",
+        fixtures().display()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = dir.path().join("work");
+    std::fs::create_dir(&workspace).unwrap();
+    let long = "word ".repeat(400);
+    let server = Server::start(vec![
+        sse(tool_calls(&[(
+            "call_1",
+            "fs_write_file",
+            json!({ "path": "notes.txt", "content": "remember the milk\n" }),
+        )])),
+        sse(text_answer("I wrote notes.txt.")),
+        sse(text_answer(&format!("Starting a long answer: {long}")))
+            .split_every(60)
+            .with_pause(Duration::from_millis(100)),
+        sse(text_answer("Short answer.")),
+        sse(text_answer("You asked me to write notes.txt.")),
+    ]);
+
+    let output = agentkit_testkit::process::output_within(
+        Command::new("node")
+            .arg(fixtures().join("coding-agent.mjs"))
+            .arg(env!("CARGO_BIN_EXE_coding-agent"))
+            .arg(&workspace)
+            .current_dir(fixtures())
+            .env("OPENAI_BASE_URL", server.base_url())
+            .env("AGENTKIT_MODEL", "test-model")
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("ANTHROPIC_API_KEY")
+            .env_remove("AGENTKIT_PROVIDER")
+            .env("CODING_AGENT_STATE_DIR", dir.path().join("state"))
+            .env("CODING_AGENT_LEASE_MS", "1000")
+            .env("XDG_CONFIG_HOME", dir.path().join("config")),
+        Duration::from_secs(120),
+        "the ACP client (node, 20 or newer)",
+    );
+    agentkit_testkit::process::assert_all_passed(&output, 11, "the ACP client");
+
+    // The model's side: the request of the loaded session carried the whole
+    // stored conversation, the tool call with its result.
+    let messages = server.messages();
+    assert_eq!(messages.len(), 5);
+    let last = &messages[4];
+    assert_eq!(
+        texts(last, "user"),
+        [
+            "write a note about the milk",
+            "tell me a long story",
+            "and now something short",
+            "what did you write?"
+        ]
+    );
+    assert_eq!(texts(last, "tool").len(), 1);
+    assert!(
+        texts(last, "assistant")
+            .iter()
+            .any(|t| t == "Short answer.")
+    );
+
+    // The terminal's list shows the session the editor used.
+    let listed = Command::new(env!("CARGO_BIN_EXE_coding-agent"))
+        .arg("--list")
+        .env("CODING_AGENT_STATE_DIR", dir.path().join("state"))
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    assert!(listed.contains("write a note about the milk"), "{listed}");
+}

@@ -1,0 +1,112 @@
+//! The project's OpenAI-compatible test server on 127.0.0.1, scripted with
+//! streamed Chat Completions answers, for the tests that run the agent
+//! against a "real" provider (on a pty, or over ACP).
+
+use agentkit_http::testing::{ScriptedResponse, TestServer};
+use serde_json::{Value, json};
+
+/// One SSE event of a Chat Completions stream.
+pub fn event(chunk: Value) -> String {
+    format!("data: {chunk}\n\n")
+}
+
+pub fn usage(prompt: u64, completion: u64) -> String {
+    event(json!({
+        "id": "c", "object": "chat.completion.chunk", "choices": [],
+        "usage": { "prompt_tokens": prompt, "completion_tokens": completion,
+                   "total_tokens": prompt + completion }
+    }))
+}
+
+pub fn finish(reason: &str) -> String {
+    event(json!({
+        "id": "c", "object": "chat.completion.chunk",
+        "choices": [{ "index": 0, "delta": {}, "finish_reason": reason }]
+    }))
+}
+
+/// A streamed text answer, one event per word.
+pub fn text_answer(text: &str) -> String {
+    let mut body = String::new();
+    for word in text.split_inclusive(' ') {
+        body += &event(json!({
+            "id": "c", "object": "chat.completion.chunk",
+            "choices": [{ "index": 0, "delta": { "content": word }, "finish_reason": null }]
+        }));
+    }
+    body + &finish("stop") + &usage(120, 30) + "data: [DONE]\n\n"
+}
+
+/// Tool calls, each `(id, name, arguments)`.
+pub fn tool_calls(calls: &[(&str, &str, Value)]) -> String {
+    let mut body = String::new();
+    for (index, (id, name, arguments)) in calls.iter().enumerate() {
+        body += &event(json!({
+            "id": "c", "object": "chat.completion.chunk",
+            "choices": [{ "index": 0, "delta": { "tool_calls": [{
+                "index": index, "id": id, "type": "function",
+                "function": { "name": name, "arguments": arguments.to_string() }
+            }]}, "finish_reason": null }]
+        }));
+    }
+    body + &finish("tool_calls") + &usage(100, 20) + "data: [DONE]\n\n"
+}
+
+pub fn sse(body: String) -> ScriptedResponse {
+    ScriptedResponse::sse(body)
+}
+
+/// The server on its own runtime, so the test thread can block on the pty.
+pub struct Server {
+    runtime: tokio::runtime::Runtime,
+    server: Option<TestServer>,
+}
+
+impl Server {
+    pub fn start(script: Vec<ScriptedResponse>) -> Self {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let server = runtime.block_on(TestServer::start(script)).unwrap();
+        Self {
+            runtime,
+            server: Some(server),
+        }
+    }
+
+    pub fn base_url(&self) -> String {
+        format!("{}/v1", self.server.as_ref().unwrap().url())
+    }
+
+    /// The messages of each request received.
+    pub fn messages(&self) -> Vec<Vec<Value>> {
+        self.server
+            .as_ref()
+            .unwrap()
+            .requests()
+            .iter()
+            .map(|r| r.json()["messages"].as_array().cloned().unwrap_or_default())
+            .collect()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _guard = self.runtime.enter();
+        drop(self.server.take());
+    }
+}
+
+/// The text of every message with this role.
+pub fn texts(messages: &[Value], role: &str) -> Vec<String> {
+    messages
+        .iter()
+        .filter(|m| m["role"] == role)
+        .map(|m| match &m["content"] {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        })
+        .collect()
+}
