@@ -310,24 +310,29 @@ impl McpServerManager {
     /// simply dropping the returned future, sends the server
     /// `notifications/cancelled`.
     ///
-    /// ```no_run
+    /// Here against the MCP reference server, installed by `cargo xtask
+    /// fixtures`:
+    ///
+    /// ```
     /// use agentkit_core::CancellationController;
     /// use agentkit_mcp::{McpServerConfig, McpServerManager};
     /// use agentkit_tools_core::ToolContext;
     /// use serde_json::json;
     ///
-    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let entry = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    /// # assert!(std::path::Path::new(entry).is_file(), "{entry} is missing: run `cargo xtask fixtures` first");
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
     /// let manager = McpServerManager::new();
-    /// manager.register(McpServerConfig::stdio("everything", "mcp-server-everything").arg("stdio"))?;
+    /// manager.register(McpServerConfig::stdio("everything", "node").arg(entry).arg("stdio"))?;
     /// let stop = CancellationController::new();
     /// let ctx = ToolContext::new("call-1").with_cancellation(stop.handle().checkpoint());
     /// // Elsewhere: `stop.interrupt()` ends the call and cancels it on the server.
     /// let result = manager
     ///     .call_tool("everything", "echo", json!({ "message": "hi" }), ctx)
     ///     .await?;
-    /// println!("{}", result.output.to_text());
-    /// # Ok(())
-    /// # }
+    /// assert_eq!(result.output.to_text(), "Echo: hi");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
     /// ```
     pub async fn call_tool(
         &self,

@@ -332,15 +332,24 @@ fn is_openai(url: &str) -> bool {
 
 /// Reads the environment and builds the model it names, in one call.
 ///
-/// ```no_run
-/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-/// use agentkit::agent::Agent;
+/// Building the model sends nothing, so this runs anywhere; with nothing
+/// configured it says what to set.
 ///
-/// let model = agentkit::provider::model_from_env()?;
-/// let agent = Agent::builder().model(model).build()?;
-/// # drop(agent);
-/// # Ok(())
-/// # }
+/// ```
+/// use agentkit::agent::Agent;
+/// use agentkit::provider::{ConfigError, model_from_env};
+///
+/// match model_from_env() {
+///     Ok(model) => {
+///         let agent = Agent::builder().model(model).build()?;
+///         # drop(agent);
+///     }
+///     Err(ConfigError::NoProvider) => {
+///         eprintln!("set OPENAI_API_KEY, ANTHROPIC_API_KEY or OPENAI_BASE_URL")
+///     }
+///     Err(err) => eprintln!("{err}"), // names the variable that is wrong
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn model_from_env() -> Result<DynModel, ConfigError> {
     ProviderConfig::from_env()?.build()
