@@ -73,7 +73,10 @@ pub enum TranscriptError {
 /// them looks at the calls seen before, to say what is wrong with it.
 pub fn validate_transcript(items: &[Item]) -> Result<(), TranscriptError> {
     // Every call id seen so far; `open` keeps unanswered ones in order.
-    let mut calls: HashSet<&ToolCallId> = HashSet::with_capacity(items.len() / 2 + 1);
+    // foldhash rather than SipHash: hashing every call id was a third of
+    // loading a long transcript.
+    let mut calls: HashSet<&ToolCallId, foldhash::fast::RandomState> =
+        HashSet::with_capacity_and_hasher(items.len() / 2 + 1, Default::default());
     let mut open: Vec<(&ToolCallId, usize)> = Vec::new();
     for (item_index, item) in items.iter().enumerate() {
         if let Some(&(call_id, call_index)) = open.first()

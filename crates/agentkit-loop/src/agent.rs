@@ -6,6 +6,7 @@
 
 use crate::driver::core::DEFAULT_MAX_MODEL_CALLS;
 use crate::driver::{DriverConfig, DriverParts, LoopDriver, SharedConfig};
+use crate::transcript::StartingTranscript;
 use crate::{
     LoopError, LoopMutator, LoopObserver, LoopSnapshot, ModelAdapter, OutputSchema, SessionConfig,
     SimpleTaskManager, TaskManager, TranscriptObserver,
@@ -26,7 +27,7 @@ pub(crate) struct AgentConfig<M> {
     pub(crate) mutators: Vec<Arc<dyn LoopMutator>>,
     pub(crate) observers: Vec<Arc<dyn LoopObserver>>,
     pub(crate) transcript_observers: Vec<Arc<dyn TranscriptObserver>>,
-    pub(crate) transcript: Vec<Item>,
+    pub(crate) transcript: StartingTranscript,
     pub(crate) input: Vec<Item>,
     pub(crate) record_content: bool,
     pub(crate) max_model_calls: u32,
@@ -398,6 +399,13 @@ impl<M: ModelAdapter> AgentBuilder<M> {
             .model
             .ok_or_else(|| LoopError::Config("no model adapter was set".into()))?;
         agentkit_core::validate_transcript(&self.transcript)?;
+        // Ids are filled in once here, as every session would: sessions then
+        // share the items instead of copying them.
+        let mut transcript = self.transcript;
+        let mut next_item_index = 0;
+        for item in &mut transcript {
+            crate::driver::core::fill_id(item, &mut next_item_index);
+        }
         let executor = BasicToolExecutor::new(self.federation).with_permissions(self.permissions);
         Ok(Agent {
             config: Arc::new(AgentConfig {
@@ -409,7 +417,7 @@ impl<M: ModelAdapter> AgentBuilder<M> {
                 mutators: self.mutators,
                 observers: self.observers,
                 transcript_observers: self.transcript_observers,
-                transcript: self.transcript,
+                transcript: StartingTranscript::new(transcript, next_item_index),
                 input: self.input,
                 record_content: self.record_content,
                 max_model_calls: self.max_model_calls,

@@ -7,6 +7,11 @@
 //! it is a stable snapshot; making one costs the same at 10 items as at
 //! 100,000. When a mutator rewrites history, the driver starts a new log and
 //! old views keep the old one.
+//!
+//! An agent's starting transcript is one log shared by every session started
+//! from it ([`StartingTranscript`]): starting a session costs the same at 10
+//! items as at 100,000, and a session copies the items only when it first
+//! changes them. A shared log is frozen: nothing is ever appended to it.
 
 use agentkit_core::Item;
 use std::ops::Deref;
@@ -17,6 +22,9 @@ use std::sync::{Arc, RwLock, RwLockReadGuard};
 pub struct TranscriptView {
     log: Arc<RwLock<Vec<Item>>>,
     len: usize,
+    /// The log is an agent's starting transcript, shared by its sessions:
+    /// [`TranscriptView::appended`] copies instead of growing it.
+    frozen: bool,
 }
 
 impl TranscriptView {
@@ -26,6 +34,7 @@ impl TranscriptView {
         Self {
             log: Arc::new(RwLock::new(items)),
             len,
+            frozen: false,
         }
     }
 
@@ -58,17 +67,19 @@ impl TranscriptView {
     /// When this view reaches the end of its log (the newest view), the
     /// items are appended to the same log, so adapters that cache each
     /// item's encoding see the same history grown and encode only the new
-    /// items; this view itself still sees only its own prefix. Otherwise
-    /// the prefix is copied into a new log.
+    /// items; this view itself still sees only its own prefix. Otherwise,
+    /// or when the log is an agent's starting transcript that its sessions
+    /// share, the prefix is copied into a new log.
     pub fn appended(&self, items: impl IntoIterator<Item = Item>) -> TranscriptView {
         let mut log = self.log.write().unwrap_or_else(|e| e.into_inner());
-        if log.len() == self.len {
+        if log.len() == self.len && !self.frozen {
             log.extend(items);
             let len = log.len();
             drop(log);
             return Self {
                 log: self.log.clone(),
                 len,
+                frozen: false,
             };
         }
         let mut copy = log[..self.len].to_vec();
@@ -110,20 +121,55 @@ impl Deref for TranscriptGuard<'_> {
     }
 }
 
+/// An agent's starting transcript, ids filled in, shared by every session
+/// started from it until the session first changes it.
+pub(crate) struct StartingTranscript {
+    log: Arc<RwLock<Vec<Item>>>,
+    /// The item index the first appended item without an id gets.
+    pub(crate) next_item_index: u64,
+}
+
+impl StartingTranscript {
+    /// `items`, their ids filled in already; `next_item_index` is the
+    /// index the session's first item without an id gets.
+    pub(crate) fn new(items: Vec<Item>, next_item_index: u64) -> Self {
+        Self {
+            log: Arc::new(RwLock::new(items)),
+            next_item_index,
+        }
+    }
+}
+
 /// The driver's side: the log it appends to.
 #[derive(Default)]
 pub(crate) struct TranscriptLog {
     log: Arc<RwLock<Vec<Item>>>,
+    /// The log is an agent's [`StartingTranscript`]: the first change
+    /// copies it.
+    shared: bool,
 }
 
 impl TranscriptLog {
     pub(crate) fn new(items: Vec<Item>) -> Self {
         Self {
             log: Arc::new(RwLock::new(items)),
+            shared: false,
         }
     }
 
-    pub(crate) fn push(&self, item: Item) {
+    /// A log reading `start` until it first changes.
+    pub(crate) fn starting_from(start: &StartingTranscript) -> Self {
+        Self {
+            log: start.log.clone(),
+            shared: true,
+        }
+    }
+
+    pub(crate) fn push(&mut self, item: Item) {
+        if self.shared {
+            let items = self.to_vec();
+            self.replace(items);
+        }
         self.log
             .write()
             .unwrap_or_else(|e| e.into_inner())
@@ -138,6 +184,7 @@ impl TranscriptLog {
         TranscriptView {
             log: self.log.clone(),
             len: self.len(),
+            frozen: self.shared,
         }
     }
 
@@ -148,6 +195,7 @@ impl TranscriptLog {
     /// Replaces the whole history; views handed out earlier keep the old one.
     pub(crate) fn replace(&mut self, items: Vec<Item>) {
         self.log = Arc::new(RwLock::new(with_headroom(items)));
+        self.shared = false;
     }
 
     pub(crate) fn with<R>(&self, f: impl FnOnce(&[Item]) -> R) -> R {
@@ -186,6 +234,26 @@ mod tests {
             "old views keep the old history"
         );
         assert_eq!(log.to_vec(), vec![Item::user("rewritten")]);
+    }
+
+    #[test]
+    fn a_shared_starting_transcript_is_copied_on_first_change() {
+        let start = StartingTranscript::new(vec![Item::system("s")], 1);
+        let mut a = TranscriptLog::starting_from(&start);
+        let b = TranscriptLog::starting_from(&start);
+        let before = a.view();
+        assert!(before.shares_log_with(&b.view()), "starting copies nothing");
+        // Growing a view of the shared log must not reach other sessions.
+        let grown = before.appended([Item::user("x")]);
+        assert!(!grown.shares_log_with(&before));
+        a.push(Item::user("a"));
+        assert_eq!(a.to_vec(), vec![Item::system("s"), Item::user("a")]);
+        assert_eq!(b.to_vec(), vec![Item::system("s")], "b keeps the start");
+        assert_eq!(before.len(), 1);
+        assert!(!a.view().shares_log_with(&b.view()));
+        // The owned log now grows in place, as any session's does.
+        let owned = a.view();
+        assert!(owned.appended([Item::user("y")]).shares_log_with(&owned));
     }
 
     #[test]

@@ -877,10 +877,7 @@ impl DriverCore {
     }
 
     pub(crate) fn with_id(&mut self, mut item: Item) -> Item {
-        if item.id.is_none() {
-            item.id = Some(item_id(self.next_item_index));
-            self.next_item_index += 1;
-        }
+        fill_id(&mut item, &mut self.next_item_index);
         item
     }
 
@@ -1026,6 +1023,14 @@ fn assistant_item(
 /// `item-<index>`, written on the stack: one allocation (the id's shared
 /// string) instead of three through `format!`, which loading a long
 /// transcript of items without ids pays for each item.
+/// Gives `item` the id of index `next` if it has none, and moves `next` on.
+pub(crate) fn fill_id(item: &mut Item, next: &mut u64) {
+    if item.id.is_none() {
+        item.id = Some(item_id(*next));
+        *next += 1;
+    }
+}
+
 fn item_id(index: u64) -> ItemId {
     let mut buf = *b"item-00000000000000000000";
     let mut at = buf.len();

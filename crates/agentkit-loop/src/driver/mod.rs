@@ -189,7 +189,7 @@ impl<S: ModelSession> LoopDriver<S> {
     pub(crate) fn new(
         parts: DriverParts<S>,
         session_id: SessionId,
-        transcript: &[Item],
+        transcript: &crate::transcript::StartingTranscript,
         input: Vec<Item>,
     ) -> Self {
         let settings = Self::settings(parts.config.as_ref(), parts.max_model_calls);
@@ -200,12 +200,8 @@ impl<S: ModelSession> LoopDriver<S> {
             parts.default_cache,
         );
         core.pending_input = input;
-        let items = transcript
-            .iter()
-            .cloned()
-            .map(|item| core.with_id(item))
-            .collect();
-        core.log.replace(items);
+        core.next_item_index = transcript.next_item_index;
+        core.log = crate::transcript::TranscriptLog::starting_from(transcript);
         Self::from_core(core, parts.session, parts.config)
     }
 
