@@ -10,7 +10,7 @@
 use crate::TaskRouting;
 use crate::error::panic_message;
 use agentkit_tools_core::{
-    ApprovalRequest, ToolContext, ToolError, ToolExecutor, ToolRequest, ToolResult,
+    ApprovalRequest, ToolContext, ToolError, ToolExecutor, ToolRequest, ToolResult, ToolSpec,
 };
 use futures::FutureExt;
 use std::panic::AssertUnwindSafe;
@@ -23,6 +23,10 @@ pub struct ToolJob {
     pub request: ToolRequest,
     /// The host's approval, if the call needed one.
     pub approval: Option<ApprovalRequest>,
+    /// The tool spec the preflight validated the input against
+    /// ([`ToolExecutor::preflight_validated`]): running the call does not
+    /// validate it again while the tool keeps that spec.
+    pub validated: Option<Arc<ToolSpec>>,
     /// The call's context.
     pub ctx: ToolContext,
     /// The executor to run it with.
@@ -37,7 +41,14 @@ impl ToolJob {
                     .execute_approved(self.request, approval, self.ctx)
                     .await
             }
-            None => self.executor.execute(self.request, self.ctx).await,
+            None => match self.validated {
+                Some(spec) => {
+                    self.executor
+                        .execute_validated(self.request, self.ctx, spec)
+                        .await
+                }
+                None => self.executor.execute(self.request, self.ctx).await,
+            },
         }
     }
 }

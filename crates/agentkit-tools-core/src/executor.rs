@@ -8,7 +8,10 @@
 //!
 //! The input is checked against the tool's schema before anything else looks
 //! at it (tools parse their input to propose permission requests), and the
-//! output is cut to a byte budget on the way out.
+//! output is cut to a byte budget on the way out. A caller that ran the
+//! preflight hands the validated spec back (`preflight_validated`, then
+//! `execute_validated`) so the same input is not validated twice while the
+//! tool is unchanged.
 
 use crate::federation::{CatalogError, ResolvedCatalog, ToolFederation};
 use crate::permission::PermissionDecision;
@@ -46,6 +49,28 @@ pub trait ToolExecutor: Send + Sync {
 
     /// Decides whether the call can run, without running it.
     fn preflight(&self, request: &ToolRequest) -> Preflight;
+
+    /// [`preflight`](Self::preflight), also returning, when the call may run
+    /// ([`Preflight::Ready`]), the spec of the tool its input was validated
+    /// against; [`execute_validated`](Self::execute_validated) takes it back.
+    /// Default: `preflight`, returning no spec.
+    fn preflight_validated(&self, request: &ToolRequest) -> (Preflight, Option<Arc<ToolSpec>>) {
+        (self.preflight(request), None)
+    }
+
+    /// [`execute`](Self::execute) for a call whose input was validated
+    /// against `validated` by [`preflight_validated`](Self::preflight_validated):
+    /// while the tool's spec is still that one, the input is not validated
+    /// again (permissions are checked again). Default: `execute`.
+    async fn execute_validated(
+        &self,
+        request: ToolRequest,
+        ctx: ToolContext,
+        validated: Arc<ToolSpec>,
+    ) -> Result<ToolResult, ToolError> {
+        let _ = validated;
+        self.execute(request, ctx).await
+    }
 
     /// Runs a call that needs no approval. A call that does is refused with
     /// `PermissionDenied`.
@@ -113,8 +138,17 @@ impl BasicToolExecutor {
 
     /// Folds every request the call proposes into one decision: the first
     /// denial wins; otherwise one approval covers all requests that need it.
-    fn check(&self, tool: &dyn Tool, request: &ToolRequest) -> Preflight {
-        if let Err(errors) = validate_input(&tool.spec().input_schema, &request.input) {
+    /// The input is validated against `spec` (the tool's) unless it was
+    /// against this same spec already (`validated`).
+    fn check(
+        &self,
+        tool: &dyn Tool,
+        spec: &Arc<ToolSpec>,
+        request: &ToolRequest,
+        validated: Option<&Arc<ToolSpec>>,
+    ) -> Preflight {
+        let revalidate = validated.is_none_or(|done| !Arc::ptr_eq(done, spec));
+        if revalidate && let Err(errors) = validate_input(&spec.input_schema, &request.input) {
             return Preflight::Rejected(ToolError::InvalidInput(errors.to_string()));
         }
         let proposed = match tool.proposed_requests(&request.input) {
@@ -153,6 +187,25 @@ impl BasicToolExecutor {
         Preflight::NeedsApproval(approval)
     }
 
+    /// `execute`, skipping the validation of `validated`, see `check`.
+    async fn execute_checked(
+        &self,
+        request: ToolRequest,
+        ctx: ToolContext,
+        validated: Option<&Arc<ToolSpec>>,
+    ) -> Result<ToolResult, ToolError> {
+        let tool = self.lookup(&request.tool_name)?;
+        let spec = tool.spec();
+        match self.check(tool.as_ref(), &spec, &request, validated) {
+            Preflight::Ready => self.run(tool, request, ctx).await,
+            Preflight::NeedsApproval(approval) => Err(ToolError::PermissionDenied(format!(
+                "{} requires approval and none was given",
+                approval.summary
+            ))),
+            Preflight::Rejected(err) => Err(err),
+        }
+    }
+
     async fn run(
         &self,
         tool: Arc<dyn Tool>,
@@ -189,9 +242,18 @@ impl ToolExecutor for BasicToolExecutor {
     }
 
     fn preflight(&self, request: &ToolRequest) -> Preflight {
+        self.preflight_validated(request).0
+    }
+
+    fn preflight_validated(&self, request: &ToolRequest) -> (Preflight, Option<Arc<ToolSpec>>) {
         match self.lookup(&request.tool_name) {
-            Ok(tool) => self.check(tool.as_ref(), request),
-            Err(err) => Preflight::Rejected(err),
+            Ok(tool) => {
+                let spec = tool.spec();
+                let preflight = self.check(tool.as_ref(), &spec, request, None);
+                let validated = (preflight == Preflight::Ready).then_some(spec);
+                (preflight, validated)
+            }
+            Err(err) => (Preflight::Rejected(err), None),
         }
     }
 
@@ -200,15 +262,16 @@ impl ToolExecutor for BasicToolExecutor {
         request: ToolRequest,
         ctx: ToolContext,
     ) -> Result<ToolResult, ToolError> {
-        let tool = self.lookup(&request.tool_name)?;
-        match self.check(tool.as_ref(), &request) {
-            Preflight::Ready => self.run(tool, request, ctx).await,
-            Preflight::NeedsApproval(approval) => Err(ToolError::PermissionDenied(format!(
-                "{} requires approval and none was given",
-                approval.summary
-            ))),
-            Preflight::Rejected(err) => Err(err),
-        }
+        self.execute_checked(request, ctx, None).await
+    }
+
+    async fn execute_validated(
+        &self,
+        request: ToolRequest,
+        ctx: ToolContext,
+        validated: Arc<ToolSpec>,
+    ) -> Result<ToolResult, ToolError> {
+        self.execute_checked(request, ctx, Some(&validated)).await
     }
 
     async fn execute_approved(
@@ -224,7 +287,8 @@ impl ToolExecutor for BasicToolExecutor {
             )));
         }
         let tool = self.lookup(&request.tool_name)?;
-        match self.check(tool.as_ref(), &request) {
+        let spec = tool.spec();
+        match self.check(tool.as_ref(), &spec, &request, None) {
             Preflight::Ready => self.run(tool, request, ctx).await,
             // The host approved what it was shown. If the call would now need
             // something else (a dynamic catalog swapped the tool in between),

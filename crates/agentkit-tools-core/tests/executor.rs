@@ -362,3 +362,53 @@ async fn an_approval_covers_only_what_it_showed() {
     );
     assert!(calls.lock().unwrap().is_empty());
 }
+
+#[tokio::test]
+async fn a_validated_call_is_validated_again_only_when_its_tool_changed() {
+    use agentkit_tools_core::dynamic_catalog;
+    let (writer, reader) = dynamic_catalog("plugins");
+    let first = Probe::with_schema("echo", counted_schema());
+    let first_calls = first.calls.clone();
+    writer.add(Arc::new(first)).unwrap();
+    let executor = BasicToolExecutor::new(ToolFederation::new().with_source(reader));
+    let request = ToolRequest::new("c1", "echo", json!({ "text": "hi" }));
+    let (preflight, validated) = executor.preflight_validated(&request);
+    assert_eq!(preflight, Preflight::Ready);
+    let validated = validated.expect("a ready call names the spec it was validated against");
+    assert_eq!(validated.input_schema, counted_schema());
+
+    // The same tool: it runs on the preflight's validation.
+    executor
+        .execute_validated(request.clone(), ToolContext::detached(), validated.clone())
+        .await
+        .unwrap();
+    assert_eq!(first_calls.lock().unwrap().len(), 1);
+
+    // The tool was swapped for one whose schema the input breaks: the old
+    // validation does not cover it, so the input is checked again.
+    let strict = Probe::with_schema(
+        "echo",
+        json!({ "type": "object", "required": ["count"], "properties": { "count": { "type": "integer" } } }),
+    );
+    let strict_calls = strict.calls.clone();
+    writer.upsert(Arc::new(strict)).unwrap();
+    let err = executor
+        .execute_validated(request, ToolContext::detached(), validated)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err,
+        ToolError::InvalidInput("`input`: missing required property `count`".into())
+    );
+    assert!(
+        strict_calls.lock().unwrap().is_empty(),
+        "the tool never ran"
+    );
+
+    // A call that is not ready names no spec.
+    let bad = ToolRequest::new("c2", "echo", json!({}));
+    assert!(matches!(
+        executor.preflight_validated(&bad),
+        (Preflight::Rejected(_), None)
+    ));
+}

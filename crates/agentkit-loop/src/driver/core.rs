@@ -78,6 +78,8 @@ pub(crate) struct StartCall {
     pub(crate) approval: Option<agentkit_tools_core::ApprovalRequest>,
     /// The host's answer, when the call paused for an approval mid-run.
     pub(crate) resume: Option<ToolResume>,
+    /// The spec the preflight validated its input against.
+    pub(crate) validated: Option<std::sync::Arc<agentkit_tools_core::ToolSpec>>,
 }
 
 /// A finished model answer.
@@ -411,13 +413,14 @@ impl DriverCore {
             .collect();
         let mut started = Vec::with_capacity(start.len());
         for index in start {
-            let (approval, resume) =
+            let (approval, resume, validated) =
                 match std::mem::replace(&mut self.round[index].state, CallState::Running) {
-                    CallState::Approved(request) => (Some(request), None),
+                    CallState::Approved(request) => (Some(request), None, None),
                     CallState::Resumed(request, decision) => {
-                        (None, Some(ToolResume { request, decision }))
+                        (None, Some(ToolResume { request, decision }), None)
                     }
-                    _ => (None, None),
+                    CallState::Queued(validated) => (None, None, validated),
+                    _ => (None, None, None),
                 };
             let call = &self.round[index].call;
             let (call_id, tool_name) = (call.id.clone(), call.name.clone());
@@ -426,6 +429,7 @@ impl DriverCore {
                 index,
                 approval,
                 resume,
+                validated,
             });
         }
         started
@@ -437,7 +441,7 @@ impl DriverCore {
             match self.round[index].state {
                 CallState::Answered => {}
                 CallState::Running
-                | CallState::Queued
+                | CallState::Queued(_)
                 | CallState::Approved(_)
                 | CallState::AwaitingApproval(_)
                 | CallState::Suspended(_)
@@ -473,7 +477,7 @@ impl DriverCore {
                     .with_metadata("agentkit.error_kind", "interrupted"),
                 false,
             ),
-            other @ (CallState::Queued
+            other @ (CallState::Queued(_)
             | CallState::Approved(_)
             | CallState::AwaitingApproval(_)
             | CallState::Suspended(_)
@@ -602,7 +606,7 @@ impl DriverCore {
             .into_iter()
             .map(|call| RoundCall {
                 call,
-                state: CallState::Queued,
+                state: CallState::Queued(None),
             })
             .collect();
         self.cancel_turn(partial);
@@ -1087,7 +1091,7 @@ mod tests {
             metadata: MetadataMap::new(),
             usage: Usage::default(),
         };
-        core.on_model_answer(answer, &mut |_| CallState::Queued);
+        core.on_model_answer(answer, &mut |_| CallState::Queued(None));
     }
 
     fn results(core: &DriverCore) -> Vec<(String, Option<String>)> {

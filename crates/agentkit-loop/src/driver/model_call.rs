@@ -273,11 +273,12 @@ pub(super) fn tool_request(call: &ToolCallPart) -> ToolRequest {
 /// `proposed_requests` or in the permission checker becomes an error result.
 fn preflight(executor: &dyn agentkit_tools_core::ToolExecutor, call: &ToolCallPart) -> CallState {
     let request = tool_request(call);
-    let checked = std::panic::catch_unwind(AssertUnwindSafe(|| executor.preflight(&request)));
+    let checked =
+        std::panic::catch_unwind(AssertUnwindSafe(|| executor.preflight_validated(&request)));
     match checked {
-        Ok(Preflight::Ready) => CallState::Queued,
-        Ok(Preflight::NeedsApproval(approval)) => CallState::AwaitingApproval(approval),
-        Ok(Preflight::Rejected(err)) => CallState::Rejected(tool_error_result(&call.id, &err)),
+        Ok((Preflight::Ready, validated)) => CallState::Queued(validated),
+        Ok((Preflight::NeedsApproval(approval), _)) => CallState::AwaitingApproval(approval),
+        Ok((Preflight::Rejected(err), _)) => CallState::Rejected(tool_error_result(&call.id, &err)),
         Err(panic) => {
             let err = ToolError::Internal(format!(
                 "the permission check panicked: {}",

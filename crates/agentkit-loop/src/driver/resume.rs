@@ -48,7 +48,7 @@ impl<S: ModelSession> LoopDriver<S> {
                 tool_name: entry.call.name.clone(),
                 arguments_hash: arguments_hash(&entry.call.input),
                 state: match &entry.state {
-                    CallState::Queued => SnapshotCallState::Queued,
+                    CallState::Queued(_) => SnapshotCallState::Queued,
                     CallState::AwaitingApproval(request) => SnapshotCallState::AwaitingApproval {
                         request: request.clone(),
                     },
@@ -145,7 +145,7 @@ impl<S: ModelSession> LoopDriver<S> {
             .filter_map(|saved| {
                 let call = (*calls.get(&saved.call_id)?).clone();
                 let state = match &saved.state {
-                    SnapshotCallState::Queued => CallState::Queued,
+                    SnapshotCallState::Queued => CallState::Queued(None),
                     SnapshotCallState::AwaitingApproval { request } if is_suspended(request) => {
                         CallState::Suspended(request.clone())
                     }

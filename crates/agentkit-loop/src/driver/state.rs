@@ -19,7 +19,8 @@
 
 use crate::TurnResult;
 use agentkit_core::{Item, ToolCallPart, ToolResultPart, TurnCancellation, TurnId, Usage};
-use agentkit_tools_core::{ApprovalDecision, ApprovalRequest};
+use agentkit_tools_core::{ApprovalDecision, ApprovalRequest, ToolSpec};
+use std::sync::Arc;
 
 /// Where the driver rests between two core transitions.
 #[derive(Clone, Debug)]
@@ -69,8 +70,10 @@ pub(crate) struct RoundCall {
 /// answers are appended in the order the model emitted the calls.
 #[derive(Clone, Debug)]
 pub(crate) enum CallState {
-    /// Passed the preflight; runs when its turn comes.
-    Queued,
+    /// Passed the preflight; runs when its turn comes. Holds the spec its
+    /// input was validated against, if the executor named one, so running
+    /// it does not validate the same input again.
+    Queued(Option<Arc<ToolSpec>>),
     /// Waiting for the host.
     AwaitingApproval(ApprovalRequest),
     /// The host approved.
@@ -102,7 +105,7 @@ impl CallState {
     pub(crate) fn is_runnable(&self) -> bool {
         matches!(
             self,
-            CallState::Queued | CallState::Approved(_) | CallState::Resumed(..)
+            CallState::Queued(_) | CallState::Approved(_) | CallState::Resumed(..)
         )
     }
 }

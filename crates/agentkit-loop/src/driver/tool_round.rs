@@ -25,6 +25,7 @@ impl<S: ModelSession> LoopDriver<S> {
             index,
             approval,
             resume,
+            validated,
         } = start;
         let shared = self.config.shared();
         let entry = &self.core.round[index];
@@ -49,6 +50,7 @@ impl<S: ModelSession> LoopDriver<S> {
         let job = ToolJob {
             request: tool_request(&entry.call),
             approval,
+            validated,
             ctx: ctx
                 .with_session(self.core.session_id.clone())
                 .with_turn(self.core.current_turn_id())
