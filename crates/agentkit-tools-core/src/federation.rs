@@ -44,7 +44,8 @@ pub struct ResolvedCatalog {
     /// Increases whenever any source changed.
     pub generation: u64,
     specs: Vec<Arc<ToolSpec>>,
-    tools: HashMap<String, Arc<dyn Tool>>,
+    // foldhash: every tool call looks its tool up here.
+    tools: HashMap<String, Arc<dyn Tool>, foldhash::fast::RandomState>,
 }
 
 impl ResolvedCatalog {

@@ -78,8 +78,12 @@ pub(crate) struct StartCall {
     pub(crate) approval: Option<agentkit_tools_core::ApprovalRequest>,
     /// The host's answer, when the call paused for an approval mid-run.
     pub(crate) resume: Option<ToolResume>,
-    /// The spec the preflight validated its input against.
-    pub(crate) validated: Option<std::sync::Arc<agentkit_tools_core::ToolSpec>>,
+    /// The request the preflight checked and the spec it validated the
+    /// input against.
+    pub(crate) validated: Option<(
+        agentkit_tools_core::ToolRequest,
+        std::sync::Arc<agentkit_tools_core::ToolSpec>,
+    )>,
 }
 
 /// A finished model answer.
@@ -143,7 +147,7 @@ pub(crate) struct DriverCore {
     pub(crate) cancellation: Option<CancellationHandle>,
     pub(crate) settings: CoreSettings,
     /// Every tool-call id of the transcript, built when first needed.
-    call_ids: Option<HashSet<ToolCallId>>,
+    call_ids: Option<HashSet<ToolCallId, foldhash::fast::RandomState>>,
     outbox: VecDeque<Note>,
     /// The `BeforeModelCall` mutators ran for the coming call.
     premutated: bool,

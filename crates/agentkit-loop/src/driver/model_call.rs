@@ -276,7 +276,9 @@ fn preflight(executor: &dyn agentkit_tools_core::ToolExecutor, call: &ToolCallPa
     let checked =
         std::panic::catch_unwind(AssertUnwindSafe(|| executor.preflight_validated(&request)));
     match checked {
-        Ok((Preflight::Ready, validated)) => CallState::Queued(validated),
+        Ok((Preflight::Ready, validated)) => {
+            CallState::Queued(validated.map(|spec| (request, spec)))
+        }
         Ok((Preflight::NeedsApproval(approval), _)) => CallState::AwaitingApproval(approval),
         Ok((Preflight::Rejected(err), _)) => CallState::Rejected(tool_error_result(&call.id, &err)),
         Err(panic) => {

@@ -19,7 +19,7 @@
 
 use crate::TurnResult;
 use agentkit_core::{Item, ToolCallPart, ToolResultPart, TurnCancellation, TurnId, Usage};
-use agentkit_tools_core::{ApprovalDecision, ApprovalRequest, ToolSpec};
+use agentkit_tools_core::{ApprovalDecision, ApprovalRequest, ToolRequest, ToolSpec};
 use std::sync::Arc;
 
 /// Where the driver rests between two core transitions.
@@ -70,10 +70,11 @@ pub(crate) struct RoundCall {
 /// answers are appended in the order the model emitted the calls.
 #[derive(Clone, Debug)]
 pub(crate) enum CallState {
-    /// Passed the preflight; runs when its turn comes. Holds the spec its
-    /// input was validated against, if the executor named one, so running
-    /// it does not validate the same input again.
-    Queued(Option<Arc<ToolSpec>>),
+    /// Passed the preflight; runs when its turn comes. Holds the request
+    /// the preflight checked and the spec its input was validated against,
+    /// if the executor named one, so running it neither copies the call
+    /// again nor validates the same input again.
+    Queued(Option<(ToolRequest, Arc<ToolSpec>)>),
     /// Waiting for the host.
     AwaitingApproval(ApprovalRequest),
     /// The host approved.

@@ -47,8 +47,12 @@ impl<S: ModelSession> LoopDriver<S> {
         };
         let mut ctx = ToolContext::new(call_id.clone());
         ctx.resume = resume;
+        let (request, validated) = match validated {
+            Some((request, spec)) => (request, Some(spec)),
+            None => (tool_request(&entry.call), None),
+        };
         let job = ToolJob {
-            request: tool_request(&entry.call),
+            request,
             approval,
             validated,
             ctx: ctx
