@@ -148,18 +148,20 @@ impl ToolFederation {
 
     /// The merged catalog, rebuilt only if a source changed since last time.
     pub fn resolve(&self) -> Result<Arc<ResolvedCatalog>, CatalogError> {
-        let snapshots: Vec<CatalogSnapshot> = self.sources.iter().map(|s| s.snapshot()).collect();
         let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        // The usual case (every tool call and model call): nothing changed,
+        // checked without collecting the snapshots.
         if let Some(cached) = cache.as_ref()
-            && cached.revisions.len() == snapshots.len()
+            && cached.revisions.len() == self.sources.len()
             && cached
                 .revisions
                 .iter()
-                .zip(&snapshots)
-                .all(|(revision, snapshot)| *revision == snapshot.revision)
+                .zip(&self.sources)
+                .all(|(revision, source)| *revision == source.snapshot().revision)
         {
             return Ok(cached.catalog.clone());
         }
+        let snapshots: Vec<CatalogSnapshot> = self.sources.iter().map(|s| s.snapshot()).collect();
         let revisions: Vec<u64> = snapshots.iter().map(|s| s.revision).collect();
         let catalog = self.merge(&snapshots, 0)?;
         let generation = self
