@@ -258,7 +258,8 @@ impl Slot {
 #[derive(Debug, Default)]
 pub struct DeltaFolder {
     slots: Vec<Slot>,
-    index: HashMap<PartId, usize>,
+    // foldhash: every delta of a stream looks its part up here.
+    index: HashMap<PartId, usize, foldhash::fast::RandomState>,
 }
 
 impl DeltaFolder {
