@@ -6,39 +6,10 @@
 
 use agentkit_core::{FinishReason, Item, ItemKind, Part, ToolCallPart, ToolResultPart};
 use agentkit_loop::{Agent, LoopInterrupt, LoopStep, SessionConfig};
-use agentkit_testkit::{ScriptedModel, ScriptedTurn};
-use agentkit_tools_core::{
-    Tool, ToolContext, ToolError, ToolRegistry, ToolRequest, ToolResult, ToolSpec,
-};
+use agentkit_testkit::{EchoTool, ScriptedModel, ScriptedTurn};
+use agentkit_tools_core::ToolRegistry;
 use serde_json::json;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-struct Echo(Arc<ToolSpec>);
-
-#[async_trait::async_trait]
-impl Tool for Echo {
-    fn spec(&self) -> Arc<ToolSpec> {
-        self.0.clone()
-    }
-
-    async fn invoke(
-        &self,
-        request: ToolRequest,
-        _ctx: ToolContext,
-    ) -> Result<ToolResult, ToolError> {
-        Ok(ToolResult::new(format!(
-            "echo: {}",
-            request.input["text"].as_str().unwrap_or("")
-        )))
-    }
-}
-
-fn echo() -> Echo {
-    Echo(Arc::new(
-        ToolSpec::new("echo", "Echoes.", json!({ "type": "object" })).unwrap(),
-    ))
-}
 
 /// One S1 model turn: four text chunks and an `echo` call.
 fn tool_turn(index: usize) -> ScriptedTurn {
@@ -63,7 +34,7 @@ async fn s1() -> (f64, f64) {
         .without_recording();
     let agent = Agent::builder()
         .model(model)
-        .add_tool_source(ToolRegistry::new().with(echo()))
+        .add_tool_source(ToolRegistry::new().with(EchoTool::new()))
         .max_model_calls(10_000) // one long turn, past the default step limit
         .transcript(vec![Item::system("bench")])
         .input(vec![Item::user("go")])
@@ -114,7 +85,7 @@ async fn s1b(p: usize) -> (f64, f64, f64) {
             .without_recording();
     let agent = Agent::builder()
         .model(model)
-        .add_tool_source(ToolRegistry::new().with(echo()))
+        .add_tool_source(ToolRegistry::new().with(EchoTool::new()))
         .transcript(preloaded(p / 2))
         .input(vec![Item::user("go")])
         .build()
@@ -157,7 +128,7 @@ fn s2() -> (f64, f64) {
         ScriptedModel::per_session([tool_turn(0), ScriptedTurn::text("done")]).without_recording();
     let agent = Agent::builder()
         .model(model)
-        .add_tool_source(ToolRegistry::new().with(echo()))
+        .add_tool_source(ToolRegistry::new().with(EchoTool::new()))
         .transcript(vec![Item::system("bench")])
         .input(vec![Item::user("go")])
         .build()

@@ -13,38 +13,14 @@ use agentkit_loop::{Agent, LoopInterrupt, LoopStep, SessionConfig};
 use agentkit_store::{
     Checkpoint, LogEntry, NewSession, PgStore, SessionLease, SessionStore, SqliteStore,
 };
-use agentkit_testkit::{ScriptedModel, ScriptedTurn};
-use agentkit_tools_core::{
-    Tool, ToolContext, ToolError, ToolRegistry, ToolRequest, ToolResult, ToolSpec,
-};
+use agentkit_testkit::{EchoTool, ScriptedModel, ScriptedTurn};
+use agentkit_tools_core::ToolRegistry;
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Instant;
 
-struct Echo(Arc<ToolSpec>);
-
-#[async_trait::async_trait]
-impl Tool for Echo {
-    fn spec(&self) -> Arc<ToolSpec> {
-        self.0.clone()
-    }
-
-    async fn invoke(
-        &self,
-        request: ToolRequest,
-        _ctx: ToolContext,
-    ) -> Result<ToolResult, ToolError> {
-        Ok(ToolResult::new(format!(
-            "echo: {}",
-            request.input["text"].as_str().unwrap_or("")
-        )))
-    }
-}
-
 fn tools() -> ToolRegistry {
-    ToolRegistry::new().with(Echo(Arc::new(
-        ToolSpec::new("echo", "Echoes.", json!({ "type": "object" })).unwrap(),
-    )))
+    ToolRegistry::new().with(EchoTool::new())
 }
 
 /// One S1 model turn: four text chunks and an `echo` call.

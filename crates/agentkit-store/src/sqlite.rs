@@ -75,6 +75,13 @@ fn db(err: rusqlite::Error) -> StoreError {
     StoreError::database(BACKEND, err)
 }
 
+/// SQLite refused a lock without waiting (`SQLITE_BUSY`).
+fn is_busy(err: &StoreError) -> bool {
+    matches!(err, StoreError::Database { source, .. }
+        if source.downcast_ref::<rusqlite::Error>().and_then(rusqlite::Error::sqlite_error_code)
+            == Some(rusqlite::ErrorCode::DatabaseBusy))
+}
+
 /// Sessions in a SQLite database.
 ///
 /// ```
@@ -102,9 +109,27 @@ impl SqliteStore {
     /// Opens (or creates) the database at `path` and migrates it.
     /// [`StoreError::SchemaTooNew`] if a newer build wrote it.
     pub fn open(path: impl AsRef<Path>) -> StoreResult<Self> {
+        let path = path.as_ref();
+        // Switching to WAL upgrades a shared lock to an exclusive one; while
+        // another process holds a write lock (migrating the same new file)
+        // SQLite answers BUSY at once instead of calling the busy handler,
+        // which would deadlock. Opening again after a pause settles it.
+        let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+        let mut pause = Duration::from_millis(5);
+        loop {
+            match Self::open_once(path) {
+                Err(err) if is_busy(&err) && std::time::Instant::now() < deadline => {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_millis(200));
+                }
+                result => return result,
+            }
+        }
+    }
+
+    fn open_once(path: &Path) -> StoreResult<Self> {
         let conn = Connection::open(path).map_err(db)?;
-        // Wait for other processes' locks from the first statement on:
-        // switching to WAL needs the database lock too.
+        // Wait for other processes' locks from the first statement on.
         conn.busy_timeout(BUSY_TIMEOUT).map_err(db)?;
         conn.pragma_update(None, "journal_mode", "wal")
             .map_err(db)?;
@@ -618,6 +643,26 @@ impl LogWriter for SqliteLogWriter {
 
 #[cfg(test)]
 mod tests {
+
+    /// Another process holds the write lock of a new database (it is
+    /// creating it): opening waits for it instead of failing at once.
+    #[test]
+    fn opening_waits_for_a_writer_of_a_new_database() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sessions.db");
+        let mut writer = Connection::open(&path).unwrap();
+        let tx = writer
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .unwrap();
+        tx.execute_batch("CREATE TABLE other (x INTEGER)").unwrap();
+        let opener = std::thread::spawn({
+            let path = path.clone();
+            move || SqliteStore::open(path).map(|_| ())
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        tx.commit().unwrap();
+        opener.join().unwrap().unwrap();
+    }
     use super::*;
 
     #[tokio::test]

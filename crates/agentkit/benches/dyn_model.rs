@@ -8,33 +8,10 @@
 use agentkit::agent::{Agent, LoopInterrupt, LoopStep, ModelAdapter, SessionConfig};
 use agentkit::core::{FinishReason, Item};
 use agentkit::provider::DynModel;
-use agentkit::testkit::{ScriptedModel, ScriptedTurn};
-use agentkit::tools::{
-    Tool, ToolContext, ToolError, ToolRegistry, ToolRequest, ToolResult, ToolSpec,
-};
+use agentkit::testkit::{EchoTool, ScriptedModel, ScriptedTurn};
+use agentkit::tools::ToolRegistry;
 use serde_json::json;
-use std::sync::Arc;
 use std::time::Instant;
-
-struct Echo(Arc<ToolSpec>);
-
-#[async_trait::async_trait]
-impl Tool for Echo {
-    fn spec(&self) -> Arc<ToolSpec> {
-        self.0.clone()
-    }
-
-    async fn invoke(
-        &self,
-        request: ToolRequest,
-        _ctx: ToolContext,
-    ) -> Result<ToolResult, ToolError> {
-        Ok(ToolResult::new(format!(
-            "echo: {}",
-            request.input["text"].as_str().unwrap_or("")
-        )))
-    }
-}
 
 fn model() -> ScriptedModel {
     let turn = |i: usize| {
@@ -48,9 +25,7 @@ fn model() -> ScriptedModel {
 
 /// µs per round over 1000 rounds.
 async fn s1<M: ModelAdapter>(model: M) -> f64 {
-    let echo = Echo(Arc::new(
-        ToolSpec::new("echo", "Echoes.", json!({ "type": "object" })).unwrap(),
-    ));
+    let echo = EchoTool::new();
     let agent = Agent::builder()
         .model(model)
         .add_tool_source(ToolRegistry::new().with(echo))
