@@ -839,7 +839,9 @@ impl DriverCore {
     /// mutators.
     fn end_turn(&mut self, finish_reason: FinishReason, metadata: MetadataMap) {
         let turn = self.turn.take();
-        self.round.clear();
+        // Dropped, not cleared: each round collects a new vector anyway, and
+        // an idle session should not keep the last one's capacity.
+        self.round = Vec::new();
         self.surfaced_approval = None;
         let result = match turn {
             Some(turn) => TurnResult {
@@ -1021,16 +1023,14 @@ fn assistant_item(
         return None;
     }
     let mut item = Item::new(ItemKind::Assistant, parts);
+    // Exact: the item lives as long as the transcript, and growing an empty
+    // vector by one call would keep room for four parts.
+    item.parts.reserve_exact(calls.len());
     item.parts.extend(calls.into_iter().map(Part::ToolCall));
     item.metadata = metadata;
     Some(item)
 }
 
-/// The core alone: no runtime, no clock, no model, no tools. Each test
-/// feeds events in the order it wants, so every interleaving is exact.
-/// `item-<index>`, written on the stack: one allocation (the id's shared
-/// string) instead of three through `format!`, which loading a long
-/// transcript of items without ids pays for each item.
 /// Gives `item` the id of index `next` if it has none, and moves `next` on.
 pub(crate) fn fill_id(item: &mut Item, next: &mut u64) {
     if item.id.is_none() {
@@ -1039,6 +1039,9 @@ pub(crate) fn fill_id(item: &mut Item, next: &mut u64) {
     }
 }
 
+/// `item-<index>`, written on the stack: one allocation (the id's shared
+/// string) instead of three through `format!`, which loading a long
+/// transcript of items without ids pays for each item.
 fn item_id(index: u64) -> ItemId {
     let mut buf = *b"item-00000000000000000000";
     let mut at = buf.len();
@@ -1057,6 +1060,8 @@ fn item_id(index: u64) -> ItemId {
     ItemId::from(std::str::from_utf8(&buf[..5 + digits]).unwrap_or("item"))
 }
 
+// The core alone: no runtime, no clock, no model, no tools. Each test
+// feeds events in the order it wants, so every interleaving is exact.
 #[cfg(test)]
 mod tests {
     use super::*;
