@@ -3,52 +3,47 @@
 //! Every id is a string wrapped in its own type so a `ToolCallId` can never be
 //! passed where an `ItemId` is expected. Providers choose tool-call ids, so ids
 //! are free-form strings rather than numbers; they serialize as plain strings.
-//!
-//! The string is a [`SmolStr`]: ids of up to 23 bytes (the loop's `item-42`,
-//! most generated ids) live inline with no allocation, longer ones (a
-//! provider's `call_…`) are shared. Loading a long transcript gives every
-//! item an id, so that allocation was a third of the cost of loading.
 
 use serde::{Deserialize, Serialize};
-use smol_str::SmolStr;
 use std::fmt;
+use std::sync::Arc;
 
 macro_rules! string_id {
     ($(#[$doc:meta])* $name:ident) => {
         $(#[$doc])*
         ///
-        /// Cloning is cheap: a short id is copied, a long one shared.
+        /// Cloning is cheap: the string is shared.
         #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
         #[serde(transparent)]
-        pub struct $name(SmolStr);
+        pub struct $name(Arc<str>);
 
         impl $name {
             /// Wraps a string as this id.
             pub fn new(value: impl Into<String>) -> Self {
-                Self(SmolStr::from(value.into()))
+                Self(Arc::from(value.into()))
             }
 
             /// The id as a string slice.
             pub fn as_str(&self) -> &str {
-                self.0.as_str()
+                &self.0
             }
         }
 
         impl fmt::Display for $name {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(self.0.as_str())
+                f.write_str(&self.0)
             }
         }
 
         impl fmt::Debug for $name {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                write!(f, "{}({:?})", stringify!($name), self.0.as_str())
+                write!(f, "{}({:?})", stringify!($name), &*self.0)
             }
         }
 
         impl From<&str> for $name {
             fn from(value: &str) -> Self {
-                Self(SmolStr::new(value))
+                Self(Arc::from(value))
             }
         }
 
@@ -60,19 +55,19 @@ macro_rules! string_id {
 
         impl AsRef<str> for $name {
             fn as_ref(&self) -> &str {
-                self.0.as_str()
+                &self.0
             }
         }
 
         impl PartialEq<str> for $name {
             fn eq(&self, other: &str) -> bool {
-                self.0.as_str() == other
+                &*self.0 == other
             }
         }
 
         impl PartialEq<&str> for $name {
             fn eq(&self, other: &&str) -> bool {
-                self.0.as_str() == *other
+                &*self.0 == *other
             }
         }
     };
