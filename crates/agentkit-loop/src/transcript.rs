@@ -258,18 +258,33 @@ impl TranscriptLog {
         self.shared = false;
     }
 
+    /// Gives back the log's spare capacity (a shared log has none).
+    pub(crate) fn shrink_to_fit(&mut self) {
+        if !self.shared {
+            self.log
+                .write()
+                .unwrap_or_else(|e| e.into_inner())
+                .shrink_to_fit();
+        }
+    }
+
     pub(crate) fn with<R>(&self, f: impl FnOnce(&[Item]) -> R) -> R {
         f(&self.log.read().unwrap_or_else(|e| e.into_inner()))
     }
 }
 
+/// Below this many items a transcript is short: it gets no headroom when
+/// loaded and gives its spare capacity back when the session goes idle;
+/// copying it costs less than keeping room for it.
+pub(crate) const SHORT: usize = 64;
+
 /// A long loaded or rewritten history usually has no spare capacity, so the
 /// next append would copy it whole. Doubling the capacity up front keeps the
 /// first rounds after a resume or a compaction as cheap as later ones. A
 /// short one grows as vectors do: reserving a fixed minimum here would cost
-/// every idle session kilobytes (64 spare items are 4.6 KB).
+/// every idle session kilobytes (64 spare items are 4 KB).
 fn with_headroom(mut items: Vec<Item>) -> Vec<Item> {
-    if items.len() >= 64 {
+    if items.len() >= SHORT {
         items.reserve(items.len());
     }
     items
