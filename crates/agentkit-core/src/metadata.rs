@@ -137,8 +137,8 @@ impl MetadataMap {
     }
 
     /// The entries in key order.
-    pub fn iter(&self) -> Iter<'_> {
-        Iter(self.entries.iter())
+    pub fn iter(&self) -> MetadataIter<'_> {
+        MetadataIter(self.entries.iter())
     }
 
     /// The entries in key order, values mutable.
@@ -175,9 +175,9 @@ impl MetadataMap {
 
 /// The entries of a [`MetadataMap`] in key order.
 #[derive(Clone, Debug)]
-pub struct Iter<'a>(std::slice::Iter<'a, (String, Value)>);
+pub struct MetadataIter<'a>(std::slice::Iter<'a, (String, Value)>);
 
-impl<'a> Iterator for Iter<'a> {
+impl<'a> Iterator for MetadataIter<'a> {
     type Item = (&'a String, &'a Value);
 
     fn next(&mut self) -> Option<Self::Item> {
@@ -189,19 +189,19 @@ impl<'a> Iterator for Iter<'a> {
     }
 }
 
-impl DoubleEndedIterator for Iter<'_> {
+impl DoubleEndedIterator for MetadataIter<'_> {
     fn next_back(&mut self) -> Option<Self::Item> {
         self.0.next_back().map(|(k, v)| (k, v))
     }
 }
 
-impl ExactSizeIterator for Iter<'_> {}
+impl ExactSizeIterator for MetadataIter<'_> {}
 
 impl<'a> IntoIterator for &'a MetadataMap {
     type Item = (&'a String, &'a Value);
-    type IntoIter = Iter<'a>;
+    type IntoIter = MetadataIter<'a>;
 
-    fn into_iter(self) -> Iter<'a> {
+    fn into_iter(self) -> MetadataIter<'a> {
         self.iter()
     }
 }
