@@ -27,7 +27,7 @@ use agentkit_core::{
     ToolCallId, ToolCallPart, ToolResultPart, TurnId, Usage,
 };
 use agentkit_tools_core::{ApprovalDecision, ToolError, ToolResult, ToolResume};
-use std::collections::{HashSet, VecDeque};
+use std::collections::VecDeque;
 
 pub(crate) const DROPPED: &str =
     "the tool call was interrupted before it finished (the loop stopped waiting for it)";
@@ -148,8 +148,9 @@ pub(crate) struct DriverCore {
     pub(crate) mutation_due: Option<MutationPoint>,
     pub(crate) cancellation: Option<CancellationHandle>,
     pub(crate) settings: CoreSettings,
-    /// Every tool-call id of the transcript, built when first needed.
-    call_ids: Option<HashSet<ToolCallId, foldhash::fast::RandomState>>,
+    /// Every tool-call id of the transcript after its starting transcript
+    /// (whose ids the log shares), built when first needed.
+    call_ids: Option<crate::transcript::CallIds>,
     outbox: VecDeque<Note>,
     /// The `BeforeModelCall` mutators ran for the coming call.
     premutated: bool,
@@ -959,25 +960,29 @@ impl DriverCore {
         if calls.is_empty() {
             return calls;
         }
+        let (start_ids, start_len) = self.log.starting_call_ids();
         let log = &self.log;
         let ids = self.call_ids.get_or_insert_with(|| {
             log.with(|items| {
-                items
+                items[start_len..]
                     .iter()
                     .flat_map(Item::tool_calls)
                     .map(|c| c.id.clone())
                     .collect()
             })
         });
+        let used = |ids: &crate::transcript::CallIds, id: &ToolCallId| {
+            ids.contains(id) || start_ids.is_some_and(|start| start.contains(id))
+        };
         calls
             .into_iter()
             .map(|mut call| {
-                if ids.contains(&call.id) {
+                if used(ids, &call.id) {
                     let original = call.id.clone();
                     let mut n = 2;
                     let fresh = loop {
                         let candidate = ToolCallId::new(format!("{original}_{n}"));
-                        if !ids.contains(&candidate) {
+                        if !used(ids, &candidate) {
                             break candidate;
                         }
                         n += 1;
