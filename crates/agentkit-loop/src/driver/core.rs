@@ -956,13 +956,13 @@ impl DriverCore {
     /// earlier in the session, or twice in one answer, gets a fresh one
     /// (`<id>_<n>`, which fits every provider's id pattern); the model's
     /// original stays in `agentkit.original_call_id`.
-    fn unique_call_ids(&mut self, calls: Vec<ToolCallPart>) -> Vec<ToolCallPart> {
+    fn unique_call_ids(&mut self, mut calls: Vec<ToolCallPart>) -> Vec<ToolCallPart> {
         if calls.is_empty() {
             return calls;
         }
         let (start_ids, start_len) = self.log.starting_call_ids();
         let log = &self.log;
-        let ids = self.call_ids.get_or_insert_with(|| {
+        let own = self.call_ids.get_or_insert_with(|| {
             log.with(|items| {
                 items[start_len..]
                     .iter()
@@ -971,30 +971,45 @@ impl DriverCore {
                     .collect()
             })
         });
-        let used = |ids: &crate::transcript::CallIds, id: &ToolCallId| {
-            ids.contains(id) || start_ids.is_some_and(|start| start.contains(id))
+        // The starting transcript's ids (shared by the agent's sessions)
+        // are taken too.
+        let mut ids = TakenIds {
+            own,
+            start: start_ids,
         };
-        calls
-            .into_iter()
-            .map(|mut call| {
-                if used(ids, &call.id) {
-                    let original = call.id.clone();
-                    let mut n = 2;
-                    let fresh = loop {
-                        let candidate = ToolCallId::new(format!("{original}_{n}"));
-                        if !used(ids, &candidate) {
-                            break candidate;
-                        }
-                        n += 1;
-                    };
-                    call.metadata
-                        .insert("agentkit.original_call_id".into(), original.as_str().into());
-                    call.id = fresh;
+        for call in &mut calls {
+            // One hash per call when the id is new, the usual case.
+            if ids.insert(call.id.clone()) {
+                continue;
+            }
+            let original = call.id.clone();
+            let mut n = 2;
+            let fresh = loop {
+                let candidate = ToolCallId::new(format!("{original}_{n}"));
+                if ids.insert(candidate.clone()) {
+                    break candidate;
                 }
-                ids.insert(call.id.clone());
-                call
-            })
-            .collect()
+                n += 1;
+            };
+            call.metadata
+                .insert("agentkit.original_call_id".into(), original.as_str().into());
+            call.id = fresh;
+        }
+        calls
+    }
+}
+
+/// The tool-call ids a session has used: its own, and those of the
+/// starting transcript it shares with the agent's other sessions.
+struct TakenIds<'a> {
+    own: &'a mut crate::transcript::CallIds,
+    start: Option<&'a crate::transcript::CallIds>,
+}
+
+impl TakenIds<'_> {
+    /// Takes `id`; `false` when it was taken already.
+    fn insert(&mut self, id: ToolCallId) -> bool {
+        !self.start.is_some_and(|start| start.contains(&id)) && self.own.insert(id)
     }
 }
 
