@@ -12,7 +12,7 @@
 
 use crate::usage::WireUsage;
 use agentkit_core::{Delta, FinishReason, MetadataMap, PartId, PartKind, ToolCallPart};
-use agentkit_http::{PriceTable, ProviderError, SseEvent};
+use agentkit_http::{PriceTable, ProviderError, SseEventRef};
 use agentkit_loop::{ModelTurnEvent, ModelTurnResult};
 use serde::Deserialize;
 use serde_json::Value;
@@ -135,7 +135,7 @@ impl agentkit_http::SseDecoder for EventDecoder {
 
     fn on_event(
         &mut self,
-        event: &SseEvent,
+        event: SseEventRef<'_>,
         out: &mut VecDeque<ModelTurnEvent>,
     ) -> Result<(), ProviderError> {
         EventDecoder::on_event(self, event, out)
@@ -180,7 +180,7 @@ impl EventDecoder {
     /// Applies one SSE event.
     pub(crate) fn on_event(
         &mut self,
-        event: &SseEvent,
+        event: SseEventRef<'_>,
         out: &mut VecDeque<ModelTurnEvent>,
     ) -> Result<(), ProviderError> {
         if self.finished {

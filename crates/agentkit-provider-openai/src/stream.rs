@@ -15,7 +15,9 @@
 use crate::usage::WireUsage;
 use agentkit_core::{Delta, FinishReason, MetadataMap, PartId, PartKind, ToolCallPart};
 use agentkit_http::PriceTable;
-use agentkit_http::{ProviderError, SseEvent};
+#[cfg(test)]
+use agentkit_http::SseEvent;
+use agentkit_http::{ProviderError, SseEventRef};
 use agentkit_loop::{ModelTurnEvent, ModelTurnResult};
 use serde::Deserialize;
 use serde::de::IgnoredAny;
@@ -268,7 +270,7 @@ impl agentkit_http::SseDecoder for ChunkDecoder {
 
     fn on_event(
         &mut self,
-        event: &SseEvent,
+        event: SseEventRef<'_>,
         out: &mut VecDeque<ModelTurnEvent>,
     ) -> Result<(), ProviderError> {
         ChunkDecoder::on_event(self, event, out)
@@ -305,7 +307,7 @@ impl ChunkDecoder {
     /// Applies one SSE event.
     pub(crate) fn on_event(
         &mut self,
-        event: &SseEvent,
+        event: SseEventRef<'_>,
         out: &mut VecDeque<ModelTurnEvent>,
     ) -> Result<(), ProviderError> {
         if self.finished {
@@ -604,7 +606,7 @@ mod tests {
             let mut event = SseEvent::default();
             event.event = "message".into();
             event.data = chunk.to_string();
-            decoder.on_event(&event, &mut out)?;
+            decoder.on_event(event.as_event_ref(), &mut out)?;
         }
         decoder.on_end(&mut out)?;
         Ok(out.into())
@@ -701,7 +703,7 @@ mod tests {
         ] {
             let mut event = SseEvent::default();
             event.data = chunk.to_string();
-            decoder.on_event(&event, &mut out).unwrap();
+            decoder.on_event(event.as_event_ref(), &mut out).unwrap();
         }
         decoder.on_end(&mut out).unwrap();
         assert_eq!(calls(&Vec::from(out))[0].0, "call_s1t2_0");
@@ -731,7 +733,7 @@ mod tests {
             let mut event = SseEvent::default();
             event.event = "message".into();
             event.data = (*chunk).into();
-            decoder.on_event(&event, &mut out)?;
+            decoder.on_event(event.as_event_ref(), &mut out)?;
         }
         decoder.on_end(&mut out)?;
         Ok(out.into())

@@ -18,7 +18,7 @@
 use agentkit_core::{
     CostUsage, Delta, FinishReason, MetadataMap, PartId, PartKind, TokenUsage, ToolCallPart, Usage,
 };
-use agentkit_http::{PriceTable, ProviderError, SseEvent};
+use agentkit_http::{PriceTable, ProviderError, SseEventRef};
 use agentkit_loop::{ModelTurnEvent, ModelTurnResult};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -404,7 +404,7 @@ impl agentkit_http::SseDecoder for ResponsesDecoder {
 
     fn on_event(
         &mut self,
-        event: &SseEvent,
+        event: SseEventRef<'_>,
         out: &mut VecDeque<ModelTurnEvent>,
     ) -> Result<(), ProviderError> {
         if self.finished {
