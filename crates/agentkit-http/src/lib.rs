@@ -40,6 +40,7 @@
 mod client;
 mod decoded;
 mod error;
+pub mod json;
 
 mod pricing;
 mod retry;
