@@ -102,7 +102,8 @@ impl<'a> JsonReader<'a> {
     fn peek(&mut self) -> Option<u8> {
         let bytes = self.bytes();
         while let Some(&byte) = bytes.get(self.pos) {
-            if !matches!(byte, b' ' | b'\n' | b'\r' | b'\t') {
+            // Everything but whitespace that can come next is above a space.
+            if byte > b' ' || !matches!(byte, b' ' | b'\n' | b'\r' | b'\t') {
                 return Some(byte);
             }
             self.pos += 1;
@@ -203,12 +204,18 @@ impl<'a> JsonReader<'a> {
         self.string_body()
     }
 
-    /// Reads a string or `null` (`None`).
-    pub fn str_or_null(&mut self) -> Option<Option<Cow<'a, str>>> {
+    /// Reads a value with `read`, or `null` (`None`).
+    #[inline]
+    pub fn or_null<T>(&mut self, read: impl FnOnce(&mut Self) -> Option<T>) -> Option<Option<T>> {
         if self.null()? {
             return Some(None);
         }
-        self.str().map(Some)
+        read(self).map(Some)
+    }
+
+    /// Whether `byte` is next (after whitespace); nothing is consumed.
+    pub fn peek_is(&mut self, byte: u8) -> Option<bool> {
+        Some(self.peek()? == byte)
     }
 
     /// Consumes a `null` if one is next: `Some(true)`; `Some(false)` when
@@ -300,23 +307,24 @@ impl<'a> JsonReader<'a> {
         Some(())
     }
 
-    /// The position of the first quote, backslash or control character
-    /// from `pos` on.
+    /// The first quote, backslash or control character from `pos` on, and
+    /// where it is.
     #[inline]
-    fn next_special(&self, mut pos: usize) -> Option<usize> {
+    fn next_special(&self, mut pos: usize) -> Option<(usize, u8)> {
         let bytes = self.bytes();
         while let Some(word) = bytes.get(pos..pos + 8) {
             let mut eight = [0; 8];
             eight.copy_from_slice(word);
             let found = specials(u64::from_le_bytes(eight));
             if found != 0 {
-                return Some(pos + (found.trailing_zeros() / 8) as usize);
+                let at = (found.trailing_zeros() / 8) as usize;
+                return Some((pos + at, eight[at]));
             }
             pos += 8;
         }
         while let Some(&byte) = bytes.get(pos) {
             if is_special(byte) {
-                return Some(pos);
+                return Some((pos, byte));
             }
             pos += 1;
         }
@@ -327,13 +335,12 @@ impl<'a> JsonReader<'a> {
     #[inline]
     fn string_body(&mut self) -> Option<Cow<'a, str>> {
         let start = self.pos;
-        let at = self.next_special(start)?;
-        match self.bytes()[at] {
-            b'"' => {
+        match self.next_special(start)? {
+            (at, b'"') => {
                 self.pos = at + 1;
                 self.text.get(start..at).map(Cow::Borrowed)
             }
-            b'\\' => self.escaped(start, at).map(Cow::Owned),
+            (at, b'\\') => self.escaped(start, at).map(Cow::Owned),
             _ => None,
         }
     }
@@ -341,13 +348,12 @@ impl<'a> JsonReader<'a> {
     fn skip_string_body(&mut self) -> Option<()> {
         let mut pos = self.pos;
         loop {
-            let at = self.next_special(pos)?;
-            match self.bytes()[at] {
-                b'"' => {
+            match self.next_special(pos)? {
+                (at, b'"') => {
                     self.pos = at + 1;
                     return Some(());
                 }
-                b'\\' => {
+                (at, b'\\') => {
                     self.pos = at;
                     self.escape(None)?;
                     pos = self.pos;
@@ -358,25 +364,24 @@ impl<'a> JsonReader<'a> {
     }
 
     /// A string with escapes, decoded; `at` is its first backslash.
-    fn escaped(&mut self, start: usize, mut at: usize) -> Option<String> {
+    fn escaped(&mut self, start: usize, at: usize) -> Option<String> {
         let mut out = String::with_capacity(at - start + 16);
-        let mut from = start;
+        let (mut from, mut at, mut byte) = (start, at, b'\\');
         loop {
-            match self.bytes()[at] {
+            out.push_str(self.text.get(from..at)?);
+            match byte {
                 b'"' => {
-                    out.push_str(self.text.get(from..at)?);
                     self.pos = at + 1;
                     return Some(out);
                 }
                 b'\\' => {
-                    out.push_str(self.text.get(from..at)?);
                     self.pos = at;
                     self.escape(Some(&mut out))?;
                     from = self.pos;
                 }
                 _ => return None,
             }
-            at = self.next_special(from)?;
+            (at, byte) = self.next_special(from)?;
         }
     }
 

@@ -69,7 +69,18 @@ pub struct SseEventRef<'a> {
     pub id: &'a str,
 }
 
-impl SseEventRef<'_> {
+impl<'a> SseEventRef<'a> {
+    /// The data without the whitespace around it, as [`str::trim`] gives
+    /// it, without decoding characters when it starts and ends with
+    /// visible ASCII (a JSON document always does).
+    #[inline]
+    pub fn trimmed_data(&self) -> &'a str {
+        match self.data.as_bytes() {
+            [first, .., last] if first.is_ascii_graphic() && last.is_ascii_graphic() => self.data,
+            _ => self.data.trim(),
+        }
+    }
+
     /// An owned copy of the event.
     pub fn to_event(&self) -> SseEvent {
         SseEvent {
@@ -337,6 +348,7 @@ impl SseParser {
         Ok(())
     }
 
+    #[inline]
     fn check_line(&self, len: usize) -> Result<(), ProviderError> {
         if len > self.limits.max_line_bytes {
             return Err(ProviderError::new(
@@ -374,13 +386,18 @@ impl SseParser {
             // A comment (keep-alive).
             return Ok(ControlFlow::Continue(()));
         }
-        let (name, value) = match memchr::memchr(b':', line.as_bytes()) {
-            Some(colon) => {
-                let value = &line[colon + 1..];
-                (&line[..colon], value.strip_prefix(' ').unwrap_or(value))
+        // The two fields of nearly every line, then any other.
+        let (name, value) = if let Some(value) = line.strip_prefix("data:") {
+            ("data", value)
+        } else if let Some(value) = line.strip_prefix("event:") {
+            ("event", value)
+        } else {
+            match memchr::memchr(b':', line.as_bytes()) {
+                Some(colon) => (&line[..colon], &line[colon + 1..]),
+                None => (line, ""),
             }
-            None => (line, ""),
         };
+        let value = value.strip_prefix(' ').unwrap_or(value);
         let data_len = pending.map_or(self.data.len(), str::len);
         match name {
             "data" => {

@@ -102,10 +102,10 @@ fn read_delta_body<'a>(reader: &mut JsonReader<'a>) -> Option<DeltaBody<'a>> {
         (None, None, None, None, None);
     reader.object(|r, key| match key {
         "type" => JsonReader::once(&mut kind, r.str()?),
-        "text" => JsonReader::once(&mut text, r.str_or_null()?),
-        "thinking" => JsonReader::once(&mut thinking, r.str_or_null()?),
-        "signature" => JsonReader::once(&mut signature, r.str_or_null()?),
-        "partial_json" => JsonReader::once(&mut partial_json, r.str_or_null()?),
+        "text" => JsonReader::once(&mut text, r.or_null(JsonReader::str)?),
+        "thinking" => JsonReader::once(&mut thinking, r.or_null(JsonReader::str)?),
+        "signature" => JsonReader::once(&mut signature, r.or_null(JsonReader::str)?),
+        "partial_json" => JsonReader::once(&mut partial_json, r.or_null(JsonReader::str)?),
         _ => r.skip(),
     })?;
     Some(DeltaBody {
@@ -230,7 +230,7 @@ impl EventDecoder {
         if self.finished {
             return Ok(());
         }
-        let data = event.data.trim();
+        let data = event.trimmed_data();
         if event.event == "error" {
             return Err(ProviderError::from_stream_error(data));
         }

@@ -17,6 +17,7 @@ use agentkit_core::{Delta, FinishReason, MetadataMap, PartId, PartKind, ToolCall
 use agentkit_http::PriceTable;
 #[cfg(test)]
 use agentkit_http::SseEvent;
+use agentkit_http::json::JsonReader;
 use agentkit_http::{ProviderError, SseEventRef};
 use agentkit_loop::{ModelTurnEvent, ModelTurnResult};
 use serde::Deserialize;
@@ -73,6 +74,16 @@ struct Choices<'a> {
 }
 
 impl<'a> Choices<'a> {
+    /// Keeps a choice of index 0; others are another answer.
+    fn keep(&mut self, choice: Choice<'a>) {
+        if choice.index != 0 {
+        } else if self.first.is_none() {
+            self.first = Some(choice);
+        } else {
+            self.more.push(choice);
+        }
+    }
+
     fn into_iter(self) -> impl Iterator<Item = Choice<'a>> {
         self.first.into_iter().chain(self.more)
     }
@@ -92,12 +103,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for Choices<'a> {
             ) -> Result<Choices<'a>, A::Error> {
                 let mut choices = Choices::default();
                 while let Some(choice) = seq.next_element::<Choice<'a>>()? {
-                    if choice.index != 0 {
-                    } else if choices.first.is_none() {
-                        choices.first = Some(choice);
-                    } else {
-                        choices.more.push(choice);
-                    }
+                    choices.keep(choice);
                 }
                 Ok(choices)
             }
@@ -131,6 +137,129 @@ struct WireToolCall {
 struct WireFunction {
     name: Option<String>,
     arguments: Option<String>,
+}
+
+/// A chunk read with [`JsonReader`]: what serde_json would give for
+/// [`Chunk`], at a fraction of its cost per token, for every chunk without
+/// `usage` or `error` (nearly all of a stream). `None` for anything left
+/// to serde_json, which then decides as before.
+fn read_chunk(data: &str) -> Option<Chunk<'_>> {
+    let mut reader = JsonReader::new(data);
+    let (mut id, mut model, mut choices, mut usage) = (None, None, None, None);
+    reader.object(|r, key| match key {
+        "id" => JsonReader::once(&mut id, r.or_null(JsonReader::str)?),
+        "model" => JsonReader::once(&mut model, r.or_null(JsonReader::str)?),
+        "choices" => JsonReader::once(&mut choices, read_choices(r)?),
+        // Only the usual `null`; a usage report goes to serde_json.
+        "usage" => JsonReader::once(&mut usage, r.null()?.then_some(())?),
+        "error" => None,
+        _ => r.skip(),
+    })?;
+    reader.end()?;
+    Some(Chunk {
+        id: id.flatten(),
+        model: model.flatten(),
+        choices: choices.unwrap_or_default(),
+        usage: None,
+        error: None,
+    })
+}
+
+fn read_choices<'a>(reader: &mut JsonReader<'a>) -> Option<Choices<'a>> {
+    let mut choices = Choices::default();
+    reader.array(|r| read_choice(r).map(|choice| choices.keep(choice)))?;
+    Some(choices)
+}
+
+fn read_choice<'a>(reader: &mut JsonReader<'a>) -> Option<Choice<'a>> {
+    let (mut index, mut delta, mut finish_reason) = (None, None, None);
+    reader.object(|r, key| match key {
+        "index" => JsonReader::once(&mut index, u32::try_from(r.u64()?).ok()?),
+        "delta" => JsonReader::once(&mut delta, r.or_null(read_delta)?),
+        "finish_reason" => JsonReader::once(&mut finish_reason, r.or_null(JsonReader::str)?),
+        _ => r.skip(),
+    })?;
+    Some(Choice {
+        index: index.unwrap_or_default(),
+        delta: delta.flatten(),
+        finish_reason: finish_reason.flatten(),
+    })
+}
+
+fn read_delta<'a>(reader: &mut JsonReader<'a>) -> Option<WireDelta<'a>> {
+    let (mut content, mut refusal, mut reasoning_content, mut reasoning, mut tool_calls) =
+        (None, None, None, None, None);
+    reader.object(|r, key| match key {
+        "content" => JsonReader::once(&mut content, r.or_null(JsonReader::str)?),
+        "refusal" => JsonReader::once(&mut refusal, r.or_null(JsonReader::str)?),
+        "reasoning_content" => {
+            JsonReader::once(&mut reasoning_content, r.or_null(JsonReader::str)?)
+        }
+        "reasoning" => {
+            // Only a string is used; anything else is ignored, as its
+            // `Value` would be.
+            let value = if r.null()? {
+                None
+            } else if r.peek_is(b'"')? {
+                Some(Value::String(r.str()?.into_owned()))
+            } else {
+                r.skip()?;
+                Some(Value::Null)
+            };
+            JsonReader::once(&mut reasoning, value)
+        }
+        "tool_calls" => {
+            let calls = r.or_null(|r| {
+                let mut calls = Vec::new();
+                r.array(|r| read_tool_call(r).map(|call| calls.push(call)))?;
+                Some(calls)
+            })?;
+            JsonReader::once(&mut tool_calls, calls)
+        }
+        _ => r.skip(),
+    })?;
+    Some(WireDelta {
+        content: content.flatten(),
+        refusal: refusal.flatten(),
+        reasoning_content: reasoning_content.flatten(),
+        reasoning: reasoning.flatten(),
+        tool_calls: tool_calls.flatten(),
+    })
+}
+
+fn read_tool_call(reader: &mut JsonReader<'_>) -> Option<WireToolCall> {
+    let (mut index, mut id, mut function) = (None, None, None);
+    reader.object(|r, key| match key {
+        "index" => JsonReader::once(&mut index, r.or_null(JsonReader::u64)?),
+        "id" => JsonReader::once(&mut id, r.or_null(JsonReader::str)?.map(Cow::into_owned)),
+        "function" => {
+            let read = r.or_null(|r| {
+                let (mut name, mut arguments) = (None, None);
+                r.object(|r, key| match key {
+                    "name" => JsonReader::once(
+                        &mut name,
+                        r.or_null(JsonReader::str)?.map(Cow::into_owned),
+                    ),
+                    "arguments" => JsonReader::once(
+                        &mut arguments,
+                        r.or_null(JsonReader::str)?.map(Cow::into_owned),
+                    ),
+                    _ => r.skip(),
+                })?;
+                Some(WireFunction {
+                    name: name.flatten(),
+                    arguments: arguments.flatten(),
+                })
+            })?;
+            JsonReader::once(&mut function, read)
+        }
+        _ => r.skip(),
+    })?;
+    Some(WireToolCall {
+        index: index.flatten(),
+        id: id.flatten(),
+        function: function.flatten(),
+    })
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -180,89 +309,6 @@ pub(crate) struct ChunkDecoder {
     response_id: Option<String>,
     model: Option<String>,
     finished: bool,
-    head: Head,
-}
-
-/// The members every chunk of a stream repeats before `choices` (`id`,
-/// `object`, `created`, `model`, ...), learnt from one chunk, so that later
-/// chunks which start with the very same bytes skip them. They are most of
-/// a small chunk, and JSON parsing is most of the decoding cost. Skipping
-/// them changes nothing: the id and model are taken from the first chunk
-/// only, and the other members are ignored anyway.
-#[derive(Default)]
-struct Head {
-    /// The learnt bytes, up to and including the comma before `"choices"`;
-    /// empty while none is known.
-    bytes: String,
-    /// `{` followed by the rest of the current chunk.
-    scratch: String,
-    /// How many times a head was learnt; capped, so a stream whose heads
-    /// all differ does not pay for learning on every chunk.
-    learnt: u8,
-}
-
-impl Head {
-    const MAX_LEARNT: u8 = 4;
-
-    /// The chunk's members after the known head, as a JSON object in
-    /// `scratch`, or `None` when the chunk does not start with the head.
-    fn rest_of<'s>(&'s mut self, data: &str) -> Option<&'s str> {
-        if self.bytes.is_empty() {
-            return None;
-        }
-        let rest = data.strip_prefix(self.bytes.as_str())?;
-        self.scratch.clear();
-        self.scratch.push('{');
-        self.scratch.push_str(rest);
-        Some(&self.scratch)
-    }
-
-    /// Learns the head of a chunk that was parsed in full: the members
-    /// before the first `"choices"`, if they hold no `usage`, `error` or
-    /// `choices` (members whose every occurrence matters; a key may be
-    /// written with escapes). Parsing them on their own checks that the
-    /// cut is really between two members, not inside a string.
-    ///
-    /// One difference remains, for broken chunks only: a rest that repeats
-    /// the head's `id` or `model` as `null` is not reported as a duplicate
-    /// member; one that repeats them with a value is.
-    fn learn(&mut self, data: &str) {
-        #[derive(Deserialize)]
-        struct Members {
-            #[serde(default, deserialize_with = "present")]
-            usage: bool,
-            #[serde(default, deserialize_with = "present")]
-            error: bool,
-            #[serde(default, deserialize_with = "present")]
-            choices: bool,
-        }
-        fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
-            IgnoredAny::deserialize(d).map(|_| true)
-        }
-        if self.learnt >= Self::MAX_LEARNT {
-            return;
-        }
-        self.learnt += 1;
-        self.bytes.clear();
-        let Some(at) = data.find("\"choices\"") else {
-            return;
-        };
-        let head = &data[..at];
-        let Some(members) = head.trim_end().strip_suffix(',') else {
-            return;
-        };
-        self.scratch.clear();
-        self.scratch.push_str(members);
-        self.scratch.push('}');
-        if let Ok(Members {
-            usage: false,
-            error: false,
-            choices: false,
-        }) = serde_json::from_str(&self.scratch)
-        {
-            self.bytes.push_str(head);
-        }
-    }
 }
 
 impl agentkit_http::SseDecoder for ChunkDecoder {
@@ -313,7 +359,7 @@ impl ChunkDecoder {
         if self.finished {
             return Ok(());
         }
-        let data = event.data.trim();
+        let data = event.trimmed_data();
         if data == "[DONE]" {
             return self.finish(out);
         }
@@ -323,36 +369,17 @@ impl ChunkDecoder {
         if data.is_empty() {
             return Ok(());
         }
-        let mut head = std::mem::take(&mut self.head);
-        let result = self.on_chunk(data, &mut head, out);
-        self.head = head;
-        result
+        self.on_chunk(data, out)
     }
 
     fn on_chunk(
         &mut self,
         data: &str,
-        head: &mut Head,
         out: &mut VecDeque<ModelTurnEvent>,
     ) -> Result<(), ProviderError> {
-        // The chunk after its known head (`{` and the rest), or the whole
-        // chunk.
-        let chunk = match head.rest_of(data) {
-            // A rest that repeats the id or model, or that does not parse,
-            // goes through the full parse, which reports it as before.
-            Some(rest) => match serde_json::from_str::<Chunk>(rest) {
-                Ok(chunk) if chunk.id.is_none() && chunk.model.is_none() => chunk,
-                _ => {
-                    let chunk = parse_chunk(data)?;
-                    head.learn(data);
-                    chunk
-                }
-            },
-            None => {
-                let chunk = parse_chunk(data)?;
-                head.learn(data);
-                chunk
-            }
+        let chunk = match read_chunk(data) {
+            Some(chunk) => chunk,
+            None => parse_chunk(data)?,
         };
         if chunk.error.is_some() {
             return Err(ProviderError::from_stream_error(data));
