@@ -135,10 +135,7 @@ impl<'a> JsonReader<'a> {
         }
         loop {
             self.eat(b'"')?;
-            let key = match self.string_body()? {
-                Cow::Borrowed(key) => key,
-                Cow::Owned(_) => return None,
-            };
+            let key = self.key_body()?;
             self.eat(b':')?;
             member(self, key)?;
             if !self.more(b'}')? {
@@ -307,9 +304,22 @@ impl<'a> JsonReader<'a> {
         Some(())
     }
 
+    /// After the opening quote of a key: the key, which must have no
+    /// escape.
+    #[inline(always)]
+    fn key_body(&mut self) -> Option<&'a str> {
+        let start = self.pos;
+        let (at, byte) = self.next_special(start)?;
+        if byte != b'"' {
+            return None;
+        }
+        self.pos = at + 1;
+        self.text.get(start..at)
+    }
+
     /// The first quote, backslash or control character from `pos` on, and
     /// where it is.
-    #[inline]
+    #[inline(always)]
     fn next_special(&self, mut pos: usize) -> Option<(usize, u8)> {
         let bytes = self.bytes();
         while let Some(word) = bytes.get(pos..pos + 8) {
