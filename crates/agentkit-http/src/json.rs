@@ -210,6 +210,21 @@ impl<'a> JsonReader<'a> {
         read(self).map(Some)
     }
 
+    /// Consumes `expected` if exactly these bytes come next (no whitespace
+    /// is skipped first): a caller that knows how a server lays out its
+    /// documents reads the fixed parts with one comparison, and the
+    /// values between them with the other methods. Nothing is consumed
+    /// when they do not match.
+    #[inline]
+    pub fn consume(&mut self, expected: &str) -> bool {
+        let end = self.pos + expected.len();
+        let matches = self.bytes().get(self.pos..end) == Some(expected.as_bytes());
+        if matches {
+            self.pos = end;
+        }
+        matches
+    }
+
     /// Whether `byte` is next (after whitespace); nothing is consumed.
     pub fn peek_is(&mut self, byte: u8) -> Option<bool> {
         Some(self.peek()? == byte)

@@ -263,7 +263,7 @@ impl SseParser {
             let mut line = std::mem::take(&mut self.line);
             line.extend_from_slice(&rest[..end]);
             let flow = match checked_utf8(&line) {
-                Ok(text) => self.line_done(text, &mut None, false, &mut on_event),
+                Ok(text) => self.line_done(text, &mut Pending::default(), false, &mut on_event),
                 Err(_) => Err(self.invalid_line(&line)),
             };
             line.clear();
@@ -299,11 +299,19 @@ impl SseParser {
         };
         let bytes = text.as_bytes();
         let mut start = 0;
-        // The data of the open event while it is one line of this read.
-        let mut pending = None;
-        while let Some(at) = memchr::memchr2(b'\n', b'\r', &bytes[start..]) {
-            let end = start + at;
-            self.check_line(at)?;
+        // The open event's fields while they are lines of this read.
+        let mut pending = Pending::default();
+        loop {
+            // The blank line that ends an event needs no search.
+            let end = match bytes.get(start) {
+                Some(b'\n' | b'\r') => start,
+                Some(_) => match memchr::memchr2(b'\n', b'\r', &bytes[start..]) {
+                    Some(at) => start + at,
+                    None => break,
+                },
+                None => break,
+            };
+            self.check_line(end - start)?;
             let flow = self.line_done(&text[start..end], &mut pending, true, &mut on_event)?;
             start = end + self.terminator(bytes, end);
             if flow.is_break() {
@@ -316,9 +324,12 @@ impl SseParser {
             self.check_line(len)?;
             return Err(self.invalid_line(&line[..len]));
         }
-        if let Some(data) = pending {
-            // The event goes on in the next read: its data is kept.
+        // The event goes on in the next read: its fields are kept.
+        if let Some(data) = pending.data {
             self.data.push_str(data);
+        }
+        if let Some(event) = pending.event {
+            event.clone_into(&mut self.event);
         }
         if !tail.is_empty() {
             self.check_line(tail.len())?;
@@ -363,12 +374,13 @@ impl SseParser {
     }
 
     /// Applies one line. `pending` holds the open event's data while it is
-    /// a single line borrowed from the read (`borrow`: `line` is from the
-    /// read, not from the parser's own buffer).
+    /// a single line borrowed from the read, and its name while that is
+    /// (`borrow`: `line` is from the read, not from the parser's own
+    /// buffer).
     fn line_done<'c, F>(
         &mut self,
         mut line: &'c str,
-        pending: &mut Option<&'c str>,
+        pending: &mut Pending<'c>,
         borrow: bool,
         on_event: &mut F,
     ) -> Result<ControlFlow<()>, ProviderError>
@@ -398,17 +410,18 @@ impl SseParser {
             }
         };
         let value = value.strip_prefix(' ').unwrap_or(value);
-        let data_len = pending.map_or(self.data.len(), str::len);
+        let data_len = pending.data.map_or(self.data.len(), str::len);
         match name {
             "data" => {
-                let grown = self.event.len() + data_len + value.len() + 1;
+                let event_len = pending.event.map_or(self.event.len(), str::len);
+                let grown = event_len + data_len + value.len() + 1;
                 if grown > self.limits.max_event_bytes {
                     return Err(self.event_too_large());
                 }
                 if self.data_lines == 0 && borrow {
-                    *pending = Some(value);
+                    pending.data = Some(value);
                 } else {
-                    if let Some(first) = pending.take() {
+                    if let Some(first) = pending.data.take() {
                         self.data.push_str(first);
                     }
                     if self.data_lines > 0 {
@@ -422,7 +435,12 @@ impl SseParser {
                 if data_len + value.len() > self.limits.max_event_bytes {
                     return Err(self.event_too_large());
                 }
-                value.clone_into(&mut self.event);
+                if borrow {
+                    pending.event = Some(value);
+                } else {
+                    pending.event = None;
+                    value.clone_into(&mut self.event);
+                }
             }
             "id" if !value.contains('\0') => value.clone_into(&mut self.id),
             // `retry` (reconnection delay) and unknown fields: nothing to do
@@ -462,22 +480,19 @@ impl SseParser {
         )
     }
 
-    fn dispatch<F>(&mut self, pending: &mut Option<&str>, on_event: &mut F) -> ControlFlow<()>
+    fn dispatch<F>(&mut self, pending: &mut Pending<'_>, on_event: &mut F) -> ControlFlow<()>
     where
         F: FnMut(SseEventRef<'_>) -> ControlFlow<()>,
     {
+        let event = pending.event.take().unwrap_or(&self.event);
         if self.data_lines == 0 {
             self.event.clear();
             return ControlFlow::Continue(());
         }
         self.data_lines = 0;
         let flow = on_event(SseEventRef {
-            event: if self.event.is_empty() {
-                "message"
-            } else {
-                &self.event
-            },
-            data: pending.take().unwrap_or(&self.data),
+            event: if event.is_empty() { "message" } else { event },
+            data: pending.data.take().unwrap_or(&self.data),
             id: &self.id,
         });
         self.event.clear();
@@ -487,6 +502,15 @@ impl SseParser {
         }
         flow
     }
+}
+
+/// The open event's fields while they are lines of the read being parsed,
+/// borrowed from it; kept by the parser only if the event goes on in the
+/// next read.
+#[derive(Default)]
+struct Pending<'c> {
+    data: Option<&'c str>,
+    event: Option<&'c str>,
 }
 
 /// `bytes` as UTF-8, checked 32 bytes at a time where the CPU can

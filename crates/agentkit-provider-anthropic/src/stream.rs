@@ -78,6 +78,31 @@ struct DeltaBody<'a> {
     partial_json: Option<Cow<'a, str>>,
 }
 
+/// A text delta laid out exactly as the Messages API writes it (nearly
+/// every event of an answer): `{"type":"content_block_delta","index":N,
+/// "delta":{"type":"text_delta","text":"..."}}`, its fixed parts compared
+/// at once and its two values read and checked. Any other layout (other
+/// member order, spacing, more members) is read by [`read_delta`].
+fn read_text_delta(data: &str) -> Option<(u64, DeltaBody<'_>)> {
+    let mut reader = JsonReader::new(data);
+    reader
+        .consume(r#"{"type":"content_block_delta","index":"#)
+        .then_some(())?;
+    let index = reader.u64()?;
+    reader
+        .consume(r#","delta":{"type":"text_delta","text":"#)
+        .then_some(())?;
+    let text = reader.str()?;
+    reader.consume("}}").then_some(())?;
+    reader.end()?;
+    let delta = DeltaBody {
+        kind: Cow::Borrowed("text_delta"),
+        text: Some(text),
+        ..DeltaBody::default()
+    };
+    Some((index, delta))
+}
+
 /// A `content_block_delta` event read with [`JsonReader`]: what
 /// [`DeltaEvent`] would give, at a fraction of serde_json's cost per
 /// token (most events of a stream are these). `None` for anything the
@@ -238,7 +263,7 @@ impl EventDecoder {
             return Ok(());
         }
         if event.event == "content_block_delta"
-            && let Some((index, delta)) = read_delta(data)
+            && let Some((index, delta)) = read_text_delta(data).or_else(|| read_delta(data))
         {
             return self.delta(index, delta, out);
         }
@@ -550,5 +575,57 @@ fn excerpt(text: &str) -> String {
         format!("{}…", &text[..end])
     } else {
         text.to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What serde_json makes of a delta event: (index, type, text).
+    fn by_serde(data: &str) -> Option<(u64, String, Option<String>)> {
+        let event: DeltaEvent<'_> = serde_json::from_str(data).ok()?;
+        (event.kind == "content_block_delta").then_some(())?;
+        let text = event.delta.text.map(Cow::into_owned);
+        Some((event.index, event.delta.kind.into_owned(), text))
+    }
+
+    fn shown(read: Option<(u64, DeltaBody<'_>)>) -> Option<(u64, String, Option<String>)> {
+        read.map(|(index, delta)| {
+            let text = delta.text.map(Cow::into_owned);
+            (index, delta.kind.into_owned(), text)
+        })
+    }
+
+    #[test]
+    fn the_readers_give_what_serde_json_gives_or_leave_it_to_serde_json() {
+        let events = [
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}"#,
+            r#"{"type":"content_block_delta","index":12,"delta":{"type":"text_delta","text":"a \"b\"\n\u00e9 🦀"}}"#,
+            r#"{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"x"}} "#,
+            r#"{"index":3,"type":"content_block_delta","delta":{"text":"y","type":"text_delta"}}"#,
+            r#"{"type":"content_block_delta", "index":0,"delta":{"type":"text_delta","text":"z"}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"z","extra":[1]}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"z"}}}"#,
+            r#"{"type":"content_block_delta","index":01,"delta":{"type":"text_delta","text":"z"}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"\ud800"}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":null}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"text":"a","text":"b"}}"#,
+            r#"{"type":"ping"}"#,
+        ];
+        for data in events {
+            let expected = by_serde(data);
+            for read in [shown(read_text_delta(data)), shown(read_delta(data))] {
+                // A reader either gives serde_json's reading or gives up.
+                if read.is_some() {
+                    assert_eq!(read, expected, "{data}");
+                }
+            }
+        }
+        // The usual layout takes the exact path; another order the general
+        // reader.
+        assert!(read_text_delta(events[1]).is_some());
+        assert!(read_text_delta(events[3]).is_none());
+        assert!(read_delta(events[3]).is_some());
     }
 }
