@@ -93,6 +93,24 @@ impl<'a> JsonReader<'a> {
         Some(())
     }
 
+    /// Reads the member numbered by `bit` (a power of two) with `read`,
+    /// marking it as seen in `seen`; `None` if it was seen already
+    /// (serde_json refuses a duplicate member of a struct). For a caller
+    /// that fills a struct in place rather than through [`once`](Self::once).
+    #[inline]
+    pub fn member<T>(
+        &mut self,
+        seen: &mut u32,
+        bit: u32,
+        read: impl FnOnce(&mut Self) -> Option<T>,
+    ) -> Option<T> {
+        if *seen & bit != 0 {
+            return None;
+        }
+        *seen |= bit;
+        read(self)
+    }
+
     fn bytes(&self) -> &'a [u8] {
         self.text.as_bytes()
     }
@@ -232,6 +250,7 @@ impl<'a> JsonReader<'a> {
 
     /// Consumes a `null` if one is next: `Some(true)`; `Some(false)` when
     /// something else is next (not consumed).
+    #[inline]
     pub fn null(&mut self) -> Option<bool> {
         if self.peek()? != b'n' {
             return Some(false);
@@ -241,41 +260,59 @@ impl<'a> JsonReader<'a> {
 
     /// Reads a non-negative integer that fits a `u64`, written as JSON
     /// writes integers (no sign, no leading zero, no fraction or exponent).
+    #[inline]
     pub fn u64(&mut self) -> Option<u64> {
         self.peek()?;
         let bytes = self.bytes();
         let start = self.pos;
+        let mut end = start;
         let mut value: u64 = 0;
-        while let Some(&byte) = bytes.get(self.pos) {
-            if !byte.is_ascii_digit() {
+        while let Some(&byte) = bytes.get(end) {
+            let digit = byte.wrapping_sub(b'0');
+            if digit > 9 {
                 break;
             }
-            value = value.checked_mul(10)?.checked_add(u64::from(byte - b'0'))?;
-            self.pos += 1;
+            value = value.checked_mul(10)?.checked_add(u64::from(digit))?;
+            end += 1;
         }
-        let digits = self.pos - start;
-        let leading_zero = digits > 1 && bytes[start] == b'0';
-        let fraction = matches!(bytes.get(self.pos), Some(b'.' | b'e' | b'E'));
-        (digits > 0 && !leading_zero && !fraction).then_some(value)
+        let plain = match end - start {
+            0 => false,
+            1 => true,
+            _ => bytes[start] != b'0',
+        };
+        if !plain || matches!(bytes.get(end), Some(b'.' | b'e' | b'E')) {
+            return None;
+        }
+        self.pos = end;
+        Some(value)
     }
 
     /// Skips one value of any kind, checking that it is JSON.
+    #[inline(always)]
     pub fn skip(&mut self) -> Option<()> {
+        // Strings and nulls, most of what is skipped, without a call.
         match self.peek()? {
             b'"' => {
                 self.pos += 1;
                 self.skip_string_body()
             }
+            b'n' => self.literal("null"),
+            _ => self.skip_other(),
+        }
+    }
+
+    fn skip_other(&mut self) -> Option<()> {
+        match self.peek()? {
             b'{' => self.object(|r, _| r.skip()),
             b'[' => self.array(Self::skip),
             b't' => self.literal("true"),
             b'f' => self.literal("false"),
-            b'n' => self.literal("null"),
             b'-' | b'0'..=b'9' => self.number(),
             _ => None,
         }
     }
 
+    #[inline]
     fn literal(&mut self, word: &str) -> Option<()> {
         let end = self.pos + word.len();
         (self.bytes().get(self.pos..end)? == word.as_bytes()).then(|| self.pos = end)
@@ -370,6 +407,7 @@ impl<'a> JsonReader<'a> {
         }
     }
 
+    #[inline]
     fn skip_string_body(&mut self) -> Option<()> {
         let mut pos = self.pos;
         loop {

@@ -161,6 +161,7 @@ const KEEP_CAPACITY: usize = 64 * 1024;
 #[derive(Debug)]
 pub struct SseParser {
     limits: SseLimits,
+    line_ends: LineEnds,
     /// The start of a line whose end has not arrived yet.
     line: Vec<u8>,
     /// The previous chunk ended in CR: an LF starting this one belongs to it.
@@ -180,6 +181,7 @@ impl SseParser {
     pub fn new(limits: SseLimits) -> Self {
         Self {
             limits,
+            line_ends: LineEnds::new(),
             line: Vec::new(),
             after_cr: false,
             started: false,
@@ -254,7 +256,7 @@ impl SseParser {
         if !self.line.is_empty() {
             // The line begun in an earlier read: it ends in this one, or
             // grows.
-            let Some(end) = memchr::memchr2(b'\n', b'\r', rest) else {
+            let Some(end) = self.line_ends.find(rest) else {
                 self.check_line(self.line.len() + rest.len())?;
                 self.line.extend_from_slice(rest);
                 return Ok(ControlFlow::Continue(()));
@@ -305,7 +307,7 @@ impl SseParser {
             // The blank line that ends an event needs no search.
             let end = match bytes.get(start) {
                 Some(b'\n' | b'\r') => start,
-                Some(_) => match memchr::memchr2(b'\n', b'\r', &bytes[start..]) {
+                Some(_) => match self.line_ends.find(&bytes[start..]) {
                     Some(at) => start + at,
                     None => break,
                 },
@@ -399,20 +401,27 @@ impl SseParser {
             return Ok(ControlFlow::Continue(()));
         }
         // The two fields of nearly every line, then any other.
-        let (name, value) = if let Some(value) = line.strip_prefix("data:") {
-            ("data", value)
+        let (field, value) = if let Some(value) = line.strip_prefix("data:") {
+            (Field::Data, value)
         } else if let Some(value) = line.strip_prefix("event:") {
-            ("event", value)
+            (Field::Event, value)
         } else {
-            match memchr::memchr(b':', line.as_bytes()) {
+            let (name, value) = match memchr::memchr(b':', line.as_bytes()) {
                 Some(colon) => (&line[..colon], &line[colon + 1..]),
                 None => (line, ""),
-            }
+            };
+            let field = match name {
+                "data" => Field::Data,
+                "event" => Field::Event,
+                "id" => Field::Id,
+                _ => Field::Other,
+            };
+            (field, value)
         };
         let value = value.strip_prefix(' ').unwrap_or(value);
         let data_len = pending.data.map_or(self.data.len(), str::len);
-        match name {
-            "data" => {
+        match field {
+            Field::Data => {
                 let event_len = pending.event.map_or(self.event.len(), str::len);
                 let grown = event_len + data_len + value.len() + 1;
                 if grown > self.limits.max_event_bytes {
@@ -431,7 +440,7 @@ impl SseParser {
                 }
                 self.data_lines += 1;
             }
-            "event" => {
+            Field::Event => {
                 if data_len + value.len() > self.limits.max_event_bytes {
                     return Err(self.event_too_large());
                 }
@@ -442,10 +451,10 @@ impl SseParser {
                     value.clone_into(&mut self.event);
                 }
             }
-            "id" if !value.contains('\0') => value.clone_into(&mut self.id),
+            Field::Id if !value.contains('\0') => value.clone_into(&mut self.id),
             // `retry` (reconnection delay) and unknown fields: nothing to do
             // for a one-shot POST stream.
-            _ => {}
+            Field::Id | Field::Other => {}
         }
         Ok(ControlFlow::Continue(()))
     }
@@ -502,6 +511,42 @@ impl SseParser {
         }
         flow
     }
+}
+
+/// Finds line ends: memchr's AVX2 searcher where the CPU has one, checked
+/// for once per parser (`memchr2` checks on every call, a few dozen
+/// instructions per line).
+#[derive(Clone, Copy, Debug)]
+struct LineEnds {
+    #[cfg(target_arch = "x86_64")]
+    avx2: Option<memchr::arch::x86_64::avx2::memchr::Two>,
+}
+
+impl LineEnds {
+    fn new() -> Self {
+        Self {
+            #[cfg(target_arch = "x86_64")]
+            avx2: memchr::arch::x86_64::avx2::memchr::Two::new(b'\n', b'\r'),
+        }
+    }
+
+    #[inline]
+    fn find(&self, haystack: &[u8]) -> Option<usize> {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(two) = self.avx2 {
+            return two.find(haystack);
+        }
+        memchr::memchr2(b'\n', b'\r', haystack)
+    }
+}
+
+/// The fields a line may set.
+#[derive(Clone, Copy)]
+enum Field {
+    Data,
+    Event,
+    Id,
+    Other,
 }
 
 /// The open event's fields while they are lines of the read being parsed,

@@ -262,8 +262,13 @@ impl EventDecoder {
         if data.is_empty() {
             return Ok(());
         }
+        // A text delta in the API's layout is one whatever the event's
+        // name (the general path goes by the JSON `type` too).
+        if let Some((index, delta)) = read_text_delta(data) {
+            return self.delta(index, delta, out);
+        }
         if event.event == "content_block_delta"
-            && let Some((index, delta)) = read_text_delta(data).or_else(|| read_delta(data))
+            && let Some((index, delta)) = read_delta(data)
         {
             return self.delta(index, delta, out);
         }

@@ -74,6 +74,28 @@ struct Choices<'a> {
 }
 
 impl<'a> Choices<'a> {
+    /// A new empty choice, last.
+    fn push(&mut self) -> &mut Choice<'a> {
+        let empty = Choice {
+            index: 0,
+            delta: None,
+            finish_reason: None,
+        };
+        if self.first.is_none() {
+            return self.first.insert(empty);
+        }
+        self.more.push(empty);
+        let last = self.more.len() - 1;
+        &mut self.more[last]
+    }
+
+    /// Drops the last choice.
+    fn pop(&mut self) {
+        if self.more.pop().is_none() {
+            self.first = None;
+        }
+    }
+
     /// Keeps a choice of index 0; others are another answer.
     fn keep(&mut self, choice: Choice<'a>) {
         if choice.index != 0 {
@@ -84,8 +106,8 @@ impl<'a> Choices<'a> {
         }
     }
 
-    fn into_iter(self) -> impl Iterator<Item = Choice<'a>> {
-        self.first.into_iter().chain(self.more)
+    fn iter_mut(&mut self) -> impl Iterator<Item = &mut Choice<'a>> {
+        self.first.iter_mut().chain(self.more.iter_mut())
     }
 }
 
@@ -112,7 +134,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for Choices<'a> {
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
 struct WireDelta<'a> {
     #[serde(default, borrow, deserialize_with = "borrowed")]
     content: Option<Cow<'a, str>>,
@@ -139,91 +161,97 @@ struct WireFunction {
     arguments: Option<String>,
 }
 
-/// A chunk read with [`JsonReader`]: what serde_json would give for
-/// [`Chunk`], at a fraction of its cost per token, for every chunk without
-/// `usage` or `error` (nearly all of a stream). `None` for anything left
-/// to serde_json, which then decides as before.
-fn read_chunk(data: &str) -> Option<Chunk<'_>> {
+/// A chunk read with [`JsonReader`] into an empty `chunk`: what
+/// serde_json would give for [`Chunk`], at a fraction of its cost per
+/// token, for every chunk without `usage` or `error` (nearly all of a
+/// stream). `None` for anything left to serde_json, which then decides as
+/// before (`chunk` is then half-filled and must be replaced).
+fn read_chunk<'a>(data: &'a str, chunk: &mut Chunk<'a>) -> Option<()> {
     let mut reader = JsonReader::new(data);
-    let (mut id, mut model, mut choices, mut usage) = (None, None, None, None);
+    // Filled in place: a chunk is a few hundred bytes, each move a copy.
+    let mut seen = 0;
     reader.object(|r, key| match key {
-        "id" => JsonReader::once(&mut id, r.or_null(JsonReader::str)?),
-        "model" => JsonReader::once(&mut model, r.or_null(JsonReader::str)?),
-        "choices" => JsonReader::once(&mut choices, read_choices(r)?),
+        "id" => r.member(&mut seen, 1, optional_str).map(|id| chunk.id = id),
+        "model" => r
+            .member(&mut seen, 2, optional_str)
+            .map(|model| chunk.model = model),
+        "choices" => r.member(&mut seen, 4, |r| {
+            r.array(|r| read_choice(r, &mut chunk.choices))
+        }),
         // Only the usual `null`; a usage report goes to serde_json.
-        "usage" => JsonReader::once(&mut usage, r.null()?.then_some(())?),
+        "usage" => r.member(&mut seen, 8, |r| r.null()?.then_some(())),
         "error" => None,
         _ => r.skip(),
     })?;
-    reader.end()?;
-    Some(Chunk {
-        id: id.flatten(),
-        model: model.flatten(),
-        choices: choices.unwrap_or_default(),
-        usage: None,
-        error: None,
-    })
+    reader.end()
 }
 
-fn read_choices<'a>(reader: &mut JsonReader<'a>) -> Option<Choices<'a>> {
-    let mut choices = Choices::default();
-    reader.array(|r| read_choice(r).map(|choice| choices.keep(choice)))?;
-    Some(choices)
+/// A string or `null`.
+fn optional_str<'a>(reader: &mut JsonReader<'a>) -> Option<Option<Cow<'a, str>>> {
+    reader.or_null(JsonReader::str)
 }
 
-fn read_choice<'a>(reader: &mut JsonReader<'a>) -> Option<Choice<'a>> {
-    let (mut index, mut delta, mut finish_reason) = (None, None, None);
+fn read_choice<'a>(reader: &mut JsonReader<'a>, choices: &mut Choices<'a>) -> Option<()> {
+    // Read where it is kept, and dropped again if it is another answer.
+    let choice = choices.push();
+    let mut seen = 0;
     reader.object(|r, key| match key {
-        "index" => JsonReader::once(&mut index, u32::try_from(r.u64()?).ok()?),
-        "delta" => JsonReader::once(&mut delta, r.or_null(read_delta)?),
-        "finish_reason" => JsonReader::once(&mut finish_reason, r.or_null(JsonReader::str)?),
+        "index" => r
+            .member(&mut seen, 1, |r| u32::try_from(r.u64()?).ok())
+            .map(|index| choice.index = index),
+        "delta" => r.member(&mut seen, 2, |r| {
+            if !r.null()? {
+                read_delta(r, choice.delta.insert(WireDelta::default()))?;
+            }
+            Some(())
+        }),
+        "finish_reason" => r
+            .member(&mut seen, 4, optional_str)
+            .map(|reason| choice.finish_reason = reason),
         _ => r.skip(),
     })?;
-    Some(Choice {
-        index: index.unwrap_or_default(),
-        delta: delta.flatten(),
-        finish_reason: finish_reason.flatten(),
-    })
+    if choice.index != 0 {
+        choices.pop();
+    }
+    Some(())
 }
 
-fn read_delta<'a>(reader: &mut JsonReader<'a>) -> Option<WireDelta<'a>> {
-    let (mut content, mut refusal, mut reasoning_content, mut reasoning, mut tool_calls) =
-        (None, None, None, None, None);
+fn read_delta<'a>(reader: &mut JsonReader<'a>, delta: &mut WireDelta<'a>) -> Option<()> {
+    let mut seen = 0;
     reader.object(|r, key| match key {
-        "content" => JsonReader::once(&mut content, r.or_null(JsonReader::str)?),
-        "refusal" => JsonReader::once(&mut refusal, r.or_null(JsonReader::str)?),
-        "reasoning_content" => {
-            JsonReader::once(&mut reasoning_content, r.or_null(JsonReader::str)?)
-        }
-        "reasoning" => {
-            // Only a string is used; anything else is ignored, as its
-            // `Value` would be.
-            let value = if r.null()? {
-                None
-            } else if r.peek_is(b'"')? {
-                Some(Value::String(r.str()?.into_owned()))
-            } else {
-                r.skip()?;
-                Some(Value::Null)
-            };
-            JsonReader::once(&mut reasoning, value)
-        }
-        "tool_calls" => {
-            let calls = r.or_null(|r| {
-                let mut calls = Vec::new();
-                r.array(|r| read_tool_call(r).map(|call| calls.push(call)))?;
-                Some(calls)
-            })?;
-            JsonReader::once(&mut tool_calls, calls)
-        }
+        "content" => r
+            .member(&mut seen, 1, optional_str)
+            .map(|text| delta.content = text),
+        "refusal" => r
+            .member(&mut seen, 2, optional_str)
+            .map(|text| delta.refusal = text),
+        "reasoning_content" => r
+            .member(&mut seen, 4, optional_str)
+            .map(|text| delta.reasoning_content = text),
+        // Only a string is used; anything else is ignored, as its `Value`
+        // would be.
+        "reasoning" => r
+            .member(&mut seen, 8, |r| {
+                Some(if r.null()? {
+                    None
+                } else if r.peek_is(b'"')? {
+                    Some(Value::String(r.str()?.into_owned()))
+                } else {
+                    r.skip()?;
+                    Some(Value::Null)
+                })
+            })
+            .map(|reasoning| delta.reasoning = reasoning),
+        "tool_calls" => r
+            .member(&mut seen, 16, |r| {
+                r.or_null(|r| {
+                    let mut calls = Vec::new();
+                    r.array(|r| read_tool_call(r).map(|call| calls.push(call)))?;
+                    Some(calls)
+                })
+            })
+            .map(|calls| delta.tool_calls = calls),
         _ => r.skip(),
-    })?;
-    Some(WireDelta {
-        content: content.flatten(),
-        refusal: refusal.flatten(),
-        reasoning_content: reasoning_content.flatten(),
-        reasoning: reasoning.flatten(),
-        tool_calls: tool_calls.flatten(),
     })
 }
 
@@ -377,25 +405,31 @@ impl ChunkDecoder {
         data: &str,
         out: &mut VecDeque<ModelTurnEvent>,
     ) -> Result<(), ProviderError> {
-        let chunk = match read_chunk(data) {
-            Some(chunk) => chunk,
-            None => parse_chunk(data)?,
+        let mut chunk = Chunk {
+            id: None,
+            model: None,
+            choices: Choices::default(),
+            usage: None,
+            error: None,
         };
+        if read_chunk(data, &mut chunk).is_none() {
+            chunk = parse_chunk(data)?;
+        }
         if chunk.error.is_some() {
             return Err(ProviderError::from_stream_error(data));
         }
         if self.response_id.is_none() {
-            self.response_id = chunk.id.map(Cow::into_owned);
+            self.response_id = chunk.id.take().map(Cow::into_owned);
         }
         if self.model.is_none() {
-            self.model = chunk.model.map(Cow::into_owned);
+            self.model = chunk.model.take().map(Cow::into_owned);
         }
         // We never ask for `n > 1`; other choices would be another answer.
-        for choice in chunk.choices.into_iter() {
-            if let Some(delta) = choice.delta {
+        for choice in chunk.choices.iter_mut() {
+            if let Some(delta) = &mut choice.delta {
                 self.on_delta(delta, out);
             }
-            if let Some(reason) = choice.finish_reason.filter(|r| !r.is_empty()) {
+            if let Some(reason) = choice.finish_reason.take().filter(|r| !r.is_empty()) {
                 self.finish_reason = Some(reason.into_owned());
             }
         }
@@ -426,23 +460,28 @@ impl ChunkDecoder {
         ))
     }
 
-    fn on_delta(&mut self, delta: WireDelta<'_>, out: &mut VecDeque<ModelTurnEvent>) {
-        let reasoning = delta
-            .reasoning_content
-            .map(Cow::into_owned)
-            .or(match delta.reasoning {
-                Some(Value::String(text)) => Some(text),
-                _ => None,
-            });
+    fn on_delta(&mut self, delta: &mut WireDelta<'_>, out: &mut VecDeque<ModelTurnEvent>) {
+        let reasoning =
+            delta
+                .reasoning_content
+                .take()
+                .map(Cow::into_owned)
+                .or(match delta.reasoning.take() {
+                    Some(Value::String(text)) => Some(text),
+                    _ => None,
+                });
         if let Some(text) = reasoning.filter(|t| !t.is_empty()) {
             self.append(OpenKind::Reasoning, text, out);
         }
-        for text in [delta.content, delta.refusal].into_iter().flatten() {
+        for text in [delta.content.take(), delta.refusal.take()]
+            .into_iter()
+            .flatten()
+        {
             if !text.is_empty() {
                 self.append(OpenKind::Text, text.into_owned(), out);
             }
         }
-        for call in delta.tool_calls.into_iter().flatten() {
+        for call in delta.tool_calls.take().into_iter().flatten() {
             self.on_tool_call(call);
         }
     }
