@@ -14,7 +14,7 @@ use super::{LoopDriver, Running, RunningCall, notify};
 use crate::background::AbandonOnDrop;
 use crate::{AgentEvent, BackgroundTasks, ModelSession, TaskRouting, ToolJob};
 use agentkit_tools_core::{EventSink, ProgressSink, ToolContext, ToolError, ToolResult};
-use futures::{FutureExt, StreamExt};
+use futures::FutureExt;
 use std::sync::Arc;
 use tracing::Instrument;
 
@@ -156,7 +156,7 @@ impl<S: ModelSession> LoopDriver<S> {
     /// Waits until a call finishes, the turn is cancelled, or (with several
     /// calls at once) an urgent message is queued; the core sorts it out.
     pub(super) async fn await_calls(&mut self, running: &mut Running) {
-        if running.calls.is_empty() {
+        if running.is_empty() {
             self.core.on_calls_lost();
             return;
         }
@@ -180,7 +180,7 @@ impl<S: ModelSession> LoopDriver<S> {
             biased;
             _ = cancelled => {}
             _ = urgent => {}
-            Some((index, call_id, outcome)) = running.calls.next() => {
+            Some((index, call_id, outcome)) = std::future::poll_fn(|cx| running.poll_next(cx)) => {
                 self.core.on_tool_done(index, &call_id, outcome);
             }
         }
