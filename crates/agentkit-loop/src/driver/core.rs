@@ -1040,16 +1040,12 @@ fn assistant_item(
     Some(item)
 }
 
-/// `turn-<index>`, written on the stack: one allocation (the id's shared
-/// string) instead of two through `format!`, at every model call.
+/// `turn-<index>`, written on the stack (see [`numbered`]): one allocation
+/// (the id's shared string) instead of two through `format!`, at every model
+/// call.
 pub(crate) fn turn_id(index: u64) -> TurnId {
-    use std::io::Write;
-    let mut buf = [0u8; 25];
-    let mut rest = &mut buf[..];
-    // "turn-" and at most 20 digits always fit.
-    let _ = write!(rest, "turn-{index}");
-    let len = 25 - rest.len();
-    TurnId::from(std::str::from_utf8(&buf[..len]).unwrap_or("turn"))
+    let mut buf = [0; 25];
+    TurnId::from(numbered(b"turn-", index, &mut buf))
 }
 
 /// Gives `item` the id of index `next` if it has none, and moves `next` on.
@@ -1064,7 +1060,14 @@ pub(crate) fn fill_id(item: &mut Item, next: &mut u64) {
 /// string) instead of three through `format!`, which loading a long
 /// transcript of items without ids pays for each item.
 fn item_id(index: u64) -> ItemId {
-    let mut buf = *b"item-00000000000000000000";
+    let mut buf = [0; 25];
+    ItemId::from(numbered(b"item-", index, &mut buf))
+}
+
+/// `<prefix><index>` in `buf`, the digits written by hand: `format!` would
+/// allocate and go through the formatting machinery (several hundred
+/// instructions).
+fn numbered<'a>(prefix: &[u8; 5], index: u64, buf: &'a mut [u8; 25]) -> &'a str {
     let mut at = buf.len();
     let mut n = index;
     loop {
@@ -1077,8 +1080,9 @@ fn item_id(index: u64) -> ItemId {
     }
     let digits = buf.len() - at;
     buf.copy_within(at.., 5);
+    buf[..5].copy_from_slice(prefix);
     // Only ASCII was written.
-    ItemId::from(std::str::from_utf8(&buf[..5 + digits]).unwrap_or("item"))
+    std::str::from_utf8(&buf[..5 + digits]).unwrap_or_default()
 }
 
 // The core alone: no runtime, no clock, no model, no tools. Each test
@@ -1091,6 +1095,7 @@ mod tests {
     fn item_ids_are_written_like_format_would() {
         for index in [0, 7, 10, 99, 12_345, u64::MAX] {
             assert_eq!(item_id(index).as_str(), format!("item-{index}"));
+            assert_eq!(turn_id(index).as_str(), format!("turn-{index}"));
         }
     }
 

@@ -45,30 +45,32 @@ impl<S: ModelSession> LoopDriver<S> {
                 )
             })
         };
-        let mut ctx = ToolContext::new(call_id.clone());
-        ctx.resume = resume;
         let (request, validated) = match validated {
             Some((request, spec)) => (request, Some(spec)),
             None => (tool_request(&entry.call), None),
+        };
+        // Built whole: a chain of `with_*` moves the context once per call.
+        let ctx = ToolContext {
+            call_id: call_id.clone(),
+            session_id: self.core.session_id.clone(),
+            turn_id: self.core.current_turn_id(),
+            cancellation: self
+                .core
+                .turn
+                .as_ref()
+                .and_then(|t| t.cancellation.clone())
+                .unwrap_or_else(agentkit_core::TurnCancellation::never),
+            resources: shared.resources.clone(),
+            progress,
+            usage: self.tool_usage.sink(),
+            events: nested_events(&self.config),
+            resume,
         };
         let job = ToolJob {
             request,
             approval,
             validated,
-            ctx: ctx
-                .with_session(self.core.session_id.clone())
-                .with_turn(self.core.current_turn_id())
-                .with_cancellation(
-                    self.core
-                        .turn
-                        .as_ref()
-                        .and_then(|t| t.cancellation.clone())
-                        .unwrap_or_else(agentkit_core::TurnCancellation::never),
-                )
-                .with_resources(shared.resources.clone())
-                .with_progress(progress)
-                .with_usage(self.tool_usage.sink())
-                .with_events(nested_events(&self.config)),
+            ctx,
             executor: shared.executor.clone(),
         };
         let span = tracing::info_span!(
