@@ -135,6 +135,7 @@ pub fn bench() -> Result<(), String> {
         "--bench",
         "many_sessions",
     ])?;
+    cargo(&["bench", "--locked", "-p", "agentkit", "--bench", "loopback"])?;
     cargo(&[
         "bench",
         "--locked",

@@ -20,7 +20,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{Mutex, mpsc, oneshot};
-use tokio_postgres::{Client, GenericClient, NoTls, Row};
+use tokio_postgres::{Client, GenericClient, NoTls, Row, Statement};
 
 const BACKEND: &str = "postgres";
 
@@ -89,6 +89,31 @@ fn db(err: tokio_postgres::Error) -> StoreError {
 #[derive(Clone)]
 pub struct PgStore {
     client: Arc<Mutex<Client>>,
+    hot: Arc<HotStatements>,
+}
+
+/// The statements every round runs, prepared once per connection: a text
+/// query costs a second round trip (parse and describe) each time, which was
+/// half of a round's cost on a Unix socket.
+struct HotStatements {
+    /// Writes log entries (items and marks) in one statement; see
+    /// [`write_entries`].
+    write_entries: Statement,
+    /// The common save; see [`save_checkpoint_only`].
+    save_checkpoint: Statement,
+    /// Extends the lease.
+    renew: Statement,
+}
+
+impl HotStatements {
+    async fn prepare(client: &Client) -> StoreResult<Self> {
+        let text = |sql| client.prepare(sql);
+        Ok(Self {
+            write_entries: text(WRITE_ENTRIES).await.map_err(db)?,
+            save_checkpoint: text(SAVE_CHECKPOINT).await.map_err(db)?,
+            renew: text(RENEW).await.map_err(db)?,
+        })
+    }
 }
 
 impl std::fmt::Debug for PgStore {
@@ -109,8 +134,10 @@ impl PgStore {
             }
         });
         migrate(&mut client).await?;
+        let hot = Arc::new(HotStatements::prepare(&client).await?);
         Ok(Self {
             client: Arc::new(Mutex::new(client)),
+            hot,
         })
     }
 }
@@ -343,9 +370,7 @@ impl SessionStore for PgStore {
             .lock()
             .await
             .execute(
-                "UPDATE agentkit_leases
-                 SET expires_at = clock_timestamp() + $3::DOUBLE PRECISION * INTERVAL '1 millisecond'
-                 WHERE session_id = $1 AND owner = $2",
+                &self.hot.renew,
                 &[
                     &lease.session_id.as_str(),
                     &lease.owner,
@@ -375,13 +400,18 @@ impl SessionStore for PgStore {
 
     fn log_writer(&self, lease: &LeaseToken) -> Arc<dyn LogWriter> {
         let (sender, receiver) = mpsc::unbounded_channel();
-        tokio::spawn(write_log(self.client.clone(), lease.clone(), receiver));
+        tokio::spawn(write_log(
+            self.client.clone(),
+            self.hot.clone(),
+            lease.clone(),
+            receiver,
+        ));
         Arc::new(PgLogWriter { sender })
     }
 
     async fn save(&self, lease: &LeaseToken, checkpoint: Checkpoint<'_>) -> StoreResult<()> {
         if checkpoint.items.is_none() && checkpoint.archived.is_empty() {
-            return save_checkpoint_only(&self.client, lease, &checkpoint).await;
+            return save_checkpoint_only(&self.client, &self.hot, lease, &checkpoint).await;
         }
         let mut client = self.client.lock().await;
         let tx = client.transaction().await.map_err(db)?;
@@ -591,11 +621,30 @@ impl LogWriter for PgLogWriter {
     }
 }
 
+/// Extends a lease: $1 session, $2 owner, $3 milliseconds.
+const RENEW: &str = "UPDATE agentkit_leases
+    SET expires_at = clock_timestamp() + $3::DOUBLE PRECISION * INTERVAL '1 millisecond'
+    WHERE session_id = $1 AND owner = $2";
+
 /// The common save: the item rows are already written, so one statement
 /// (one round trip) checks the lease, trims the rows, clears the journal
 /// and stores the checkpoint.
+const SAVE_CHECKPOINT: &str = "WITH lease AS (
+        SELECT 1 FROM agentkit_leases WHERE session_id = $1 AND owner = $2 FOR UPDATE
+    ), trimmed AS (
+        DELETE FROM agentkit_items
+        WHERE session_id = $1 AND seq >= $3 AND EXISTS (SELECT 1 FROM lease)
+    ), cleared AS (
+        DELETE FROM agentkit_marks WHERE session_id = $1 AND EXISTS (SELECT 1 FROM lease)
+    )
+    UPDATE agentkit_sessions SET snapshot = $4, snapshot_version = $5,
+        transcript_len = $3, usage = $6, updated_at = $7, title = COALESCE(title, $8)
+    WHERE id = $1 AND EXISTS (SELECT 1 FROM lease)";
+
+/// [`SAVE_CHECKPOINT`] with this checkpoint.
 async fn save_checkpoint_only(
     client: &Mutex<Client>,
+    hot: &HotStatements,
     lease: &LeaseToken,
     checkpoint: &Checkpoint<'_>,
 ) -> StoreResult<()> {
@@ -603,17 +652,7 @@ async fn save_checkpoint_only(
         .lock()
         .await
         .execute(
-            "WITH lease AS (
-                SELECT 1 FROM agentkit_leases WHERE session_id = $1 AND owner = $2 FOR UPDATE
-             ), trimmed AS (
-                DELETE FROM agentkit_items
-                WHERE session_id = $1 AND seq >= $3 AND EXISTS (SELECT 1 FROM lease)
-             ), cleared AS (
-                DELETE FROM agentkit_marks WHERE session_id = $1 AND EXISTS (SELECT 1 FROM lease)
-             )
-             UPDATE agentkit_sessions SET snapshot = $4, snapshot_version = $5,
-                transcript_len = $3, usage = $6, updated_at = $7, title = COALESCE(title, $8)
-             WHERE id = $1 AND EXISTS (SELECT 1 FROM lease)",
+            &hot.save_checkpoint,
             &[
                 &lease.session_id.as_str(),
                 &lease.owner,
@@ -637,6 +676,7 @@ async fn save_checkpoint_only(
 /// batch was written; the first failure is reported at the next flush.
 async fn write_log(
     client: Arc<Mutex<Client>>,
+    hot: Arc<HotStatements>,
     lease: LeaseToken,
     mut commands: mpsc::UnboundedReceiver<Command>,
 ) {
@@ -651,17 +691,18 @@ async fn write_log(
                     next = commands.try_recv().ok();
                 }
                 Command::Flush(done) => {
-                    write_batch(&client, &lease, &mut batch, &mut failure).await;
+                    write_batch(&client, &hot, &lease, &mut batch, &mut failure).await;
                     let _ = done.send(failure.take().map_or(Ok(()), Err));
                 }
             }
         }
-        write_batch(&client, &lease, &mut batch, &mut failure).await;
+        write_batch(&client, &hot, &lease, &mut batch, &mut failure).await;
     }
 }
 
 async fn write_batch(
     client: &Mutex<Client>,
+    hot: &HotStatements,
     lease: &LeaseToken,
     batch: &mut Vec<LogEntry>,
     failure: &mut Option<StoreError>,
@@ -669,14 +710,36 @@ async fn write_batch(
     if batch.is_empty() {
         return;
     }
-    if let Err(err) = write_entries(client, lease, batch).await {
+    if let Err(err) = write_entries(client, hot, lease, batch).await {
         failure.get_or_insert(err);
     }
     batch.clear();
 }
 
+/// Writes items ($3 indexes, $4 JSON) and marks ($5, in order) of session
+/// $1 if lease $2 still holds, in one statement (one round trip); returns
+/// how many rows it wrote. Each part checks the lease, so a worker that lost
+/// it can never write into the session again.
+const WRITE_ENTRIES: &str = "WITH lease AS (
+        SELECT 1 FROM agentkit_leases WHERE session_id = $1 AND owner = $2
+    ), items AS (
+        INSERT INTO agentkit_items (session_id, seq, item)
+        SELECT $1, seq, item FROM UNNEST($3::BIGINT[], $4::TEXT[]) AS rows (seq, item)
+        WHERE EXISTS (SELECT 1 FROM lease)
+        ON CONFLICT (session_id, seq) DO UPDATE SET item = excluded.item
+        RETURNING 1
+    ), marks AS (
+        INSERT INTO agentkit_marks (session_id, mark)
+        SELECT $1, mark FROM UNNEST($5::TEXT[]) WITH ORDINALITY AS rows (mark, n)
+        WHERE EXISTS (SELECT 1 FROM lease)
+        ORDER BY n
+        RETURNING 1
+    )
+    SELECT (SELECT COUNT(*) FROM items) + (SELECT COUNT(*) FROM marks)";
+
 async fn write_entries(
     client: &Mutex<Client>,
+    hot: &HotStatements,
     lease: &LeaseToken,
     entries: &[LogEntry],
 ) -> StoreResult<()> {
@@ -692,36 +755,23 @@ async fn write_entries(
             LogEntry::Mark(mark) => marks.push(serde_json::to_string(mark)?),
         }
     }
-    let client = client.lock().await;
-    let id = lease.session_id.as_str();
-    // Each statement checks the lease, so a worker that lost it can never
-    // write into the session again.
-    let mut written = 0;
-    if !items.is_empty() {
-        written += client
-            .execute(
-                "INSERT INTO agentkit_items (session_id, seq, item)
-                 SELECT $1, seq, item FROM UNNEST($2::BIGINT[], $3::TEXT[]) AS rows (seq, item)
-                 WHERE EXISTS (SELECT 1 FROM agentkit_leases WHERE session_id = $1 AND owner = $4)
-                 ON CONFLICT (session_id, seq) DO UPDATE SET item = excluded.item",
-                &[&id, &seqs, &items, &lease.owner],
-            )
-            .await
-            .map_err(db)?;
-    }
-    if !marks.is_empty() {
-        written += client
-            .execute(
-                "INSERT INTO agentkit_marks (session_id, mark)
-                 SELECT $1, mark FROM UNNEST($2::TEXT[]) WITH ORDINALITY AS rows (mark, n)
-                 WHERE EXISTS (SELECT 1 FROM agentkit_leases WHERE session_id = $1 AND owner = $3)
-                 ORDER BY n",
-                &[&id, &marks, &lease.owner],
-            )
-            .await
-            .map_err(db)?;
-    }
-    if written < entries.len() as u64 {
+    let written: i64 = client
+        .lock()
+        .await
+        .query_one(
+            &hot.write_entries,
+            &[
+                &lease.session_id.as_str(),
+                &lease.owner,
+                &seqs,
+                &items,
+                &marks,
+            ],
+        )
+        .await
+        .map_err(db)?
+        .get(0);
+    if written < entries.len() as i64 {
         return Err(StoreError::LeaseLost(lease.session_id.clone()));
     }
     Ok(())

@@ -17,16 +17,19 @@ use agentkit::agent::{
     Agent, LoopInterrupt, LoopStep, ModelAdapter, ModelSession, ModelTurn, ModelTurnEvent,
     SessionConfig, TranscriptView, TurnRequest,
 };
-use agentkit::anthropic::{AnthropicAdapter, AnthropicConfig, AnthropicTurn};
-use agentkit::core::{FinishReason, Item, ItemKind, Part, ToolCallPart, ToolResultPart, TurnId};
+use agentkit::anthropic::AnthropicTurn;
+use agentkit::core::{FinishReason, Item, TurnId};
 use agentkit::http::SseStream;
-use agentkit::openai::{OpenAiAdapter, OpenAiConfig, OpenAiTurn, ResponsesAdapter, ResponsesTurn};
+use agentkit::openai::{OpenAiTurn, ResponsesTurn};
 use agentkit::testkit::{EchoTool, ScriptedModel, ScriptedTurn};
-use agentkit::tools::{ToolRegistry, ToolSpec};
+use agentkit::tools::ToolRegistry;
 use serde_json::json;
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 use std::alloc::System;
-use std::sync::Arc;
+
+#[path = "support/traffic.rs"]
+mod traffic;
+use traffic::{BodySession, Wire, history, request};
 
 #[global_allocator]
 static ALLOCATOR: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
@@ -159,32 +162,6 @@ fn s1_model_only() -> String {
     })
 }
 
-/// `pairs` answered calls after a system prompt: a long coding session.
-fn history(pairs: usize) -> Vec<Item> {
-    let mut items = Vec::with_capacity(pairs * 2 + 2);
-    items.push(Item::system("You are a careful coding agent."));
-    items.push(Item::user("Fix the failing test in src/lib.rs, please."));
-    for i in 0..pairs {
-        let id = format!("call_{i:08}");
-        items.push(Item::new(
-            ItemKind::Assistant,
-            vec![
-                Part::text("Let me look at the next file \u{2014} \"carefully\"."),
-                Part::ToolCall(ToolCallPart::new(
-                    id.clone(),
-                    "fs_read",
-                    json!({ "path": format!("src/module_{i}.rs"), "limit": 200 }),
-                )),
-            ],
-        ));
-        items.push(Item::tool_result(ToolResultPart::success(
-            id,
-            format!("fn f{i}() {{\n    println!(\"{i}\");\n}}\n"),
-        )));
-    }
-    items
-}
-
 const LOAD_ITEMS: usize = 10_000;
 
 /// Target 2: `Agent::builder().transcript(..)` + `build` + `start`. The
@@ -305,84 +282,14 @@ fn idle_session() -> String {
 
 const REQUEST_ITEMS: usize = 10_000;
 
-/// Which provider encoding a request scenario builds.
-#[derive(Clone, Copy)]
-enum Wire {
-    Chat,
-    Responses,
-    Anthropic,
-}
-
-/// Builds bodies through a session of one of the three adapters.
-enum BodySession {
-    Chat(<OpenAiAdapter as ModelAdapter>::Session),
-    Responses(<ResponsesAdapter as ModelAdapter>::Session),
-    Anthropic(<AnthropicAdapter as ModelAdapter>::Session),
-}
-
-impl BodySession {
-    fn open(rt: &tokio::runtime::Runtime, wire: Wire) -> Self {
-        let config = SessionConfig::new("request");
-        // Never connected: only bodies are built.
-        let url = "http://127.0.0.1:9/v1";
-        rt.block_on(async {
-            match wire {
-                Wire::Chat => Self::Chat(
-                    OpenAiAdapter::new(OpenAiConfig::compatible(url, "gpt-bench"))
-                        .expect("an adapter")
-                        .start_session(config)
-                        .await
-                        .expect("a session"),
-                ),
-                Wire::Responses => Self::Responses(
-                    ResponsesAdapter::new(OpenAiConfig::compatible(url, "gpt-bench"))
-                        .expect("an adapter")
-                        .start_session(config)
-                        .await
-                        .expect("a session"),
-                ),
-                Wire::Anthropic => Self::Anthropic(
-                    AnthropicAdapter::new(
-                        AnthropicConfig::new("key", "claude-bench").with_base_url(url),
-                    )
-                    .expect("an adapter")
-                    .start_session(config)
-                    .await
-                    .expect("a session"),
-                ),
-            }
-        })
-    }
-
-    fn body(&mut self, request: &TurnRequest) -> Vec<u8> {
-        match self {
-            Self::Chat(session) => session.request_body(request),
-            Self::Responses(session) => session.request_body(request),
-            Self::Anthropic(session) => session.request_body(request),
-        }
-    }
-}
-
-fn request(view: TranscriptView) -> TurnRequest {
-    let mut request = TurnRequest::new("request", TurnId::new("turn-1"), view);
-    request.available_tools = vec![Arc::new(
-        ToolSpec::new(
-            "fs_read",
-            "Reads a file.",
-            json!({ "type": "object", "properties": { "path": { "type": "string" } } }),
-        )
-        .expect("a valid spec"),
-    )];
-    request
-}
-
 /// Target 1, turn N: the whole body of a 10,000-item session, built by an
 /// adapter session that has not built one before.
 fn request_turn_n(wire: Wire) -> String {
     let rt = runtime();
-    let mut session = BodySession::open(&rt, wire);
+    // Never connected: only bodies are built.
+    let mut session = rt.block_on(BodySession::open(wire, "http://127.0.0.1:9"));
     let view = TranscriptView::from_items(history(REQUEST_ITEMS / 2 - 1));
-    let request = request(view);
+    let request = request(1, view);
     measure(|| {
         let body = session.body(&request);
         Measured {
@@ -396,14 +303,15 @@ fn request_turn_n(wire: Wire) -> String {
 /// its result), as the driver hands them over (the same log, grown).
 fn request_turn_n1(wire: Wire) -> String {
     let rt = runtime();
-    let mut session = BodySession::open(&rt, wire);
+    // Never connected: only bodies are built.
+    let mut session = rt.block_on(BodySession::open(wire, "http://127.0.0.1:9"));
     let items = history(REQUEST_ITEMS / 2);
     let mut items = items.into_iter();
     let first = TranscriptView::from_items(items.by_ref().take(REQUEST_ITEMS).collect());
-    session.body(&request(first.clone()));
+    session.body(&request(1, first.clone()));
     let grown = first.appended(items);
     assert_eq!(grown.len(), REQUEST_ITEMS + 2);
-    let request = request(grown);
+    let request = request(2, grown);
     measure(|| {
         let body = session.body(&request);
         Measured {
