@@ -21,19 +21,25 @@ pub struct ToolRequest {
     pub call_id: ToolCallId,
     /// The tool's name, as the model used it.
     pub tool_name: String,
-    /// The arguments.
-    pub input: Value,
+    /// The arguments, shared with the call part of the transcript
+    /// (`Arc::unwrap_or_clone` to own them).
+    pub input: Arc<Value>,
     /// Extra data from the call part.
     pub metadata: MetadataMap,
 }
 
 impl ToolRequest {
-    /// A request with no metadata.
-    pub fn new(call_id: impl Into<ToolCallId>, tool_name: impl Into<String>, input: Value) -> Self {
+    /// A request with no metadata; `input` is a `Value` or an already
+    /// shared one.
+    pub fn new(
+        call_id: impl Into<ToolCallId>,
+        tool_name: impl Into<String>,
+        input: impl Into<Arc<Value>>,
+    ) -> Self {
         Self {
             call_id: call_id.into(),
             tool_name: tool_name.into(),
-            input,
+            input: input.into(),
             metadata: MetadataMap::new(),
         }
     }
