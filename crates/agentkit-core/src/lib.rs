@@ -39,7 +39,7 @@ pub use delta::{Delta, DeltaError, DeltaFolder, PartKind};
 pub use finish::FinishReason;
 pub use id::{ApprovalId, ItemId, PartId, SessionId, TaskId, ToolCallId, TurnId};
 pub use item::{Item, ItemKind};
-pub use metadata::MetadataMap;
+pub use metadata::{MetadataIter, MetadataMap};
 pub use part::{
     CustomPart, FilePart, MediaPart, Modality, Part, ReasoningPart, StructuredPart, TextPart,
     ToolCallPart, ToolOutput, ToolResultPart,

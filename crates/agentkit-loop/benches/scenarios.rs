@@ -110,15 +110,27 @@ async fn s1b(p: usize) -> (f64, f64, f64) {
     (micros(start), micros(round), micros(steady))
 }
 
-fn peak_rss_kib() -> Option<u64> {
+/// A figure of /proc/self/status in KiB (`VmHWM`: peak RSS, `VmRSS`: now).
+fn status_kib(field: &str) -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let line = status.lines().find(|l| l.starts_with(field))?;
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
+/// What S2 measured.
+struct S2 {
+    micros_per_session: f64,
+    peak_rss_mib: f64,
+    /// RSS with every session idle minus RSS before the first was started,
+    /// per session: the session's heap plus the allocator's overhead and
+    /// whatever its turn left fragmented.
+    rss_bytes_per_session: f64,
+}
+
 /// S2: 10,000 sessions from one agent on a 2-worker runtime, all alive at
-/// the end. Returns (µs per session, peak RSS in MiB).
-fn s2() -> (f64, f64) {
+/// the end, each idle after one turn (a tool round and an answer). Run in
+/// a process of its own ([`s2_in_child`]).
+fn s2() -> S2 {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -133,6 +145,7 @@ fn s2() -> (f64, f64) {
         .input(vec![Item::user("go")])
         .build()
         .unwrap();
+    let rss_before = status_kib("VmRSS:");
     let started = Instant::now();
     let drivers = runtime.block_on(async {
         let tasks: Vec<_> = (0..10_000)
@@ -161,14 +174,55 @@ fn s2() -> (f64, f64) {
         }
         drivers
     });
-    let per_session = micros(started.elapsed()) / drivers.len() as f64;
-    let rss = peak_rss_kib().map_or(f64::NAN, |kib| kib as f64 / 1024.0);
+    let micros_per_session = micros(started.elapsed()) / drivers.len() as f64;
+    let peak_rss_mib = status_kib("VmHWM:").map_or(f64::NAN, |kib| kib as f64 / 1024.0);
+    let rss_bytes_per_session = match (rss_before, status_kib("VmRSS:")) {
+        (Some(before), Some(after)) => {
+            (after as f64 - before as f64) * 1024.0 / drivers.len() as f64
+        }
+        _ => f64::NAN,
+    };
     assert!(drivers.iter().all(|d| d.transcript().len() == 5));
     drop(drivers);
-    (per_session, rss)
+    S2 {
+        micros_per_session,
+        peak_rss_mib,
+        rss_bytes_per_session,
+    }
+}
+
+/// Set in the child process that runs S2 alone.
+const S2_CHILD: &str = "AGENTKIT_BENCH_S2_CHILD";
+
+/// Runs S2 in a fresh process: memory the other scenarios freed would
+/// otherwise be reused by S2's sessions and hide their RSS.
+fn s2_in_child() -> S2 {
+    let output = std::process::Command::new(std::env::current_exe().unwrap())
+        .env(S2_CHILD, "1")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "the S2 child failed");
+    let text = String::from_utf8(output.stdout).unwrap();
+    let figures: Vec<f64> = text
+        .split_whitespace()
+        .map(|f| f.parse().unwrap())
+        .collect();
+    S2 {
+        micros_per_session: figures[0],
+        peak_rss_mib: figures[1],
+        rss_bytes_per_session: figures[2],
+    }
 }
 
 fn main() {
+    if std::env::var_os(S2_CHILD).is_some() {
+        let s2 = s2();
+        println!(
+            "{} {} {}",
+            s2.micros_per_session, s2.peak_rss_mib, s2.rss_bytes_per_session
+        );
+        return;
+    }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -201,7 +255,17 @@ fn main() {
     let ratio = steady_at[2] / steady_at[0];
     println!("| S1b | ratio round P=10000 / P=0 (target <= 2) | {ratio:.2} |");
 
-    let (per_session, rss) = s2();
-    println!("| S2 | µs per session (10,000 sessions, 2 workers) | {per_session:.1} |");
-    println!("| S2 | peak RSS, MiB (whole process) | {rss:.1} |");
+    let s2 = s2_in_child();
+    println!(
+        "| S2 | µs per session (10,000 sessions, 2 workers) | {:.1} |",
+        s2.micros_per_session
+    );
+    println!(
+        "| S2 | peak RSS, MiB (whole process) | {:.1} |",
+        s2.peak_rss_mib
+    );
+    println!(
+        "| S2 | RSS per idle session, bytes (RSS growth / 10,000; target <= 6,144) | {:.0} |",
+        s2.rss_bytes_per_session
+    );
 }

@@ -401,11 +401,7 @@ impl<M: ModelAdapter> AgentBuilder<M> {
         agentkit_core::validate_transcript(&self.transcript)?;
         // Ids are filled in once here, as every session would: sessions then
         // share the items instead of copying them.
-        let mut transcript = self.transcript;
-        let mut next_item_index = 0;
-        for item in &mut transcript {
-            crate::driver::core::fill_id(item, &mut next_item_index);
-        }
+        let transcript = StartingTranscript::new(self.transcript);
         let executor = BasicToolExecutor::new(self.federation).with_permissions(self.permissions);
         Ok(Agent {
             config: Arc::new(AgentConfig {
@@ -417,7 +413,7 @@ impl<M: ModelAdapter> AgentBuilder<M> {
                 mutators: self.mutators,
                 observers: self.observers,
                 transcript_observers: self.transcript_observers,
-                transcript: StartingTranscript::new(transcript, next_item_index),
+                transcript,
                 input: self.input,
                 record_content: self.record_content,
                 max_model_calls: self.max_model_calls,

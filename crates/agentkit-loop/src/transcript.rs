@@ -130,13 +130,73 @@ pub(crate) struct StartingTranscript {
 }
 
 impl StartingTranscript {
-    /// `items`, their ids filled in already; `next_item_index` is the
-    /// index the session's first item without an id gets.
-    pub(crate) fn new(items: Vec<Item>, next_item_index: u64) -> Self {
+    /// `items`, each without an id given `item-<index>` as a session
+    /// would, counting from 0.
+    pub(crate) fn new(mut items: Vec<Item>) -> Self {
+        let mut ids = ItemIds::default();
+        for item in &mut items {
+            if item.id.is_none() {
+                item.id = Some(ids.take());
+            }
+        }
         Self {
             log: Arc::new(RwLock::new(items)),
-            next_item_index,
+            next_item_index: ids.next,
         }
+    }
+}
+
+/// Writes the ids `item-0`, `item-1`, ... for a run of items. Loading a
+/// long transcript gives every item an id; writing each number from scratch
+/// (a division per digit, then a UTF-8 check of the text) cost a third of
+/// loading, so the text of the next id is kept and counted up in place.
+#[derive(Debug)]
+struct ItemIds {
+    /// The index of the next id.
+    next: u64,
+    /// `item-<next>`.
+    text: String,
+}
+
+impl Default for ItemIds {
+    fn default() -> Self {
+        Self {
+            next: 0,
+            text: "item-0".to_owned(),
+        }
+    }
+}
+
+impl ItemIds {
+    const PREFIX: usize = "item-".len();
+
+    /// The next id; moves on.
+    fn take(&mut self) -> agentkit_core::ItemId {
+        let id = agentkit_core::ItemId::from(self.text.as_str());
+        self.next += 1;
+        // Count the decimal text up: the trailing nines become zeros and
+        // the digit before them goes up by one (or a 1 is put in front).
+        let digits = &self.text.as_bytes()[Self::PREFIX..];
+        let nines = digits.iter().rev().take_while(|&&d| d == b'9').count();
+        let carry_at = Self::PREFIX + digits.len() - nines;
+        let carried = match carry_at.checked_sub(1) {
+            Some(at) if at >= Self::PREFIX => Some((at, self.text.as_bytes()[at])),
+            _ => None,
+        };
+        match carried {
+            Some((at, digit)) => {
+                self.text.truncate(at);
+                self.text.push(char::from(digit + 1));
+            }
+            None => {
+                self.text.truncate(Self::PREFIX);
+                self.text.push('1');
+            }
+        }
+        for _ in 0..nines {
+            self.text.push('0');
+        }
+        id
     }
 }
 
@@ -198,18 +258,33 @@ impl TranscriptLog {
         self.shared = false;
     }
 
+    /// Gives back the log's spare capacity (a shared log has none).
+    pub(crate) fn shrink_to_fit(&mut self) {
+        if !self.shared {
+            self.log
+                .write()
+                .unwrap_or_else(|e| e.into_inner())
+                .shrink_to_fit();
+        }
+    }
+
     pub(crate) fn with<R>(&self, f: impl FnOnce(&[Item]) -> R) -> R {
         f(&self.log.read().unwrap_or_else(|e| e.into_inner()))
     }
 }
 
+/// Below this many items a transcript is short: it gets no headroom when
+/// loaded and gives its spare capacity back when the session goes idle;
+/// copying it costs less than keeping room for it.
+pub(crate) const SHORT: usize = 64;
+
 /// A long loaded or rewritten history usually has no spare capacity, so the
 /// next append would copy it whole. Doubling the capacity up front keeps the
 /// first rounds after a resume or a compaction as cheap as later ones. A
 /// short one grows as vectors do: reserving a fixed minimum here would cost
-/// every idle session kilobytes (64 spare items are 4.6 KB).
+/// every idle session kilobytes (64 spare items are 4 KB).
 fn with_headroom(mut items: Vec<Item>) -> Vec<Item> {
-    if items.len() >= 64 {
+    if items.len() >= SHORT {
         items.reserve(items.len());
     }
     items
@@ -237,8 +312,34 @@ mod tests {
     }
 
     #[test]
+    fn item_ids_count_like_format_would() {
+        let mut ids = ItemIds::default();
+        for index in 0..=10_001u64 {
+            assert_eq!(ids.take().as_str(), format!("item-{index}"));
+        }
+        assert_eq!(ids.next, 10_002);
+    }
+
+    #[test]
+    fn a_starting_transcript_fills_in_missing_ids_only() {
+        let start = StartingTranscript::new(vec![
+            Item::system("s"),
+            Item::user("kept").with_id("mine"),
+            Item::user("u"),
+        ]);
+        let ids: Vec<String> = TranscriptLog::starting_from(&start).with(|items| {
+            items
+                .iter()
+                .map(|i| i.id.as_ref().expect("an id").to_string())
+                .collect()
+        });
+        assert_eq!(ids, ["item-0", "mine", "item-1"]);
+        assert_eq!(start.next_item_index, 2);
+    }
+
+    #[test]
     fn a_shared_starting_transcript_is_copied_on_first_change() {
-        let start = StartingTranscript::new(vec![Item::system("s")], 1);
+        let start = StartingTranscript::new(vec![Item::system("s").with_id("s")]);
         let mut a = TranscriptLog::starting_from(&start);
         let b = TranscriptLog::starting_from(&start);
         let before = a.view();
@@ -247,8 +348,9 @@ mod tests {
         let grown = before.appended([Item::user("x")]);
         assert!(!grown.shares_log_with(&before));
         a.push(Item::user("a"));
-        assert_eq!(a.to_vec(), vec![Item::system("s"), Item::user("a")]);
-        assert_eq!(b.to_vec(), vec![Item::system("s")], "b keeps the start");
+        let system = Item::system("s").with_id("s");
+        assert_eq!(a.to_vec(), vec![system.clone(), Item::user("a")]);
+        assert_eq!(b.to_vec(), vec![system], "b keeps the start");
         assert_eq!(before.len(), 1);
         assert!(!a.view().shares_log_with(&b.view()));
         // The owned log now grows in place, as any session's does.

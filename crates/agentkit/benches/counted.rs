@@ -54,8 +54,9 @@ fn measure(f: impl FnOnce() -> Measured) -> String {
     let region = Region::new(ALLOCATOR);
     let measured = measured_region(f);
     let stats = region.change();
-    let live = stats.bytes_allocated as i64 - stats.bytes_deallocated as i64
-        + stats.bytes_reallocated as i64;
+    // A reallocation's growth is already in `bytes_allocated` (and a
+    // shrink in `bytes_deallocated`); `bytes_reallocated` repeats it.
+    let live = stats.bytes_allocated as i64 - stats.bytes_deallocated as i64;
     json!({
         "units": measured.units,
         "unit": measured.unit,
@@ -88,9 +89,17 @@ const ROUNDS: usize = 200;
 
 /// S1: tool rounds through the real driver (model, tool, interrupt).
 fn s1_round() -> String {
+    tool_rounds(vec![Item::system("bench")], ROUNDS)
+}
+
+/// `rounds` tool rounds of one session that starts from `transcript`; the
+/// rounds after the first are measured. The first round warms lazily built
+/// state and copies the agent's shared starting transcript into the
+/// session's own log.
+fn tool_rounds(transcript: Vec<Item>, rounds: usize) -> String {
     let rt = runtime();
     let model = ScriptedModel::new(
-        (0..ROUNDS)
+        (0..rounds)
             .map(tool_turn)
             .chain([ScriptedTurn::text("done")]),
     )
@@ -99,15 +108,13 @@ fn s1_round() -> String {
         .model(model)
         .add_tool_source(tools())
         .max_model_calls(10_000)
-        .transcript(vec![Item::system("bench")])
+        .transcript(transcript)
         .input(vec![Item::user("go")])
         .build()
         .expect("an agent");
     let mut driver = rt
         .block_on(agent.start(SessionConfig::new("s1")))
         .expect("a session");
-    // The first round warms lazily built state; the measured ones are the
-    // steady rounds after it.
     let step = rt.block_on(driver.next()).expect("a step");
     assert!(matches!(
         step,
@@ -115,7 +122,7 @@ fn s1_round() -> String {
     ));
     measure(|| {
         rt.block_on(async {
-            for _ in 1..ROUNDS {
+            for _ in 1..rounds {
                 match driver.next().await.expect("a step") {
                     LoopStep::Interrupt(LoopInterrupt::AfterToolResult(_)) => {}
                     other => panic!("unexpected {other:?}"),
@@ -123,7 +130,7 @@ fn s1_round() -> String {
             }
         });
         Measured {
-            units: (ROUNDS - 1) as u64,
+            units: (rounds - 1) as u64,
             unit: "round",
         }
     })
@@ -160,6 +167,13 @@ fn s1_model_only() -> String {
             unit: "round",
         }
     })
+}
+
+/// S1b's steady round: tool rounds of a session that loaded a 10,000-item
+/// history. A round must not cost more because the history is long:
+/// compare with `s1_round`.
+fn long_session_round() -> String {
+    tool_rounds(history(LOAD_ITEMS / 2 - 1), 20)
 }
 
 const LOAD_ITEMS: usize = 10_000;
@@ -601,6 +615,7 @@ type Scenario = fn() -> String;
 const SCENARIOS: &[(&str, Scenario)] = &[
     ("s1_round", s1_round),
     ("s1_model_only", s1_model_only),
+    ("long_session_round", long_session_round),
     ("load_transcript", load_transcript),
     ("resume_snapshot", resume_snapshot),
     ("idle_session", idle_session),

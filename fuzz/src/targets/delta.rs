@@ -8,11 +8,12 @@
 //! documented rules, then compares `finish` and `finish_partial`.
 
 use crate::{Outcome, Target};
-use agentkit_core::{DataRef, Delta, DeltaError, DeltaFolder, Modality, Part, PartId, PartKind};
+use agentkit_core::{
+    DataRef, Delta, DeltaError, DeltaFolder, MetadataMap, Modality, Part, PartId, PartKind,
+};
 use proptest::prelude::*;
 use proptest::strategy::BoxedStrategy;
 use serde_json::{Value, json};
-use std::collections::BTreeMap;
 
 /// The target.
 pub const TARGET: Target = Target {
@@ -73,7 +74,7 @@ fn delta(op: u8, part: u8, arg: u8) -> Delta {
         },
         7 => Delta::SetMetadata {
             part_id,
-            metadata: BTreeMap::from([(format!("k{}", arg % 3), json!(arg))]),
+            metadata: MetadataMap::from([(format!("k{}", arg % 3), json!(arg))]),
         },
         _ => Delta::CommitPart { part_id },
     }
@@ -89,7 +90,7 @@ struct Slot {
     value: Option<Value>,
     signature: Option<String>,
     encrypted: Option<String>,
-    metadata: BTreeMap<String, Value>,
+    metadata: MetadataMap,
     committed: bool,
 }
 
@@ -107,7 +108,7 @@ fn apply(slots: &mut Vec<Slot>, delta: &Delta) -> Result<(), &'static str> {
             value: None,
             signature: None,
             encrypted: None,
-            metadata: BTreeMap::new(),
+            metadata: MetadataMap::new(),
             committed: false,
         });
         return Ok(());
@@ -192,7 +193,7 @@ fn same(part: &Part, slot: &Slot) -> bool {
     }
 }
 
-fn metadata(part: &Part) -> Option<&BTreeMap<String, Value>> {
+fn metadata(part: &Part) -> Option<&MetadataMap> {
     match part {
         Part::Text(p) => Some(&p.metadata),
         Part::Reasoning(p) => Some(&p.metadata),

@@ -136,11 +136,13 @@ pub(crate) struct DriverCore {
     pub(crate) round: Vec<RoundCall>,
     /// The approval currently shown to the host, until it is resolved.
     pub(crate) surfaced_approval: Option<ToolCallId>,
-    pub(crate) turn: Option<ActiveTurn>,
+    /// Boxed: an idle session has none, and it is the largest field.
+    pub(crate) turn: Option<Box<ActiveTurn>>,
     pub(crate) next_turn_index: u64,
     pub(crate) next_item_index: u64,
-    pub(crate) default_cache: Option<PromptCacheRequest>,
-    pub(crate) next_turn_cache: Option<PromptCacheRequest>,
+    /// Boxed, as most sessions set neither.
+    pub(crate) default_cache: Option<Box<PromptCacheRequest>>,
+    pub(crate) next_turn_cache: Option<Box<PromptCacheRequest>>,
     pub(crate) soft: SoftInterruptHandle,
     /// Mutators owed at this point before anything else happens.
     pub(crate) mutation_due: Option<MutationPoint>,
@@ -178,7 +180,7 @@ impl DriverCore {
             turn: None,
             next_turn_index: 0,
             next_item_index: 0,
-            default_cache,
+            default_cache: default_cache.map(Box::new),
             next_turn_cache: None,
             soft: SoftInterruptHandle::default(),
             mutation_due: None,
@@ -226,7 +228,7 @@ impl DriverCore {
     }
 
     fn is_cancelled(&self) -> bool {
-        self.turn.as_ref().is_some_and(ActiveTurn::is_cancelled)
+        self.turn.as_ref().is_some_and(|turn| turn.is_cancelled())
     }
 
     // ----- deciding -------------------------------------------------------
@@ -339,7 +341,7 @@ impl DriverCore {
     }
 
     fn begin_turn(&mut self) {
-        self.turn = Some(ActiveTurn {
+        self.turn = Some(Box::new(ActiveTurn {
             turn_id: turn_id(self.next_turn_index),
             items: TurnItems::default(),
             usage: Usage::default(),
@@ -348,7 +350,7 @@ impl DriverCore {
                 .as_ref()
                 .map(CancellationHandle::checkpoint),
             model_calls: 0,
-        });
+        }));
         self.context_retry_used = false;
         self.phase = Phase::ModelCallDue;
     }
@@ -367,10 +369,12 @@ impl DriverCore {
             session_id,
             turn_id: event_turn,
         });
-        let one_off_cache = self.next_turn_cache.take();
+        let one_off_cache = self.next_turn_cache.take().map(|cache| *cache);
         ModelCall {
             turn_id,
-            cache: one_off_cache.clone().or_else(|| self.default_cache.clone()),
+            cache: one_off_cache
+                .clone()
+                .or_else(|| self.default_cache.as_deref().cloned()),
             one_off_cache,
         }
     }
@@ -630,7 +634,7 @@ impl DriverCore {
         one_off_cache: Option<PromptCacheRequest>,
         kind: Option<ModelErrorKind>,
     ) -> AfterFailure {
-        self.next_turn_cache = one_off_cache;
+        self.next_turn_cache = one_off_cache.map(Box::new);
         if kind != Some(ModelErrorKind::ContextLengthExceeded) || !self.settings.has_mutators {
             return AfterFailure::Report;
         }
@@ -848,11 +852,11 @@ impl DriverCore {
     /// mutators.
     fn end_turn(&mut self, finish_reason: FinishReason, metadata: MetadataMap) {
         let turn = self.turn.take();
-        // Dropped, not cleared: each round collects a new vector anyway, and
-        // an idle session should not keep the last one's capacity.
+        // Dropped, not cleared: the rounds of a turn reuse it, but an idle
+        // session should not keep the last one's capacity.
         self.round = Vec::new();
         self.surfaced_approval = None;
-        let result = match turn {
+        let result = match turn.map(|turn| *turn) {
             Some(turn) => TurnResult {
                 turn_id: turn.turn_id,
                 finish_reason,
@@ -879,7 +883,20 @@ impl DriverCore {
         let result = *result;
         let event = result.clone();
         self.emit(|| AgentEvent::TurnFinished { result: event });
+        self.settle();
         result
+    }
+
+    /// The session goes idle, maybe for a long time, and a host may keep
+    /// many: a short transcript gives back its spare capacity and the
+    /// call-id set (rebuilt from the log when a call next arrives, which
+    /// costs little for a short one). A long transcript keeps both, so
+    /// its next turn copies and scans nothing.
+    fn settle(&mut self) {
+        if self.log.len() < crate::transcript::SHORT {
+            self.log.shrink_to_fit();
+            self.call_ids = None;
+        }
     }
 
     // ----- the transcript --------------------------------------------------

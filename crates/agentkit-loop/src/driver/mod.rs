@@ -317,7 +317,7 @@ impl<S: ModelSession> LoopDriver<S> {
 
     /// Overrides the prompt-cache request of the next model call only.
     pub fn set_next_turn_cache(&mut self, cache: PromptCacheRequest) -> Result<(), LoopError> {
-        self.core.next_turn_cache = Some(cache);
+        self.core.next_turn_cache = Some(Box::new(cache));
         Ok(())
     }
 

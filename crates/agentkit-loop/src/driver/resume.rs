@@ -104,7 +104,7 @@ impl<S: ModelSession> LoopDriver<S> {
             }),
             ended_turn,
             mutation_due: core.mutation_due,
-            next_turn_cache: core.next_turn_cache.clone(),
+            next_turn_cache: core.next_turn_cache.as_deref().cloned(),
             soft_queue_id: Some(core.soft.queue_id()),
             background: self.background_snapshot(),
         }
@@ -192,21 +192,21 @@ impl<S: ModelSession> LoopDriver<S> {
             Phase::ModelCallDue | Phase::ToolRound | Phase::AfterRound
         );
         let turn = match snapshot.turn {
-            Some(saved) if needs_turn => Some(ActiveTurn {
+            Some(saved) if needs_turn => Some(Box::new(ActiveTurn {
                 turn_id: saved.turn_id,
                 items: TurnItems::restored(saved.items),
                 usage: saved.usage,
                 cancellation: cancellation.as_ref().map(|h| h.checkpoint()),
                 model_calls: saved.model_calls,
-            }),
+            })),
             // Version 1 did not record the turn.
-            None if needs_turn => Some(ActiveTurn {
+            None if needs_turn => Some(Box::new(ActiveTurn {
                 turn_id: turn_id(snapshot.next_turn_index.saturating_sub(1)),
                 items: TurnItems::default(),
                 usage: Usage::default(),
                 cancellation: cancellation.as_ref().map(|h| h.checkpoint()),
                 model_calls: 0,
-            }),
+            })),
             _ => None,
         };
         let mut core = DriverCore::new(
@@ -222,7 +222,7 @@ impl<S: ModelSession> LoopDriver<S> {
         core.turn = turn;
         core.next_turn_index = snapshot.next_turn_index;
         core.next_item_index = snapshot.next_item_index;
-        core.next_turn_cache = snapshot.next_turn_cache;
+        core.next_turn_cache = snapshot.next_turn_cache.map(Box::new);
         core.soft = soft;
         core.mutation_due = snapshot.mutation_due.filter(|_| settings.has_mutators);
         // Tasks that were running live in another process (or none): they
