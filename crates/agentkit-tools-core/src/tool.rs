@@ -69,7 +69,10 @@ pub struct ToolContext {
     pub events: EventSink,
     /// Set when the loop runs the call again after it paused with
     /// [`ToolError::NeedsApproval`]: the host's answer to that approval.
-    pub resume: Option<ToolResume>,
+    ///
+    /// Boxed: it is rarely set, and the context is moved through every
+    /// layer that runs a call (task manager, executor, tool).
+    pub resume: Option<Box<ToolResume>>,
 }
 
 /// One progress report of a running tool.
@@ -230,7 +233,7 @@ impl ToolContext {
 
     /// The same context resuming a call that paused for an approval.
     pub fn with_resume(mut self, resume: ToolResume) -> Self {
-        self.resume = Some(resume);
+        self.resume = Some(Box::new(resume));
         self
     }
 

@@ -75,9 +75,9 @@ pub(crate) struct StartCall {
     /// Its index in the round.
     pub(crate) index: usize,
     /// The host's approval, if it needed one.
-    pub(crate) approval: Option<agentkit_tools_core::ApprovalRequest>,
+    pub(crate) approval: Option<Box<agentkit_tools_core::ApprovalRequest>>,
     /// The host's answer, when the call paused for an approval mid-run.
-    pub(crate) resume: Option<ToolResume>,
+    pub(crate) resume: Option<Box<ToolResume>>,
     /// The request the preflight checked and the spec it validated the
     /// input against.
     pub(crate) validated: Option<(
@@ -423,9 +423,9 @@ impl DriverCore {
             }
             let (approval, resume, validated) =
                 match std::mem::replace(&mut self.round[index].state, CallState::Running) {
-                    CallState::Approved(request) => (Some(request), None, None),
+                    CallState::Approved(request) => (Some(Box::new(request)), None, None),
                     CallState::Resumed(request, decision) => {
-                        (None, Some(ToolResume { request, decision }), None)
+                        (None, Some(Box::new(ToolResume { request, decision })), None)
                     }
                     CallState::Queued(validated) => (None, None, validated),
                     _ => (None, None, None),
@@ -964,7 +964,7 @@ impl DriverCore {
     /// earlier in the session, or twice in one answer, gets a fresh one
     /// (`<id>_<n>`, which fits every provider's id pattern); the model's
     /// original stays in `agentkit.original_call_id`.
-    fn unique_call_ids(&mut self, calls: Vec<ToolCallPart>) -> Vec<ToolCallPart> {
+    fn unique_call_ids(&mut self, mut calls: Vec<ToolCallPart>) -> Vec<ToolCallPart> {
         if calls.is_empty() {
             return calls;
         }
@@ -978,27 +978,25 @@ impl DriverCore {
                     .collect()
             })
         });
-        calls
-            .into_iter()
-            .map(|mut call| {
-                if ids.contains(&call.id) {
-                    let original = call.id.clone();
-                    let mut n = 2;
-                    let fresh = loop {
-                        let candidate = ToolCallId::new(format!("{original}_{n}"));
-                        if !ids.contains(&candidate) {
-                            break candidate;
-                        }
-                        n += 1;
-                    };
-                    call.metadata
-                        .insert("agentkit.original_call_id".into(), original.as_str().into());
-                    call.id = fresh;
+        for call in &mut calls {
+            // One hash per call when the id is new, the usual case.
+            if ids.insert(call.id.clone()) {
+                continue;
+            }
+            let original = call.id.clone();
+            let mut n = 2;
+            let fresh = loop {
+                let candidate = ToolCallId::new(format!("{original}_{n}"));
+                if ids.insert(candidate.clone()) {
+                    break candidate;
                 }
-                ids.insert(call.id.clone());
-                call
-            })
-            .collect()
+                n += 1;
+            };
+            call.metadata
+                .insert("agentkit.original_call_id".into(), original.as_str().into());
+            call.id = fresh;
+        }
+        calls
     }
 }
 

@@ -185,24 +185,41 @@ pub struct LoopDriver<S: ModelSession> {
 /// [`UsageSink`](agentkit_tools_core::UsageSink), possibly from other tasks;
 /// the driver adds it to the turn before each step of the core.
 #[derive(Clone, Default)]
-pub(crate) struct ToolUsage(Arc<std::sync::Mutex<Option<agentkit_core::Usage>>>);
+pub(crate) struct ToolUsage(Arc<ReportedUsage>);
+
+#[derive(Default)]
+pub(crate) struct ReportedUsage {
+    usage: std::sync::Mutex<Option<agentkit_core::Usage>>,
+    /// `usage` may be `Some`: the driver asks at every step and almost
+    /// never finds any, so it reads this flag instead of taking the lock.
+    /// Written only under that lock.
+    any: std::sync::atomic::AtomicBool,
+}
 
 impl ToolUsage {
     /// A sink for one call's context.
     pub(crate) fn sink(&self) -> agentkit_tools_core::UsageSink {
         let shared = self.0.clone();
         agentkit_tools_core::UsageSink::new(move |usage| {
-            shared
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
+            let mut total = shared.usage.lock().unwrap_or_else(|e| e.into_inner());
+            total
                 .get_or_insert_with(Default::default)
                 .accumulate(&usage);
+            shared.any.store(true, std::sync::atomic::Ordering::Release);
         })
     }
 
-    /// Everything reported since the last call.
+    /// Everything reported since the last call. A report landing right
+    /// after the flag is read is taken at the next step.
     fn take(&self) -> Option<agentkit_core::Usage> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).take()
+        if !self.0.any.load(std::sync::atomic::Ordering::Acquire) {
+            return None;
+        }
+        let mut total = self.0.usage.lock().unwrap_or_else(|e| e.into_inner());
+        self.0
+            .any
+            .store(false, std::sync::atomic::Ordering::Relaxed);
+        total.take()
     }
 }
 
