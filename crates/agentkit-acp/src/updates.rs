@@ -58,7 +58,7 @@ impl UpdateSink {
                 .title(title(call))
                 .kind((self.kinds)(&call.name).to_acp())
                 .status(acp::ToolCallStatus::Pending)
-                .raw_input(call.input.clone()),
+                .raw_input((*call.input).clone()),
         )
     }
 
@@ -149,7 +149,7 @@ fn tool_call(call: &ToolCallPart, kinds: &KindFn) -> acp::ToolCall {
     acp::ToolCall::new(call.id.as_str().to_owned(), title(call))
         .kind(kinds(&call.name).to_acp())
         .status(acp::ToolCallStatus::Pending)
-        .raw_input(call.input.clone())
+        .raw_input((*call.input).clone())
 }
 
 fn result_update(result: &ToolResultPart) -> acp::ToolCallUpdate {

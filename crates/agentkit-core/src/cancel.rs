@@ -90,6 +90,13 @@ impl CancellationHandle {
 #[error("the turn was cancelled")]
 pub struct Cancelled;
 
+/// The state of every [`TurnCancellation::never`] token; no controller holds
+/// it, so nothing ever interrupts it.
+fn never_shared() -> &'static Arc<Shared> {
+    static NEVER: std::sync::OnceLock<Arc<Shared>> = std::sync::OnceLock::new();
+    NEVER.get_or_init(Arc::default)
+}
+
 /// A token for one turn: cancelled once an interrupt follows its creation.
 #[derive(Clone, Debug)]
 pub struct TurnCancellation {
@@ -99,9 +106,13 @@ pub struct TurnCancellation {
 
 impl TurnCancellation {
     /// A token that is never cancelled, for callers without a controller.
+    ///
+    /// Every such token shares one state that no controller can reach, so
+    /// making one (the loop does for every call without a controller)
+    /// allocates nothing.
     pub fn never() -> Self {
         Self {
-            shared: Arc::new(Shared::default()),
+            shared: never_shared().clone(),
             generation: 0,
         }
     }
@@ -123,6 +134,11 @@ impl TurnCancellation {
     /// Resolves as soon as the token is cancelled (immediately if it already
     /// is). Use it in a `select!` beside the work it guards.
     pub async fn cancelled(&self) {
+        if Arc::ptr_eq(&self.shared, never_shared()) {
+            // Nothing can cancel it; waiting on the shared event would only
+            // make every such waiter in the process contend for one list.
+            return std::future::pending().await;
+        }
         loop {
             if self.is_cancelled() {
                 return;
@@ -158,6 +174,18 @@ mod tests {
             "a checkpoint taken after an interrupt is fresh"
         );
         assert_eq!(after.check(), Ok(()));
+    }
+
+    #[test]
+    fn never_tokens_share_one_state_and_stay_uncancelled() {
+        let (a, b) = (TurnCancellation::never(), TurnCancellation::never());
+        assert!(Arc::ptr_eq(&a.shared, &b.shared), "no allocation per token");
+        // A controller's interrupt reaches only its own checkpoints.
+        CancellationController::new().interrupt();
+        assert!(!a.is_cancelled());
+        assert_eq!(b.check(), Ok(()));
+        let waiting = futures::FutureExt::now_or_never(a.cancelled());
+        assert!(waiting.is_none(), "waiting on a never token never resolves");
     }
 
     #[test]

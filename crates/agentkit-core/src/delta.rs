@@ -258,9 +258,15 @@ impl Slot {
 #[derive(Debug, Default)]
 pub struct DeltaFolder {
     slots: Vec<Slot>,
-    // foldhash: every delta of a stream looks its part up here.
-    index: HashMap<PartId, usize, foldhash::fast::RandomState>,
+    /// The slots by part id, once a stream has more parts than scanning
+    /// them is worth: most answers have one to three, and a scan of those
+    /// costs less than hashing the id (and the table an allocation).
+    /// foldhash: every delta of a stream looks its part up here.
+    index: Option<HashMap<PartId, usize, foldhash::fast::RandomState>>,
 }
+
+/// Parts a folder scans before it indexes them.
+const SCAN_PARTS: usize = 8;
 
 impl DeltaFolder {
     /// An empty folder.
@@ -344,8 +350,16 @@ impl DeltaFolder {
         Ok(())
     }
 
+    /// The slot of `part_id`, if it was begun.
+    fn find(&self, part_id: &PartId) -> Option<usize> {
+        match &self.index {
+            Some(index) => index.get(part_id).copied(),
+            None => self.slots.iter().position(|slot| slot.id == *part_id),
+        }
+    }
+
     fn begin(&mut self, part_id: &PartId, kind: &PartKind) -> Result<(), DeltaError> {
-        if self.index.contains_key(part_id) {
+        if self.find(part_id).is_some() {
             return Err(DeltaError::DuplicatePart(part_id.clone()));
         }
         let buffer = match kind {
@@ -358,7 +372,18 @@ impl DeltaFolder {
             PartKind::Structured => Buffer::Structured(None),
             PartKind::Media { .. } | PartKind::File { .. } => Buffer::Bytes(Vec::new()),
         };
-        self.index.insert(part_id.clone(), self.slots.len());
+        match &mut self.index {
+            Some(index) => {
+                index.insert(part_id.clone(), self.slots.len());
+            }
+            None if self.slots.len() == SCAN_PARTS => {
+                let index = self.slots.iter().map(|slot| slot.id.clone());
+                let mut index: HashMap<_, _, _> = index.zip(0..).collect();
+                index.insert(part_id.clone(), self.slots.len());
+                self.index = Some(index);
+            }
+            None => {}
+        }
         self.slots.push(Slot {
             id: part_id.clone(),
             kind: kind.clone(),
@@ -370,9 +395,8 @@ impl DeltaFolder {
     }
 
     fn open_slot(&mut self, part_id: &PartId) -> Result<&mut Slot, DeltaError> {
-        let index = *self
-            .index
-            .get(part_id)
+        let index = self
+            .find(part_id)
             .ok_or_else(|| DeltaError::UnknownPart(part_id.clone()))?;
         let slot = &mut self.slots[index];
         if slot.committed {
@@ -472,6 +496,44 @@ mod tests {
                 }),
                 Part::text("answer"),
             ]
+        );
+    }
+
+    #[test]
+    fn many_parts_are_found_before_and_after_the_folder_indexes_them() {
+        let mut folder = DeltaFolder::new();
+        let names: Vec<String> = (0..SCAN_PARTS * 2 + 2).map(|i| format!("p{i}")).collect();
+        for (i, name) in names.iter().enumerate() {
+            begin(&mut folder, name, PartKind::Text);
+            assert_eq!(folder.index.is_some(), i >= SCAN_PARTS, "part {i}");
+            // Earlier parts are still found, whichever way.
+            folder
+                .apply(&Delta::AppendText {
+                    part_id: id(&names[i / 2]),
+                    chunk: i.to_string(),
+                })
+                .unwrap();
+        }
+        assert!(matches!(
+            folder.apply(&Delta::BeginPart {
+                part_id: id("p3"),
+                kind: PartKind::Text,
+            }),
+            Err(DeltaError::DuplicatePart(_))
+        ));
+        assert!(matches!(
+            commit(&mut folder, "nope"),
+            Err(DeltaError::UnknownPart(_))
+        ));
+        for name in &names {
+            commit(&mut folder, name).unwrap();
+        }
+        let parts = folder.finish().unwrap();
+        assert_eq!(parts.len(), names.len());
+        assert_eq!(parts[0], Part::text("01"));
+        assert_eq!(
+            parts[SCAN_PARTS],
+            Part::text(format!("{}{}", SCAN_PARTS * 2, SCAN_PARTS * 2 + 1))
         );
     }
 

@@ -7,6 +7,7 @@
 use crate::{DataRef, MetadataMap, ToolCallId};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::sync::Arc;
 
 /// One piece of an [`Item`](crate::Item).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -180,20 +181,29 @@ pub struct ToolCallPart {
     pub id: ToolCallId,
     /// The tool's name.
     pub name: String,
-    /// The arguments, as JSON.
-    pub input: Value,
+    /// The arguments, as JSON. Shared: the transcript, the open round and
+    /// the tool's [`ToolRequest`] hold the same value, so a call's input
+    /// is never copied (`Arc::unwrap_or_clone` to own it).
+    ///
+    /// [`ToolRequest`]: https://docs.rs/agentkit-tools-core/latest/agentkit_tools_core/struct.ToolRequest.html
+    pub input: Arc<Value>,
     /// Extra data.
     #[serde(default, skip_serializing_if = "MetadataMap::is_empty")]
     pub metadata: MetadataMap,
 }
 
 impl ToolCallPart {
-    /// A tool call with no metadata.
-    pub fn new(id: impl Into<ToolCallId>, name: impl Into<String>, input: Value) -> Self {
+    /// A tool call with no metadata; `input` is a `Value` or an already
+    /// shared one.
+    pub fn new(
+        id: impl Into<ToolCallId>,
+        name: impl Into<String>,
+        input: impl Into<Arc<Value>>,
+    ) -> Self {
         Self {
             id: id.into(),
             name: name.into(),
-            input,
+            input: input.into(),
             metadata: MetadataMap::new(),
         }
     }
@@ -257,6 +267,13 @@ impl From<&str> for ToolOutput {
 impl From<Value> for ToolOutput {
     fn from(value: Value) -> Self {
         ToolOutput::Structured(value)
+    }
+}
+
+/// A call's shared input as output (an echo), copied only if still shared.
+impl From<Arc<Value>> for ToolOutput {
+    fn from(value: Arc<Value>) -> Self {
+        ToolOutput::Structured(Arc::unwrap_or_clone(value))
     }
 }
 

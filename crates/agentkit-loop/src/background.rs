@@ -18,7 +18,7 @@ use agentkit_core::{CancellationController, ToolCallId, TurnCancellation};
 use agentkit_tools_core::{ToolError, ToolResult};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::oneshot;
@@ -77,6 +77,10 @@ struct Inner {
     next_id: AtomicU64,
     tasks: Mutex<BTreeMap<String, Entry>>,
     finished: Mutex<Vec<FinishedTask>>,
+    /// `finished` may hold something: the driver asks at every step, and
+    /// almost always nothing finished, so it reads this flag instead of
+    /// taking the lock. Written only under that lock.
+    any_finished: AtomicBool,
     notifier: Mutex<Option<Notifier>>,
 }
 
@@ -249,14 +253,16 @@ impl BackgroundTasks {
                     task_id: entry.info.task_id.clone(),
                     call_id: entry.info.call_id.clone(),
                 });
-                self.inner
+                let mut finished = self
+                    .inner
                     .finished
                     .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push(FinishedTask {
-                        info: entry.info,
-                        outcome,
-                    });
+                    .unwrap_or_else(|e| e.into_inner());
+                finished.push(FinishedTask {
+                    info: entry.info,
+                    outcome,
+                });
+                self.inner.any_finished.store(true, Ordering::Release);
             }
         }
     }
@@ -274,11 +280,17 @@ impl BackgroundTasks {
 
     /// Finished tasks whose results wait for a safe point.
     pub(crate) fn take_finished(&self) -> Vec<FinishedTask> {
+        // A task finishing right after this read is taken at the next step,
+        // as it would be had it finished a moment later.
+        if !self.inner.any_finished.load(Ordering::Acquire) {
+            return Vec::new();
+        }
         let mut finished = self
             .inner
             .finished
             .lock()
             .unwrap_or_else(|e| e.into_inner());
+        self.inner.any_finished.store(false, Ordering::Relaxed);
         std::mem::take(&mut *finished)
     }
 }

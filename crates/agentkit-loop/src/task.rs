@@ -21,8 +21,9 @@ use std::time::Duration;
 pub struct ToolJob {
     /// The call.
     pub request: ToolRequest,
-    /// The host's approval, if the call needed one.
-    pub approval: Option<ApprovalRequest>,
+    /// The host's approval, if the call needed one. Boxed: it is rarely
+    /// set, and the job is moved into each layer that runs it.
+    pub approval: Option<Box<ApprovalRequest>>,
     /// The tool spec the preflight validated the input against
     /// ([`ToolExecutor::preflight_validated`]): running the call does not
     /// validate it again while the tool keeps that spec.

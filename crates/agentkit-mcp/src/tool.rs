@@ -50,7 +50,7 @@ impl Tool for McpTool {
             .call_tool(
                 &self.server,
                 &self.tool,
-                request.input,
+                Arc::unwrap_or_clone(request.input),
                 Some(request.call_id),
                 ctx,
             )

@@ -683,7 +683,7 @@ mod tests {
             .iter()
             .filter_map(|e| match e {
                 ModelTurnEvent::ToolCall(c) => {
-                    Some((c.id.to_string(), c.name.clone(), c.input.clone()))
+                    Some((c.id.to_string(), c.name.clone(), (*c.input).clone()))
                 }
                 _ => None,
             })

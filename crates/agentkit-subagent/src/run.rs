@@ -230,9 +230,10 @@ pub(crate) fn surfaced(
         request
             .metadata
             .insert("agentkit.sub_agent_tool".into(), call.name.into());
-        request
-            .metadata
-            .insert("agentkit.sub_agent_input".into(), call.input);
+        request.metadata.insert(
+            "agentkit.sub_agent_input".into(),
+            std::sync::Arc::unwrap_or_clone(call.input),
+        );
     }
     request.metadata.insert(SUB_AGENT_KEY.into(), agent.into());
     request

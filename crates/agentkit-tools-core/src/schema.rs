@@ -90,7 +90,7 @@ pub fn validate_input(schema: &Value, input: &Value) -> Result<(), SchemaErrors>
         violations: Vec::new(),
         steps: &steps,
     };
-    validator.check(schema, input, &mut String::new(), 0);
+    validator.check(schema, input, &Path::Root, 0);
     if validator.violations.is_empty() {
         Ok(())
     } else {
@@ -110,16 +110,18 @@ struct Validator<'a, 's> {
 }
 
 impl<'a> Validator<'a, '_> {
-    fn report(&mut self, path: &str, message: String) {
+    fn report(&mut self, path: &Path<'_>, message: String) {
+        let mut rendered = String::new();
+        path.render(&mut rendered);
         self.violations.push(SchemaViolation {
-            path: path.to_owned(),
+            path: rendered,
             message,
         });
     }
 
     /// Validates with a scratch validator, for the combinators that must know
     /// whether a branch matched without reporting its failures.
-    fn matches(&self, schema: &'a Value, value: &Value, path: &str, depth: usize) -> bool {
+    fn matches(&self, schema: &'a Value, value: &Value, path: &Path<'_>, depth: usize) -> bool {
         self.first_failure(schema, value, path, depth).is_none()
     }
 
@@ -127,7 +129,7 @@ impl<'a> Validator<'a, '_> {
         &self,
         schema: &'a Value,
         value: &Value,
-        path: &str,
+        path: &Path<'_>,
         depth: usize,
     ) -> Option<SchemaViolation> {
         let mut scratch = Validator {
@@ -135,11 +137,11 @@ impl<'a> Validator<'a, '_> {
             violations: Vec::new(),
             steps: self.steps,
         };
-        scratch.check(schema, value, &mut path.to_owned(), depth);
+        scratch.check(schema, value, path, depth);
         scratch.violations.into_iter().next()
     }
 
-    fn check(&mut self, schema: &'a Value, value: &Value, path: &mut String, depth: usize) {
+    fn check(&mut self, schema: &'a Value, value: &Value, path: &Path<'_>, depth: usize) {
         if self.violations.len() >= MAX_VIOLATIONS {
             return;
         }
@@ -161,13 +163,13 @@ impl<'a> Validator<'a, '_> {
                 self.report(path, "no value is allowed here".into());
                 return;
             }
-            Value::Object(schema) => schema,
+            Value::Object(schema) => Keywords::of(schema),
             // A malformed schema constrains nothing; refusing every call to the
             // tool would not help the model.
             _ => return,
         };
 
-        if let Some(reference) = schema.get("$ref").and_then(Value::as_str) {
+        if let Some(reference) = schema.reference.and_then(Value::as_str) {
             // A reference this validator cannot follow (a remote URL, a
             // pointer into `definitions` the server forgot to send) is a fault
             // of the schema, not of the model's input: accept what cannot be
@@ -180,10 +182,10 @@ impl<'a> Validator<'a, '_> {
             }
         }
 
-        if value.is_null() && schema.get("nullable") == Some(&Value::Bool(true)) {
+        if value.is_null() && schema.nullable == Some(&Value::Bool(true)) {
             return;
         }
-        if let Some(expected) = schema.get("type")
+        if let Some(expected) = schema.ty
             && !type_matches(expected, value)
         {
             self.report(
@@ -197,12 +199,12 @@ impl<'a> Validator<'a, '_> {
             // Further keywords would only repeat the same mistake.
             return;
         }
-        if let Some(constant) = schema.get("const")
+        if let Some(constant) = schema.constant
             && !json_equal(constant, value)
         {
             self.report(path, format!("expected {constant}, got {}", short(value)));
         }
-        if let Some(Value::Array(options)) = schema.get("enum")
+        if let Some(Value::Array(options)) = schema.options
             && !options.iter().any(|option| json_equal(option, value))
         {
             let options: Vec<String> = options.iter().map(Value::to_string).collect();
@@ -217,32 +219,32 @@ impl<'a> Validator<'a, '_> {
         }
 
         match value {
-            Value::Object(object) => self.check_object(schema, object, path, depth),
-            Value::Array(items) => self.check_array(schema, items, path, depth),
-            Value::String(text) => self.check_string(schema, text, path),
-            Value::Number(_) => self.check_number(schema, value, path),
+            Value::Object(object) => self.check_object(&schema, object, path, depth),
+            Value::Array(items) => self.check_array(&schema, items, path, depth),
+            Value::String(text) => self.check_string(&schema, text, path),
+            Value::Number(_) => self.check_number(&schema, value, path),
             Value::Bool(_) | Value::Null => {}
         }
 
-        self.check_combinators(schema, value, path, depth);
+        self.check_combinators(&schema, value, path, depth);
     }
 
     fn check_object(
         &mut self,
-        schema: &'a Map<String, Value>,
+        schema: &Keywords<'a>,
         object: &Map<String, Value>,
-        path: &mut String,
+        path: &Path<'_>,
         depth: usize,
     ) {
-        if let Some(Value::Array(required)) = schema.get("required") {
+        if let Some(Value::Array(required)) = schema.required {
             for name in required.iter().filter_map(Value::as_str) {
                 if !object.contains_key(name) {
                     self.report(path, format!("missing required property `{name}`"));
                 }
             }
         }
-        let properties = schema.get("properties").and_then(Value::as_object);
-        let additional = schema.get("additionalProperties");
+        let properties = schema.properties.and_then(Value::as_object);
+        let additional = schema.additional;
         // Sorted, so reports read the same whether or not serde_json's
         // `preserve_order` feature is on somewhere in the build (without
         // it, the map iterates in order already and nothing is collected).
@@ -255,13 +257,11 @@ impl<'a> Validator<'a, '_> {
             &mut members.into_iter()
         };
         for (name, member) in members {
-            let len = path.len();
-            push_pointer(path, name);
+            let inner = Path::Member(path, name);
             match properties.and_then(|p| p.get(name)) {
-                Some(property) => self.check(property, member, path, depth + 1),
+                Some(property) => self.check(property, member, &inner, depth + 1),
                 None => match additional {
                     Some(Value::Bool(false)) => {
-                        path.truncate(len);
                         let mut known: Vec<&str> = properties
                             .map(|p| p.keys().map(String::as_str).collect())
                             .unwrap_or_default();
@@ -273,22 +273,21 @@ impl<'a> Validator<'a, '_> {
                         };
                         self.report(path, format!("unknown property `{name}` ({hint})"));
                     }
-                    Some(extra @ Value::Object(_)) => self.check(extra, member, path, depth + 1),
+                    Some(extra @ Value::Object(_)) => self.check(extra, member, &inner, depth + 1),
                     _ => {}
                 },
             }
-            path.truncate(len);
         }
     }
 
     fn check_array(
         &mut self,
-        schema: &'a Map<String, Value>,
+        schema: &Keywords<'a>,
         items: &[Value],
-        path: &mut String,
+        path: &Path<'_>,
         depth: usize,
     ) {
-        if let Some(min) = schema.get("minItems").and_then(Value::as_u64)
+        if let Some(min) = schema.min_items.and_then(Value::as_u64)
             && (items.len() as u64) < min
         {
             self.report(
@@ -296,7 +295,7 @@ impl<'a> Validator<'a, '_> {
                 format!("expected at least {min} items, got {}", items.len()),
             );
         }
-        if let Some(max) = schema.get("maxItems").and_then(Value::as_u64)
+        if let Some(max) = schema.max_items.and_then(Value::as_u64)
             && (items.len() as u64) > max
         {
             self.report(
@@ -304,32 +303,29 @@ impl<'a> Validator<'a, '_> {
                 format!("expected at most {max} items, got {}", items.len()),
             );
         }
-        match schema.get("items") {
+        match schema.items {
             Some(item_schema @ (Value::Object(_) | Value::Bool(_))) => {
                 for (index, item) in items.iter().enumerate() {
-                    let len = path.len();
-                    push_pointer(path, &index.to_string());
-                    self.check(item_schema, item, path, depth + 1);
-                    path.truncate(len);
+                    self.check(item_schema, item, &Path::Index(path, index), depth + 1);
                 }
             }
             // The draft-4 tuple form: one schema per position.
             Some(Value::Array(tuple)) => {
                 for (index, (item_schema, item)) in tuple.iter().zip(items).enumerate() {
-                    let len = path.len();
-                    push_pointer(path, &index.to_string());
-                    self.check(item_schema, item, path, depth + 1);
-                    path.truncate(len);
+                    self.check(item_schema, item, &Path::Index(path, index), depth + 1);
                 }
             }
             _ => {}
         }
     }
 
-    fn check_string(&mut self, schema: &Map<String, Value>, text: &str, path: &str) {
+    fn check_string(&mut self, schema: &Keywords<'_>, text: &str, path: &Path<'_>) {
+        if schema.min_length.is_none() && schema.max_length.is_none() {
+            return;
+        }
         // JSON Schema counts characters, not bytes.
         let chars = text.chars().count() as u64;
-        if let Some(min) = schema.get("minLength").and_then(Value::as_u64)
+        if let Some(min) = schema.min_length.and_then(Value::as_u64)
             && chars < min
         {
             self.report(
@@ -337,7 +333,7 @@ impl<'a> Validator<'a, '_> {
                 format!("expected at least {min} characters, got {chars}"),
             );
         }
-        if let Some(max) = schema.get("maxLength").and_then(Value::as_u64)
+        if let Some(max) = schema.max_length.and_then(Value::as_u64)
             && chars > max
         {
             self.report(
@@ -347,27 +343,27 @@ impl<'a> Validator<'a, '_> {
         }
     }
 
-    fn check_number(&mut self, schema: &Map<String, Value>, value: &Value, path: &str) {
+    fn check_number(&mut self, schema: &Keywords<'_>, value: &Value, path: &Path<'_>) {
         let Some(number) = value.as_f64() else {
             return;
         };
-        let bound = |key: &str| schema.get(key).and_then(Value::as_f64);
-        if let Some(min) = bound("minimum")
+        let bound = |keyword: Option<&Value>| keyword.and_then(Value::as_f64);
+        if let Some(min) = bound(schema.minimum)
             && number < min
         {
             self.report(path, format!("expected at least {min}, got {value}"));
         }
-        if let Some(max) = bound("maximum")
+        if let Some(max) = bound(schema.maximum)
             && number > max
         {
             self.report(path, format!("expected at most {max}, got {value}"));
         }
-        if let Some(min) = bound("exclusiveMinimum")
+        if let Some(min) = bound(schema.exclusive_minimum)
             && number <= min
         {
             self.report(path, format!("expected more than {min}, got {value}"));
         }
-        if let Some(max) = bound("exclusiveMaximum")
+        if let Some(max) = bound(schema.exclusive_maximum)
             && number >= max
         {
             self.report(path, format!("expected less than {max}, got {value}"));
@@ -376,17 +372,17 @@ impl<'a> Validator<'a, '_> {
 
     fn check_combinators(
         &mut self,
-        schema: &'a Map<String, Value>,
+        schema: &Keywords<'a>,
         value: &Value,
-        path: &mut String,
+        path: &Path<'_>,
         depth: usize,
     ) {
-        if let Some(Value::Array(all)) = schema.get("allOf") {
+        if let Some(Value::Array(all)) = schema.all_of {
             for sub in all {
                 self.check(sub, value, path, depth + 1);
             }
         }
-        if let Some(Value::Array(any)) = schema.get("anyOf")
+        if let Some(Value::Array(any)) = schema.any_of
             && !any
                 .iter()
                 .any(|sub| self.matches(sub, value, path, depth + 1))
@@ -397,7 +393,7 @@ impl<'a> Validator<'a, '_> {
                 format!("matches none of the {} allowed shapes{detail}", any.len()),
             );
         }
-        if let Some(Value::Array(one)) = schema.get("oneOf") {
+        if let Some(Value::Array(one)) = schema.one_of {
             let matching = one
                 .iter()
                 .filter(|sub| self.matches(sub, value, path, depth + 1))
@@ -415,7 +411,7 @@ impl<'a> Validator<'a, '_> {
                 );
             }
         }
-        if let Some(not) = schema.get("not")
+        if let Some(not) = schema.not
             && self.matches(not, value, path, depth + 1)
         {
             self.report(path, "matches a shape that is not allowed".into());
@@ -428,7 +424,7 @@ impl<'a> Validator<'a, '_> {
         &self,
         branches: &'a [Value],
         value: &Value,
-        path: &str,
+        path: &Path<'_>,
         depth: usize,
     ) -> String {
         branches
@@ -444,6 +440,94 @@ impl<'a> Validator<'a, '_> {
             return Some(self.root);
         }
         self.root.pointer(pointer)
+    }
+}
+
+/// The keywords of one schema object this validator knows, found in one
+/// pass over its members: looking each up in the map would search it some
+/// twenty times per value checked.
+#[derive(Default)]
+struct Keywords<'a> {
+    reference: Option<&'a Value>,
+    nullable: Option<&'a Value>,
+    ty: Option<&'a Value>,
+    constant: Option<&'a Value>,
+    options: Option<&'a Value>,
+    required: Option<&'a Value>,
+    properties: Option<&'a Value>,
+    additional: Option<&'a Value>,
+    items: Option<&'a Value>,
+    min_items: Option<&'a Value>,
+    max_items: Option<&'a Value>,
+    min_length: Option<&'a Value>,
+    max_length: Option<&'a Value>,
+    minimum: Option<&'a Value>,
+    maximum: Option<&'a Value>,
+    exclusive_minimum: Option<&'a Value>,
+    exclusive_maximum: Option<&'a Value>,
+    all_of: Option<&'a Value>,
+    any_of: Option<&'a Value>,
+    one_of: Option<&'a Value>,
+    not: Option<&'a Value>,
+}
+
+impl<'a> Keywords<'a> {
+    fn of(schema: &'a Map<String, Value>) -> Self {
+        let mut keywords = Self::default();
+        for (key, value) in schema {
+            let slot = match key.as_str() {
+                "$ref" => &mut keywords.reference,
+                "nullable" => &mut keywords.nullable,
+                "type" => &mut keywords.ty,
+                "const" => &mut keywords.constant,
+                "enum" => &mut keywords.options,
+                "required" => &mut keywords.required,
+                "properties" => &mut keywords.properties,
+                "additionalProperties" => &mut keywords.additional,
+                "items" => &mut keywords.items,
+                "minItems" => &mut keywords.min_items,
+                "maxItems" => &mut keywords.max_items,
+                "minLength" => &mut keywords.min_length,
+                "maxLength" => &mut keywords.max_length,
+                "minimum" => &mut keywords.minimum,
+                "maximum" => &mut keywords.maximum,
+                "exclusiveMinimum" => &mut keywords.exclusive_minimum,
+                "exclusiveMaximum" => &mut keywords.exclusive_maximum,
+                "allOf" => &mut keywords.all_of,
+                "anyOf" => &mut keywords.any_of,
+                "oneOf" => &mut keywords.one_of,
+                "not" => &mut keywords.not,
+                _ => continue,
+            };
+            *slot = Some(value);
+        }
+        keywords
+    }
+}
+
+/// Where in the input the validator is: a chain of frames on the stack,
+/// written out as a JSON Pointer only when a violation is reported, so a
+/// valid input costs no string.
+#[derive(Clone, Copy)]
+enum Path<'p> {
+    Root,
+    Member(&'p Path<'p>, &'p str),
+    Index(&'p Path<'p>, usize),
+}
+
+impl Path<'_> {
+    fn render(&self, out: &mut String) {
+        match self {
+            Path::Root => {}
+            Path::Member(parent, name) => {
+                parent.render(out);
+                push_pointer(out, name);
+            }
+            Path::Index(parent, index) => {
+                parent.render(out);
+                push_pointer(out, &index.to_string());
+            }
+        }
     }
 }
 

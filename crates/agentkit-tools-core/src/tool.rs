@@ -21,19 +21,25 @@ pub struct ToolRequest {
     pub call_id: ToolCallId,
     /// The tool's name, as the model used it.
     pub tool_name: String,
-    /// The arguments.
-    pub input: Value,
+    /// The arguments, shared with the call part of the transcript
+    /// (`Arc::unwrap_or_clone` to own them).
+    pub input: Arc<Value>,
     /// Extra data from the call part.
     pub metadata: MetadataMap,
 }
 
 impl ToolRequest {
-    /// A request with no metadata.
-    pub fn new(call_id: impl Into<ToolCallId>, tool_name: impl Into<String>, input: Value) -> Self {
+    /// A request with no metadata; `input` is a `Value` or an already
+    /// shared one.
+    pub fn new(
+        call_id: impl Into<ToolCallId>,
+        tool_name: impl Into<String>,
+        input: impl Into<Arc<Value>>,
+    ) -> Self {
         Self {
             call_id: call_id.into(),
             tool_name: tool_name.into(),
-            input,
+            input: input.into(),
             metadata: MetadataMap::new(),
         }
     }
@@ -63,7 +69,10 @@ pub struct ToolContext {
     pub events: EventSink,
     /// Set when the loop runs the call again after it paused with
     /// [`ToolError::NeedsApproval`]: the host's answer to that approval.
-    pub resume: Option<ToolResume>,
+    ///
+    /// Boxed: it is rarely set, and the context is moved through every
+    /// layer that runs a call (task manager, executor, tool).
+    pub resume: Option<Box<ToolResume>>,
 }
 
 /// One progress report of a running tool.
@@ -224,7 +233,7 @@ impl ToolContext {
 
     /// The same context resuming a call that paused for an approval.
     pub fn with_resume(mut self, resume: ToolResume) -> Self {
-        self.resume = Some(resume);
+        self.resume = Some(Box::new(resume));
         self
     }
 

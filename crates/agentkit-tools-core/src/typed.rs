@@ -28,7 +28,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 type BoxFuture = Pin<Box<dyn Future<Output = Result<ToolResult, ToolError>> + Send>>;
-type Handler = Arc<dyn Fn(Value, ToolContext) -> BoxFuture + Send + Sync>;
+type Handler = Arc<dyn Fn(&Value, ToolContext) -> BoxFuture + Send + Sync>;
 type Requests = Arc<dyn Fn(&Value) -> Result<Vec<PermissionRequest>, ToolError> + Send + Sync>;
 
 /// What a typed tool's function may return.
@@ -200,8 +200,8 @@ impl TypedTool {
         Fut: Future<Output = Result<O, E>> + Send + 'static,
     {
         let spec = ToolSpec::new(name, description, schema_for::<A>())?;
-        let handler: Handler = Arc::new(move |input: Value, ctx: ToolContext| {
-            let args = parse_args::<A>(&input);
+        let handler: Handler = Arc::new(move |input: &Value, ctx: ToolContext| {
+            let args = parse_args::<A>(input);
             let future = args.map(|args| function(args, ctx));
             Box::pin(async move {
                 match future?.await {
@@ -269,7 +269,7 @@ impl Tool for TypedTool {
         request: ToolRequest,
         ctx: ToolContext,
     ) -> Result<ToolResult, ToolError> {
-        (self.handler)(request.input, ctx).await
+        (self.handler)(&request.input, ctx).await
     }
 }
 

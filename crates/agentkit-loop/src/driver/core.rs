@@ -13,7 +13,7 @@
 //! dropped `next()` future, a cancellation or an urgent message finds every
 //! finished result in a [`CallState`], never in a local variable.
 
-use super::state::{ActiveTurn, CallState, Phase, RoundCall};
+use super::state::{ActiveTurn, CallState, Phase, RoundCall, TurnItems};
 use crate::background::BackgroundTaskInfo;
 use crate::soft::InjectedMessage;
 use crate::transcript::TranscriptLog;
@@ -75,9 +75,9 @@ pub(crate) struct StartCall {
     /// Its index in the round.
     pub(crate) index: usize,
     /// The host's approval, if it needed one.
-    pub(crate) approval: Option<agentkit_tools_core::ApprovalRequest>,
+    pub(crate) approval: Option<Box<agentkit_tools_core::ApprovalRequest>>,
     /// The host's answer, when the call paused for an approval mid-run.
-    pub(crate) resume: Option<ToolResume>,
+    pub(crate) resume: Option<Box<ToolResume>>,
     /// The request the preflight checked and the spec it validated the
     /// input against.
     pub(crate) validated: Option<(
@@ -342,8 +342,8 @@ impl DriverCore {
 
     fn begin_turn(&mut self) {
         self.turn = Some(Box::new(ActiveTurn {
-            turn_id: TurnId::new(format!("turn-{}", self.next_turn_index)),
-            items: Vec::new(),
+            turn_id: turn_id(self.next_turn_index),
+            items: TurnItems::default(),
             usage: Usage::default(),
             cancellation: self
                 .cancellation
@@ -357,7 +357,7 @@ impl DriverCore {
 
     fn begin_model_call(&mut self) -> ModelCall {
         self.premutated = false;
-        let turn_id = TurnId::new(format!("turn-{}", self.next_turn_index));
+        let turn_id = turn_id(self.next_turn_index);
         self.next_turn_index += 1;
         if let Some(turn) = self.turn.as_mut() {
             turn.turn_id = turn_id.clone();
@@ -411,28 +411,30 @@ impl DriverCore {
             .filter(|c| matches!(c.state, CallState::Running))
             .count();
         let free = self.settings.parallel.max(1).saturating_sub(running);
-        let start: Vec<usize> = self
-            .round
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| c.state.is_runnable())
-            .map(|(index, _)| index)
-            .take(free)
-            .collect();
-        let mut started = Vec::with_capacity(start.len());
-        for index in start {
+        let runnable = |c: &RoundCall| c.state.is_runnable();
+        let count = self.round.iter().filter(|c| runnable(c)).take(free).count();
+        let mut started = Vec::with_capacity(count);
+        for index in 0..self.round.len() {
+            if started.len() == count {
+                break;
+            }
+            if !runnable(&self.round[index]) {
+                continue;
+            }
             let (approval, resume, validated) =
                 match std::mem::replace(&mut self.round[index].state, CallState::Running) {
-                    CallState::Approved(request) => (Some(request), None, None),
+                    CallState::Approved(request) => (Some(Box::new(request)), None, None),
                     CallState::Resumed(request, decision) => {
-                        (None, Some(ToolResume { request, decision }), None)
+                        (None, Some(Box::new(ToolResume { request, decision })), None)
                     }
                     CallState::Queued(validated) => (None, None, validated),
                     _ => (None, None, None),
                 };
-            let call = &self.round[index].call;
-            let (call_id, tool_name) = (call.id.clone(), call.name.clone());
-            self.emit(|| AgentEvent::ToolStarted { call_id, tool_name });
+            if self.settings.observe_events {
+                let call = &self.round[index].call;
+                let (call_id, tool_name) = (call.id.clone(), call.name.clone());
+                self.emit(|| AgentEvent::ToolStarted { call_id, tool_name });
+            }
             started.push(StartCall {
                 index,
                 approval,
@@ -566,21 +568,24 @@ impl DriverCore {
             "agentkit.finish_reason".into(),
             serde_json::to_value(&finish_reason).unwrap_or_default(),
         );
-        if let Some(item) = assistant_item(parts, calls.clone(), metadata) {
+        let has_calls = !calls.is_empty();
+        // The last round's vector, cleared, keeps its capacity.
+        self.round.clear();
+        self.round.extend(calls.iter().map(|call| RoundCall {
+            call: call.clone(),
+            state: CallState::Queued(None),
+        }));
+        if let Some(item) = assistant_item(parts, calls, metadata) {
             self.append(item, true);
         }
         self.last_call = reported.then(|| LastCallUsage {
             usage,
             transcript_len: self.log.len(),
         });
-        if !calls.is_empty() {
-            self.round = calls
-                .into_iter()
-                .map(|call| {
-                    let state = preflight(&call);
-                    RoundCall { call, state }
-                })
-                .collect();
+        if has_calls {
+            for entry in &mut self.round {
+                entry.state = preflight(&entry.call);
+            }
             self.phase = Phase::ToolRound;
             return;
         }
@@ -742,6 +747,10 @@ impl DriverCore {
     /// transcript observers as archived.
     pub(crate) fn replace_transcript(&mut self, items: Vec<Item>) {
         let items: Vec<Item> = items.into_iter().map(|item| self.with_id(item)).collect();
+        // The turn's items are indices into the old log: copy them out.
+        if let Some(turn) = self.turn.as_mut() {
+            self.log.with(|old| turn.items.detach(old));
+        }
         if self.settings.observe_items {
             // An item is archived when the new transcript no longer holds it
             // unchanged (removed, or rewritten in place like an elided output).
@@ -843,20 +852,20 @@ impl DriverCore {
     /// mutators.
     fn end_turn(&mut self, finish_reason: FinishReason, metadata: MetadataMap) {
         let turn = self.turn.take();
-        // Dropped, not cleared: each round collects a new vector anyway, and
-        // an idle session should not keep the last one's capacity.
+        // Dropped, not cleared: the rounds of a turn reuse it, but an idle
+        // session should not keep the last one's capacity.
         self.round = Vec::new();
         self.surfaced_approval = None;
-        let result = match turn {
+        let result = match turn.map(|turn| *turn) {
             Some(turn) => TurnResult {
                 turn_id: turn.turn_id,
                 finish_reason,
-                items: turn.items,
+                items: self.log.with(|log| turn.items.into_vec(log)),
                 usage: turn.usage,
                 metadata,
             },
             None => TurnResult {
-                turn_id: TurnId::new(format!("turn-{}", self.next_turn_index)),
+                turn_id: turn_id(self.next_turn_index),
                 finish_reason,
                 items: Vec::new(),
                 usage: Usage::default(),
@@ -916,7 +925,7 @@ impl DriverCore {
         }
         let index = self.log.len();
         if part_of_turn_result && let Some(turn) = self.turn.as_mut() {
-            turn.items.push(item.clone());
+            turn.items.push(index);
         }
         self.log.push(item);
         if self.settings.observe_items {
@@ -955,7 +964,7 @@ impl DriverCore {
     /// earlier in the session, or twice in one answer, gets a fresh one
     /// (`<id>_<n>`, which fits every provider's id pattern); the model's
     /// original stays in `agentkit.original_call_id`.
-    fn unique_call_ids(&mut self, calls: Vec<ToolCallPart>) -> Vec<ToolCallPart> {
+    fn unique_call_ids(&mut self, mut calls: Vec<ToolCallPart>) -> Vec<ToolCallPart> {
         if calls.is_empty() {
             return calls;
         }
@@ -969,27 +978,25 @@ impl DriverCore {
                     .collect()
             })
         });
-        calls
-            .into_iter()
-            .map(|mut call| {
-                if ids.contains(&call.id) {
-                    let original = call.id.clone();
-                    let mut n = 2;
-                    let fresh = loop {
-                        let candidate = ToolCallId::new(format!("{original}_{n}"));
-                        if !ids.contains(&candidate) {
-                            break candidate;
-                        }
-                        n += 1;
-                    };
-                    call.metadata
-                        .insert("agentkit.original_call_id".into(), original.as_str().into());
-                    call.id = fresh;
+        for call in &mut calls {
+            // One hash per call when the id is new, the usual case.
+            if ids.insert(call.id.clone()) {
+                continue;
+            }
+            let original = call.id.clone();
+            let mut n = 2;
+            let fresh = loop {
+                let candidate = ToolCallId::new(format!("{original}_{n}"));
+                if ids.insert(candidate.clone()) {
+                    break candidate;
                 }
-                ids.insert(call.id.clone());
-                call
-            })
-            .collect()
+                n += 1;
+            };
+            call.metadata
+                .insert("agentkit.original_call_id".into(), original.as_str().into());
+            call.id = fresh;
+        }
+        calls
     }
 }
 
@@ -1048,6 +1055,14 @@ fn assistant_item(
     Some(item)
 }
 
+/// `turn-<index>`, written on the stack (see [`numbered`]): one allocation
+/// (the id's shared string) instead of two through `format!`, at every model
+/// call.
+pub(crate) fn turn_id(index: u64) -> TurnId {
+    let mut buf = [0; 25];
+    TurnId::from(numbered(b"turn-", index, &mut buf))
+}
+
 /// Gives `item` the id of index `next` if it has none, and moves `next` on.
 pub(crate) fn fill_id(item: &mut Item, next: &mut u64) {
     if item.id.is_none() {
@@ -1060,7 +1075,14 @@ pub(crate) fn fill_id(item: &mut Item, next: &mut u64) {
 /// string) instead of three through `format!`, which loading a long
 /// transcript of items without ids pays for each item.
 fn item_id(index: u64) -> ItemId {
-    let mut buf = *b"item-00000000000000000000";
+    let mut buf = [0; 25];
+    ItemId::from(numbered(b"item-", index, &mut buf))
+}
+
+/// `<prefix><index>` in `buf`, the digits written by hand: `format!` would
+/// allocate and go through the formatting machinery (several hundred
+/// instructions).
+fn numbered<'a>(prefix: &[u8; 5], index: u64, buf: &'a mut [u8; 25]) -> &'a str {
     let mut at = buf.len();
     let mut n = index;
     loop {
@@ -1073,8 +1095,9 @@ fn item_id(index: u64) -> ItemId {
     }
     let digits = buf.len() - at;
     buf.copy_within(at.., 5);
+    buf[..5].copy_from_slice(prefix);
     // Only ASCII was written.
-    ItemId::from(std::str::from_utf8(&buf[..5 + digits]).unwrap_or("item"))
+    std::str::from_utf8(&buf[..5 + digits]).unwrap_or_default()
 }
 
 // The core alone: no runtime, no clock, no model, no tools. Each test
@@ -1087,6 +1110,7 @@ mod tests {
     fn item_ids_are_written_like_format_would() {
         for index in [0, 7, 10, 99, 12_345, u64::MAX] {
             assert_eq!(item_id(index).as_str(), format!("item-{index}"));
+            assert_eq!(turn_id(index).as_str(), format!("turn-{index}"));
         }
     }
 
@@ -1258,6 +1282,41 @@ mod tests {
             Action::Yield(LoopStep::Interrupt(LoopInterrupt::AfterToolResult(_)))
         ));
         assert_eq!(results(&core), [("a".into(), None), ("b".into(), None)]);
+    }
+
+    #[test]
+    fn a_turn_keeps_its_items_when_a_mutator_rewrites_the_log() {
+        let mut core = core(1);
+        answer_with(&mut core, vec![call("a")]);
+        let Action::StartTools(_) = core.poll() else {
+            panic!()
+        };
+        core.on_tool_done(0, &"a".into(), Ok(ToolResult::new("a done")));
+        assert!(matches!(core.poll(), Action::Yield(_)));
+        let appended: Vec<Item> = core.log.with(|items| items[1..].to_vec());
+        // A compaction drops the round from the log mid-turn.
+        core.replace_transcript(vec![Item::user("summary")]);
+        assert!(matches!(core.poll(), Action::CallModel(_)));
+        let answer = ModelAnswer {
+            parts: vec![Part::text("done")],
+            calls: Vec::new(),
+            finish_reason: FinishReason::Completed,
+            metadata: MetadataMap::new(),
+            usage: Usage::default(),
+        };
+        core.on_model_answer(answer, &mut |_| CallState::Queued(None));
+        let Action::Yield(LoopStep::Finished(result)) = core.poll() else {
+            panic!()
+        };
+        assert_eq!(result.items.len(), 3);
+        assert_eq!(
+            result.items[..2],
+            appended[..],
+            "as appended, not as rewritten"
+        );
+        assert_eq!(result.items[2].text_content(), "done");
+        let last = core.log.with(|items| items.last().cloned());
+        assert_eq!(last.as_ref(), Some(&result.items[2]));
     }
 
     #[test]

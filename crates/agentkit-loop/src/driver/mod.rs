@@ -43,16 +43,77 @@ type RunningCall = BoxFuture<'static, CallOutcome>;
 /// rest are dropped at once, which cancels them (an MCP call sends its
 /// cancellation, a concurrent task is aborted): a host that gave up waiting
 /// does not keep work running, and nothing runs twice.
+///
+/// One call at a time is the common case (the default task manager): it is
+/// held as is, and a `FuturesUnordered` (two allocations to make, one per
+/// call pushed) is made only when a second call runs beside it.
 pub(crate) struct Running {
-    calls: FuturesUnordered<RunningCall>,
+    one: Option<RunningCall>,
+    many: Option<FuturesUnordered<RunningCall>>,
     salvage: Arc<std::sync::Mutex<Vec<CallOutcome>>>,
 }
 
 impl Running {
+    fn new(salvage: Arc<std::sync::Mutex<Vec<CallOutcome>>>) -> Self {
+        Self {
+            one: None,
+            many: None,
+            salvage,
+        }
+    }
+
+    /// `true` when no call runs.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.one.is_none() && self.many.as_ref().is_none_or(FuturesUnordered::is_empty)
+    }
+
+    /// Runs `call` beside the others.
+    fn push(&mut self, call: RunningCall) {
+        if self.is_empty() {
+            self.one = Some(call);
+        } else {
+            self.many
+                .get_or_insert_with(FuturesUnordered::new)
+                .push(call);
+        }
+    }
+
+    /// Drops every running call, which cancels it.
+    fn clear(&mut self) {
+        self.one = None;
+        self.many = None;
+    }
+
+    /// The next call to finish; `None` when none runs.
+    pub(crate) fn poll_next(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<CallOutcome>> {
+        use std::task::Poll;
+        if let Some(call) = self.one.as_mut()
+            && let Poll::Ready(outcome) = call.poll_unpin(cx)
+        {
+            self.one = None;
+            return Poll::Ready(Some(outcome));
+        }
+        if let Some(many) = self.many.as_mut()
+            && let Poll::Ready(Some(outcome)) = many.poll_next_unpin(cx)
+        {
+            return Poll::Ready(Some(outcome));
+        }
+        if self.is_empty() {
+            Poll::Ready(None)
+        } else {
+            Poll::Pending
+        }
+    }
+
     /// Every call that already finished, without waiting.
     pub(crate) fn ready(&mut self) -> Vec<CallOutcome> {
         let mut ready = Vec::new();
-        while let Some(Some(outcome)) = self.calls.next().now_or_never() {
+        let waker = futures::task::noop_waker_ref();
+        let mut cx = std::task::Context::from_waker(waker);
+        while let std::task::Poll::Ready(Some(outcome)) = self.poll_next(&mut cx) {
             ready.push(outcome);
         }
         ready
@@ -61,7 +122,7 @@ impl Running {
 
 impl Drop for Running {
     fn drop(&mut self) {
-        if self.calls.is_empty() {
+        if self.is_empty() {
             return;
         }
         let ready = self.ready();
@@ -124,24 +185,41 @@ pub struct LoopDriver<S: ModelSession> {
 /// [`UsageSink`](agentkit_tools_core::UsageSink), possibly from other tasks;
 /// the driver adds it to the turn before each step of the core.
 #[derive(Clone, Default)]
-pub(crate) struct ToolUsage(Arc<std::sync::Mutex<Option<agentkit_core::Usage>>>);
+pub(crate) struct ToolUsage(Arc<ReportedUsage>);
+
+#[derive(Default)]
+pub(crate) struct ReportedUsage {
+    usage: std::sync::Mutex<Option<agentkit_core::Usage>>,
+    /// `usage` may be `Some`: the driver asks at every step and almost
+    /// never finds any, so it reads this flag instead of taking the lock.
+    /// Written only under that lock.
+    any: std::sync::atomic::AtomicBool,
+}
 
 impl ToolUsage {
     /// A sink for one call's context.
     pub(crate) fn sink(&self) -> agentkit_tools_core::UsageSink {
         let shared = self.0.clone();
         agentkit_tools_core::UsageSink::new(move |usage| {
-            shared
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
+            let mut total = shared.usage.lock().unwrap_or_else(|e| e.into_inner());
+            total
                 .get_or_insert_with(Default::default)
                 .accumulate(&usage);
+            shared.any.store(true, std::sync::atomic::Ordering::Release);
         })
     }
 
-    /// Everything reported since the last call.
+    /// Everything reported since the last call. A report landing right
+    /// after the flag is read is taken at the next step.
     fn take(&self) -> Option<agentkit_core::Usage> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).take()
+        if !self.0.any.load(std::sync::atomic::Ordering::Acquire) {
+            return None;
+        }
+        let mut total = self.0.usage.lock().unwrap_or_else(|e| e.into_inner());
+        self.0
+            .any
+            .store(false, std::sync::atomic::Ordering::Relaxed);
+        total.take()
     }
 }
 
@@ -322,10 +400,7 @@ impl<S: ModelSession> LoopDriver<S> {
             self.core.on_tool_done(index, &call_id, outcome);
         }
         self.core.on_calls_lost();
-        let mut running = Running {
-            calls: FuturesUnordered::new(),
-            salvage: self.salvage.clone(),
-        };
+        let mut running = Running::new(self.salvage.clone());
         loop {
             for finished in self.background.take_finished() {
                 self.core
@@ -336,9 +411,9 @@ impl<S: ModelSession> LoopDriver<S> {
             }
             let action = self.core.poll();
             self.dispatch();
-            if !self.core.round_open() && !running.calls.is_empty() {
+            if !self.core.round_open() && !running.is_empty() {
                 // The round ended (skipped, cancelled): stop what still runs.
-                running.calls = FuturesUnordered::new();
+                running.clear();
             }
             match action {
                 Action::Yield(step) => return Ok(step),
@@ -346,7 +421,7 @@ impl<S: ModelSession> LoopDriver<S> {
                 Action::CallModel(call) => self.model_call(call).await?,
                 Action::StartTools(calls) => {
                     for call in calls {
-                        running.calls.push(self.start_call(call));
+                        running.push(self.start_call(call));
                     }
                 }
                 Action::AwaitTools => self.await_calls(&mut running).await,

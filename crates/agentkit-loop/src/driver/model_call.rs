@@ -153,7 +153,7 @@ impl<S: ModelSession> LoopDriver<S> {
     }
 
     fn observe(&self, event: impl FnOnce() -> AgentEvent) {
-        if !self.config.shared().observers.is_empty() {
+        if self.core.settings.observe_events {
             notify(self.config.as_ref(), event());
         }
     }

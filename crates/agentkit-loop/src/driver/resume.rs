@@ -5,8 +5,8 @@
 //! usage, every call's state (a finished call's real result included), the
 //! owed mutation, the next-turn cache request, the queued messages.
 
-use super::core::{DriverCore, background_result};
-use super::state::{ActiveTurn, CallState, Phase, RoundCall};
+use super::core::{DriverCore, background_result, turn_id};
+use super::state::{ActiveTurn, CallState, Phase, RoundCall, TurnItems};
 use super::{DriverParts, LoopDriver};
 use crate::snapshot::{
     SNAPSHOT_VERSION, SnapshotBackgroundTask, SnapshotCall, SnapshotCallState, SnapshotPhase,
@@ -14,7 +14,7 @@ use crate::snapshot::{
 };
 use crate::transcript::TranscriptLog;
 use crate::{LoopError, LoopSnapshot, ModelSession, SoftInterruptHandle};
-use agentkit_core::{ToolCallId, ToolCallPart, ToolResultPart, TurnId, Usage, open_tool_calls};
+use agentkit_core::{ToolCallId, ToolCallPart, ToolResultPart, Usage, open_tool_calls};
 use agentkit_tools_core::{ApprovalDecision, ApprovalRequest, ToolExecutor};
 use std::collections::{HashMap, HashSet};
 
@@ -98,7 +98,7 @@ impl<S: ModelSession> LoopDriver<S> {
             soft_interrupts: core.soft.pending(),
             turn: core.turn.as_ref().map(|turn| SnapshotTurn {
                 turn_id: turn.turn_id.clone(),
-                items: turn.items.clone(),
+                items: core.log.with(|log| turn.items.to_vec(log)),
                 usage: turn.usage.clone(),
                 model_calls: turn.model_calls,
             }),
@@ -194,18 +194,15 @@ impl<S: ModelSession> LoopDriver<S> {
         let turn = match snapshot.turn {
             Some(saved) if needs_turn => Some(Box::new(ActiveTurn {
                 turn_id: saved.turn_id,
-                items: saved.items,
+                items: TurnItems::restored(saved.items),
                 usage: saved.usage,
                 cancellation: cancellation.as_ref().map(|h| h.checkpoint()),
                 model_calls: saved.model_calls,
             })),
             // Version 1 did not record the turn.
             None if needs_turn => Some(Box::new(ActiveTurn {
-                turn_id: TurnId::new(format!(
-                    "turn-{}",
-                    snapshot.next_turn_index.saturating_sub(1)
-                )),
-                items: Vec::new(),
+                turn_id: turn_id(snapshot.next_turn_index.saturating_sub(1)),
+                items: TurnItems::default(),
                 usage: Usage::default(),
                 cancellation: cancellation.as_ref().map(|h| h.checkpoint()),
                 model_calls: 0,

@@ -20,6 +20,7 @@
 use crate::TurnResult;
 use agentkit_core::{Item, ToolCallPart, ToolResultPart, TurnCancellation, TurnId, Usage};
 use agentkit_tools_core::{ApprovalDecision, ApprovalRequest, ToolRequest, ToolSpec};
+use std::ops::Range;
 use std::sync::Arc;
 
 /// Where the driver rests between two core transitions.
@@ -44,7 +45,7 @@ pub(crate) enum Phase {
 #[derive(Clone, Debug)]
 pub(crate) struct ActiveTurn {
     pub(crate) turn_id: TurnId,
-    pub(crate) items: Vec<Item>,
+    pub(crate) items: TurnItems,
     pub(crate) usage: Usage,
     pub(crate) cancellation: Option<TurnCancellation>,
     /// Model calls made in this turn, for the step limit.
@@ -56,6 +57,60 @@ impl ActiveTurn {
         self.cancellation
             .as_ref()
             .is_some_and(TurnCancellation::is_cancelled)
+    }
+}
+
+/// The items a turn appended, for its result.
+///
+/// Items still in the transcript log are kept as ranges of log indices,
+/// not as copies: a tool round appends its items once, not once to the log
+/// and once to the turn (the turn's result is copied out when the turn
+/// ends), and a long turn does not hold its items twice. The log only
+/// grows while the turn runs, except when a mutator rewrites it: the items
+/// are copied out of the old log first ([`TurnItems::detach`]).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct TurnItems {
+    /// Items no longer in the log (it was rewritten) or restored from a
+    /// snapshot; they come before `in_log`.
+    copied: Vec<Item>,
+    /// Runs of log indices, in order.
+    in_log: Vec<Range<usize>>,
+}
+
+impl TurnItems {
+    /// Items the turn appended before it was restored from a snapshot.
+    pub(crate) fn restored(items: Vec<Item>) -> Self {
+        Self {
+            copied: items,
+            in_log: Vec::new(),
+        }
+    }
+
+    /// The item at `index` of the log is the turn's.
+    pub(crate) fn push(&mut self, index: usize) {
+        match self.in_log.last_mut() {
+            Some(run) if run.end == index => run.end += 1,
+            _ => self.in_log.push(index..index + 1),
+        }
+    }
+
+    /// Copies the turn's items out of `log`, which is about to be replaced.
+    pub(crate) fn detach(&mut self, log: &[Item]) {
+        for run in self.in_log.drain(..) {
+            self.copied
+                .extend(log.get(run).into_iter().flatten().cloned());
+        }
+    }
+
+    /// The turn's items, in order, with those still in `log` copied.
+    pub(crate) fn to_vec(&self, log: &[Item]) -> Vec<Item> {
+        self.clone().into_vec(log)
+    }
+
+    /// [`to_vec`](Self::to_vec), reusing the items already copied.
+    pub(crate) fn into_vec(mut self, log: &[Item]) -> Vec<Item> {
+        self.detach(log);
+        self.copied
     }
 }
 

@@ -14,7 +14,7 @@ use super::{LoopDriver, Running, RunningCall, notify};
 use crate::background::AbandonOnDrop;
 use crate::{AgentEvent, BackgroundTasks, ModelSession, TaskRouting, ToolJob};
 use agentkit_tools_core::{EventSink, ProgressSink, ToolContext, ToolError, ToolResult};
-use futures::{FutureExt, StreamExt};
+use futures::FutureExt;
 use std::sync::Arc;
 use tracing::Instrument;
 
@@ -45,30 +45,32 @@ impl<S: ModelSession> LoopDriver<S> {
                 )
             })
         };
-        let mut ctx = ToolContext::new(call_id.clone());
-        ctx.resume = resume;
         let (request, validated) = match validated {
             Some((request, spec)) => (request, Some(spec)),
             None => (tool_request(&entry.call), None),
+        };
+        // Built whole: a chain of `with_*` moves the context once per call.
+        let ctx = ToolContext {
+            call_id: call_id.clone(),
+            session_id: self.core.session_id.clone(),
+            turn_id: self.core.current_turn_id(),
+            cancellation: self
+                .core
+                .turn
+                .as_ref()
+                .and_then(|t| t.cancellation.clone())
+                .unwrap_or_else(agentkit_core::TurnCancellation::never),
+            resources: shared.resources.clone(),
+            progress,
+            usage: self.tool_usage.sink(),
+            events: nested_events(&self.config),
+            resume,
         };
         let job = ToolJob {
             request,
             approval,
             validated,
-            ctx: ctx
-                .with_session(self.core.session_id.clone())
-                .with_turn(self.core.current_turn_id())
-                .with_cancellation(
-                    self.core
-                        .turn
-                        .as_ref()
-                        .and_then(|t| t.cancellation.clone())
-                        .unwrap_or_else(agentkit_core::TurnCancellation::never),
-                )
-                .with_resources(shared.resources.clone())
-                .with_progress(progress)
-                .with_usage(self.tool_usage.sink())
-                .with_events(nested_events(&self.config)),
+            ctx,
             executor: shared.executor.clone(),
         };
         let span = tracing::info_span!(
@@ -156,7 +158,7 @@ impl<S: ModelSession> LoopDriver<S> {
     /// Waits until a call finishes, the turn is cancelled, or (with several
     /// calls at once) an urgent message is queued; the core sorts it out.
     pub(super) async fn await_calls(&mut self, running: &mut Running) {
-        if running.calls.is_empty() {
+        if running.is_empty() {
             self.core.on_calls_lost();
             return;
         }
@@ -180,7 +182,7 @@ impl<S: ModelSession> LoopDriver<S> {
             biased;
             _ = cancelled => {}
             _ = urgent => {}
-            Some((index, call_id, outcome)) = running.calls.next() => {
+            Some((index, call_id, outcome)) = std::future::poll_fn(|cx| running.poll_next(cx)) => {
                 self.core.on_tool_done(index, &call_id, outcome);
             }
         }
