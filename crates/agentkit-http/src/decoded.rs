@@ -3,12 +3,19 @@
 //! Every adapter turns SSE events into its own events the same way: decode
 //! each event into a queue, hand the queue out one item at a time, close the
 //! connection as soon as the decoder has seen the end of the answer, and on
-//! the first error drop everything queued and close. [`DecodedStream`] does
-//! that once; an adapter only writes the [`SseDecoder`].
+//! the first error drop what the failing event produced and close.
+//! [`DecodedStream`] does that once; an adapter only writes the
+//! [`SseDecoder`].
+//!
+//! It decodes a whole read at a time: the events of a read are handed to
+//! the decoder borrowed, straight out of the read's bytes, so an event
+//! costs no allocation or copy before the decoder sees it, and the
+//! per-event cost of the async plumbing is paid per read instead.
 
-use crate::{ProviderError, SseEvent, SseStream};
+use crate::{ProviderError, SseEventRef, SseStream};
 use agentkit_core::TurnCancellation;
 use std::collections::VecDeque;
+use std::ops::ControlFlow;
 
 /// Turns a provider's SSE events into its own events.
 pub trait SseDecoder {
@@ -18,7 +25,7 @@ pub trait SseDecoder {
     /// Decodes one SSE event, pushing what it yields onto `out`.
     fn on_event(
         &mut self,
-        event: &SseEvent,
+        event: SseEventRef<'_>,
         out: &mut VecDeque<Self::Output>,
     ) -> Result<(), ProviderError>;
 
@@ -35,6 +42,9 @@ pub struct DecodedStream<D: SseDecoder> {
     events: SseStream,
     decoder: D,
     queue: VecDeque<D::Output>,
+    /// The error that ends the stream, handed out after what was decoded
+    /// before it.
+    failed: Option<ProviderError>,
     done: bool,
 }
 
@@ -45,6 +55,7 @@ impl<D: SseDecoder> DecodedStream<D> {
             events,
             decoder,
             queue: VecDeque::new(),
+            failed: None,
             done: false,
         }
     }
@@ -63,7 +74,7 @@ impl<D: SseDecoder> DecodedStream<D> {
 
     /// `true` once the stream has nothing more to give.
     pub fn is_done(&self) -> bool {
-        self.done && self.queue.is_empty()
+        self.done && self.queue.is_empty() && self.failed.is_none()
     }
 
     /// The next decoded item, `Ok(None)` at the end. After an error the
@@ -76,27 +87,58 @@ impl<D: SseDecoder> DecodedStream<D> {
             if let Some(item) = self.queue.pop_front() {
                 return Ok(Some(item));
             }
+            if let Some(error) = self.failed.take() {
+                return Err(error);
+            }
             if self.done {
                 return Ok(None);
             }
-            let decoded = match self.events.next_event(cancellation).await {
-                Ok(Some(event)) => self.decoder.on_event(&event, &mut self.queue),
-                Ok(None) => {
-                    self.done = true;
-                    self.decoder.on_end(&mut self.queue)
+            self.read(cancellation).await;
+        }
+    }
+
+    /// Reads and decodes the next piece of the body.
+    async fn read(&mut self, cancellation: Option<&TurnCancellation>) {
+        let (decoder, queue) = (&mut self.decoder, &mut self.queue);
+        let mut failed = None;
+        let read = self
+            .events
+            .read_with(cancellation, |event| {
+                let before = queue.len();
+                match decoder.on_event(event, queue) {
+                    Ok(()) if decoder.is_finished() => ControlFlow::Break(()),
+                    Ok(()) => ControlFlow::Continue(()),
+                    Err(error) => {
+                        // What the failing event produced is dropped.
+                        queue.truncate(before);
+                        failed = Some(error);
+                        ControlFlow::Break(())
+                    }
                 }
-                Err(error) => Err(error),
-            };
-            if let Err(error) = decoded {
-                self.done = true;
-                self.queue.clear();
-                self.events.close();
-                return Err(error);
-            }
-            if self.decoder.is_finished() && !self.done {
+            })
+            .await;
+        let outcome = match (read, failed) {
+            (_, Some(error)) | (Err(error), None) => Err(error),
+            (Ok(_), None) if self.decoder.is_finished() => {
+                // The answer is complete: the rest of the body is not read.
                 self.done = true;
                 self.events.close();
+                Ok(())
             }
+            (Ok(true), None) => Ok(()),
+            (Ok(false), None) => {
+                self.done = true;
+                let before = self.queue.len();
+                self.decoder.on_end(&mut self.queue).inspect_err(|_| {
+                    self.queue.truncate(before);
+                })
+            }
+        };
+        if let Err(error) = outcome {
+            // What was decoded before the error is handed out first.
+            self.done = true;
+            self.events.close();
+            self.failed = Some(error);
         }
     }
 }

@@ -40,6 +40,8 @@
 mod client;
 mod decoded;
 mod error;
+pub mod json;
+
 mod pricing;
 mod retry;
 mod sse;
@@ -52,7 +54,8 @@ pub use error::{ProviderError, ProviderErrorKind};
 pub use pricing::{ModelPrice, PriceTable};
 pub use retry::{RetryNotice, RetryPolicy, parse_retry_after};
 pub use sse::{
-    DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_LINE_BYTES, SseEvent, SseLimits, SseParser, SseStream,
+    DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_LINE_BYTES, SseEvent, SseEventRef, SseLimits, SseParser,
+    SseStream,
 };
 
 // The README's example is compiled with the doc-tests.

@@ -28,6 +28,7 @@ use agentkit_core::TurnCancellation;
 use bytes::Bytes;
 use futures::{Stream, StreamExt, stream};
 use std::collections::VecDeque;
+use std::ops::ControlFlow;
 use std::pin::Pin;
 
 /// One decoded server-sent event.
@@ -40,6 +41,54 @@ pub struct SseEvent {
     pub data: String,
     /// The last `id:` field seen so far in the stream, empty when none.
     pub id: String,
+}
+
+impl SseEvent {
+    /// The event as a borrowed [`SseEventRef`].
+    pub fn as_event_ref(&self) -> SseEventRef<'_> {
+        SseEventRef {
+            event: &self.event,
+            data: &self.data,
+            id: &self.id,
+        }
+    }
+}
+
+/// One decoded server-sent event, borrowed from the parser and the read it
+/// was decoded from: what [`SseParser::feed_with`] hands out, so that the
+/// bytes of an event are neither copied nor allocated on their way to a
+/// decoder.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SseEventRef<'a> {
+    /// The `event:` field; `message` when the server sent none.
+    pub event: &'a str,
+    /// The `data:` lines, joined by newlines.
+    pub data: &'a str,
+    /// The last `id:` field seen so far in the stream, empty when none.
+    pub id: &'a str,
+}
+
+impl<'a> SseEventRef<'a> {
+    /// The data without the whitespace around it, as [`str::trim`] gives
+    /// it, without decoding characters when it starts and ends with
+    /// visible ASCII (a JSON document always does).
+    #[inline]
+    pub fn trimmed_data(&self) -> &'a str {
+        match self.data.as_bytes() {
+            [first, .., last] if first.is_ascii_graphic() && last.is_ascii_graphic() => self.data,
+            _ => self.data.trim(),
+        }
+    }
+
+    /// An owned copy of the event.
+    pub fn to_event(&self) -> SseEvent {
+        SseEvent {
+            event: self.event.to_owned(),
+            data: self.data.to_owned(),
+            id: self.id.to_owned(),
+        }
+    }
 }
 
 /// How large a server-sent line or event may grow before decoding stops.
@@ -87,9 +136,9 @@ impl SseLimits {
     }
 }
 
-/// A line buffer that grew past this is given back after use, so one large
+/// A buffer that grew past this is given back after use, so one large
 /// event does not pin its memory for the rest of a long stream.
-const KEEP_LINE_CAPACITY: usize = 64 * 1024;
+const KEEP_CAPACITY: usize = 64 * 1024;
 
 /// The event-stream parser, fed with byte chunks as they arrive.
 ///
@@ -112,6 +161,7 @@ const KEEP_LINE_CAPACITY: usize = 64 * 1024;
 #[derive(Debug)]
 pub struct SseParser {
     limits: SseLimits,
+    line_ends: LineEnds,
     /// The start of a line whose end has not arrived yet.
     line: Vec<u8>,
     /// The previous chunk ended in CR: an LF starting this one belongs to it.
@@ -119,6 +169,8 @@ pub struct SseParser {
     /// The first line was seen (its byte-order mark, if any, dropped).
     started: bool,
     event: String,
+    /// The event's data, when it could not be borrowed from the read: it
+    /// has several lines, or began in an earlier read.
     data: String,
     data_lines: usize,
     id: String,
@@ -129,6 +181,7 @@ impl SseParser {
     pub fn new(limits: SseLimits) -> Self {
         Self {
             limits,
+            line_ends: LineEnds::new(),
             line: Vec::new(),
             after_cr: false,
             started: false,
@@ -154,6 +207,45 @@ impl SseParser {
         chunk: &[u8],
         out: &mut impl Extend<SseEvent>,
     ) -> Result<(), ProviderError> {
+        self.feed_with(chunk, |event| {
+            out.extend(Some(event.to_event()));
+            ControlFlow::Continue(())
+        })
+        .map(drop)
+    }
+
+    /// Parses the next chunk of the body, handing every event it completes
+    /// to `on_event` as it is completed, borrowed: an event whose data is
+    /// one line inside `chunk` (nearly all of them) is neither copied nor
+    /// allocated.
+    ///
+    /// `on_event` may stop the parse with [`ControlFlow::Break`] (the
+    /// consumer has seen the end of what it wants); `feed_with` then returns
+    /// `Ok(ControlFlow::Break(()))` and the parser must not be fed again, nor
+    /// after an error (a cap exceeded, invalid UTF-8), which comes after the
+    /// events completed before it.
+    ///
+    /// ```
+    /// use agentkit_http::{SseLimits, SseParser};
+    /// use std::ops::ControlFlow;
+    ///
+    /// let mut parser = SseParser::new(SseLimits::default());
+    /// let mut seen = Vec::new();
+    /// parser.feed_with(b"data: a\n\ndata: b\n\n", |event| {
+    ///     seen.push(event.data.to_owned());
+    ///     ControlFlow::Continue(())
+    /// })?;
+    /// assert_eq!(seen, ["a", "b"]);
+    /// # Ok::<(), agentkit_http::ProviderError>(())
+    /// ```
+    pub fn feed_with<F>(
+        &mut self,
+        chunk: &[u8],
+        mut on_event: F,
+    ) -> Result<ControlFlow<()>, ProviderError>
+    where
+        F: FnMut(SseEventRef<'_>) -> ControlFlow<()>,
+    {
         let mut rest = chunk;
         if self.after_cr && !rest.is_empty() {
             self.after_cr = false;
@@ -161,37 +253,100 @@ impl SseParser {
                 rest = &rest[1..];
             }
         }
-        while let Some(end) = memchr::memchr2(b'\n', b'\r', rest) {
-            let terminator = match (rest[end], rest.get(end + 1)) {
-                (b'\r', Some(b'\n')) => 2,
-                (b'\r', None) => {
-                    self.after_cr = true;
-                    1
-                }
-                _ => 1,
+        if !self.line.is_empty() {
+            // The line begun in an earlier read: it ends in this one, or
+            // grows.
+            let Some(end) = self.line_ends.find(rest) else {
+                self.check_line(self.line.len() + rest.len())?;
+                self.line.extend_from_slice(rest);
+                return Ok(ControlFlow::Continue(()));
             };
-            if self.line.is_empty() {
-                self.check_line(end)?;
-                self.line_done(&rest[..end], out)?;
-            } else {
-                self.check_line(self.line.len() + end)?;
-                let mut line = std::mem::take(&mut self.line);
-                line.extend_from_slice(&rest[..end]);
-                let result = self.line_done(&line, out);
-                line.clear();
-                if line.capacity() > KEEP_LINE_CAPACITY {
-                    line = Vec::new();
-                }
-                self.line = line;
-                result?;
+            self.check_line(self.line.len() + end)?;
+            let mut line = std::mem::take(&mut self.line);
+            line.extend_from_slice(&rest[..end]);
+            let flow = match checked_utf8(&line) {
+                Ok(text) => self.line_done(text, &mut Pending::default(), false, &mut on_event),
+                Err(_) => Err(self.invalid_line(&line)),
+            };
+            line.clear();
+            if line.capacity() > KEEP_CAPACITY {
+                line = Vec::new();
             }
-            rest = &rest[end + terminator..];
+            self.line = line;
+            if rest[end] == b'\r' && end + 1 == rest.len() {
+                self.after_cr = true;
+            }
+            rest = &rest[end + self.terminator(rest, end)..];
+            if flow?.is_break() {
+                return Ok(ControlFlow::Break(()));
+            }
         }
-        if !rest.is_empty() {
-            self.check_line(self.line.len() + rest.len())?;
-            self.line.extend_from_slice(rest);
+        // The complete lines of this read, checked as UTF-8 at once; what
+        // follows the last line end waits for the next read.
+        let (region, tail) = match memchr::memrchr2(b'\n', b'\r', rest) {
+            Some(last) => rest.split_at(last + 1),
+            None => (&b""[..], rest),
+        };
+        if region.last() == Some(&b'\r') && tail.is_empty() {
+            self.after_cr = true;
         }
-        Ok(())
+        let (text, invalid) = match checked_utf8(region) {
+            Ok(text) => (text, false),
+            Err(err) => {
+                // The lines before the broken one are decoded; the error
+                // comes when it is reached.
+                let valid = &region[..err.valid_up_to()];
+                (std::str::from_utf8(valid).unwrap_or_default(), true)
+            }
+        };
+        let bytes = text.as_bytes();
+        let mut start = 0;
+        // The open event's fields while they are lines of this read.
+        let mut pending = Pending::default();
+        loop {
+            // The blank line that ends an event needs no search.
+            let end = match bytes.get(start) {
+                Some(b'\n' | b'\r') => start,
+                Some(_) => match self.line_ends.find(&bytes[start..]) {
+                    Some(at) => start + at,
+                    None => break,
+                },
+                None => break,
+            };
+            self.check_line(end - start)?;
+            let flow = self.line_done(&text[start..end], &mut pending, true, &mut on_event)?;
+            start = end + self.terminator(bytes, end);
+            if flow.is_break() {
+                return Ok(ControlFlow::Break(()));
+            }
+        }
+        if invalid {
+            let line = &region[start..];
+            let len = memchr::memchr2(b'\n', b'\r', line).unwrap_or(line.len());
+            self.check_line(len)?;
+            return Err(self.invalid_line(&line[..len]));
+        }
+        // The event goes on in the next read: its fields are kept.
+        if let Some(data) = pending.data {
+            self.data.push_str(data);
+        }
+        if let Some(event) = pending.event {
+            event.clone_into(&mut self.event);
+        }
+        if !tail.is_empty() {
+            self.check_line(tail.len())?;
+            self.line.extend_from_slice(tail);
+        }
+        Ok(ControlFlow::Continue(()))
+    }
+
+    /// The length of the line end at `bytes[end]`: CRLF is one.
+    fn terminator(&self, bytes: &[u8], end: usize) -> usize {
+        if bytes[end] == b'\r' && bytes.get(end + 1) == Some(&b'\n') {
+            2
+        } else {
+            1
+        }
     }
 
     /// The body ended. An unfinished line or event is discarded, as the
@@ -206,6 +361,7 @@ impl SseParser {
         Ok(())
     }
 
+    #[inline]
     fn check_line(&self, len: usize) -> Result<(), ProviderError> {
         if len > self.limits.max_line_bytes {
             return Err(ProviderError::new(
@@ -219,56 +375,108 @@ impl SseParser {
         Ok(())
     }
 
-    fn line_done(
+    /// Applies one line. `pending` holds the open event's data while it is
+    /// a single line borrowed from the read, and its name while that is
+    /// (`borrow`: `line` is from the read, not from the parser's own
+    /// buffer).
+    fn line_done<'c, F>(
         &mut self,
-        mut line: &[u8],
-        out: &mut impl Extend<SseEvent>,
-    ) -> Result<(), ProviderError> {
+        mut line: &'c str,
+        pending: &mut Pending<'c>,
+        borrow: bool,
+        on_event: &mut F,
+    ) -> Result<ControlFlow<()>, ProviderError>
+    where
+        F: FnMut(SseEventRef<'_>) -> ControlFlow<()>,
+    {
         if !self.started {
             self.started = true;
-            line = line.strip_prefix("\u{FEFF}".as_bytes()).unwrap_or(line);
+            line = line.strip_prefix('\u{FEFF}').unwrap_or(line);
         }
         if line.is_empty() {
-            self.dispatch(out);
-            return Ok(());
+            return Ok(self.dispatch(pending, on_event));
         }
-        if line[0] == b':' {
-            // A comment (keep-alive); its text is never looked at, but a
-            // stream that is not UTF-8 is refused wherever it goes wrong.
-            return utf8(line).map(drop);
+        if line.as_bytes()[0] == b':' {
+            // A comment (keep-alive).
+            return Ok(ControlFlow::Continue(()));
         }
-        let (name, value) = match memchr::memchr(b':', line) {
-            Some(colon) => {
-                let value = &line[colon + 1..];
-                (&line[..colon], value.strip_prefix(b" ").unwrap_or(value))
-            }
-            None => (line, &b""[..]),
+        // The two fields of nearly every line, then any other.
+        let (field, value) = if let Some(value) = line.strip_prefix("data:") {
+            (Field::Data, value)
+        } else if let Some(value) = line.strip_prefix("event:") {
+            (Field::Event, value)
+        } else {
+            let (name, value) = match memchr::memchr(b':', line.as_bytes()) {
+                Some(colon) => (&line[..colon], &line[colon + 1..]),
+                None => (line, ""),
+            };
+            let field = match name {
+                "data" => Field::Data,
+                "event" => Field::Event,
+                "id" => Field::Id,
+                _ => Field::Other,
+            };
+            (field, value)
         };
-        let value = utf8(value)?;
-        match utf8(name)? {
-            "data" => {
-                let grown = self.event.len() + self.data.len() + value.len() + 1;
+        let value = value.strip_prefix(' ').unwrap_or(value);
+        let data_len = pending.data.map_or(self.data.len(), str::len);
+        match field {
+            Field::Data => {
+                let event_len = pending.event.map_or(self.event.len(), str::len);
+                let grown = event_len + data_len + value.len() + 1;
                 if grown > self.limits.max_event_bytes {
                     return Err(self.event_too_large());
                 }
-                if self.data_lines > 0 {
-                    self.data.push('\n');
+                if self.data_lines == 0 && borrow {
+                    pending.data = Some(value);
+                } else {
+                    if let Some(first) = pending.data.take() {
+                        self.data.push_str(first);
+                    }
+                    if self.data_lines > 0 {
+                        self.data.push('\n');
+                    }
+                    self.data.push_str(value);
                 }
-                self.data.push_str(value);
                 self.data_lines += 1;
             }
-            "event" => {
-                if self.data.len() + value.len() > self.limits.max_event_bytes {
+            Field::Event => {
+                if data_len + value.len() > self.limits.max_event_bytes {
                     return Err(self.event_too_large());
                 }
-                value.clone_into(&mut self.event);
+                if borrow {
+                    pending.event = Some(value);
+                } else {
+                    pending.event = None;
+                    value.clone_into(&mut self.event);
+                }
             }
-            "id" if !value.contains('\0') => value.clone_into(&mut self.id),
+            Field::Id if !value.contains('\0') => value.clone_into(&mut self.id),
             // `retry` (reconnection delay) and unknown fields: nothing to do
             // for a one-shot POST stream.
-            _ => {}
+            Field::Id | Field::Other => {}
         }
-        Ok(())
+        Ok(ControlFlow::Continue(()))
+    }
+
+    /// The error for a line that is not UTF-8, the same wherever the reads
+    /// were cut: the position it names is within the field's value (or
+    /// name, or the comment) where the character is broken.
+    fn invalid_line(&self, mut line: &[u8]) -> ProviderError {
+        if !self.started {
+            line = line.strip_prefix("\u{FEFF}".as_bytes()).unwrap_or(line);
+        }
+        let checked = match memchr::memchr(b':', line) {
+            Some(colon) if colon > 0 => {
+                let value = &line[colon + 1..];
+                utf8(value.strip_prefix(b" ").unwrap_or(value)).and_then(|_| utf8(&line[..colon]))
+            }
+            _ => utf8(line),
+        };
+        match checked {
+            Err(error) => error,
+            Ok(_) => ProviderError::protocol("the event stream is not valid UTF-8"),
+        }
     }
 
     fn event_too_large(&self) -> ProviderError {
@@ -281,21 +489,82 @@ impl SseParser {
         )
     }
 
-    fn dispatch(&mut self, out: &mut impl Extend<SseEvent>) {
-        let event = std::mem::take(&mut self.event);
+    fn dispatch<F>(&mut self, pending: &mut Pending<'_>, on_event: &mut F) -> ControlFlow<()>
+    where
+        F: FnMut(SseEventRef<'_>) -> ControlFlow<()>,
+    {
+        let event = pending.event.take().unwrap_or(&self.event);
         if self.data_lines == 0 {
-            return;
+            self.event.clear();
+            return ControlFlow::Continue(());
         }
         self.data_lines = 0;
-        out.extend(Some(SseEvent {
-            event: if event.is_empty() {
-                "message".to_owned()
-            } else {
-                event
-            },
-            data: std::mem::take(&mut self.data),
-            id: self.id.clone(),
-        }));
+        let flow = on_event(SseEventRef {
+            event: if event.is_empty() { "message" } else { event },
+            data: pending.data.take().unwrap_or(&self.data),
+            id: &self.id,
+        });
+        self.event.clear();
+        self.data.clear();
+        if self.data.capacity() > KEEP_CAPACITY {
+            self.data = String::new();
+        }
+        flow
+    }
+}
+
+/// Finds line ends: memchr's AVX2 searcher where the CPU has one, checked
+/// for once per parser (`memchr2` checks on every call, a few dozen
+/// instructions per line).
+#[derive(Clone, Copy, Debug)]
+struct LineEnds {
+    #[cfg(target_arch = "x86_64")]
+    avx2: Option<memchr::arch::x86_64::avx2::memchr::Two>,
+}
+
+impl LineEnds {
+    fn new() -> Self {
+        Self {
+            #[cfg(target_arch = "x86_64")]
+            avx2: memchr::arch::x86_64::avx2::memchr::Two::new(b'\n', b'\r'),
+        }
+    }
+
+    #[inline]
+    fn find(&self, haystack: &[u8]) -> Option<usize> {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(two) = self.avx2 {
+            return two.find(haystack);
+        }
+        memchr::memchr2(b'\n', b'\r', haystack)
+    }
+}
+
+/// The fields a line may set.
+#[derive(Clone, Copy)]
+enum Field {
+    Data,
+    Event,
+    Id,
+    Other,
+}
+
+/// The open event's fields while they are lines of the read being parsed,
+/// borrowed from it; kept by the parser only if the event goes on in the
+/// next read.
+#[derive(Default)]
+struct Pending<'c> {
+    data: Option<&'c str>,
+    event: Option<&'c str>,
+}
+
+/// `bytes` as UTF-8, checked 32 bytes at a time where the CPU can
+/// (simdutf8); std's check says where a broken one goes wrong.
+#[inline]
+fn checked_utf8(bytes: &[u8]) -> Result<&str, std::str::Utf8Error> {
+    match simdutf8::basic::from_utf8(bytes) {
+        Ok(text) => Ok(text),
+        Err(_) => std::str::from_utf8(bytes),
     }
 }
 
@@ -306,6 +575,24 @@ fn utf8(bytes: &[u8]) -> Result<&str, ProviderError> {
 }
 
 type Chunks = Pin<Box<dyn Stream<Item = Result<Bytes, ProviderError>> + Send>>;
+
+/// The next read of `body`, raced against the cancellation.
+async fn read(
+    body: &mut Chunks,
+    cancellation: Option<&TurnCancellation>,
+) -> Option<Result<Bytes, ProviderError>> {
+    match cancellation {
+        // Data first: while bytes are ready the cancellation future is
+        // never polled, so no listener is registered per read; the caller
+        // checks for an interrupt before reading.
+        Some(token) => tokio::select! {
+            biased;
+            next = body.next() => next,
+            () = token.cancelled() => Some(Err(ProviderError::cancelled())),
+        },
+        None => body.next().await,
+    }
+}
 
 /// A stream of [`SseEvent`]s read from a response body.
 ///
@@ -371,6 +658,57 @@ impl SseStream {
         self.failed = None;
     }
 
+    /// Reads the next piece of the body and hands every event it completes
+    /// to `on_event`, borrowed (events an earlier [`next_event`](Self::next_event)
+    /// decoded and did not hand out go first). `Ok(false)` once the body is
+    /// over. `on_event` may stop the read with [`ControlFlow::Break`]; the
+    /// rest of the piece is then not decoded, and the stream must be closed.
+    ///
+    /// The cancellation is checked before the read, as `next_event` does.
+    pub(crate) async fn read_with<F>(
+        &mut self,
+        cancellation: Option<&TurnCancellation>,
+        mut on_event: F,
+    ) -> Result<bool, ProviderError>
+    where
+        F: FnMut(SseEventRef<'_>) -> ControlFlow<()>,
+    {
+        while let Some(event) = self.ready.pop_front() {
+            self.received += 1;
+            if on_event(event.as_event_ref()).is_break() {
+                return Ok(true);
+            }
+        }
+        if let Some(error) = self.failed.take() {
+            self.close();
+            return Err(error);
+        }
+        if cancellation.is_some_and(TurnCancellation::is_cancelled) {
+            self.close();
+            return Err(ProviderError::cancelled());
+        }
+        let Some(body) = self.body.as_mut() else {
+            return Ok(false);
+        };
+        let next = read(body, cancellation).await;
+        let received = &mut self.received;
+        let parsed = match next {
+            Some(Ok(chunk)) => self.parser.feed_with(&chunk, |event| {
+                *received += 1;
+                on_event(event)
+            }),
+            Some(Err(error)) => Err(error),
+            None => {
+                self.body = None;
+                return self.parser.finish(&mut self.ready).map(|()| false);
+            }
+        };
+        if parsed.is_err() {
+            self.body = None;
+        }
+        parsed.map(|_| true)
+    }
+
     /// The next event, `Ok(None)` at the end of the stream.
     ///
     /// With a cancellation token, the read stops as soon as the token is
@@ -399,21 +737,7 @@ impl SseStream {
             let Some(body) = self.body.as_mut() else {
                 continue;
             };
-            let next = match cancellation {
-                // Data first: while bytes are ready the cancellation future
-                // is never polled, so no listener is registered per read;
-                // the check above still sees an interrupt at once.
-                Some(token) => tokio::select! {
-                    biased;
-                    next = body.next() => next,
-                    () = token.cancelled() => {
-                        self.close();
-                        return Err(ProviderError::cancelled());
-                    }
-                },
-                None => body.next().await,
-            };
-            let parsed = match next {
+            let parsed = match read(body, cancellation).await {
                 Some(Ok(chunk)) => self.parser.feed(&chunk, &mut self.ready),
                 Some(Err(error)) => Err(error),
                 None => {

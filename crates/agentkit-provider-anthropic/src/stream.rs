@@ -12,12 +12,17 @@
 
 use crate::usage::WireUsage;
 use agentkit_core::{Delta, FinishReason, MetadataMap, PartId, PartKind, ToolCallPart};
-use agentkit_http::{PriceTable, ProviderError, SseEvent};
+use agentkit_http::json::JsonReader;
+use agentkit_http::{PriceTable, ProviderError, SseEventRef};
 use agentkit_loop::{ModelTurnEvent, ModelTurnResult};
 use serde::Deserialize;
 use serde_json::Value;
 use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
+
+/// Content blocks by index: looked up by every delta, so hashed with
+/// foldhash rather than SipHash.
+type Blocks = HashMap<u64, Block, foldhash::fast::RandomState>;
 use std::sync::Arc;
 
 #[derive(Deserialize)]
@@ -62,15 +67,79 @@ struct DeltaEvent<'a> {
 }
 
 /// A content block delta's fields (which are set depends on its type).
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
 struct DeltaBody<'a> {
     #[serde(rename = "type", borrow, default)]
     kind: Cow<'a, str>,
-    text: Option<String>,
-    thinking: Option<String>,
-    signature: Option<String>,
+    text: Option<Cow<'a, str>>,
+    thinking: Option<Cow<'a, str>>,
+    signature: Option<Cow<'a, str>>,
     #[serde(borrow)]
     partial_json: Option<Cow<'a, str>>,
+}
+
+/// A text delta laid out exactly as the Messages API writes it (nearly
+/// every event of an answer): `{"type":"content_block_delta","index":N,
+/// "delta":{"type":"text_delta","text":"..."}}`, its fixed parts compared
+/// at once and its two values read and checked. Any other layout (other
+/// member order, spacing, more members) is read by [`read_delta`].
+fn read_text_delta(data: &str) -> Option<(u64, DeltaBody<'_>)> {
+    let mut reader = JsonReader::new(data);
+    reader
+        .consume(r#"{"type":"content_block_delta","index":"#)
+        .then_some(())?;
+    let index = reader.u64()?;
+    reader
+        .consume(r#","delta":{"type":"text_delta","text":"#)
+        .then_some(())?;
+    let text = reader.str()?;
+    reader.consume("}}").then_some(())?;
+    reader.end()?;
+    let delta = DeltaBody {
+        kind: Cow::Borrowed("text_delta"),
+        text: Some(text),
+        ..DeltaBody::default()
+    };
+    Some((index, delta))
+}
+
+/// A `content_block_delta` event read with [`JsonReader`]: what
+/// [`DeltaEvent`] would give, at a fraction of serde_json's cost per
+/// token (most events of a stream are these). `None` for anything the
+/// reader leaves to serde_json, which then decides as before.
+fn read_delta(data: &str) -> Option<(u64, DeltaBody<'_>)> {
+    let mut reader = JsonReader::new(data);
+    let (mut kind, mut index, mut delta) = (None, None, None);
+    reader.object(|r, key| match key {
+        "type" => JsonReader::once(&mut kind, r.str()?),
+        "index" => JsonReader::once(&mut index, r.u64()?),
+        "delta" => JsonReader::once(&mut delta, read_delta_body(r)?),
+        _ => r.skip(),
+    })?;
+    reader.end()?;
+    (kind? == "content_block_delta").then_some(())?;
+    Some((index?, delta?))
+}
+
+fn read_delta_body<'a>(reader: &mut JsonReader<'a>) -> Option<DeltaBody<'a>> {
+    // Each member once, `null` included (serde counts it as present).
+    let (mut kind, mut text, mut thinking, mut signature, mut partial_json) =
+        (None, None, None, None, None);
+    reader.object(|r, key| match key {
+        "type" => JsonReader::once(&mut kind, r.str()?),
+        "text" => JsonReader::once(&mut text, r.or_null(JsonReader::str)?),
+        "thinking" => JsonReader::once(&mut thinking, r.or_null(JsonReader::str)?),
+        "signature" => JsonReader::once(&mut signature, r.or_null(JsonReader::str)?),
+        "partial_json" => JsonReader::once(&mut partial_json, r.or_null(JsonReader::str)?),
+        _ => r.skip(),
+    })?;
+    Some(DeltaBody {
+        kind: kind.unwrap_or_default(),
+        text: text.flatten(),
+        thinking: thinking.flatten(),
+        signature: signature.flatten(),
+        partial_json: partial_json.flatten(),
+    })
 }
 
 #[derive(Deserialize)]
@@ -101,7 +170,7 @@ enum Block {
 /// Decodes one streamed message.
 #[derive(Default)]
 pub(crate) struct EventDecoder {
-    blocks: HashMap<u64, Block>,
+    blocks: Blocks,
     usage: WireUsage,
     stop_reason: Option<String>,
     message_id: Option<String>,
@@ -135,7 +204,7 @@ impl agentkit_http::SseDecoder for EventDecoder {
 
     fn on_event(
         &mut self,
-        event: &SseEvent,
+        event: SseEventRef<'_>,
         out: &mut VecDeque<ModelTurnEvent>,
     ) -> Result<(), ProviderError> {
         EventDecoder::on_event(self, event, out)
@@ -180,18 +249,28 @@ impl EventDecoder {
     /// Applies one SSE event.
     pub(crate) fn on_event(
         &mut self,
-        event: &SseEvent,
+        event: SseEventRef<'_>,
         out: &mut VecDeque<ModelTurnEvent>,
     ) -> Result<(), ProviderError> {
         if self.finished {
             return Ok(());
         }
-        let data = event.data.trim();
+        let data = event.trimmed_data();
         if event.event == "error" {
             return Err(ProviderError::from_stream_error(data));
         }
         if data.is_empty() {
             return Ok(());
+        }
+        // A text delta in the API's layout is one whatever the event's
+        // name (the general path goes by the JSON `type` too).
+        if let Some((index, delta)) = read_text_delta(data) {
+            return self.delta(index, delta, out);
+        }
+        if event.event == "content_block_delta"
+            && let Some((index, delta)) = read_delta(data)
+        {
+            return self.delta(index, delta, out);
         }
         if event.event == "content_block_delta"
             && let Ok(parsed) = serde_json::from_str::<DeltaEvent<'_>>(data)
@@ -364,14 +443,14 @@ impl EventDecoder {
                 if !chunk.is_empty() {
                     out.push_back(ModelTurnEvent::Delta(Delta::AppendText {
                         part_id: part_id.clone(),
-                        chunk,
+                        chunk: chunk.into_owned(),
                     }));
                 }
             }
             (Block::Part(part_id), "signature_delta") => {
                 out.push_back(ModelTurnEvent::Delta(Delta::ReasoningOpaque {
                     part_id: part_id.clone(),
-                    signature: delta.signature,
+                    signature: delta.signature.map(Cow::into_owned),
                     encrypted: None,
                 }));
             }
@@ -501,5 +580,57 @@ fn excerpt(text: &str) -> String {
         format!("{}…", &text[..end])
     } else {
         text.to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What serde_json makes of a delta event: (index, type, text).
+    fn by_serde(data: &str) -> Option<(u64, String, Option<String>)> {
+        let event: DeltaEvent<'_> = serde_json::from_str(data).ok()?;
+        (event.kind == "content_block_delta").then_some(())?;
+        let text = event.delta.text.map(Cow::into_owned);
+        Some((event.index, event.delta.kind.into_owned(), text))
+    }
+
+    fn shown(read: Option<(u64, DeltaBody<'_>)>) -> Option<(u64, String, Option<String>)> {
+        read.map(|(index, delta)| {
+            let text = delta.text.map(Cow::into_owned);
+            (index, delta.kind.into_owned(), text)
+        })
+    }
+
+    #[test]
+    fn the_readers_give_what_serde_json_gives_or_leave_it_to_serde_json() {
+        let events = [
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}"#,
+            r#"{"type":"content_block_delta","index":12,"delta":{"type":"text_delta","text":"a \"b\"\n\u00e9 🦀"}}"#,
+            r#"{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"x"}} "#,
+            r#"{"index":3,"type":"content_block_delta","delta":{"text":"y","type":"text_delta"}}"#,
+            r#"{"type":"content_block_delta", "index":0,"delta":{"type":"text_delta","text":"z"}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"z","extra":[1]}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"z"}}}"#,
+            r#"{"type":"content_block_delta","index":01,"delta":{"type":"text_delta","text":"z"}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"\ud800"}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":null}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"text":"a","text":"b"}}"#,
+            r#"{"type":"ping"}"#,
+        ];
+        for data in events {
+            let expected = by_serde(data);
+            for read in [shown(read_text_delta(data)), shown(read_delta(data))] {
+                // A reader either gives serde_json's reading or gives up.
+                if read.is_some() {
+                    assert_eq!(read, expected, "{data}");
+                }
+            }
+        }
+        // The usual layout takes the exact path; another order the general
+        // reader.
+        assert!(read_text_delta(events[1]).is_some());
+        assert!(read_text_delta(events[3]).is_none());
+        assert!(read_delta(events[3]).is_some());
     }
 }

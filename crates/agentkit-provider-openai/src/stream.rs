@@ -15,7 +15,10 @@
 use crate::usage::WireUsage;
 use agentkit_core::{Delta, FinishReason, MetadataMap, PartId, PartKind, ToolCallPart};
 use agentkit_http::PriceTable;
-use agentkit_http::{ProviderError, SseEvent};
+#[cfg(test)]
+use agentkit_http::SseEvent;
+use agentkit_http::json::JsonReader;
+use agentkit_http::{ProviderError, SseEventRef};
 use agentkit_loop::{ModelTurnEvent, ModelTurnResult};
 use serde::Deserialize;
 use serde::de::IgnoredAny;
@@ -71,8 +74,40 @@ struct Choices<'a> {
 }
 
 impl<'a> Choices<'a> {
-    fn into_iter(self) -> impl Iterator<Item = Choice<'a>> {
-        self.first.into_iter().chain(self.more)
+    /// A new empty choice, last.
+    fn push(&mut self) -> &mut Choice<'a> {
+        let empty = Choice {
+            index: 0,
+            delta: None,
+            finish_reason: None,
+        };
+        if self.first.is_none() {
+            return self.first.insert(empty);
+        }
+        self.more.push(empty);
+        let last = self.more.len() - 1;
+        &mut self.more[last]
+    }
+
+    /// Drops the last choice.
+    fn pop(&mut self) {
+        if self.more.pop().is_none() {
+            self.first = None;
+        }
+    }
+
+    /// Keeps a choice of index 0; others are another answer.
+    fn keep(&mut self, choice: Choice<'a>) {
+        if choice.index != 0 {
+        } else if self.first.is_none() {
+            self.first = Some(choice);
+        } else {
+            self.more.push(choice);
+        }
+    }
+
+    fn iter_mut(&mut self) -> impl Iterator<Item = &mut Choice<'a>> {
+        self.first.iter_mut().chain(self.more.iter_mut())
     }
 }
 
@@ -90,12 +125,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for Choices<'a> {
             ) -> Result<Choices<'a>, A::Error> {
                 let mut choices = Choices::default();
                 while let Some(choice) = seq.next_element::<Choice<'a>>()? {
-                    if choice.index != 0 {
-                    } else if choices.first.is_none() {
-                        choices.first = Some(choice);
-                    } else {
-                        choices.more.push(choice);
-                    }
+                    choices.keep(choice);
                 }
                 Ok(choices)
             }
@@ -104,7 +134,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for Choices<'a> {
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
 struct WireDelta<'a> {
     #[serde(default, borrow, deserialize_with = "borrowed")]
     content: Option<Cow<'a, str>>,
@@ -129,6 +159,135 @@ struct WireToolCall {
 struct WireFunction {
     name: Option<String>,
     arguments: Option<String>,
+}
+
+/// A chunk read with [`JsonReader`] into an empty `chunk`: what
+/// serde_json would give for [`Chunk`], at a fraction of its cost per
+/// token, for every chunk without `usage` or `error` (nearly all of a
+/// stream). `None` for anything left to serde_json, which then decides as
+/// before (`chunk` is then half-filled and must be replaced).
+fn read_chunk<'a>(data: &'a str, chunk: &mut Chunk<'a>) -> Option<()> {
+    let mut reader = JsonReader::new(data);
+    // Filled in place: a chunk is a few hundred bytes, each move a copy.
+    let mut seen = 0;
+    reader.object(|r, key| match key {
+        "id" => r.member(&mut seen, 1, optional_str).map(|id| chunk.id = id),
+        "model" => r
+            .member(&mut seen, 2, optional_str)
+            .map(|model| chunk.model = model),
+        "choices" => r.member(&mut seen, 4, |r| {
+            r.array(|r| read_choice(r, &mut chunk.choices))
+        }),
+        // Only the usual `null`; a usage report goes to serde_json.
+        "usage" => r.member(&mut seen, 8, |r| r.null()?.then_some(())),
+        "error" => None,
+        _ => r.skip(),
+    })?;
+    reader.end()
+}
+
+/// A string or `null`.
+fn optional_str<'a>(reader: &mut JsonReader<'a>) -> Option<Option<Cow<'a, str>>> {
+    reader.or_null(JsonReader::str)
+}
+
+fn read_choice<'a>(reader: &mut JsonReader<'a>, choices: &mut Choices<'a>) -> Option<()> {
+    // Read where it is kept, and dropped again if it is another answer.
+    let choice = choices.push();
+    let mut seen = 0;
+    reader.object(|r, key| match key {
+        "index" => r
+            .member(&mut seen, 1, |r| u32::try_from(r.u64()?).ok())
+            .map(|index| choice.index = index),
+        "delta" => r.member(&mut seen, 2, |r| {
+            if !r.null()? {
+                read_delta(r, choice.delta.insert(WireDelta::default()))?;
+            }
+            Some(())
+        }),
+        "finish_reason" => r
+            .member(&mut seen, 4, optional_str)
+            .map(|reason| choice.finish_reason = reason),
+        _ => r.skip(),
+    })?;
+    if choice.index != 0 {
+        choices.pop();
+    }
+    Some(())
+}
+
+fn read_delta<'a>(reader: &mut JsonReader<'a>, delta: &mut WireDelta<'a>) -> Option<()> {
+    let mut seen = 0;
+    reader.object(|r, key| match key {
+        "content" => r
+            .member(&mut seen, 1, optional_str)
+            .map(|text| delta.content = text),
+        "refusal" => r
+            .member(&mut seen, 2, optional_str)
+            .map(|text| delta.refusal = text),
+        "reasoning_content" => r
+            .member(&mut seen, 4, optional_str)
+            .map(|text| delta.reasoning_content = text),
+        // Only a string is used; anything else is ignored, as its `Value`
+        // would be.
+        "reasoning" => r
+            .member(&mut seen, 8, |r| {
+                Some(if r.null()? {
+                    None
+                } else if r.peek_is(b'"')? {
+                    Some(Value::String(r.str()?.into_owned()))
+                } else {
+                    r.skip()?;
+                    Some(Value::Null)
+                })
+            })
+            .map(|reasoning| delta.reasoning = reasoning),
+        "tool_calls" => r
+            .member(&mut seen, 16, |r| {
+                r.or_null(|r| {
+                    let mut calls = Vec::new();
+                    r.array(|r| read_tool_call(r).map(|call| calls.push(call)))?;
+                    Some(calls)
+                })
+            })
+            .map(|calls| delta.tool_calls = calls),
+        _ => r.skip(),
+    })
+}
+
+fn read_tool_call(reader: &mut JsonReader<'_>) -> Option<WireToolCall> {
+    let (mut index, mut id, mut function) = (None, None, None);
+    reader.object(|r, key| match key {
+        "index" => JsonReader::once(&mut index, r.or_null(JsonReader::u64)?),
+        "id" => JsonReader::once(&mut id, r.or_null(JsonReader::str)?.map(Cow::into_owned)),
+        "function" => {
+            let read = r.or_null(|r| {
+                let (mut name, mut arguments) = (None, None);
+                r.object(|r, key| match key {
+                    "name" => JsonReader::once(
+                        &mut name,
+                        r.or_null(JsonReader::str)?.map(Cow::into_owned),
+                    ),
+                    "arguments" => JsonReader::once(
+                        &mut arguments,
+                        r.or_null(JsonReader::str)?.map(Cow::into_owned),
+                    ),
+                    _ => r.skip(),
+                })?;
+                Some(WireFunction {
+                    name: name.flatten(),
+                    arguments: arguments.flatten(),
+                })
+            })?;
+            JsonReader::once(&mut function, read)
+        }
+        _ => r.skip(),
+    })?;
+    Some(WireToolCall {
+        index: index.flatten(),
+        id: id.flatten(),
+        function: function.flatten(),
+    })
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -178,89 +337,6 @@ pub(crate) struct ChunkDecoder {
     response_id: Option<String>,
     model: Option<String>,
     finished: bool,
-    head: Head,
-}
-
-/// The members every chunk of a stream repeats before `choices` (`id`,
-/// `object`, `created`, `model`, ...), learnt from one chunk, so that later
-/// chunks which start with the very same bytes skip them. They are most of
-/// a small chunk, and JSON parsing is most of the decoding cost. Skipping
-/// them changes nothing: the id and model are taken from the first chunk
-/// only, and the other members are ignored anyway.
-#[derive(Default)]
-struct Head {
-    /// The learnt bytes, up to and including the comma before `"choices"`;
-    /// empty while none is known.
-    bytes: String,
-    /// `{` followed by the rest of the current chunk.
-    scratch: String,
-    /// How many times a head was learnt; capped, so a stream whose heads
-    /// all differ does not pay for learning on every chunk.
-    learnt: u8,
-}
-
-impl Head {
-    const MAX_LEARNT: u8 = 4;
-
-    /// The chunk's members after the known head, as a JSON object in
-    /// `scratch`, or `None` when the chunk does not start with the head.
-    fn rest_of<'s>(&'s mut self, data: &str) -> Option<&'s str> {
-        if self.bytes.is_empty() {
-            return None;
-        }
-        let rest = data.strip_prefix(self.bytes.as_str())?;
-        self.scratch.clear();
-        self.scratch.push('{');
-        self.scratch.push_str(rest);
-        Some(&self.scratch)
-    }
-
-    /// Learns the head of a chunk that was parsed in full: the members
-    /// before the first `"choices"`, if they hold no `usage`, `error` or
-    /// `choices` (members whose every occurrence matters; a key may be
-    /// written with escapes). Parsing them on their own checks that the
-    /// cut is really between two members, not inside a string.
-    ///
-    /// One difference remains, for broken chunks only: a rest that repeats
-    /// the head's `id` or `model` as `null` is not reported as a duplicate
-    /// member; one that repeats them with a value is.
-    fn learn(&mut self, data: &str) {
-        #[derive(Deserialize)]
-        struct Members {
-            #[serde(default, deserialize_with = "present")]
-            usage: bool,
-            #[serde(default, deserialize_with = "present")]
-            error: bool,
-            #[serde(default, deserialize_with = "present")]
-            choices: bool,
-        }
-        fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
-            IgnoredAny::deserialize(d).map(|_| true)
-        }
-        if self.learnt >= Self::MAX_LEARNT {
-            return;
-        }
-        self.learnt += 1;
-        self.bytes.clear();
-        let Some(at) = data.find("\"choices\"") else {
-            return;
-        };
-        let head = &data[..at];
-        let Some(members) = head.trim_end().strip_suffix(',') else {
-            return;
-        };
-        self.scratch.clear();
-        self.scratch.push_str(members);
-        self.scratch.push('}');
-        if let Ok(Members {
-            usage: false,
-            error: false,
-            choices: false,
-        }) = serde_json::from_str(&self.scratch)
-        {
-            self.bytes.push_str(head);
-        }
-    }
 }
 
 impl agentkit_http::SseDecoder for ChunkDecoder {
@@ -268,7 +344,7 @@ impl agentkit_http::SseDecoder for ChunkDecoder {
 
     fn on_event(
         &mut self,
-        event: &SseEvent,
+        event: SseEventRef<'_>,
         out: &mut VecDeque<ModelTurnEvent>,
     ) -> Result<(), ProviderError> {
         ChunkDecoder::on_event(self, event, out)
@@ -305,13 +381,13 @@ impl ChunkDecoder {
     /// Applies one SSE event.
     pub(crate) fn on_event(
         &mut self,
-        event: &SseEvent,
+        event: SseEventRef<'_>,
         out: &mut VecDeque<ModelTurnEvent>,
     ) -> Result<(), ProviderError> {
         if self.finished {
             return Ok(());
         }
-        let data = event.data.trim();
+        let data = event.trimmed_data();
         if data == "[DONE]" {
             return self.finish(out);
         }
@@ -321,52 +397,39 @@ impl ChunkDecoder {
         if data.is_empty() {
             return Ok(());
         }
-        let mut head = std::mem::take(&mut self.head);
-        let result = self.on_chunk(data, &mut head, out);
-        self.head = head;
-        result
+        self.on_chunk(data, out)
     }
 
     fn on_chunk(
         &mut self,
         data: &str,
-        head: &mut Head,
         out: &mut VecDeque<ModelTurnEvent>,
     ) -> Result<(), ProviderError> {
-        // The chunk after its known head (`{` and the rest), or the whole
-        // chunk.
-        let chunk = match head.rest_of(data) {
-            // A rest that repeats the id or model, or that does not parse,
-            // goes through the full parse, which reports it as before.
-            Some(rest) => match serde_json::from_str::<Chunk>(rest) {
-                Ok(chunk) if chunk.id.is_none() && chunk.model.is_none() => chunk,
-                _ => {
-                    let chunk = parse_chunk(data)?;
-                    head.learn(data);
-                    chunk
-                }
-            },
-            None => {
-                let chunk = parse_chunk(data)?;
-                head.learn(data);
-                chunk
-            }
+        let mut chunk = Chunk {
+            id: None,
+            model: None,
+            choices: Choices::default(),
+            usage: None,
+            error: None,
         };
+        if read_chunk(data, &mut chunk).is_none() {
+            chunk = parse_chunk(data)?;
+        }
         if chunk.error.is_some() {
             return Err(ProviderError::from_stream_error(data));
         }
         if self.response_id.is_none() {
-            self.response_id = chunk.id.map(Cow::into_owned);
+            self.response_id = chunk.id.take().map(Cow::into_owned);
         }
         if self.model.is_none() {
-            self.model = chunk.model.map(Cow::into_owned);
+            self.model = chunk.model.take().map(Cow::into_owned);
         }
         // We never ask for `n > 1`; other choices would be another answer.
-        for choice in chunk.choices.into_iter() {
-            if let Some(delta) = choice.delta {
+        for choice in chunk.choices.iter_mut() {
+            if let Some(delta) = &mut choice.delta {
                 self.on_delta(delta, out);
             }
-            if let Some(reason) = choice.finish_reason.filter(|r| !r.is_empty()) {
+            if let Some(reason) = choice.finish_reason.take().filter(|r| !r.is_empty()) {
                 self.finish_reason = Some(reason.into_owned());
             }
         }
@@ -397,23 +460,28 @@ impl ChunkDecoder {
         ))
     }
 
-    fn on_delta(&mut self, delta: WireDelta<'_>, out: &mut VecDeque<ModelTurnEvent>) {
-        let reasoning = delta
-            .reasoning_content
-            .map(Cow::into_owned)
-            .or(match delta.reasoning {
-                Some(Value::String(text)) => Some(text),
-                _ => None,
-            });
+    fn on_delta(&mut self, delta: &mut WireDelta<'_>, out: &mut VecDeque<ModelTurnEvent>) {
+        let reasoning =
+            delta
+                .reasoning_content
+                .take()
+                .map(Cow::into_owned)
+                .or(match delta.reasoning.take() {
+                    Some(Value::String(text)) => Some(text),
+                    _ => None,
+                });
         if let Some(text) = reasoning.filter(|t| !t.is_empty()) {
             self.append(OpenKind::Reasoning, text, out);
         }
-        for text in [delta.content, delta.refusal].into_iter().flatten() {
+        for text in [delta.content.take(), delta.refusal.take()]
+            .into_iter()
+            .flatten()
+        {
             if !text.is_empty() {
                 self.append(OpenKind::Text, text.into_owned(), out);
             }
         }
-        for call in delta.tool_calls.into_iter().flatten() {
+        for call in delta.tool_calls.take().into_iter().flatten() {
             self.on_tool_call(call);
         }
     }
@@ -604,7 +672,7 @@ mod tests {
             let mut event = SseEvent::default();
             event.event = "message".into();
             event.data = chunk.to_string();
-            decoder.on_event(&event, &mut out)?;
+            decoder.on_event(event.as_event_ref(), &mut out)?;
         }
         decoder.on_end(&mut out)?;
         Ok(out.into())
@@ -701,7 +769,7 @@ mod tests {
         ] {
             let mut event = SseEvent::default();
             event.data = chunk.to_string();
-            decoder.on_event(&event, &mut out).unwrap();
+            decoder.on_event(event.as_event_ref(), &mut out).unwrap();
         }
         decoder.on_end(&mut out).unwrap();
         assert_eq!(calls(&Vec::from(out))[0].0, "call_s1t2_0");
@@ -731,7 +799,7 @@ mod tests {
             let mut event = SseEvent::default();
             event.event = "message".into();
             event.data = (*chunk).into();
-            decoder.on_event(&event, &mut out)?;
+            decoder.on_event(event.as_event_ref(), &mut out)?;
         }
         decoder.on_end(&mut out)?;
         Ok(out.into())
