@@ -74,7 +74,7 @@ impl<M: ModelAdapter> Summarizer for ModelSummarizer<M> {
             session_id: SessionId::new("agentkit-compaction"),
             turn_id: TurnId::new("summary"),
             transcript: TranscriptView::from_items(vec![Item::user(message)]),
-            available_tools: Vec::new(),
+            available_tools: Default::default(),
             metadata: MetadataMap::new(),
             cache: None,
             output_schema: None,

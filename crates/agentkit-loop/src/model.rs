@@ -51,8 +51,9 @@ pub struct TurnRequest {
     pub turn_id: TurnId,
     /// The transcript so far; a shared view, not a copy.
     pub transcript: TranscriptView,
-    /// The tools the model may call; shared specs.
-    pub available_tools: Vec<Arc<ToolSpec>>,
+    /// The tools the model may call: the catalog's list, shared (build one
+    /// from a `Vec` with `.into()`).
+    pub available_tools: Arc<[Arc<ToolSpec>]>,
     /// Extra data.
     pub metadata: MetadataMap,
     /// Prompt caching for this turn.
@@ -73,7 +74,7 @@ impl TurnRequest {
             session_id: session_id.into(),
             turn_id,
             transcript,
-            available_tools: Vec::new(),
+            available_tools: Arc::default(),
             metadata: MetadataMap::new(),
             cache: None,
             output_schema: None,

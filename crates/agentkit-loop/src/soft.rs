@@ -272,6 +272,10 @@ impl SoftInterruptHandle {
         let all = with_follow_ups;
         let taken = {
             let mut queue = self.lock();
+            if queue.messages.is_empty() {
+                // Every safe point asks; almost always nothing was typed.
+                return None;
+            }
             if all {
                 std::mem::take(&mut queue.messages)
             } else {

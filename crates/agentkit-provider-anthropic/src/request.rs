@@ -542,7 +542,7 @@ mod normalized_tools {
             "t".into(),
             TranscriptView::from_items(vec![Item::user("hi")]),
         );
-        request.available_tools = vec![Arc::new(spec)];
+        request.available_tools = vec![Arc::new(spec)].into();
         let body = request_body(
             &AnthropicConfig::new("key", "claude"),
             &request,

@@ -45,7 +45,7 @@ fn request(items: Vec<Item>) -> TurnRequest {
         session_id: "s-1".into(),
         turn_id: TurnId::new("turn-1"),
         transcript: TranscriptView::from_items(items),
-        available_tools: vec![Arc::new(weather_tool())],
+        available_tools: vec![Arc::new(weather_tool())].into(),
         metadata: Default::default(),
         cache: None,
         output_schema: None,

@@ -125,7 +125,7 @@ async fn over_http(body: &Bytes) -> Duration {
         session_id: "bench".into(),
         turn_id: agentkit_core::TurnId::new("turn-1"),
         transcript: TranscriptView::from_items(vec![agentkit_core::Item::user("go")]),
-        available_tools: Vec::new(),
+        available_tools: Default::default(),
         metadata: Default::default(),
         cache: None,
         output_schema: None,

@@ -63,7 +63,8 @@ fn request(items: Vec<Item>, tools: bool) -> TurnRequest {
                 json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
             )
             .unwrap(),
-        )];
+        )]
+        .into();
     }
     request
 }

@@ -56,7 +56,7 @@ fn request(items: Vec<Item>) -> TurnRequest {
         TurnId::new("turn-1"),
         TranscriptView::from_items(items),
     );
-    request.available_tools = vec![Arc::new(weather_tool())];
+    request.available_tools = vec![Arc::new(weather_tool())].into();
     request
 }
 

@@ -379,7 +379,7 @@ mod tests {
             session_id: "s".into(),
             turn_id: TurnId::new("turn-0"),
             transcript: TranscriptView::default(),
-            available_tools: Vec::new(),
+            available_tools: Default::default(),
             metadata: Default::default(),
             cache: None,
             output_schema: None,

@@ -108,6 +108,11 @@ impl<S: ToolSource> ToolSource for PrefixedSource<S> {
             inner.tools.iter().filter_map(|t| self.rename(t)).collect()
         })
     }
+
+    /// The view keeps the wrapped source's revision.
+    fn revision(&self) -> u64 {
+        self.inner.revision()
+    }
 }
 
 /// A tool offered under another name; calls reach the original under its own.
@@ -182,5 +187,10 @@ impl<S: ToolSource> ToolSource for FilteredSource<S> {
                 .cloned()
                 .collect()
         })
+    }
+
+    /// The view keeps the wrapped source's revision.
+    fn revision(&self) -> u64 {
+        self.inner.revision()
     }
 }

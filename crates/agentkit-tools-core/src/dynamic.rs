@@ -261,6 +261,14 @@ impl ToolSource for CatalogReader {
     fn snapshot(&self) -> CatalogSnapshot {
         self.shared.current()
     }
+
+    fn revision(&self) -> u64 {
+        self.shared
+            .snapshot
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .revision
+    }
 }
 
 impl std::fmt::Debug for CatalogReader {

@@ -43,7 +43,7 @@ pub enum CatalogError {
 pub struct ResolvedCatalog {
     /// Increases whenever any source changed.
     pub generation: u64,
-    specs: Vec<Arc<ToolSpec>>,
+    specs: Arc<[Arc<ToolSpec>]>,
     // foldhash: every tool call looks its tool up here.
     tools: HashMap<String, Arc<dyn Tool>, foldhash::fast::RandomState>,
 }
@@ -52,6 +52,12 @@ impl ResolvedCatalog {
     /// The specs, in federation order; cloning the `Vec` copies no schema.
     pub fn specs(&self) -> &[Arc<ToolSpec>] {
         &self.specs
+    }
+
+    /// The specs as a list shared with the catalog: what a model request
+    /// carries, so a request does not copy the catalog's list.
+    pub fn shared_specs(&self) -> Arc<[Arc<ToolSpec>]> {
+        self.specs.clone()
     }
 
     /// The tool of this name.
@@ -75,14 +81,14 @@ impl ResolvedCatalog {
             source: source.to_owned(),
             ..Default::default()
         };
-        for spec in &self.specs {
+        for spec in self.specs.iter() {
             match older.tools.get(&spec.name) {
                 None => event.added.push(spec.name.clone()),
                 Some(old) if *old.spec() != **spec => event.changed.push(spec.name.clone()),
                 Some(_) => {}
             }
         }
-        for spec in &older.specs {
+        for spec in older.specs.iter() {
             if !self.tools.contains_key(&spec.name) {
                 event.removed.push(spec.name.clone());
             }
@@ -157,7 +163,7 @@ impl ToolFederation {
                 .revisions
                 .iter()
                 .zip(&self.sources)
-                .all(|(revision, source)| *revision == source.snapshot().revision)
+                .all(|(revision, source)| *revision == source.revision())
         {
             return Ok(cached.catalog.clone());
         }

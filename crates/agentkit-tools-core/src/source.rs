@@ -75,6 +75,14 @@ pub trait ToolSource: Send + Sync {
     /// The current tools. Called at every model call: keep it cheap (clone an
     /// `Arc`).
     fn snapshot(&self) -> CatalogSnapshot;
+
+    /// The revision [`snapshot`](Self::snapshot) would report. A federation
+    /// asks at every model call and tool call whether its sources changed;
+    /// override this when the revision is cheaper to read than a snapshot
+    /// is to make.
+    fn revision(&self) -> u64 {
+        self.snapshot().revision
+    }
 }
 
 impl<T: ToolSource + ?Sized> ToolSource for Arc<T> {
@@ -84,6 +92,10 @@ impl<T: ToolSource + ?Sized> ToolSource for Arc<T> {
 
     fn snapshot(&self) -> CatalogSnapshot {
         (**self).snapshot()
+    }
+
+    fn revision(&self) -> u64 {
+        (**self).revision()
     }
 }
 
@@ -190,5 +202,10 @@ impl ToolSource for ToolRegistry {
             revision: 0,
             tools: self.tools.clone(),
         }
+    }
+
+    /// A registry never changes.
+    fn revision(&self) -> u64 {
+        0
     }
 }

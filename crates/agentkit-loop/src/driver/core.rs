@@ -204,6 +204,11 @@ impl DriverCore {
             .with_last_call(self.last_call.clone())
     }
 
+    /// `true` when notes wait for [`take_note`](Self::take_note).
+    pub(crate) fn has_notes(&self) -> bool {
+        !self.outbox.is_empty()
+    }
+
     /// Observer notes queued since the last call.
     pub(crate) fn take_note(&mut self) -> Option<Note> {
         self.outbox.pop_front()

@@ -458,6 +458,10 @@ impl<S: ModelSession> LoopDriver<S> {
 
     /// Tells the observers what the core queued, in order.
     fn dispatch(&mut self) {
+        if !self.core.has_notes() {
+            // Without observers nothing is ever queued.
+            return;
+        }
         while let Some(note) = self.core.take_note() {
             match note {
                 Note::Event(event) => notify(self.config.as_ref(), event),

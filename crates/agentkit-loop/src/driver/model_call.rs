@@ -56,15 +56,18 @@ impl<S: ModelSession> LoopDriver<S> {
         if cfg!(debug_assertions) {
             self.core.log.with(agentkit_core::validate_transcript)?;
         }
+        let shared = self.config.shared();
+        let (output_schema, record_content) = (shared.output_schema.clone(), shared.record_content);
+        let executor = shared.executor.clone();
         let session_id = self.core.session_id.clone();
         let request = TurnRequest {
             session_id: session_id.clone(),
             turn_id: call.turn_id.clone(),
             transcript: self.core.log.view(),
-            available_tools: catalog.specs().to_vec(),
+            available_tools: catalog.shared_specs(),
             metadata: MetadataMap::new(),
             cache: call.cache,
-            output_schema: self.config.shared().output_schema.clone(),
+            output_schema,
         };
         let cancellation = self.core.turn.as_ref().and_then(|t| t.cancellation.clone());
         let span = tracing::info_span!(
@@ -103,9 +106,7 @@ impl<S: ModelSession> LoopDriver<S> {
         };
         span.record("gen_ai.usage.input_tokens", usage.tokens.input_tokens);
         span.record("gen_ai.usage.output_tokens", usage.tokens.output_tokens);
-        if self.config.shared().record_content
-            && let StreamOutcome::Finished { parts, .. } = &outcome
-        {
+        if record_content && let StreamOutcome::Finished { parts, .. } = &outcome {
             let text: String = parts.iter().filter_map(Part::as_text).collect();
             span.record("gen_ai.output.messages", text.as_str());
         }
@@ -122,7 +123,6 @@ impl<S: ModelSession> LoopDriver<S> {
                 // A background task that finished while the model spoke is
                 // delivered at point B.
                 self.collect_background();
-                let executor = self.config.shared().executor.clone();
                 let mut preflight = |call: &ToolCallPart| preflight(executor.as_ref(), call);
                 self.core.on_model_answer(
                     ModelAnswer {
@@ -171,36 +171,42 @@ impl<S: ModelSession> LoopDriver<S> {
             }
         };
         tokio::pin!(cancelled);
-        let mut turn = tokio::select! {
-            biased;
-            _ = &mut cancelled => {
-                return Ok((StreamOutcome::Cancelled { parts: Vec::new(), calls: Vec::new() }, Usage::default()));
+        let begun = unless_cancelled(
+            cancelled.as_mut(),
+            self.session.begin_turn(request, cancellation.clone()),
+        )
+        .await;
+        let mut turn = match begun {
+            Some(Ok(turn)) => turn,
+            // The adapter saw the interrupt before we did: still a cancellation.
+            Some(Err(err)) if !cancelled_by(&err, &cancellation) => return Err(err.into()),
+            None | Some(Err(_)) => {
+                return Ok((
+                    StreamOutcome::Cancelled {
+                        parts: Vec::new(),
+                        calls: Vec::new(),
+                    },
+                    Usage::default(),
+                ));
             }
-            turn = self.session.begin_turn(request, cancellation.clone()) => match turn {
-                Ok(turn) => turn,
-                // The adapter saw the interrupt before we did: still a cancellation.
-                Err(err) if cancelled_by(&err, &cancellation) => {
-                    return Ok((StreamOutcome::Cancelled { parts: Vec::new(), calls: Vec::new() }, Usage::default()));
-                }
-                Err(err) => return Err(err.into()),
-            },
         };
         let mut folder = DeltaFolder::new();
         let mut calls = Vec::new();
         let mut usage = Usage::default();
         loop {
-            let event = tokio::select! {
-                biased;
-                _ = &mut cancelled => {
-                    return Ok((StreamOutcome::Cancelled { parts: folder.finish_partial(), calls }, usage));
+            let next = turn.next_event(cancellation.clone());
+            let event = match unless_cancelled(cancelled.as_mut(), next).await {
+                Some(Ok(event)) => event,
+                Some(Err(err)) if !cancelled_by(&err, &cancellation) => return Err(err.into()),
+                None | Some(Err(_)) => {
+                    return Ok((
+                        StreamOutcome::Cancelled {
+                            parts: folder.finish_partial(),
+                            calls,
+                        },
+                        usage,
+                    ));
                 }
-                event = turn.next_event(cancellation.clone()) => match event {
-                    Ok(event) => event,
-                    Err(err) if cancelled_by(&err, &cancellation) => {
-                        return Ok((StreamOutcome::Cancelled { parts: folder.finish_partial(), calls }, usage));
-                    }
-                    Err(err) => return Err(err.into()),
-                },
             };
             match event {
                 Some(ModelTurnEvent::Delta(delta)) => {
@@ -245,6 +251,23 @@ impl<S: ModelSession> LoopDriver<S> {
             }
         }
     }
+}
+
+/// `next`'s output, or `None` if `cancelled` resolves first (it is polled
+/// first, like a `biased` `select!`, which costs more per streamed event).
+/// `cancelled` must not be polled again once it resolved.
+async fn unless_cancelled<T>(
+    mut cancelled: std::pin::Pin<&mut impl std::future::Future<Output = ()>>,
+    next: impl std::future::Future<Output = T>,
+) -> Option<T> {
+    let mut next = std::pin::pin!(next);
+    std::future::poll_fn(|cx| {
+        if cancelled.as_mut().poll(cx).is_ready() {
+            return std::task::Poll::Ready(None);
+        }
+        next.as_mut().poll(cx).map(Some)
+    })
+    .await
 }
 
 /// `true` when the adapter reports a cancellation the turn really asked for.

@@ -63,7 +63,11 @@ impl<S: ModelSession> LoopDriver<S> {
             resources: shared.resources.clone(),
             progress,
             usage: self.tool_usage.sink(),
-            events: nested_events(&self.config),
+            events: if self.core.settings.observe_events {
+                nested_events(&self.config)
+            } else {
+                EventSink::default()
+            },
             resume,
         };
         let job = ToolJob {
@@ -198,9 +202,6 @@ impl<S: ModelSession> LoopDriver<S> {
 /// Passes the events a tool forwards from an agent loop of its own (a
 /// sub-agent's, already tagged) to this loop's observers.
 fn nested_events(config: &Arc<dyn super::DriverConfig>) -> EventSink {
-    if config.shared().observers.is_empty() {
-        return EventSink::default();
-    }
     let config = config.clone();
     EventSink::new(move |event| {
         if let Ok(event) = event.downcast::<AgentEvent>() {

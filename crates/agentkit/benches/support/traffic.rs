@@ -112,6 +112,7 @@ pub fn request(turn: usize, view: TranscriptView) -> TurnRequest {
             json!({ "type": "object", "properties": { "path": { "type": "string" } } }),
         )
         .expect("a valid spec"),
-    )];
+    )]
+    .into();
     request
 }
