@@ -117,6 +117,10 @@ struct Ctx {
     /// it; otherwise (the step back to the prompt is still being saved)
     /// the key belongs to the prompt.
     turn_open: bool,
+    /// Lines submitted at the prompt while no turn ran but the driver was
+    /// still busy (starting, saving the step back to the prompt): they are
+    /// the next turns' input, not steering.
+    typed_ahead: VecDeque<String>,
     view: Arc<View>,
 }
 
@@ -243,7 +247,9 @@ async fn advance<S: ModelSession>(
     ctx: &mut Ctx,
 ) -> Result<LoopStep, StoreError> {
     let soft = driver.soft_interrupts();
-    ctx.screen().set_prompt(Line::new("steer> ", Look::Dim));
+    if ctx.turn_open {
+        ctx.screen().set_prompt(Line::new("steer> ", Look::Dim));
+    }
     let next = driver.next();
     tokio::pin!(next);
     let mut ticker = tokio::time::interval(Duration::from_millis(100));
@@ -251,6 +257,14 @@ async fn advance<S: ModelSession>(
         tokio::select! {
             step = &mut next => return step,
             event = ctx.input.next(Mode::Line), if !ctx.input.is_closed() => match event {
+                // No turn runs yet: the line is typed at the prompt.
+                InputEvent::Submit(text) if !ctx.turn_open && !ctx.view.turn_running() => {
+                    ctx.armed_quit = false;
+                    let text = text.trim();
+                    if !text.is_empty() {
+                        ctx.typed_ahead.push_back(text.to_owned());
+                    }
+                }
                 InputEvent::Submit(text) => ctx.queue_message(&soft, text),
                 // No turn runs (the step back to the prompt is still being
                 // saved): the key belongs to the prompt and arms quitting.
@@ -340,6 +354,7 @@ pub async fn run<M: ModelAdapter>(model: M, setup: Setup) -> Result<Summary, App
         armed_quit: false,
         // A resumed session may be in the middle of a turn.
         turn_open: setup.resume.is_some(),
+        typed_ahead: VecDeque::new(),
         view: view.clone(),
     };
     let mut summary = Summary::default();
@@ -360,7 +375,9 @@ pub async fn run<M: ModelAdapter>(model: M, setup: Setup) -> Result<Summary, App
                         Look::Accent,
                     );
                     Some(text)
-                } else if let Some(text) = first_prompt.take() {
+                } else if let Some(text) =
+                    first_prompt.take().or_else(|| ctx.typed_ahead.pop_front())
+                {
                     ctx.screen()
                         .line(Line::new("> ", Look::Bold).and(&text, Look::Bold));
                     Some(text)
