@@ -216,6 +216,20 @@ pub fn split_at<'a>(input: &'a [u8], cuts: &[usize]) -> Vec<&'a [u8]> {
     pieces
 }
 
+/// A strategy for byte strings mutated from `seeds`, or made of up to
+/// `max` pieces picked from `tokens` (random sequences of a grammar's
+/// pieces reach its corner cases far more often than random bytes do).
+pub fn seeds_or_tokens(
+    seeds: &'static [&'static [u8]],
+    tokens: &'static [&'static [u8]],
+    max: usize,
+) -> BoxedStrategy<Vec<u8>> {
+    use proptest::prelude::*;
+    let picked = proptest::collection::vec(0..tokens.len(), 0..max)
+        .prop_map(move |picks| picks.into_iter().flat_map(|i| tokens[i].to_vec()).collect());
+    prop_oneof![mutated(seeds), picked].boxed()
+}
+
 /// A strategy for byte strings mutated from `seeds`: bytes flipped,
 /// inserted, removed, spans duplicated or cut, line ends changed. Most
 /// inputs stay close to a real stream, so decoders get past their first

@@ -35,7 +35,7 @@ use std::fmt;
 /// assert_eq!(metadata.keys().collect::<Vec<_>>(), ["a", "b"]);
 /// assert_eq!(serde_json::to_string(&metadata).unwrap(), r#"{"a":1,"b":2}"#);
 /// ```
-#[derive(Clone, Default, PartialEq, Eq)]
+#[derive(Default, PartialEq, Eq)]
 pub struct MetadataMap {
     /// Sorted by key, keys unique, no spare capacity.
     entries: Box<[(String, Value)]>,
@@ -169,6 +169,20 @@ impl MetadataMap {
         }
         Self {
             entries: deduped.into_boxed_slice(),
+        }
+    }
+}
+
+impl Clone for MetadataMap {
+    /// Most maps are empty; copying an item clones several, so the empty
+    /// case skips the slice copy's bookkeeping.
+    fn clone(&self) -> Self {
+        if self.entries.is_empty() {
+            Self::new()
+        } else {
+            Self {
+                entries: self.entries.clone(),
+            }
         }
     }
 }

@@ -142,3 +142,94 @@ impl<D: SseDecoder> DecodedStream<D> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ProviderErrorKind;
+    use bytes::Bytes;
+    use futures::executor::block_on;
+
+    /// Hands out each event's data; `fail` pushes a partial item then
+    /// fails, `end` finishes the answer.
+    #[derive(Default)]
+    struct Echo {
+        finished: bool,
+    }
+
+    impl SseDecoder for Echo {
+        type Output = String;
+
+        fn on_event(
+            &mut self,
+            event: SseEventRef<'_>,
+            out: &mut VecDeque<String>,
+        ) -> Result<(), ProviderError> {
+            match event.data {
+                "fail" => {
+                    out.push_back("partial".into());
+                    Err(ProviderError::protocol("bad event"))
+                }
+                "end" => {
+                    self.finished = true;
+                    Ok(())
+                }
+                data => {
+                    out.push_back(data.into());
+                    Ok(())
+                }
+            }
+        }
+
+        fn on_end(&mut self, _out: &mut VecDeque<String>) -> Result<(), ProviderError> {
+            Err(ProviderError::protocol("cut"))
+        }
+
+        fn is_finished(&self) -> bool {
+            self.finished
+        }
+    }
+
+    fn drain(body: &'static [u8]) -> (Vec<String>, Option<ProviderErrorKind>) {
+        let events = SseStream::from_bytes(Bytes::from_static(body));
+        let mut stream = DecodedStream::new(events, Echo::default());
+        let mut items = Vec::new();
+        loop {
+            match block_on(stream.next(None)) {
+                Ok(Some(item)) => items.push(item),
+                Ok(None) => return (items, None),
+                Err(error) => {
+                    assert_eq!(
+                        block_on(stream.next(None)),
+                        Ok(None),
+                        "nothing after an error"
+                    );
+                    assert!(stream.is_done());
+                    return (items, Some(error.kind));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_failing_event_comes_after_the_events_of_its_read_and_drops_its_own_items() {
+        let (items, error) = drain(b"data: a\n\ndata: b\n\ndata: fail\n\ndata: c\n\n");
+        assert_eq!(items, ["a", "b"]);
+        assert_eq!(error, Some(ProviderErrorKind::Protocol));
+    }
+
+    #[test]
+    fn the_rest_of_a_read_is_not_decoded_once_the_answer_is_complete() {
+        // Invalid UTF-8 after the end would be a protocol error if read.
+        let (items, error) = drain(b"data: a\n\ndata: end\n\ndata: \xFF\n\n");
+        assert_eq!(items, ["a"]);
+        assert_eq!(error, None);
+    }
+
+    #[test]
+    fn a_body_that_ends_early_fails_after_what_it_carried() {
+        let (items, error) = drain(b"data: a\n\ndata: b\n\n");
+        assert_eq!(items, ["a", "b"]);
+        assert_eq!(error, Some(ProviderErrorKind::Protocol));
+    }
+}

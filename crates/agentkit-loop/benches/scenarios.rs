@@ -76,13 +76,31 @@ fn preloaded(pairs: usize) -> Vec<Item> {
     items
 }
 
+/// Rounds S1b times after the second: the median of these is the round
+/// with warm caches.
+const LATER_ROUNDS: usize = 10;
+
+/// What S1b measured, in µs.
+struct S1b {
+    start: f64,
+    first: f64,
+    next: f64,
+    /// The median of the [`LATER_ROUNDS`] rounds after `next`.
+    later: f64,
+}
+
 /// S1b: with P items preloaded, the cost of `start`, of the first round
-/// after it (caches still cold from loading the transcript), and of the
-/// next round.
-async fn s1b(p: usize) -> (f64, f64, f64) {
-    let model =
-        ScriptedModel::per_session([tool_turn(0), tool_turn(1), ScriptedTurn::text("done")])
-            .without_recording();
+/// after it (which copies the shared history into the session's log), of
+/// the next round (its caches cold from that copy), and of the rounds
+/// after that.
+async fn s1b(p: usize) -> S1b {
+    // One session per model: the script is not copied at `start`.
+    let model = ScriptedModel::new(
+        (0..LATER_ROUNDS + 2)
+            .map(tool_turn)
+            .chain([ScriptedTurn::text("done")]),
+    )
+    .without_recording();
     let agent = Agent::builder()
         .model(model)
         .add_tool_source(ToolRegistry::new().with(EchoTool::new()))
@@ -100,14 +118,22 @@ async fn s1b(p: usize) -> (f64, f64, f64) {
         step,
         LoopStep::Interrupt(LoopInterrupt::AfterToolResult(_))
     ));
-    let started = Instant::now();
-    let step = driver.next().await.unwrap();
-    let steady = started.elapsed();
-    assert!(matches!(
-        step,
-        LoopStep::Interrupt(LoopInterrupt::AfterToolResult(_))
-    ));
-    (micros(start), micros(round), micros(steady))
+    let mut rounds = Vec::with_capacity(LATER_ROUNDS + 1);
+    for _ in 0..=LATER_ROUNDS {
+        let started = Instant::now();
+        let step = driver.next().await.unwrap();
+        rounds.push(micros(started.elapsed()));
+        assert!(matches!(
+            step,
+            LoopStep::Interrupt(LoopInterrupt::AfterToolResult(_))
+        ));
+    }
+    S1b {
+        start: micros(start),
+        first: micros(round),
+        next: rounds[0],
+        later: median(rounds[1..].to_vec()),
+    }
 }
 
 /// A figure of /proc/self/status in KiB (`VmHWM`: peak RSS, `VmRSS`: now).
@@ -241,19 +267,25 @@ fn main() {
         late / early
     );
 
-    let mut steady_at = Vec::new();
+    let (mut steady_at, mut later_at) = (Vec::new(), Vec::new());
     for p in [0, 1_000, 10_000, 100_000] {
-        let runs: Vec<(f64, f64, f64)> = (0..REPS).map(|_| runtime.block_on(s1b(p))).collect();
-        let start = median(runs.iter().map(|r| r.0).collect());
-        let first = median(runs.iter().map(|r| r.1).collect());
-        let steady = median(runs.iter().map(|r| r.2).collect());
+        let runs: Vec<S1b> = (0..REPS).map(|_| runtime.block_on(s1b(p))).collect();
+        let start = median(runs.iter().map(|r| r.start).collect());
+        let first = median(runs.iter().map(|r| r.first).collect());
+        let steady = median(runs.iter().map(|r| r.next).collect());
+        let later = median(runs.iter().map(|r| r.later).collect());
         steady_at.push(steady);
+        later_at.push(later);
         println!(
-            "| S1b | P={p}: start / first round / next round, µs | {start:.1} / {first:.1} / {steady:.1} |"
+            "| S1b | P={p}: start / first round / next round / later rounds, µs | {start:.1} / {first:.1} / {steady:.1} / {later:.1} |"
         );
     }
     let ratio = steady_at[2] / steady_at[0];
     println!("| S1b | ratio round P=10000 / P=0 (target <= 2) | {ratio:.2} |");
+    println!(
+        "| S1b | ratio later rounds P=10000 / P=0 (caches warm again) | {:.2} |",
+        later_at[2] / later_at[0]
+    );
 
     let s2 = s2_in_child();
     println!(

@@ -13,9 +13,13 @@
 //! items as at 100,000, and a session copies the items only when it first
 //! changes them. A shared log is frozen: nothing is ever appended to it.
 
-use agentkit_core::Item;
+use agentkit_core::{Item, ToolCallId};
+use std::collections::HashSet;
 use std::ops::Deref;
-use std::sync::{Arc, RwLock, RwLockReadGuard};
+use std::sync::{Arc, OnceLock, RwLock, RwLockReadGuard};
+
+/// A set of tool-call ids.
+pub(crate) type CallIds = HashSet<ToolCallId, foldhash::fast::RandomState>;
 
 /// An immutable, cheaply cloned prefix of a transcript.
 #[derive(Clone, Default)]
@@ -127,6 +131,17 @@ pub(crate) struct StartingTranscript {
     log: Arc<RwLock<Vec<Item>>>,
     /// The item index the first appended item without an id gets.
     pub(crate) next_item_index: u64,
+    calls: Arc<StartingCalls>,
+}
+
+/// The tool-call ids of a starting transcript, collected once, when a
+/// session first needs them, for every session started from it: a session
+/// on a long shared history neither scans it nor keeps its own copy of the
+/// set.
+struct StartingCalls {
+    /// How many items the starting transcript has.
+    len: usize,
+    ids: OnceLock<CallIds>,
 }
 
 impl StartingTranscript {
@@ -140,6 +155,10 @@ impl StartingTranscript {
             }
         }
         Self {
+            calls: Arc::new(StartingCalls {
+                len: items.len(),
+                ids: OnceLock::new(),
+            }),
             log: Arc::new(RwLock::new(items)),
             next_item_index: ids.next,
         }
@@ -207,6 +226,9 @@ pub(crate) struct TranscriptLog {
     /// The log is an agent's [`StartingTranscript`]: the first change
     /// copies it.
     shared: bool,
+    /// The starting transcript's call ids, while the log begins with it
+    /// (until a mutator replaces the history).
+    start: Option<Arc<StartingCalls>>,
 }
 
 impl TranscriptLog {
@@ -214,6 +236,7 @@ impl TranscriptLog {
         Self {
             log: Arc::new(RwLock::new(items)),
             shared: false,
+            start: None,
         }
     }
 
@@ -222,14 +245,17 @@ impl TranscriptLog {
         Self {
             log: start.log.clone(),
             shared: true,
+            start: Some(start.calls.clone()),
         }
     }
 
     /// Appends `item`; returns its index.
     pub(crate) fn push(&mut self, item: Item) -> usize {
         if self.shared {
+            // The copy still begins with the starting transcript.
             let items = self.to_vec();
-            self.replace(items);
+            self.log = Arc::new(RwLock::new(with_headroom(items)));
+            self.shared = false;
         }
         let mut log = self.log.write().unwrap_or_else(|e| e.into_inner());
         log.push(item);
@@ -256,6 +282,27 @@ impl TranscriptLog {
     pub(crate) fn replace(&mut self, items: Vec<Item>) {
         self.log = Arc::new(RwLock::new(with_headroom(items)));
         self.shared = false;
+        self.start = None;
+    }
+
+    /// The call ids of the starting transcript this log begins with (shared
+    /// with the other sessions started from it, collected on first use) and
+    /// how many items that is; `(None, 0)` when the log does not begin with
+    /// one.
+    pub(crate) fn starting_call_ids(&self) -> (Option<&CallIds>, usize) {
+        let Some(start) = &self.start else {
+            return (None, 0);
+        };
+        let ids = start.ids.get_or_init(|| {
+            self.with(|items| {
+                items[..start.len]
+                    .iter()
+                    .flat_map(Item::tool_calls)
+                    .map(|call| call.id.clone())
+                    .collect()
+            })
+        });
+        (Some(ids), start.len)
     }
 
     /// Gives back the log's spare capacity (a shared log has none).
@@ -335,6 +382,39 @@ mod tests {
         });
         assert_eq!(ids, ["item-0", "mine", "item-1"]);
         assert_eq!(start.next_item_index, 2);
+    }
+
+    #[test]
+    fn sessions_share_the_starting_call_ids_until_the_history_is_replaced() {
+        use agentkit_core::{ItemKind, Part, ToolCallPart, ToolResultPart};
+        let start = StartingTranscript::new(vec![
+            Item::new(
+                ItemKind::Assistant,
+                vec![Part::ToolCall(ToolCallPart::new(
+                    "c1",
+                    "echo",
+                    serde_json::json!({}),
+                ))],
+            ),
+            Item::tool_result(ToolResultPart::success("c1", "ok")),
+        ]);
+        let mut a = TranscriptLog::starting_from(&start);
+        let b = TranscriptLog::starting_from(&start);
+        a.push(Item::user("copied"));
+        let (a_ids, a_len) = a.starting_call_ids();
+        let (b_ids, b_len) = b.starting_call_ids();
+        let (a_ids, b_ids) = (a_ids.expect("a starts from it"), b_ids.expect("b too"));
+        assert!(std::ptr::eq(a_ids, b_ids), "collected once, shared");
+        assert_eq!((a_len, b_len), (2, 2));
+        assert!(a_ids.contains(&ToolCallId::new("c1")) && a_ids.len() == 1);
+        a.replace(vec![Item::user("compacted")]);
+        assert!(a.starting_call_ids().0.is_none());
+        assert!(
+            TranscriptLog::new(Vec::new())
+                .starting_call_ids()
+                .0
+                .is_none()
+        );
     }
 
     #[test]

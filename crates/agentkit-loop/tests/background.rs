@@ -47,6 +47,9 @@ async fn a_background_call_is_answered_at_once_and_its_result_arrives_later() {
         .start(SessionConfig::new("s"))
         .await
         .unwrap();
+    // Taken before any task exists (the driver makes its task list on
+    // first use): it must see the task started later.
+    let early = driver.background_tasks();
     let started = Instant::now();
     let run = run_to_finish(&mut driver, Approvals::ApproveAll)
         .await
@@ -61,6 +64,7 @@ async fn a_background_call_is_answered_at_once_and_its_result_arrives_later() {
         "{immediate:?}"
     );
     assert_eq!(driver.background_tasks().list().len(), 1, "still running");
+    assert_eq!(early.list().len(), 1, "the early handle sees it too");
     assert!(notifications(&run.transcript).is_empty());
 
     // The task finishes while the host waits for the user.

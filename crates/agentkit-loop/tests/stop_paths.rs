@@ -7,7 +7,8 @@
 mod support;
 
 use agentkit_core::{
-    CancellationController, FinishReason, Item, ItemKind, Part, validate_transcript,
+    CancellationController, FinishReason, Item, ItemKind, Part, ToolCallPart, ToolResultPart,
+    validate_transcript,
 };
 use agentkit_loop::{
     Agent, AgentEvent, ConcurrentTaskManager, InvalidStateReason, LoopError, LoopInterrupt,
@@ -406,6 +407,45 @@ async fn repeated_tool_call_ids_are_made_unique() {
             "{} fits every provider's id pattern",
             call.id
         );
+    }
+}
+
+/// The starting transcript's call ids are collected once and shared by the
+/// agent's sessions: each session still renames a repeated one, and a
+/// session's own calls do not reach the others.
+#[tokio::test]
+async fn call_ids_of_the_starting_transcript_are_not_reused() {
+    let model = ScriptedModel::per_session([
+        ScriptedTurn::tool_call("old", "echo", json!({ "text": "1" })),
+        ScriptedTurn::tool_call("new", "echo", json!({ "text": "2" })),
+        ScriptedTurn::text("done"),
+    ]);
+    let agent = Agent::builder()
+        .model(model)
+        .add_tool_source(registry())
+        .transcript(vec![
+            Item::user("before"),
+            Item::new(
+                ItemKind::Assistant,
+                vec![Part::ToolCall(ToolCallPart::new("old", "echo", json!({})))],
+            ),
+            Item::tool_result(ToolResultPart::success("old", "echo: 0")),
+        ])
+        .input(vec![Item::user("go")])
+        .build()
+        .unwrap();
+    for session in ["a", "b"] {
+        let mut driver = agent.start(SessionConfig::new(session)).await.unwrap();
+        while !matches!(driver.next().await.unwrap(), LoopStep::Finished(_)) {}
+        let transcript = driver.transcript().to_vec();
+        validate_transcript(&transcript).unwrap();
+        let ids: Vec<&str> = transcript
+            .iter()
+            .flat_map(Item::tool_calls)
+            .map(|c| c.id.as_str())
+            .collect();
+        // "new" is new to each session, though the other one used it.
+        assert_eq!(ids, ["old", "old_2", "new"], "session {session}");
     }
 }
 

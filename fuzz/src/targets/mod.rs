@@ -1,6 +1,7 @@
 //! The targets, one module per parser family.
 
 mod delta;
+mod json;
 mod mcp;
 mod providers;
 mod schema;
@@ -17,6 +18,7 @@ pub const ALL: &[Target] = &[
     providers::CHAT,
     providers::RESPONSES,
     providers::ANTHROPIC,
+    json::TARGET,
     delta::TARGET,
     shell::TARGET,
     schema::TARGET,

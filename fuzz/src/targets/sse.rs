@@ -6,9 +6,8 @@
 //! line is a `Protocol` error; small caps give a prefix of the events and a
 //! `LimitExceeded` error only when a line or the body really is too large.
 
-use crate::{Outcome, Target, cuts_for, mutated, split_at};
+use crate::{Outcome, Target, cuts_for, seeds_or_tokens, split_at};
 use agentkit_http::{ProviderError, ProviderErrorKind, SseEvent, SseLimits, SseParser};
-use proptest::prelude::*;
 use proptest::strategy::BoxedStrategy;
 
 /// The target.
@@ -52,9 +51,7 @@ const TOKENS: &[&[u8]] = &[
 ];
 
 fn generate() -> BoxedStrategy<Vec<u8>> {
-    let tokens = proptest::collection::vec(0..TOKENS.len(), 0..60)
-        .prop_map(|picks| picks.into_iter().flat_map(|i| TOKENS[i].to_vec()).collect());
-    prop_oneof![mutated(SEEDS), tokens].boxed()
+    seeds_or_tokens(SEEDS, TOKENS, 60)
 }
 
 type Decoded = (Vec<SseEvent>, Option<ProviderError>);

@@ -27,7 +27,7 @@ use agentkit_core::{
     ToolCallId, ToolCallPart, ToolResultPart, TurnId, Usage,
 };
 use agentkit_tools_core::{ApprovalDecision, ToolError, ToolResult, ToolResume};
-use std::collections::{HashSet, VecDeque};
+use std::collections::VecDeque;
 
 pub(crate) const DROPPED: &str =
     "the tool call was interrupted before it finished (the loop stopped waiting for it)";
@@ -148,8 +148,9 @@ pub(crate) struct DriverCore {
     pub(crate) mutation_due: Option<MutationPoint>,
     pub(crate) cancellation: Option<CancellationHandle>,
     pub(crate) settings: CoreSettings,
-    /// Every tool-call id of the transcript, built when first needed.
-    call_ids: Option<HashSet<ToolCallId, foldhash::fast::RandomState>>,
+    /// Every tool-call id of the transcript after its starting transcript
+    /// (whose ids the log shares), built when first needed.
+    call_ids: Option<crate::transcript::CallIds>,
     outbox: VecDeque<Note>,
     /// The `BeforeModelCall` mutators ran for the coming call.
     premutated: bool,
@@ -978,16 +979,23 @@ impl DriverCore {
         if calls.is_empty() {
             return calls;
         }
+        let (start_ids, start_len) = self.log.starting_call_ids();
         let log = &self.log;
-        let ids = self.call_ids.get_or_insert_with(|| {
+        let own = self.call_ids.get_or_insert_with(|| {
             log.with(|items| {
-                items
+                items[start_len..]
                     .iter()
                     .flat_map(Item::tool_calls)
                     .map(|c| c.id.clone())
                     .collect()
             })
         });
+        // The starting transcript's ids (shared by the agent's sessions)
+        // are taken too.
+        let mut ids = TakenIds {
+            own,
+            start: start_ids,
+        };
         for call in &mut calls {
             // One hash per call when the id is new, the usual case.
             if ids.insert(call.id.clone()) {
@@ -1007,6 +1015,20 @@ impl DriverCore {
             call.id = fresh;
         }
         calls
+    }
+}
+
+/// The tool-call ids a session has used: its own, and those of the
+/// starting transcript it shares with the agent's other sessions.
+struct TakenIds<'a> {
+    own: &'a mut crate::transcript::CallIds,
+    start: Option<&'a crate::transcript::CallIds>,
+}
+
+impl TakenIds<'_> {
+    /// Takes `id`; `false` when it was taken already.
+    fn insert(&mut self, id: ToolCallId) -> bool {
+        !self.start.is_some_and(|start| start.contains(&id)) && self.own.insert(id)
     }
 }
 

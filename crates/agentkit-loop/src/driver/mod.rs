@@ -174,8 +174,10 @@ pub struct LoopDriver<S: ModelSession> {
     config: Arc<dyn DriverConfig>,
     /// Results of calls that finished before a `next()` was dropped.
     salvage: Arc<std::sync::Mutex<Vec<CallOutcome>>>,
-    /// Calls running in the background.
-    background: BackgroundTasks,
+    /// Calls running in the background; made when first needed (a call
+    /// routed to the background, or the host asking), as most sessions
+    /// never have one.
+    background: std::sync::OnceLock<BackgroundTasks>,
     last_catalog: Option<Arc<ResolvedCatalog>>,
     /// Model usage running calls reported (sub-agents), not yet counted.
     tool_usage: ToolUsage,
@@ -290,17 +292,12 @@ impl<S: ModelSession> LoopDriver<S> {
     ) -> Self {
         let session_id = core.session_id.clone();
         core.emit(|| AgentEvent::RunStarted { session_id });
-        let background = BackgroundTasks::default();
-        if !config.shared().observers.is_empty() {
-            let observers = config.clone();
-            background.set_notifier(Arc::new(move |event| notify(observers.as_ref(), event)));
-        }
         let mut driver = Self {
             core,
             session,
             config,
             salvage: Arc::default(),
-            background,
+            background: std::sync::OnceLock::new(),
             last_catalog: None,
             tool_usage: ToolUsage::default(),
         };
@@ -329,7 +326,28 @@ impl<S: ModelSession> LoopDriver<S> {
     /// The calls running in the background (see [`TaskRouting`](crate::TaskRouting)): list
     /// them, cancel one by id.
     pub fn background_tasks(&self) -> BackgroundTasks {
-        self.background.clone()
+        self.background().clone()
+    }
+
+    /// The background tasks, made on first use.
+    pub(crate) fn background(&self) -> &BackgroundTasks {
+        self.background.get_or_init(|| {
+            let tasks = BackgroundTasks::default();
+            if !self.config.shared().observers.is_empty() {
+                let observers = self.config.clone();
+                tasks.set_notifier(Arc::new(move |event| notify(observers.as_ref(), event)));
+            }
+            tasks
+        })
+    }
+
+    /// Background tasks that finished since the last call, if any were
+    /// ever started.
+    fn finished_background(&self) -> Vec<crate::background::FinishedTask> {
+        self.background
+            .get()
+            .map(BackgroundTasks::take_finished)
+            .unwrap_or_default()
     }
 
     /// Overrides the prompt-cache request of the next model call only.
@@ -402,7 +420,7 @@ impl<S: ModelSession> LoopDriver<S> {
         self.core.on_calls_lost();
         let mut running = Running::new(self.salvage.clone());
         loop {
-            for finished in self.background.take_finished() {
+            for finished in self.finished_background() {
                 self.core
                     .on_background_finished(finished.info, finished.outcome);
             }
@@ -432,7 +450,7 @@ impl<S: ModelSession> LoopDriver<S> {
 
     /// Hands finished background tasks to the core.
     fn collect_background(&mut self) {
-        for finished in self.background.take_finished() {
+        for finished in self.finished_background() {
             self.core
                 .on_background_finished(finished.info, finished.outcome);
         }

@@ -111,14 +111,15 @@ impl<S: ModelSession> LoopDriver<S> {
     }
 
     fn background_snapshot(&self) -> Vec<SnapshotBackgroundTask> {
-        let running = self
-            .background
-            .list()
+        let tasks = self.background.get();
+        let running = tasks
+            .map(crate::BackgroundTasks::list)
+            .unwrap_or_default()
             .into_iter()
             .map(|task| SnapshotBackgroundTask { task, result: None });
-        let finished = self
-            .background
-            .peek_finished()
+        let finished = tasks
+            .map(crate::BackgroundTasks::peek_finished)
+            .unwrap_or_default()
             .into_iter()
             .map(|(task, outcome)| SnapshotBackgroundTask {
                 result: Some(background_result(&task, outcome)),

@@ -95,7 +95,7 @@ impl<S: ModelSession> LoopDriver<S> {
         let manager = Arc::clone(shared.task_manager);
         match manager.route(&job.request) {
             TaskRouting::Background => {
-                let tasks = self.background.clone();
+                let tasks = self.background().clone();
                 let tool_name = job.request.tool_name.clone();
                 async move {
                     // Started on the first poll: a round that skips the call
@@ -114,7 +114,7 @@ impl<S: ModelSession> LoopDriver<S> {
                 .boxed()
             }
             TaskRouting::DetachAfter(wait) => {
-                let tasks = self.background.clone();
+                let tasks = self.background().clone();
                 let tool_name = job.request.tool_name.clone();
                 async move {
                     let (sender, mut receiver) = tokio::sync::oneshot::channel();
