@@ -887,8 +887,12 @@ impl DriverCore {
             unreachable!("deliver_ended_turn outside TurnEnding")
         };
         let result = *result;
-        let event = result.clone();
-        self.emit(|| AgentEvent::TurnFinished { result: event });
+        // The event carries a copy of every item of the turn: made only
+        // for observers.
+        if self.settings.observe_events {
+            let event = result.clone();
+            self.emit(|| AgentEvent::TurnFinished { result: event });
+        }
         self.settle();
         result
     }
