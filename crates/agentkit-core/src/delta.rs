@@ -407,13 +407,20 @@ impl DeltaFolder {
 
     /// The committed parts in begin order; an error if any part is still open.
     pub fn finish(self) -> Result<Vec<Part>, DeltaError> {
+        self.finish_reserving(0)
+    }
+
+    /// [`finish`](Self::finish), the vector sized for `additional` more
+    /// parts: the loop adds an answer's tool calls to its parts, and
+    /// growing the vector afterwards would copy it.
+    pub fn finish_reserving(self, additional: usize) -> Result<Vec<Part>, DeltaError> {
         let open = self.open_parts();
         if !open.is_empty() {
             return Err(DeltaError::Uncommitted(open));
         }
         // Not collected in place: the parts would keep the slots' larger
         // allocation for as long as the transcript keeps the item.
-        let mut parts = Vec::with_capacity(self.slots.len());
+        let mut parts = Vec::with_capacity(self.slots.len() + additional);
         for slot in self.slots {
             parts.push(slot.into_part()?);
         }

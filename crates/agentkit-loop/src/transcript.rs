@@ -249,17 +249,17 @@ impl TranscriptLog {
         }
     }
 
-    pub(crate) fn push(&mut self, item: Item) {
+    /// Appends `item`; returns its index.
+    pub(crate) fn push(&mut self, item: Item) -> usize {
         if self.shared {
             // The copy still begins with the starting transcript.
             let items = self.to_vec();
             self.log = Arc::new(RwLock::new(with_headroom(items)));
             self.shared = false;
         }
-        self.log
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(item);
+        let mut log = self.log.write().unwrap_or_else(|e| e.into_inner());
+        log.push(item);
+        log.len() - 1
     }
 
     pub(crate) fn len(&self) -> usize {

@@ -582,7 +582,7 @@ impl DriverCore {
             state: CallState::Queued(None),
         }));
         if let Some(item) = assistant_item(parts, calls, metadata) {
-            self.append(item, true);
+            self.push_item(item, true);
         }
         self.last_call = reported.then(|| LastCallUsage {
             usage,
@@ -887,8 +887,12 @@ impl DriverCore {
             unreachable!("deliver_ended_turn outside TurnEnding")
         };
         let result = *result;
-        let event = result.clone();
-        self.emit(|| AgentEvent::TurnFinished { result: event });
+        // The event carries a copy of every item of the turn: made only
+        // for observers.
+        if self.settings.observe_events {
+            let event = result.clone();
+            self.emit(|| AgentEvent::TurnFinished { result: event });
+        }
         self.settle();
         result
     }
@@ -925,15 +929,20 @@ impl DriverCore {
 
     /// The one place items enter the transcript.
     fn append(&mut self, item: Item, part_of_turn_result: bool) {
-        let item = self.with_id(item);
         if let Some(ids) = self.call_ids.as_mut() {
             ids.extend(item.tool_calls().map(|c| c.id.clone()));
         }
-        let index = self.log.len();
+        self.push_item(item, part_of_turn_result);
+    }
+
+    /// [`append`](Self::append) for an answer whose call ids
+    /// `unique_call_ids` registered already.
+    fn push_item(&mut self, item: Item, part_of_turn_result: bool) {
+        let item = self.with_id(item);
+        let index = self.log.push(item);
         if part_of_turn_result && let Some(turn) = self.turn.as_mut() {
             turn.items.push(index);
         }
-        self.log.push(item);
         if self.settings.observe_items {
             self.outbox.push_back(Note::Appended(index));
         }

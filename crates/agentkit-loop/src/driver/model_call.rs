@@ -230,7 +230,7 @@ impl<S: ModelSession> LoopDriver<S> {
                 }
                 Some(ModelTurnEvent::Finished(result)) => {
                     let parts = folder
-                        .finish()
+                        .finish_reserving(calls.len())
                         .map_err(|err| protocol_error(format!("malformed delta stream: {err}")))?;
                     return Ok((
                         StreamOutcome::Finished {
