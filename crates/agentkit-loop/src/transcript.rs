@@ -252,9 +252,14 @@ impl TranscriptLog {
     /// Appends `item`; returns its index.
     pub(crate) fn push(&mut self, item: Item) -> usize {
         if self.shared {
-            // The copy still begins with the starting transcript.
-            let items = self.to_vec();
-            self.log = Arc::new(RwLock::new(with_headroom(items)));
+            // The copy still begins with the starting transcript; it is
+            // made with its headroom, so the items are moved once.
+            let items = self.with(|items| {
+                let mut copy = Vec::with_capacity(capacity_for(items.len()));
+                copy.extend_from_slice(items);
+                copy
+            });
+            self.log = Arc::new(RwLock::new(items));
             self.shared = false;
         }
         let mut log = self.log.write().unwrap_or_else(|e| e.into_inner());
@@ -331,10 +336,14 @@ pub(crate) const SHORT: usize = 64;
 /// short one grows as vectors do: reserving a fixed minimum here would cost
 /// every idle session kilobytes (64 spare items are 4 KB).
 fn with_headroom(mut items: Vec<Item>) -> Vec<Item> {
-    if items.len() >= SHORT {
-        items.reserve(items.len());
-    }
+    items.reserve(capacity_for(items.len()) - items.len());
     items
+}
+
+/// The capacity a log of `len` items gets: twice its length once it is
+/// long, so the appends of a resumed session do not copy it.
+fn capacity_for(len: usize) -> usize {
+    if len >= SHORT { len * 2 } else { len }
 }
 
 #[cfg(test)]
