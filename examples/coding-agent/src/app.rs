@@ -129,6 +129,13 @@ impl Ctx {
         self.screen.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// A turn runs: one the user submitted, or one a queued message
+    /// started. Otherwise the driver may still be busy (starting, saving the
+    /// step back to the prompt), but keys belong to the prompt.
+    fn turn_running(&self) -> bool {
+        self.turn_open || self.view.turn_running()
+    }
+
     fn note(&self, text: impl Into<String>, look: Look) {
         self.screen().line(Line::new(text, look));
     }
@@ -258,7 +265,7 @@ async fn advance<S: ModelSession>(
             step = &mut next => return step,
             event = ctx.input.next(Mode::Line), if !ctx.input.is_closed() => match event {
                 // No turn runs yet: the line is typed at the prompt.
-                InputEvent::Submit(text) if !ctx.turn_open && !ctx.view.turn_running() => {
+                InputEvent::Submit(text) if !ctx.turn_running() => {
                     ctx.armed_quit = false;
                     let text = text.trim();
                     if !text.is_empty() {
@@ -268,7 +275,7 @@ async fn advance<S: ModelSession>(
                 InputEvent::Submit(text) => ctx.queue_message(&soft, text),
                 // No turn runs (the step back to the prompt is still being
                 // saved): the key belongs to the prompt and arms quitting.
-                InputEvent::Interrupt if !ctx.turn_open && !ctx.view.turn_running() => {
+                InputEvent::Interrupt if !ctx.turn_running() => {
                     ctx.armed_quit = true;
                     ctx.note("(Ctrl-C again or Ctrl-D to quit)", Look::Dim);
                 }
