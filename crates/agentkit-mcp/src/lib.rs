@@ -87,6 +87,7 @@ mod config;
 mod connection;
 mod convert;
 mod discovery;
+mod elicitation;
 mod error;
 mod http;
 mod manager;
@@ -109,6 +110,10 @@ pub use config::{
 /// public for hosts that talk to MCP servers themselves, and for fuzzing.
 pub use convert::tool_result as convert_tool_result;
 pub use discovery::{McpPrompt, McpPromptArgument, McpResource};
+pub use elicitation::{
+    ElicitationError, ElicitationHandler, ElicitationKind, ElicitationRequest, ElicitationResponse,
+    complete_form,
+};
 pub use error::McpError;
 pub use manager::{McpServerManager, ServerState, ServerStatus};
 pub use naming::exposed_tool_name;

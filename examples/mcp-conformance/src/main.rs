@@ -8,8 +8,9 @@
 //! anything fails, with the reason on stderr.
 
 use agentkit_mcp::{
-    AuthRequest, AuthResolution, McpAuthResponder, McpCredentials, McpServerConfig,
-    McpServerManager, OAuthConfig,
+    AuthRequest, AuthResolution, ElicitationHandler, ElicitationKind, ElicitationRequest,
+    ElicitationResponse, McpAuthResponder, McpCredentials, McpServerConfig, McpServerManager,
+    OAuthConfig,
 };
 use agentkit_tools_core::ToolContext;
 use serde_json::{Value, json};
@@ -43,6 +44,7 @@ async fn run(url: &str, scenario: &str) -> Result<(), String> {
     let config = McpServerConfig::http(SERVER, url).oauth(OAuthConfig::new(REDIRECT_URI));
     manager.register(config).map_err(|e| e.to_string())?;
     manager.set_auth_responder(Arc::new(Browser::new()?));
+    manager.set_elicitation_handler(Arc::new(AcceptDefaults));
     let status = manager.connect(SERVER).await.map_err(|e| e.to_string())?;
     eprintln!(
         "connected at protocol {:?}; tools {:?}",
@@ -112,6 +114,22 @@ impl McpAuthResponder for Browser {
                 eprintln!("authorization failed: {err}");
                 None
             }
+        }
+    }
+}
+
+/// The user: accepts every form as offered (the manager fills in the
+/// schema's defaults) and every URL.
+struct AcceptDefaults;
+
+#[async_trait::async_trait]
+impl ElicitationHandler for AcceptDefaults {
+    async fn elicit(&self, request: ElicitationRequest) -> ElicitationResponse {
+        match request.kind {
+            ElicitationKind::Form { .. } | ElicitationKind::Url { .. } => {
+                ElicitationResponse::Accept(Default::default())
+            }
+            _ => ElicitationResponse::Decline,
         }
     }
 }

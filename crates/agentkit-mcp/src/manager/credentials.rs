@@ -70,11 +70,8 @@ impl Inner {
 
     /// Adds the OAuth authorization URL (or why none could be made) to a
     /// request of a server configured with OAuth.
-    async fn add_authorization_url(
-        &self,
-        server: &Arc<Server>,
-        #[allow(unused_variables)] request: &mut AuthRequest,
-    ) {
+    #[cfg_attr(not(feature = "oauth"), allow(unused_variables))]
+    async fn add_authorization_url(&self, server: &Arc<Server>, request: &mut AuthRequest) {
         #[cfg(feature = "oauth")]
         if let crate::config::McpTransport::Http(http) = &server.config.transport
             && let Some(config) = &http.oauth
