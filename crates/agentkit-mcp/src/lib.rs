@@ -28,7 +28,8 @@
 //! | where | key | value |
 //! | --- | --- | --- |
 //! | `ToolSpec::metadata` | `mcp.server`, `mcp.tool` | the server's name, the tool's own name |
-//! | `ToolSpec::metadata` | `mcp.title`, `mcp.output_schema` | as the server listed them |
+//! | `ToolSpec::metadata` | `mcp.title`, `mcp.output_schema`, `mcp.annotations` | as the server listed them |
+//! | `PermissionRequest::metadata` | `mcp.annotations` | the tool's annotations, for `McpServerPolicy::follow_tool_hints` |
 //! | `ToolResult::metadata` | `mcp.server`, `mcp.tool` | who answered |
 //! | `ToolResult::metadata` | `mcp.meta` | the result's `_meta`, when sent |
 //! | `ToolResult::metadata` | `mcp.deduplicated_text` | how many text blocks were dropped for repeating `structuredContent` as JSON |

@@ -149,6 +149,24 @@ impl OAuthConfig {
     }
 }
 
+/// An authorization manager for `server_url` with the authorization
+/// server's metadata, found from the challenge (protected-resource
+/// metadata, then the authorization server's own).
+async fn discover(
+    server_url: &str,
+    challenge: Option<&str>,
+) -> Result<AuthorizationManager, String> {
+    let mut manager = AuthorizationManager::new(server_url)
+        .await
+        .map_err(|err| describe(&err))?;
+    let resolution = manager
+        .resolve_metadata_from_challenge(challenge)
+        .await
+        .map_err(|err| describe(&err))?;
+    manager.set_metadata(resolution.metadata);
+    Ok(manager)
+}
+
 /// Where one server's authorization stands. The working tokens and a
 /// pending authorization live side by side: a step-up (a `403` asking for
 /// more scopes) keeps using the tokens it has until the new ones exist.
@@ -209,14 +227,7 @@ impl OAuthFlow {
         challenge: Option<&str>,
     ) -> Result<(), String> {
         let mut phase = self.phase.lock().await;
-        let mut manager = AuthorizationManager::new(server_url)
-            .await
-            .map_err(|err| describe(&err))?;
-        let resolution = manager
-            .resolve_metadata_from_challenge(challenge)
-            .await
-            .map_err(|err| describe(&err))?;
-        manager.set_metadata(resolution.metadata);
+        let mut manager = discover(server_url, challenge).await?;
         let credentials = ClientCredentialsConfig::ClientSecret {
             client_id: config.client_id.clone().unwrap_or_default(),
             client_secret: config.client_secret.clone().unwrap_or_default(),
@@ -247,14 +258,7 @@ impl OAuthFlow {
         if let Some(session) = &phase.pending {
             return Ok(session.get_authorization_url().to_owned());
         }
-        let mut manager = AuthorizationManager::new(server_url)
-            .await
-            .map_err(|err| describe(&err))?;
-        let resolution = manager
-            .resolve_metadata_from_challenge(challenge)
-            .await
-            .map_err(|err| describe(&err))?;
-        manager.set_metadata(resolution.metadata);
+        let manager = discover(server_url, challenge).await?;
         let mut request = AuthorizationRequest::new(config.redirect_uri.clone())
             .with_client_name(config.client_name.clone());
         if let Some(client_id) = &config.client_id {
