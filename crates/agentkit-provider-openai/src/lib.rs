@@ -79,6 +79,7 @@ mod usage;
 
 pub use adapter::{OpenAiAdapter, OpenAiSession, OpenAiTurn};
 pub use config::{MaxTokensField, OPENAI_BASE_URL, OpenAiConfig, ToolChoice};
+pub use responses::hosted::mcp_approval_response;
 pub use responses::{ResponsesAdapter, ResponsesConfig, ResponsesSession, ResponsesTurn};
 
 // The README's example is compiled with the doc-tests.

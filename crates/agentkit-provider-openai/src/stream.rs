@@ -524,7 +524,12 @@ impl ChunkDecoder {
         }
     }
 
-    fn on_tool_call(&mut self, call: WireToolCall) {
+    fn on_tool_call(&mut self, mut call: WireToolCall) {
+        // An empty id is an absent id: DashScope repeats `"id": ""` in every
+        // fragment after the first, at the same index.
+        if call.id.as_deref() == Some("") {
+            call.id = None;
+        }
         let same_call = |builder: &CallBuilder, id: Option<&str>| {
             id.is_none_or(|id| builder.id.is_empty() || builder.id == id)
         };
@@ -550,7 +555,7 @@ impl ChunkDecoder {
             at
         });
         let builder = &mut self.calls[at];
-        if let Some(id) = call.id.filter(|id| !id.is_empty() && builder.id.is_empty()) {
+        if let Some(id) = call.id.filter(|_| builder.id.is_empty()) {
             builder.id = id;
         }
         if let Some(function) = call.function {
@@ -712,6 +717,32 @@ mod tests {
             vec![
                 ("a".into(), "one".into(), json!({})),
                 ("b".into(), "two".into(), json!({"x": 1})),
+            ]
+        );
+    }
+
+    #[test]
+    fn an_empty_id_in_a_later_fragment_is_an_absent_id() {
+        // DashScope's compatible endpoint sends the id once, then `"id": ""`
+        // at the same index in every following fragment.
+        let events = decode(&[
+            tool_delta(json!({"index": 0, "id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": ""}})),
+            tool_delta(json!({"index": 0, "id": "", "type": "function", "function": {"arguments": "{\"city\":"}})),
+            tool_delta(json!({"index": 0, "id": "", "type": "function", "function": {"name": "", "arguments": "\"Paris\"}"}})),
+            tool_delta(json!({"index": 1, "id": "call_2", "type": "function", "function": {"name": "get_time", "arguments": "{}"}})),
+            tool_delta(json!({"index": 1, "id": "", "function": {"arguments": ""}})),
+            finish("tool_calls"),
+        ])
+        .unwrap();
+        assert_eq!(
+            calls(&events),
+            vec![
+                (
+                    "call_1".into(),
+                    "get_weather".into(),
+                    json!({"city": "Paris"})
+                ),
+                ("call_2".into(), "get_time".into(), json!({})),
             ]
         );
     }
