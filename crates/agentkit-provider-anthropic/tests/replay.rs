@@ -4,11 +4,10 @@
 //! into 1-, 7- and 4096-byte pieces: one test per recording and piece size.
 
 use agentkit_core::{DeltaFolder, FinishReason, Part};
-use agentkit_http::{ProviderError, SseStream};
+use agentkit_http::SseStream;
 use agentkit_loop::{ModelTurn, ModelTurnEvent};
 use agentkit_provider_anthropic::AnthropicTurn;
 use agentkit_testkit::cassette::Cassette;
-use bytes::Bytes;
 
 /// The parts, tool calls and finish reason a recording decodes to.
 async fn replay(name: &str, piece: usize) -> (Vec<Part>, Vec<(String, String)>, FinishReason) {
@@ -17,13 +16,8 @@ async fn replay(name: &str, piece: usize) -> (Vec<Part>, Vec<(String, String)>, 
         env!("CARGO_MANIFEST_DIR")
     );
     let cassette = Cassette::load(&path).expect("the cassette loads");
-    let body = Bytes::from(cassette.interactions[0].response.body.clone());
-    let piece = if piece == 0 { body.len() } else { piece };
-    let pieces: Vec<Result<Bytes, ProviderError>> = (0..body.len())
-        .step_by(piece)
-        .map(|at| Ok(body.slice(at..(at + piece).min(body.len()))))
-        .collect();
-    let events = SseStream::from_byte_stream(futures::stream::iter(pieces));
+    let body = cassette.interactions[0].response.body.clone();
+    let events = SseStream::from_pieces(body, piece);
     let mut turn = AnthropicTurn::from_events(events);
     let (mut folder, mut calls, mut reason) = (DeltaFolder::new(), Vec::new(), None);
     while let Some(event) = turn.next_event(None).await.expect("decodes") {

@@ -9,7 +9,6 @@ use agentkit_http::SseStream;
 use agentkit_loop::{ModelError, ModelTurn, ModelTurnEvent, ModelTurnResult};
 use agentkit_provider_openai::ResponsesTurn;
 use agentkit_testkit::cassette::Cassette;
-use bytes::Bytes;
 
 /// What a replayed answer decoded to.
 #[derive(Debug)]
@@ -27,25 +26,18 @@ enum Api {
     Responses,
 }
 
-/// The recorded body of `name`, cut into `piece`-byte pieces (`0`: whole).
-fn pieces(name: &str, piece: usize) -> Vec<Result<Bytes, agentkit_http::ProviderError>> {
+/// The recorded body of `name`.
+fn recorded(name: &str) -> String {
     let path = format!(
         "{}/tests/cassettes/recorded/{name}.json",
         env!("CARGO_MANIFEST_DIR")
     );
     let cassette = Cassette::load(&path).expect("the cassette loads");
-    let body = Bytes::from(cassette.interactions[0].response.body.clone());
-    if piece == 0 {
-        return vec![Ok(body)];
-    }
-    (0..body.len())
-        .step_by(piece)
-        .map(|at| Ok(body.slice(at..(at + piece).min(body.len()))))
-        .collect()
+    cassette.interactions[0].response.body.clone()
 }
 
 async fn replay(api: Api, name: &str, piece: usize) -> Decoded {
-    let events = SseStream::from_byte_stream(futures::stream::iter(pieces(name, piece)));
+    let events = SseStream::from_pieces(recorded(name), piece);
     let mut turn: Box<dyn ModelTurn> = match api {
         Api::Responses => Box::new(ResponsesTurn::from_events(events)),
     };
