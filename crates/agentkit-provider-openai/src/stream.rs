@@ -50,8 +50,15 @@ struct Chunk<'a> {
     #[serde(default, borrow)]
     choices: Choices<'a>,
     usage: Option<WireUsage>,
+    /// Groq reports usage here, in the last chunk.
+    x_groq: Option<XGroq>,
     // Only its presence matters; the whole event is reported as the error.
     error: Option<IgnoredAny>,
+}
+
+#[derive(Deserialize)]
+struct XGroq {
+    usage: Option<WireUsage>,
 }
 
 #[derive(Deserialize)]
@@ -180,7 +187,7 @@ fn read_chunk<'a>(data: &'a str, chunk: &mut Chunk<'a>) -> Option<()> {
         }),
         // Only the usual `null`; a usage report goes to serde_json.
         "usage" => r.member(&mut seen, 8, |r| r.null()?.then_some(())),
-        "error" => None,
+        "error" | "x_groq" => None,
         _ => r.skip(),
     })?;
     reader.end()
@@ -410,6 +417,7 @@ impl ChunkDecoder {
             model: None,
             choices: Choices::default(),
             usage: None,
+            x_groq: None,
             error: None,
         };
         if read_chunk(data, &mut chunk).is_none() {
@@ -433,7 +441,7 @@ impl ChunkDecoder {
                 self.finish_reason = Some(reason.into_owned());
             }
         }
-        if let Some(usage) = chunk.usage {
+        if let Some(usage) = chunk.usage.or(chunk.x_groq.and_then(|x| x.usage)) {
             self.usage_seen = true;
             let mut usage = usage.into_usage();
             if let Some((prices, model)) = &self.pricing {

@@ -95,7 +95,7 @@ fn options(
         body.insert("text".into(), json!({ "format": text_format(schema) }));
     }
     if let Some(key) = cache
-        .filter(|c| c.mode != PromptCacheMode::Disabled)
+        .filter(|c| c.mode != PromptCacheMode::Disabled && openai.quirks.prompt_cache)
         .and_then(|c| c.key.as_ref())
     {
         body.insert("prompt_cache_key".into(), json!(key));
