@@ -464,6 +464,13 @@ pub async fn run<M: ModelAdapter>(model: M, setup: Setup) -> Result<Summary, App
             Err(error) => {
                 view.reset_round();
                 summary.errors += 1;
+                if setup.one_shot {
+                    // Nobody is there to retry: report it and quit (the
+                    // exit code says the turn failed).
+                    ctx.screen().set_activity(None);
+                    ctx.note(format!("error: {error}"), Look::Bad);
+                    break;
+                }
                 if !recover(&mut driver, &mut ctx, &error).await {
                     break;
                 }

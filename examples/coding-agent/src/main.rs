@@ -11,12 +11,16 @@
 //! message, a leading `!` makes it urgent, a leading `+` keeps it as a
 //! follow-up. Ctrl-C cancels the turn; Ctrl-C twice or Ctrl-D quits.
 //!
+//! `coding-agent exec PROMPT` runs one turn for scripts instead (see
+//! [`exec`]), and `--acp` serves the agent to editors.
+//!
 //! Run it with `cargo run -p coding-agent` (`-- --help` for the options).
 
 mod acp;
 mod app;
 mod args;
 mod demo;
+mod exec;
 mod input;
 mod mcp;
 mod policy;
@@ -127,6 +131,54 @@ async fn serve_acp(
     }
 }
 
+/// `exec`'s options: the prompt (argument, else standard input; the demo's
+/// task when the demo runs without one) and the schema file.
+fn exec_setup(
+    args: &args::Args,
+    workspace: std::path::PathBuf,
+    sessions: Sessions,
+    demo: bool,
+) -> Result<exec::Exec, String> {
+    let prompt = match args.prompt.as_deref() {
+        Some(text) if text != "-" => text.to_owned(),
+        _ if std::io::stdin().is_terminal() => String::new(),
+        _ => {
+            let mut text = String::new();
+            if let Err(error) = std::io::Read::read_to_string(&mut std::io::stdin(), &mut text) {
+                return Err(format!("cannot read the prompt from stdin: {error}"));
+            }
+            text
+        }
+    };
+    let prompt = match prompt.trim() {
+        "" if demo => demo::TASK.to_owned(),
+        "" => {
+            return Err("exec needs a prompt: an argument, or text on standard input".into());
+        }
+        text => text.to_owned(),
+    };
+    let output_schema = args
+        .output_schema
+        .as_deref()
+        .map(exec::read_schema)
+        .transpose()?;
+    Ok(exec::Exec {
+        workspace,
+        prompt,
+        approval: if args.yes {
+            policy::ApprovalMode::FullAuto
+        } else {
+            args.approval
+        },
+        json: args.json,
+        output_schema,
+        max_steps: args.max_steps.unwrap_or(40),
+        sessions,
+        mcp: None,
+        observer: None,
+    })
+}
+
 async fn run() -> ExitCode {
     let args = match args::parse(std::env::args().skip(1)) {
         Ok(args) => args,
@@ -209,6 +261,32 @@ async fn run() -> ExitCode {
         Ok(path) if path.is_dir() => path,
         _ => return fail(format!("{} is not a directory", workspace.display())),
     };
+
+    if args.exec {
+        let mut exec = match exec_setup(&args, workspace, store, demo_dir.is_some()) {
+            Ok(exec) => exec,
+            Err(error) => return fail(error),
+        };
+        exec.mcp = match connect_mcp(&args, |line| eprintln!("coding-agent: {line}")).await {
+            Ok(mcp) => mcp,
+            Err(error) => return fail(error),
+        };
+        let outcome = match provider {
+            Some((model, _info)) => exec::run(model, exec).await,
+            None => {
+                let model = demo::model();
+                let exec = exec::Exec {
+                    observer: Some(Arc::new(demo::Director::new(model.clone()))),
+                    ..exec
+                };
+                exec::run(model, exec).await
+            }
+        };
+        return match outcome {
+            Ok(outcome) => ExitCode::from(outcome.exit_code()),
+            Err(error) => fail(error),
+        };
+    }
 
     let tty = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
     let screen = Arc::new(Mutex::new(Screen::new(tty)));
@@ -307,6 +385,12 @@ async fn run() -> ExitCode {
                 if !tty && args.yes && (!fixed || summary.turns == 0) {
                     return ExitCode::FAILURE;
                 }
+            }
+            // `--prompt` without a terminal: success only for a turn that
+            // completed (`exec` has the finer exit codes).
+            let completed = summary.last_finish == Some(agentkit_core::FinishReason::Completed);
+            if !tty && args.prompt.is_some() && (summary.errors > 0 || !completed) {
+                return ExitCode::FAILURE;
             }
             ExitCode::SUCCESS
         }
