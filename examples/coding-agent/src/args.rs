@@ -60,6 +60,9 @@ Environment (no provider variable set: the offline demo runs):
                                               picks the provider explicitly
   AGENTKIT_MODEL=<model name>                 overrides the default model
   AGENTKIT_MAX_TOKENS=<n>                     output tokens per model call
+  AGENTKIT_CONTEXT_WINDOW=<n>                 the model's context window in tokens
+                                              (else from its name, else 8192); the
+                                              conversation is summarized at 80%
   CODING_AGENT_STATE_DIR=<dir>                where sessions are saved
   CODING_AGENT_LEASE_MS=<ms>                  when a killed process's session is
                                               free again (default 10000)

@@ -14,6 +14,7 @@
 //! answer against the schema before it counts as done.
 
 use crate::app::{AppError, agent_builder};
+use crate::context::{ContextControl, ContextKeeper};
 use crate::policy::{ApprovalMode, SessionAllowList};
 use crate::screen::{Line, Look, Screen};
 use crate::sessions::Sessions;
@@ -44,6 +45,8 @@ pub struct Exec {
     pub output_schema: Option<Value>,
     /// Model calls before the turn stops.
     pub max_steps: u32,
+    /// The model's context window in tokens.
+    pub window: usize,
     /// Where the session is saved (in memory for the demo).
     pub sessions: Sessions,
     /// Connected MCP servers.
@@ -109,7 +112,10 @@ pub fn read_schema(path: &std::path::Path) -> Result<Value, String> {
 }
 
 /// Runs one turn and reports it; the outcome gives the exit code.
-pub async fn run<M: ModelAdapter>(model: M, exec: Exec) -> Result<Outcome, AppError> {
+pub async fn run<M: ModelAdapter + Clone + 'static>(
+    model: M,
+    exec: Exec,
+) -> Result<Outcome, AppError> {
     let screen = Arc::new(Mutex::new(Screen::plain_stderr()));
     let note = |text: String, look: Look| {
         screen
@@ -118,11 +124,13 @@ pub async fn run<M: ModelAdapter>(model: M, exec: Exec) -> Result<Outcome, AppEr
             .line(Line::new(text, look));
     };
     let controller = CancellationController::new();
+    let keeper = ContextKeeper::new(model.clone(), exec.window, ContextControl::default());
     let mut builder = agent_builder(
         model,
         &exec.workspace,
         SessionAllowList::default(),
         exec.mcp.as_ref(),
+        keeper,
     )
     .cancellation(controller.handle())
     .max_model_calls(exec.max_steps)

@@ -19,6 +19,7 @@
 mod acp;
 mod app;
 mod args;
+mod context;
 mod demo;
 mod exec;
 mod input;
@@ -103,7 +104,7 @@ async fn serve_acp(
     args: &args::Args,
     open_store: impl FnOnce() -> Result<Sessions, sessions::SessionError>,
 ) -> ExitCode {
-    let (model, _info) = match provider::from_env() {
+    let (model, info) = match provider::from_env() {
         Ok(Some(provider)) => provider,
         Ok(None) => {
             return fail(
@@ -121,7 +122,8 @@ async fn serve_acp(
         Ok(mcp) => mcp,
         Err(error) => return fail(error),
     };
-    let served = acp::serve(model, &store, mcp.clone()).await;
+    let window = context::window_for(&info.model, info.window);
+    let served = acp::serve(model, window, &store, mcp.clone()).await;
     if let Some(manager) = &mcp {
         manager.disconnect_all().await;
     }
@@ -173,6 +175,7 @@ fn exec_setup(
         json: args.json,
         output_schema,
         max_steps: args.max_steps.unwrap_or(40),
+        window: context::DEMO_WINDOW,
         sessions,
         mcp: None,
         observer: None,
@@ -272,11 +275,15 @@ async fn run() -> ExitCode {
             Err(error) => return fail(error),
         };
         let outcome = match provider {
-            Some((model, _info)) => exec::run(model, exec).await,
+            Some((model, info)) => {
+                let window = context::window_for(&info.model, info.window);
+                exec::run(model, exec::Exec { window, ..exec }).await
+            }
             None => {
                 let model = demo::model();
                 let exec = exec::Exec {
                     observer: Some(Arc::new(demo::Director::new(model.clone()))),
+                    window: context::DEMO_WINDOW,
                     ..exec
                 };
                 exec::run(model, exec).await
@@ -358,6 +365,8 @@ async fn run() -> ExitCode {
             let mut setup = setup(ModelInfo {
                 label: "offline demo (scripted; tokens estimated)".into(),
                 price: Some((0.0, 0.0)),
+                model: "offline-demo".into(),
+                window: Some(context::DEMO_WINDOW),
             });
             setup.observer = Some(Arc::new(demo::Director::new(model.clone())));
             setup.prompt = Some(setup.prompt.unwrap_or_else(|| demo::TASK.into()));

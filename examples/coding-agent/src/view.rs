@@ -161,6 +161,26 @@ impl LoopObserver for View {
                 screen.end_stream();
                 screen.line(Line::new(format!("warning: {message}"), Look::Warn));
             }
+            AgentEvent::CompactionApplied {
+                items_before,
+                items_after,
+                report,
+                ..
+            } => {
+                screen.end_stream();
+                let what = match report.strategy.as_str() {
+                    "clear" => "conversation cleared".to_owned(),
+                    "summarize" => "conversation summarized".to_owned(),
+                    other => format!("conversation compacted ({other})"),
+                };
+                screen.line(Line::new(
+                    format!(
+                        "⇣ {what}: {items_before} → {items_after} items, ~{} → ~{} tokens",
+                        report.tokens_before, report.tokens_after
+                    ),
+                    Look::Accent,
+                ));
+            }
             AgentEvent::TurnFinished { .. } => {
                 state.turn_running = false;
                 screen.end_stream();
