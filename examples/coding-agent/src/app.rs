@@ -510,6 +510,7 @@ pub async fn run<M: ModelAdapter + Clone + 'static>(
                 break;
             }
             Err(error) => {
+                view.cut_answer();
                 view.reset_round();
                 summary.errors += 1;
                 if setup.one_shot {

@@ -124,6 +124,7 @@ pub async fn run<M: ModelAdapter + Clone + 'static>(
             .line(Line::new(text, look));
     };
     let controller = CancellationController::new();
+    let view = Arc::new(View::new(screen.clone()));
     let keeper = ContextKeeper::new(model.clone(), exec.window, ContextControl::default());
     let mut builder = agent_builder(
         model,
@@ -134,7 +135,7 @@ pub async fn run<M: ModelAdapter + Clone + 'static>(
     )
     .cancellation(controller.handle())
     .max_model_calls(exec.max_steps)
-    .observer_arc(Arc::new(View::new(screen.clone())));
+    .observer_arc(view.clone());
     if exec.json {
         builder = builder.observer_arc(Arc::new(JsonlReporter::new(std::io::stdout())));
     }
@@ -166,6 +167,9 @@ pub async fn run<M: ModelAdapter + Clone + 'static>(
     let result = turn
         .drive(&mut driver, &controller, exec.approval, &note)
         .await;
+    if result.is_none() {
+        view.cut_answer();
+    }
     if let Err(error) = driver.close().await {
         note(
             format!("the session was not closed cleanly: {error}"),
