@@ -50,6 +50,8 @@ pub(crate) enum Command {
         reply: oneshot::Sender<Result<(), ServerError>>,
     },
     Cancel,
+    /// Save, give the lease up and stop (the server shuts down).
+    Close,
 }
 
 /// A session this process drives; see the module docs.
@@ -60,6 +62,7 @@ pub(crate) struct Hosted {
     shared: Mutex<Shared>,
     soft: SoftInterruptHandle,
     cancel: CancellationController,
+    task: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 /// What a queued message became.
@@ -144,6 +147,15 @@ impl Hosted {
         Ok(Queued::Started(run_id))
     }
 
+    /// Stops the task once the session rests: saved, lease given up.
+    pub(crate) async fn close(&self) {
+        let _ = self.commands.send(Command::Close);
+        let task = self.task.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(task) = task {
+            let _ = task.await;
+        }
+    }
+
     /// Cancels the run in progress, or the turn waiting for an approval.
     pub(crate) fn cancel(&self) {
         self.cancel.interrupt();
@@ -190,8 +202,10 @@ pub(crate) fn spawn<S: ModelSession + 'static>(
         }),
         soft: session.soft_interrupts(),
         cancel,
+        task: Mutex::new(None),
     });
-    tokio::spawn(task(session, hosted.clone(), receiver));
+    let task = tokio::spawn(task(session, hosted.clone(), receiver));
+    *hosted.task.lock().unwrap_or_else(|e| e.into_inner()) = Some(task);
     hosted
 }
 
@@ -207,6 +221,7 @@ async fn task<S: ModelSession>(
             break;
         };
         match command {
+            Command::Close => break,
             Command::Cancel => {
                 if hosted.phase() == Phase::AwaitingApproval {
                     let _ = session.driver_mut().abandon_turn("cancelled by the user");
@@ -239,6 +254,7 @@ async fn task<S: ModelSession>(
         }
     }
     hosted.lock().phase = Phase::Closed;
+    hosted.hub.flush().await;
     let _ = session.close().await;
 }
 

@@ -12,9 +12,11 @@
 //! closed before anything else is said, and a run is closed once.
 
 use crate::agui::{self, Outcome};
+use agentkit_core::SessionId;
+use agentkit_store::{EventLog, StoredEvent};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 
 /// One stored event.
 #[derive(Clone, Debug)]
@@ -53,15 +55,66 @@ pub(crate) struct Hub {
     thread_id: String,
     state: Mutex<State>,
     latest: watch::Sender<u64>,
+    /// Hands every new event to the task that stores it.
+    writer: Option<mpsc::UnboundedSender<Write>>,
 }
 
 impl Hub {
+    /// A hub that keeps its events in memory only.
+    #[cfg(test)]
     pub(crate) fn new(thread_id: String) -> Self {
         Self {
             thread_id,
             state: Mutex::new(State::default()),
             latest: watch::channel(0).0,
+            writer: None,
         }
+    }
+
+    /// A hub continuing the stored log `past` of session `id`, storing new
+    /// events in `log`. A run the previous holder left open (it died
+    /// mid-turn) stays open, its dangling text message and tool calls
+    /// closed, so the resumed turn's events continue it.
+    pub(crate) fn restore(
+        thread_id: String,
+        id: SessionId,
+        past: Vec<StoredEvent>,
+        log: Arc<dyn EventLog>,
+    ) -> Self {
+        let records: Vec<Record> = past
+            .into_iter()
+            .enumerate()
+            .map(|(n, event)| Record {
+                seq: n as u64 + 1,
+                run_id: event.run_id,
+                event: Arc::new(serde_json::from_str(&event.event).unwrap_or(Value::Null)),
+            })
+            .collect();
+        let last = records.len() as u64;
+        let hub = Self {
+            thread_id,
+            state: Mutex::new(State {
+                counter: last,
+                ..State::default()
+            }),
+            latest: watch::channel(last).0,
+            writer: Some(spawn_writer(log, id)),
+        };
+        let open_run = records
+            .last()
+            .filter(|last| !last.ends_run())
+            .map(|last| last.run_id.clone());
+        let mut state = hub.lock();
+        state.log = records;
+        if let Some(run) = open_run {
+            let dangling = dangling(&state.log, &run);
+            state.run = Some(run);
+            for event in dangling {
+                hub.emit_locked(&mut state, event);
+            }
+        }
+        drop(state);
+        hub
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -70,6 +123,13 @@ impl Hub {
 
     fn push(&self, state: &mut State, run_id: String, event: Value) {
         let seq = state.log.len() as u64 + 1;
+        if let Some(writer) = &self.writer {
+            let _ = writer.send(Write::Event(StoredEvent {
+                seq,
+                run_id: run_id.clone(),
+                event: event.to_string(),
+            }));
+        }
         state.log.push(Record {
             seq,
             run_id,
@@ -198,10 +258,83 @@ impl Hub {
         state.log[from..].to_vec()
     }
 
+    /// Waits until every event so far is stored.
+    pub(crate) async fn flush(&self) {
+        if let Some(writer) = &self.writer {
+            let (done, stored) = tokio::sync::oneshot::channel();
+            if writer.send(Write::Flush(done)).is_ok() {
+                let _ = stored.await;
+            }
+        }
+    }
+
     /// A receiver that changes whenever an event is added.
     pub(crate) fn watch(&self) -> watch::Receiver<u64> {
         self.latest.subscribe()
     }
+}
+
+/// The end events of the text messages and tool calls run `run` opened
+/// and did not close.
+fn dangling(log: &[Record], run: &str) -> Vec<Value> {
+    let mut texts: Vec<&str> = Vec::new();
+    let mut calls: Vec<&str> = Vec::new();
+    for record in log.iter().filter(|r| r.run_id == run) {
+        let event = &record.event;
+        let (kind, message, call) = (
+            event["type"].as_str().unwrap_or(""),
+            event["messageId"].as_str().unwrap_or(""),
+            event["toolCallId"].as_str().unwrap_or(""),
+        );
+        match kind {
+            "TEXT_MESSAGE_START" => texts.push(message),
+            "TEXT_MESSAGE_END" => texts.retain(|m| *m != message),
+            "TOOL_CALL_START" => calls.push(call),
+            "TOOL_CALL_END" => calls.retain(|c| *c != call),
+            _ => {}
+        }
+    }
+    texts
+        .into_iter()
+        .map(|id| json!({ "type": "TEXT_MESSAGE_END", "messageId": id }))
+        .chain(
+            calls
+                .into_iter()
+                .map(|id| json!({ "type": "TOOL_CALL_END", "toolCallId": id })),
+        )
+        .collect()
+}
+
+/// What the writer task is handed.
+enum Write {
+    Event(StoredEvent),
+    /// Answered once everything before it is stored.
+    Flush(tokio::sync::oneshot::Sender<()>),
+}
+
+/// The task that stores a session's events in order, in batches.
+fn spawn_writer(log: Arc<dyn EventLog>, id: SessionId) -> mpsc::UnboundedSender<Write> {
+    let (sender, mut receiver) = mpsc::unbounded_channel::<Write>();
+    tokio::spawn(async move {
+        let mut received = Vec::new();
+        while receiver.recv_many(&mut received, 256).await > 0 {
+            let mut batch = Vec::new();
+            let mut flushes = Vec::new();
+            for write in received.drain(..) {
+                match write {
+                    Write::Event(event) => batch.push(event),
+                    Write::Flush(done) => flushes.push(done),
+                }
+            }
+            if let Err(err) = log.append_events(&id, &batch).await {
+                tracing::warn!(session = %id, "storing events failed: {err}");
+            }
+            for done in flushes {
+                let _ = done.send(());
+            }
+        }
+    });
+    sender
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@ use crate::translate::Translator;
 use crate::{ServerError, agui};
 use agentkit_core::{CancellationController, Item, SessionId};
 use agentkit_loop::{AgentBuilder, DeliveryMode, ModelAdapter};
-use agentkit_store::{NewSession, SessionLease, SessionStore, StoreError};
+use agentkit_store::{EventLog, NewSession, SessionLease, SessionStore, StoreError};
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -40,11 +40,15 @@ pub struct SessionContext {
     pub thread_id: String,
 }
 
-type Launcher = Arc<
-    dyn Fn(Arc<dyn SessionStore>, Tenant, SessionId, Duration) -> BoxFuture<'static, Launched>
-        + Send
-        + Sync,
->;
+type Launcher =
+    Arc<dyn Fn(Stores, Tenant, SessionId, Duration) -> BoxFuture<'static, Launched> + Send + Sync>;
+
+/// The store, seen as sessions and as event logs.
+#[derive(Clone)]
+struct Stores {
+    sessions: Arc<dyn SessionStore>,
+    events: Arc<dyn EventLog>,
+}
 type Launched = Result<Arc<Hosted>, ServerError>;
 
 /// Builds an [`AgentServer`].
@@ -69,7 +73,7 @@ type Launched = Result<Arc<Hosted>, ServerError>;
 /// ```
 #[derive(Default)]
 pub struct ServerBuilder {
-    store: Option<Arc<dyn SessionStore>>,
+    store: Option<Stores>,
     launcher: Option<Launcher>,
     tenants: Tenants,
     tenant_errors: Vec<String>,
@@ -95,9 +99,14 @@ pub enum BuildError {
 }
 
 impl ServerBuilder {
-    /// Where sessions are kept (required).
-    pub fn store(mut self, store: Arc<dyn SessionStore>) -> Self {
-        self.store = Some(store);
+    /// Where sessions and their events are kept (required): a
+    /// [`SqliteStore`](agentkit_store::SqliteStore) for one replica, a
+    /// `PgStore` for several on one database.
+    pub fn store<S: SessionStore + EventLog>(mut self, store: Arc<S>) -> Self {
+        self.store = Some(Stores {
+            sessions: store.clone(),
+            events: store,
+        });
         self
     }
 
@@ -143,9 +152,11 @@ impl ServerBuilder {
         if self.tenants.is_empty() {
             return Err(BuildError::NoTenant);
         }
+        let store = self.store.ok_or(BuildError::NoStore)?;
         Ok(AgentServer {
             inner: Arc::new(Inner {
-                store: self.store.ok_or(BuildError::NoStore)?,
+                store: store.sessions.clone(),
+                stores: store,
                 launcher: self.launcher.ok_or(BuildError::NoAgent)?,
                 tenants: self.tenants,
                 lease_ttl: self.lease_ttl.unwrap_or(agentkit_store::DEFAULT_LEASE_TTL),
@@ -157,7 +168,7 @@ impl ServerBuilder {
 
 async fn launch<M, F>(
     factory: &F,
-    store: Arc<dyn SessionStore>,
+    stores: Stores,
     tenant: Tenant,
     id: SessionId,
     ttl: Duration,
@@ -168,13 +179,20 @@ where
     F: Fn(&SessionContext) -> AgentBuilder<M>,
 {
     let thread_id = tenant.thread_of(&id).unwrap_or_default().to_owned();
-    let lease = match SessionLease::acquire_with_ttl(store, &id, ttl).await {
+    let lease = match SessionLease::acquire_with_ttl(stores.sessions, &id, ttl).await {
         Ok(lease) => lease,
         Err(StoreError::Busy { .. }) => return Err(ServerError::Busy(thread_id)),
         Err(StoreError::NotFound(_)) => return Err(ServerError::NotFound(thread_id)),
         Err(err) => return Err(err.into()),
     };
-    let hub = Arc::new(Hub::new(thread_id.clone()));
+    // Read after the lease is ours: no one else appends now.
+    let past = stores.events.events_after(&id, 0).await?;
+    let hub = Arc::new(Hub::restore(
+        thread_id.clone(),
+        id.clone(),
+        past,
+        stores.events,
+    ));
     let cancel = CancellationController::new();
     let context = SessionContext {
         tenant: tenant.name().to_owned(),
@@ -197,6 +215,7 @@ pub struct AgentServer {
 }
 
 struct Inner {
+    stores: Stores,
     store: Arc<dyn SessionStore>,
     launcher: Launcher,
     tenants: Tenants,
@@ -223,6 +242,25 @@ impl AgentServer {
     }
 }
 
+impl AgentServer {
+    /// Stops hosting every session: each is saved once it rests and its
+    /// lease given up, so another replica can take it at once. Call it
+    /// after the HTTP server stopped accepting requests.
+    pub async fn shutdown(&self) {
+        let hosted: Vec<Arc<Hosted>> = self
+            .inner
+            .hosted
+            .lock()
+            .await
+            .drain()
+            .map(|(_, h)| h)
+            .collect();
+        for session in hosted {
+            session.close().await;
+        }
+    }
+}
+
 impl Inner {
     /// The hosted session `id`, opened here if it is not yet.
     async fn host(&self, tenant: &Tenant, id: &SessionId) -> Result<Arc<Hosted>, ServerError> {
@@ -234,7 +272,7 @@ impl Inner {
             return Ok(session.clone());
         }
         let session = (self.launcher)(
-            self.store.clone(),
+            self.stores.clone(),
             tenant.clone(),
             id.clone(),
             self.lease_ttl,

@@ -412,3 +412,38 @@ async fn reconnecting_with_last_event_id_replays_what_was_missed() {
         .unwrap();
     assert_eq!(bad.status(), 400);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_are_stored_so_another_server_replays_them() {
+    let first = start(vec![
+        ScriptedTurn::new()
+            .say_chunks(&["x", "y", "z"])
+            .finish(FinishReason::Completed),
+    ])
+    .await;
+    let mut run = first.say(TOKEN_A, "t1", "run-1", "go").await;
+    run.rest().await;
+    let streamed = run.seen.clone();
+    let dir = first.stop().await;
+
+    // Another process on the same database: the client reconnects there.
+    let second = support::start_in(dir, vec![ScriptedTurn::text("Later.")]).await;
+    let cut = streamed[1].id.unwrap();
+    let mut replay = Events::new(
+        second
+            .get_stream(TOKEN_A, "/sessions/t1/events", Some(cut))
+            .await,
+    );
+    for expected in &streamed[2..] {
+        let got = replay.next().await.unwrap();
+        assert_eq!((got.id, &got.data), (expected.id, &expected.data));
+    }
+    // New events continue the numbering.
+    let mut next = second.say(TOKEN_A, "t1", "run-2", "again").await;
+    next.rest().await;
+    assert_eq!(
+        next.seen[0].id,
+        Some(streamed.last().unwrap().id.unwrap() + 1)
+    );
+    assert_eq!(replay.until("RUN_FINISHED").await.data["runId"], "run-2");
+}

@@ -101,13 +101,19 @@ pub struct TestServer {
     pub deploy: Deploy,
     pub gate: Gate,
     pub http: reqwest::Client,
-    _dir: tempfile::TempDir,
+    pub server: AgentServer,
+    pub dir: Arc<tempfile::TempDir>,
+    serve: tokio::task::JoinHandle<()>,
 }
 
 /// A server with two tenants, the `deploy` and `wait` tools, and a model
 /// playing `turns`.
 pub async fn start(turns: Vec<ScriptedTurn>) -> TestServer {
-    let dir = tempfile::tempdir().unwrap();
+    start_in(Arc::new(tempfile::tempdir().unwrap()), turns).await
+}
+
+/// The same, on the SQLite file of `dir` (another server's, after it stopped).
+pub async fn start_in(dir: Arc<tempfile::TempDir>, turns: Vec<ScriptedTurn>) -> TestServer {
     let store = Arc::new(SqliteStore::open(dir.path().join("sessions.db")).unwrap());
     let model = ScriptedModel::new(turns);
     let (deploy, gate) = (Deploy::new(), Gate::new());
@@ -127,14 +133,28 @@ pub async fn start(turns: Vec<ScriptedTurn>) -> TestServer {
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, server.router()).await });
+    let router = server.router();
+    let serve = tokio::spawn(async move {
+        let _ = axum::serve(listener, router).await;
+    });
     TestServer {
         url,
         model,
         deploy,
         gate,
         http: reqwest::Client::new(),
-        _dir: dir,
+        server,
+        dir,
+        serve,
+    }
+}
+
+impl TestServer {
+    /// Stops serving and hosting: every lease is given up.
+    pub async fn stop(self) -> Arc<tempfile::TempDir> {
+        self.serve.abort();
+        self.server.shutdown().await;
+        self.dir
     }
 }
 
