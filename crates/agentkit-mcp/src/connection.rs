@@ -16,6 +16,7 @@ use crate::config::{McpServerConfig, McpTransport};
 use crate::discovery::{Discovery, discover};
 use crate::elicitation::{self, ElicitationHandler};
 use crate::error::McpError;
+use crate::framing::{Garbled, StdioLines, next_violation};
 use crate::http::{http_config, init_challenge, service_challenge};
 use crate::process::{self, ServerProcess};
 use agentkit_core::TurnCancellation;
@@ -120,6 +121,8 @@ pub(crate) struct Connection {
     pub(crate) tools_changed: std::sync::Arc<Notify>,
     /// The server's name, version and negotiated protocol, as MCP JSON.
     pub(crate) server_info: Value,
+    /// Lines the server wrote that were not JSON-RPC (stdio only).
+    garbled: std::sync::Arc<Garbled>,
 }
 
 /// Why a call produced no result.
@@ -176,6 +179,7 @@ impl Connection {
             tools_changed: tools_changed.clone(),
             hooks,
         };
+        let garbled = std::sync::Arc::new(Garbled::default());
         let timed_out = || McpError::ConnectTimeout {
             server: server.to_owned(),
             after: config.connect_timeout,
@@ -189,7 +193,10 @@ impl Connection {
                 let process = spawned.process;
                 let started = tokio::time::timeout(
                     config.connect_timeout,
-                    serve_client(handler, (spawned.stdout, spawned.stdin)),
+                    serve_client(
+                        handler,
+                        StdioLines::new(spawned.stdout, spawned.stdin, garbled.clone()),
+                    ),
                 )
                 .await;
                 // On every failure `process` is dropped here, which ends
@@ -263,6 +270,7 @@ impl Connection {
             discovery: Discovery::default(),
             tools_changed,
             server_info,
+            garbled,
         };
         // Whatever is left of the connect timeout covers discovery, so a
         // server that initializes but never lists its tools still fails in
@@ -355,6 +363,9 @@ impl Connection {
             params = params.with_arguments(arguments);
         }
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        // Subscribed before sending: a broken line from now on may be the
+        // answer this call waits for.
+        let mut garbled = self.garbled.subscribe();
         // No rmcp timeout: the deadline below also covers the turn's
         // cancellation, and both send the cancellation notice themselves.
         let handle = match self
@@ -386,6 +397,10 @@ impl Connection {
                 in_flight.cancel("the turn was cancelled".into()).await;
                 return Err(CallError::Cancelled);
             }
+            what = next_violation(&mut garbled) => {
+                in_flight.cancel(what.clone()).await;
+                return Err(CallError::Protocol(what));
+            }
         };
         in_flight.disarm();
         match answer {
@@ -402,6 +417,22 @@ impl Connection {
         }
     }
 
+    /// Runs a host request within `limit`, ending it early (as a timeout
+    /// would) when the server writes a line that is not JSON-RPC.
+    async fn guarded<T>(
+        &self,
+        limit: Duration,
+        request: impl Future<Output = Result<T, ServiceError>>,
+    ) -> Result<Result<T, ServiceError>, CallError> {
+        let mut garbled = self.garbled.subscribe();
+        tokio::select! {
+            answer = tokio::time::timeout(limit, request) => {
+                answer.map_err(|_| CallError::Timeout(limit))
+            }
+            what = next_violation(&mut garbled) => Err(CallError::Protocol(what)),
+        }
+    }
+
     /// `resources/read`, within `limit`, as MCP JSON.
     pub(crate) async fn read_resource(
         &self,
@@ -409,8 +440,8 @@ impl Connection {
         limit: Duration,
     ) -> Result<Value, CallError> {
         let params = ReadResourceRequestParams::new(uri);
-        match tokio::time::timeout(limit, self.peer.read_resource(params)).await {
-            Err(_) => Err(CallError::Timeout(limit)),
+        match self.guarded(limit, self.peer.read_resource(params)).await {
+            Err(err) => Err(err),
             Ok(Err(err)) => Err(classify(err)),
             Ok(Ok(result)) => serde_json::to_value(&result)
                 .map_err(|err| CallError::Protocol(crate::plain::describe(&err))),
@@ -428,8 +459,8 @@ impl Connection {
         if let Some(arguments) = arguments {
             params = params.with_arguments(arguments);
         }
-        match tokio::time::timeout(limit, self.peer.get_prompt_once(params)).await {
-            Err(_) => Err(CallError::Timeout(limit)),
+        match self.guarded(limit, self.peer.get_prompt_once(params)).await {
+            Err(err) => Err(err),
             Ok(Err(err)) => Err(classify(err)),
             Ok(Ok(GetPromptResponse::Complete(result))) => serde_json::to_value(&result)
                 .map_err(|err| CallError::Protocol(crate::plain::describe(&err))),

@@ -90,6 +90,7 @@ mod convert;
 mod discovery;
 mod elicitation;
 mod error;
+mod framing;
 mod http;
 mod manager;
 mod naming;

@@ -1,19 +1,21 @@
 //! A hostile MCP server (tests/fixtures/hostile.mjs, plain JSON-RPC over
-//! stdio, no npm package needed): a huge result, a value nested 100,000
-//! deep, bytes that are not UTF-8, a result for an id never asked. Each call
-//! ends in bounded time with a typed result or error, memory stays bounded,
-//! and the session keeps working: `ping` answers after each.
+//! stdio, no npm package needed): plain text, JSON that is not JSON-RPC, a
+//! huge result, a value nested 100,000 deep, bytes that are not UTF-8, a
+//! result for an id never asked. Each call ends at once with a typed result
+//! or error naming the server, memory stays bounded, and the session keeps
+//! working: `ping` answers after each.
 
 mod common;
 
-use agentkit_mcp::{McpServerConfig, McpServerManager};
+use agentkit_mcp::{McpError, McpServerConfig, McpServerManager};
 use agentkit_tools_core::{ToolContext, ToolError, ToolResult};
 use common::{fixtures_dir, within};
 use serde_json::json;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-/// Short, so the calls that end at their deadline keep the test quick.
-const CALL_TIMEOUT: Duration = Duration::from_secs(2);
+/// Far longer than the test's own limit: a call that waited for its
+/// deadline instead of failing on a broken line fails the test.
+const CALL_TIMEOUT: Duration = Duration::from_secs(600);
 
 fn hostile(huge_mb: u32) -> McpServerConfig {
     McpServerConfig::stdio("hostile", "node")
@@ -57,20 +59,27 @@ async fn each_hostile_answer_is_bounded_and_typed_and_the_session_survives() {
         let stray = call(&manager, "stray").await.expect("the real answer");
         assert_eq!(stray.output.to_text(), "pong");
 
-        // Lines the transport cannot read (not UTF-8, nested past serde's
-        // limit of 128, longer than rmcp's 16 MiB line cap) are dropped
-        // without being buffered whole: the call ends at its deadline with
-        // a typed timeout, and the next call works.
-        for tool in ["badutf8", "deep", "huge"] {
+        // Lines that are not JSON-RPC (plain text, JSON of another shape,
+        // bytes that are not UTF-8, nesting past serde's limit of 128, a
+        // line longer than the 16 MiB cap) may be the answer the call waits
+        // for: the call fails at once with a protocol error naming the
+        // server (the deadline is far beyond the test's own limit), memory
+        // stays bounded (long lines are never buffered whole), and the
+        // next call works.
+        for (tool, words) in [
+            ("garbage", "Debugger listening"),
+            ("notrpc", "hello"),
+            ("badutf8", "not JSON-RPC"),
+            ("deep", "recursion limit"),
+            ("huge", "longer than"),
+        ] {
             let before = resident_bytes();
-            let started = Instant::now();
             let outcome = call(&manager, tool).await;
-            assert_eq!(outcome, Err(ToolError::Timeout(CALL_TIMEOUT)), "{tool}");
-            assert!(
-                started.elapsed() < CALL_TIMEOUT * 3,
-                "{tool}: {:?}",
-                started.elapsed()
-            );
+            let Err(ToolError::ExecutionFailed(message)) = &outcome else {
+                panic!("{tool}: {outcome:?}");
+            };
+            assert!(message.contains("MCP server hostile"), "{tool}: {message}");
+            assert!(message.contains(words), "{tool}: {message}");
             let grown = resident_bytes().saturating_sub(before);
             assert!(
                 grown < 48 << 20,
@@ -79,6 +88,16 @@ async fn each_hostile_answer_is_bounded_and_typed_and_the_session_survives() {
             );
             still_works(&manager).await;
         }
+
+        // A host request is answered with plain text: it fails at once
+        // with the manager's protocol error, naming the server.
+        let read = manager.read_resource("hostile", "file:///x").await;
+        let Err(McpError::Protocol { server, message }) = &read else {
+            panic!("{read:?}");
+        };
+        assert_eq!(server, "hostile");
+        assert!(message.contains("no resource file:///x here"), "{message}");
+        still_works(&manager).await;
     })
     .await;
 }
