@@ -20,11 +20,13 @@ use crate::framing::{Garbled, StdioLines, next_violation};
 use crate::http::{http_config, init_challenge, service_challenge};
 use crate::process::{self, ServerProcess};
 use agentkit_core::TurnCancellation;
+use agentkit_tools_core::{ProgressSink, ToolProgress};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientCapabilities,
     ClientConfig, ClientRequest, ElicitRequestParams, ElicitResult, ElicitationCapability,
     FormElicitationCapability, GetPromptRequestParams, GetPromptResponse, Implementation,
-    ReadResourceRequestParams, RequestId, ServerResult, UrlElicitationCapability,
+    ProgressNotificationParam, ReadResourceRequestParams, RequestId, ServerResult,
+    UrlElicitationCapability,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RunningService, ServiceError};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -55,6 +57,45 @@ struct Handler {
     server: String,
     tools_changed: std::sync::Arc<Notify>,
     hooks: Hooks,
+    progress: std::sync::Arc<ProgressRoutes>,
+}
+
+/// Where each call's `notifications/progress` go: its progress token
+/// (as text) to the sink of the call that sent it.
+#[derive(Default)]
+pub(crate) struct ProgressRoutes(Mutex<std::collections::HashMap<String, ProgressSink>>);
+
+/// Routes a call's progress while it lives.
+struct ProgressRoute<'a> {
+    routes: &'a ProgressRoutes,
+    token: String,
+}
+
+impl Drop for ProgressRoute<'_> {
+    fn drop(&mut self) {
+        self.routes
+            .0
+            .lock()
+            .expect("progress lock")
+            .remove(&self.token);
+    }
+}
+
+/// One MCP progress notice as a tool progress report: the server's
+/// message, else "3 of 5"; a fraction when the total is known.
+fn tool_progress(params: &ProgressNotificationParam) -> ToolProgress {
+    let message = params
+        .message
+        .clone()
+        .unwrap_or_else(|| match params.total {
+            Some(total) => format!("{} of {total}", params.progress),
+            None => params.progress.to_string(),
+        });
+    let progress = ToolProgress::new(message);
+    match params.total {
+        Some(total) if total > 0.0 => progress.with_fraction((params.progress / total) as f32),
+        _ => progress,
+    }
 }
 
 /// What the host set on the manager for servers' requests to the client,
@@ -68,6 +109,36 @@ impl ClientHandler for Handler {
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         tracing::debug!(server = %self.server, "tools/list_changed received");
         self.tools_changed.notify_one();
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let token = params.progress_token.0.to_string();
+        let sink = self
+            .progress
+            .0
+            .lock()
+            .expect("progress lock")
+            .get(&token)
+            .cloned();
+        match sink {
+            Some(sink) => sink.report(tool_progress(&params)),
+            None => tracing::debug!(server = %self.server, %token, "progress for no running call"),
+        }
+    }
+
+    // Deprecated in rmcp (SEP-2577); servers of the revisions we speak
+    // still send it.
+    #[allow(deprecated)]
+    async fn on_logging_message(
+        &self,
+        params: rmcp::model::LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        crate::logging::record(&self.server, &params);
     }
 
     async fn create_elicitation(
@@ -123,6 +194,8 @@ pub(crate) struct Connection {
     pub(crate) server_info: Value,
     /// Lines the server wrote that were not JSON-RPC (stdio only).
     garbled: std::sync::Arc<Garbled>,
+    /// Progress sinks of the calls in flight.
+    progress: std::sync::Arc<ProgressRoutes>,
 }
 
 /// Why a call produced no result.
@@ -174,10 +247,12 @@ impl Connection {
         let server = config.name.as_str();
         let started_at = tokio::time::Instant::now();
         let tools_changed = std::sync::Arc::new(Notify::new());
+        let progress = std::sync::Arc::new(ProgressRoutes::default());
         let handler = Handler {
             server: server.to_owned(),
             tools_changed: tools_changed.clone(),
             hooks,
+            progress: progress.clone(),
         };
         let garbled = std::sync::Arc::new(Garbled::default());
         let timed_out = || McpError::ConnectTimeout {
@@ -271,6 +346,7 @@ impl Connection {
             tools_changed,
             server_info,
             garbled,
+            progress,
         };
         // Whatever is left of the connect timeout covers discovery, so a
         // server that initializes but never lists its tools still fails in
@@ -354,6 +430,7 @@ impl Connection {
         arguments: Option<serde_json::Map<String, Value>>,
         deadline: Duration,
         cancel: &TurnCancellation,
+        progress: &ProgressSink,
     ) -> Result<Value, CallError> {
         if self.is_closed() {
             return Err(CallError::NotSent("the session is closed".into()));
@@ -378,6 +455,20 @@ impl Connection {
                 return Err(CallError::NotSent("the session is closed".into()));
             }
             Err(err) => return Err(classify(err)),
+        };
+        // rmcp gives every request a progress token; the server's notices
+        // for it go to the call's sink until the call ends. A notice that
+        // beat this registration (the server answering before this task
+        // resumed) is logged at debug level and dropped.
+        let token = handle.progress_token.0.to_string();
+        self.progress
+            .0
+            .lock()
+            .expect("progress lock")
+            .insert(token.clone(), progress.clone());
+        let _route = ProgressRoute {
+            routes: &self.progress,
+            token,
         };
         // From here on the request is the server's business: whatever ends
         // this future early (deadline, cancellation, or a caller dropping

@@ -92,6 +92,10 @@ mod elicitation;
 mod error;
 mod framing;
 mod http;
+// MCP logging is deprecated in rmcp (SEP-2577), but the protocol revisions
+// this client speaks still carry it, and servers still send it.
+#[allow(deprecated)]
+mod logging;
 mod manager;
 mod naming;
 #[cfg(feature = "oauth")]

@@ -72,7 +72,13 @@ impl Inner {
                     _ = ctx.cancellation.cancelled() => return Err(ToolError::Cancelled),
                 };
                 let outcome = connection
-                    .call_tool(tool, arguments.clone(), deadline, &ctx.cancellation)
+                    .call_tool(
+                        tool,
+                        arguments.clone(),
+                        deadline,
+                        &ctx.cancellation,
+                        &ctx.progress,
+                    )
                     .await;
                 return match outcome {
                     Ok(result) => Ok(convert::tool_result(server_name, tool, &result)),
