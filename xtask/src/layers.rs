@@ -35,6 +35,15 @@ const RULES: &[(&str, Option<&[&str]>)] = &[
         ]),
     ),
     (
+        "agentkit-provider-gemini",
+        Some(&[
+            "agentkit-core",
+            "agentkit-tools-core",
+            "agentkit-loop",
+            "agentkit-http",
+        ]),
+    ),
+    (
         "agentkit-mcp",
         Some(&["agentkit-core", "agentkit-tools-core"]),
     ),
