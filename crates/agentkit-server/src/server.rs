@@ -229,7 +229,13 @@ impl AgentServer {
         ServerBuilder::default()
     }
 
-    /// The routes, ready for `axum::serve`.
+    /// Serves the routes on `listener` until the task is dropped or
+    /// the listener fails.
+    pub async fn serve(&self, listener: tokio::net::TcpListener) -> std::io::Result<()> {
+        axum::serve(listener, self.router()).await
+    }
+
+    /// The routes, ready for `axum::serve` (or to nest in a larger app).
     pub fn router(&self) -> Router {
         Router::new()
             .route("/agui", post(run))
@@ -397,7 +403,7 @@ async fn load(
         "messages": agui::messages_of(&stored.items),
         "pendingApprovals": pending,
         "queued": hosted.queued(),
-        "running": hosted.phase() == Phase::Running,
+        "running": hosted.hub.in_run(),
         "lastEventId": hosted.hub.last_seq(),
     })))
 }
