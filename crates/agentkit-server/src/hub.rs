@@ -58,6 +58,8 @@ pub(crate) struct Hub {
     /// The last event readers may see: with a store, the last one stored,
     /// so a client never holds an event id another replica would reuse.
     visible: Arc<watch::Sender<u64>>,
+    /// No more events will come: the session is hosted elsewhere now.
+    closed: std::sync::atomic::AtomicBool,
     /// Hands every new event to the task that stores it.
     writer: Option<mpsc::UnboundedSender<Write>>,
 }
@@ -71,6 +73,7 @@ impl Hub {
             state: Mutex::new(State::default()),
             latest: watch::channel(0).0,
             visible: Arc::new(watch::channel(0).0),
+            closed: Default::default(),
             writer: None,
         }
     }
@@ -105,6 +108,7 @@ impl Hub {
             latest: watch::channel(last).0,
             writer: Some(spawn_writer(log, id, visible.clone())),
             visible,
+            closed: Default::default(),
         };
         let open_run = records
             .last()
@@ -272,6 +276,17 @@ impl Hub {
         let to = visible.min(state.log.len());
         let from = (seq as usize).min(to);
         state.log[from..to].to_vec()
+    }
+
+    /// Ends the streams reading this hub once they have read everything.
+    pub(crate) fn close(&self) {
+        self.closed.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.visible.send_modify(|_| {});
+    }
+
+    /// `true` once [`Hub::close`] was called.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Waits until every event so far is stored.
