@@ -81,6 +81,15 @@ const RULES: &[(&str, Option<&[&str]>)] = &[
         ]),
     ),
     (
+        "agentkit-server",
+        Some(&[
+            "agentkit-core",
+            "agentkit-tools-core",
+            "agentkit-loop",
+            "agentkit-store",
+        ]),
+    ),
+    (
         "agentkit-subagent",
         Some(&["agentkit-core", "agentkit-tools-core", "agentkit-loop"]),
     ),
