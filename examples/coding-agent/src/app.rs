@@ -9,6 +9,7 @@
 //! conversation goes on; only Ctrl-D or a second Ctrl-C at the prompt quit.
 
 use crate::context::{ContextControl, ContextKeeper, window_for};
+use crate::diagnose;
 use crate::input::{Input, InputEvent, Mode};
 use crate::policy::{ALWAYS_KEY, CodingPolicy, SessionAllowList, describe_key};
 use crate::provider::ModelInfo;
@@ -513,14 +514,14 @@ pub async fn run<M: ModelAdapter + Clone + 'static>(
                 view.cut_answer();
                 view.reset_round();
                 summary.errors += 1;
+                ctx.screen().set_activity(None);
+                show_error(&ctx, &error, &driver, &setup.info);
                 if setup.one_shot {
-                    // Nobody is there to retry: report it and quit (the
-                    // exit code says the turn failed).
-                    ctx.screen().set_activity(None);
-                    ctx.note(format!("error: {error}"), Look::Bad);
+                    // Nobody is there to retry: quit (the exit code says
+                    // the turn failed).
                     break;
                 }
-                if !recover(&mut driver, &mut ctx, &error).await {
+                if !recover(&mut driver, &mut ctx).await {
                     break;
                 }
             }
@@ -572,15 +573,24 @@ async fn answer_approval<S: ModelSession>(
     }
 }
 
-/// Shows an error of `next()` and waits for the user: Enter retries, a
-/// message is sent with the retry. `false` means the user quit.
-async fn recover<S: ModelSession>(
-    driver: &mut Session<S>,
-    ctx: &mut Ctx,
+/// Shows an error of `next()`, with its likely cause when there is one.
+fn show_error<S: ModelSession>(
+    ctx: &Ctx,
     error: &StoreError,
-) -> bool {
-    ctx.screen().set_activity(None);
-    ctx.note(format!("error: {error}"), Look::Bad);
+    driver: &Session<S>,
+    info: &ModelInfo,
+) {
+    let window = window_for(&info.model, info.window);
+    let (cause, detail) = diagnose::describe(error, driver, info.base_url.as_deref(), window);
+    ctx.note(format!("error: {cause}"), Look::Bad);
+    if let Some(detail) = detail {
+        ctx.note(format!("  ({detail})"), Look::Dim);
+    }
+}
+
+/// Waits for the user after an error: Enter retries, a message is sent
+/// with the retry. `false` means the user quit.
+async fn recover<S: ModelSession>(driver: &mut Session<S>, ctx: &mut Ctx) -> bool {
     ctx.note(
         "the conversation is kept: press Enter to retry, or type a message",
         Look::Dim,
