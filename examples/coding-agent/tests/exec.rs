@@ -329,6 +329,20 @@ fn a_local_server_names_its_model_and_an_over_long_prompt_is_named() {
     assert_eq!(bodies[2]["model"], "SmolLM2-135M-Instruct");
 }
 
+/// Sends "hello" to the server at `url`, expects the turn to fail, and
+/// returns standard error.
+fn failed_hello(url: &str, dir: &Path) -> String {
+    let output = exec_with(
+        &[("OPENAI_BASE_URL", url), ("AGENTKIT_MODEL", "m")],
+        dir,
+        &["hello"],
+        "",
+    );
+    let log = stderr(&output);
+    assert_eq!(code(&output), 1, "{log}");
+    log
+}
+
 #[test]
 fn connection_refused_is_one_sentence_naming_the_url() {
     let dir = tempfile::tempdir().unwrap();
@@ -339,14 +353,7 @@ fn connection_refused_is_one_sentence_naming_the_url() {
         .unwrap()
         .port();
     let url = format!("http://127.0.0.1:{port}/v1");
-    let output = exec_with(
-        &[("OPENAI_BASE_URL", &url), ("AGENTKIT_MODEL", "m")],
-        dir.path(),
-        &["hello"],
-        "",
-    );
-    let log = stderr(&output);
-    assert_eq!(code(&output), 1, "{log}");
+    let log = failed_hello(&url, dir.path());
     let line = log
         .lines()
         .find(|l| l.contains("cannot connect"))
@@ -368,14 +375,7 @@ fn a_base_url_without_v1_gets_a_hint() {
         r#"{"detail":"Not Found"}"#,
     )]);
     let url = server.base_url().trim_end_matches("/v1").to_owned();
-    let output = exec_with(
-        &[("OPENAI_BASE_URL", &url), ("AGENTKIT_MODEL", "m")],
-        dir.path(),
-        &["hello"],
-        "",
-    );
-    let log = stderr(&output);
-    assert_eq!(code(&output), 1, "{log}");
+    let log = failed_hello(&url, dir.path());
     assert!(
         log.contains(&format!("try OPENAI_BASE_URL={url}/v1")),
         "{log}"
