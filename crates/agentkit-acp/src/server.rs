@@ -8,6 +8,8 @@
 //! spawned, so a `session/cancel` is read while a turn runs.
 
 use crate::session::{Drive, Prompt, SessionHandle};
+#[cfg(feature = "store")]
+use crate::updates::replay_round;
 use crate::updates::{KindFn, UpdateSink, prompt_item, replay};
 use crate::{AcpError, BoxError, SessionLoader, StoredSession, ToolKind};
 use agent_client_protocol::v1::ConnectionTo;
@@ -361,14 +363,15 @@ where
         #[cfg(feature = "store")]
         if let Some(config) = &self.server.store {
             let servers = EditorMcpServer::from_acp(request.mcp_servers);
-            let transcript = self
+            let snapshot = self
                 .open_stored(config, &session_id, request.cwd, servers, true, cx.clone())
                 .await
                 .map_err(|err| match err {
                     AcpError::UnknownSession(id) => acp::Error::session_not_found(id).into(),
                     other => to_rpc_error(other),
                 })?;
-            replay(&cx, &session_id, &transcript, &self.server.kinds)?;
+            replay(&cx, &session_id, &snapshot.transcript, &self.server.kinds)?;
+            replay_round(&cx, &session_id, &snapshot.round)?;
             return Ok(acp::LoadSessionResponse::new());
         }
         let Some(loader) = &self.server.loader else {
@@ -479,7 +482,7 @@ where
         mcp_servers: Vec<EditorMcpServer>,
         loaded: bool,
         cx: ConnectionTo<Client>,
-    ) -> Result<Vec<agentkit_core::Item>, AcpError> {
+    ) -> Result<agentkit_loop::LoopSnapshot, AcpError> {
         use agentkit_store::{NewSession, SessionLease, StoreError};
         let failed = |err: StoreError| match err {
             StoreError::NotFound(id) => AcpError::UnknownSession(id.to_string()),
@@ -516,9 +519,9 @@ where
             .open_with(&agent, SessionConfig::new(session_id))
             .await
             .map_err(failed)?;
-        let transcript = session.snapshot().transcript;
+        let snapshot = session.snapshot();
         self.register(session_id, session, (cancel, updates), cx);
-        Ok(transcript)
+        Ok(snapshot)
     }
 
     fn prompt(
