@@ -11,7 +11,7 @@ use crate::session::{Drive, Prompt, SessionHandle};
 #[cfg(feature = "store")]
 use crate::updates::replay_round;
 use crate::updates::{KindFn, UpdateSink, prompt_item, replay};
-use crate::{AcpError, BoxError, SessionLoader, StoredSession, ToolKind};
+use crate::{AcpError, BoxError, SessionLoader, SessionModes, StoredSession, ToolKind};
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema as acp;
 use agent_client_protocol::{Client, ConnectTo, Error};
@@ -122,6 +122,7 @@ pub struct AcpServer<M: ModelAdapter> {
     #[cfg(feature = "store")]
     store: Option<crate::store::StoreConfig>,
     kinds: KindFn,
+    modes: Option<SessionModes>,
     name: String,
     version: String,
 }
@@ -140,6 +141,7 @@ where
             #[cfg(feature = "store")]
             store: None,
             kinds: Arc::new(ToolKind::guess),
+            modes: None,
             name: "agentkit".to_owned(),
             version: env!("CARGO_PKG_VERSION").to_owned(),
         }
@@ -198,6 +200,15 @@ where
         self.loader.is_some()
     }
 
+    /// Offers `modes` in every session (`session/new` and `session/load`
+    /// answer with them, `session/set_mode` switches): each approval
+    /// request the current mode approves is given without asking the
+    /// editor.
+    pub fn session_modes(mut self, modes: SessionModes) -> Self {
+        self.modes = Some(modes);
+        self
+    }
+
     /// Replaces the name-based guess of each tool's ACP kind.
     pub fn tool_kinds(mut self, kinds: impl Fn(&str) -> ToolKind + Send + Sync + 'static) -> Self {
         self.kinds = Arc::new(kinds);
@@ -231,7 +242,8 @@ where
             sessions: Mutex::new(HashMap::new()),
             counter: AtomicU64::new(0),
         });
-        let (s1, s2, s3, s4, s5) = (
+        let (s1, s2, s3, s4, s5, s6) = (
+            state.clone(),
             state.clone(),
             state.clone(),
             state.clone(),
@@ -270,6 +282,12 @@ where
             .on_receive_request(
                 async move |request: acp::PromptRequest, responder, _cx| {
                     s4.prompt(request, responder)
+                },
+                agent_client_protocol::on_receive_request!(),
+            )
+            .on_receive_request(
+                async move |request: acp::SetSessionModeRequest, responder, cx| {
+                    responder.respond_with_result(s6.set_mode(&request, &cx))
                 },
                 agent_client_protocol::on_receive_request!(),
             )
@@ -346,12 +364,12 @@ where
             self.open_stored(config, &session_id, request.cwd, servers, false, cx)
                 .await
                 .map_err(to_rpc_error)?;
-            return Ok(acp::NewSessionResponse::new(session_id));
+            return Ok(acp::NewSessionResponse::new(session_id).modes(self.mode_state()));
         }
         self.open(&session_id, request.cwd, servers, None, cx)
             .await
             .map_err(to_rpc_error)?;
-        Ok(acp::NewSessionResponse::new(session_id))
+        Ok(acp::NewSessionResponse::new(session_id).modes(self.mode_state()))
     }
 
     async fn load_session(
@@ -372,7 +390,7 @@ where
                 })?;
             replay(&cx, &session_id, &snapshot.transcript, &self.server.kinds)?;
             replay_round(&cx, &session_id, &snapshot.round)?;
-            return Ok(acp::LoadSessionResponse::new());
+            return Ok(acp::LoadSessionResponse::new().modes(self.mode_state()));
         }
         let Some(loader) = &self.server.loader else {
             return Err(Error::method_not_found());
@@ -392,7 +410,35 @@ where
         self.open(&session_id, request.cwd, servers, Some(stored), cx)
             .await
             .map_err(to_rpc_error)?;
-        Ok(acp::LoadSessionResponse::new())
+        Ok(acp::LoadSessionResponse::new().modes(self.mode_state()))
+    }
+
+    /// The modes a new or loaded session offers, in their default.
+    fn mode_state(&self) -> Option<acp::SessionModeState> {
+        let modes = self.server.modes.as_ref()?;
+        Some(modes.state(modes.default_mode()))
+    }
+
+    /// Handles `session/set_mode`, and tells the editor the mode changed.
+    fn set_mode(
+        &self,
+        request: &acp::SetSessionModeRequest,
+        cx: &ConnectionTo<Client>,
+    ) -> Result<acp::SetSessionModeResponse, Error> {
+        let sessions = self.sessions.lock().expect("sessions lock");
+        let Some(session) = sessions.get(request.session_id.0.as_ref()) else {
+            return Err(acp::Error::session_not_found(request.session_id.0.to_string()).into());
+        };
+        if !session.set_mode(&request.mode_id.0) {
+            return Err(Error::invalid_params().data(format!("no mode {:?}", request.mode_id.0)));
+        }
+        cx.send_notification(acp::SessionNotification::new(
+            request.session_id.clone(),
+            acp::SessionUpdate::CurrentModeUpdate(acp::CurrentModeUpdate::new(
+                request.mode_id.clone(),
+            )),
+        ))?;
+        Ok(acp::SetSessionModeResponse::new())
     }
 
     /// The host's builder for a session, with the server's cancellation
@@ -431,7 +477,7 @@ where
         cx: ConnectionTo<Client>,
     ) {
         let (cancel, updates) = prepared;
-        let handle = SessionHandle::spawn(driver, cancel, cx, updates);
+        let handle = SessionHandle::spawn(driver, cancel, cx, updates, self.server.modes.clone());
         self.sessions
             .lock()
             .expect("sessions lock")
