@@ -14,7 +14,7 @@ use crate::input::{Input, InputEvent, Mode};
 use crate::policy::{ALWAYS_KEY, CodingPolicy, SessionAllowList, describe_key};
 use crate::provider::ModelInfo;
 use crate::screen::{Line, Look, Screen};
-use crate::sessions::{SessionError, Sessions, shorten, system_item};
+use crate::sessions::{SessionError, Sessions, shorten, system_item, tokens_known};
 use crate::view::View;
 use agentkit_core::{CancellationController, FinishReason, Item, ItemKind, SessionId, Usage};
 use agentkit_loop::{
@@ -617,17 +617,28 @@ async fn recover<S: ModelSession>(driver: &mut Session<S>, ctx: &mut Ctx) -> boo
 }
 
 fn status_line(info: &ModelInfo, turn: &Usage, session: &Usage) -> Line {
+    // A server that reports no usage leaves the counts unknown, not zero.
     let money = |usage: &Usage| match info.cost(usage) {
-        Some(cost) => format!("${cost:.4}"),
-        None => "cost n/a".into(),
+        Some(cost) if tokens_known(usage) || usage.cost.is_some() => format!("${cost:.4}"),
+        _ => "cost n/a".into(),
+    };
+    let turn_tokens = if tokens_known(turn) {
+        format!(
+            "{} in · {} out",
+            turn.tokens.input_tokens, turn.tokens.output_tokens
+        )
+    } else {
+        "? in · ? out (not reported)".into()
+    };
+    let session_tokens = if tokens_known(session) {
+        session.tokens.total().to_string()
+    } else {
+        "?".into()
     };
     Line::new(
         format!(
-            "── {} in · {} out · {} this turn │ session {} tokens · {} │ {}",
-            turn.tokens.input_tokens,
-            turn.tokens.output_tokens,
+            "── {turn_tokens} · {} this turn │ session {session_tokens} tokens · {} │ {}",
             money(turn),
-            session.tokens.total(),
             money(session),
             info.label
         ),
@@ -677,16 +688,15 @@ fn show_history(screen: &Arc<Mutex<Screen>>, snapshot: &LoopSnapshot) {
         Look::Accent,
     )];
     for item in snapshot.transcript.iter().rev().take(6).rev() {
-        let text = item.text_content();
-        if text.trim().is_empty() {
-            continue;
-        }
         let who = match item.kind {
             ItemKind::User => "> ",
             ItemKind::Assistant => "  ",
             _ => continue,
         };
-        lines.push(Line::new(format!("{who}{}", shorten(&text, 70)), Look::Dim));
+        // Messages queued together are one item: one line each.
+        for text in crate::view::message_texts(item) {
+            lines.push(Line::new(format!("{who}{}", shorten(&text, 70)), Look::Dim));
+        }
     }
     if snapshot.pending_approvals().next().is_some() {
         lines.push(Line::new("(an approval is waiting)", Look::Warn));
