@@ -247,22 +247,44 @@ impl Ctx {
         }
     }
 
-    async fn ask_approval(&mut self) -> Answer {
-        self.screen().set_prompt(
-            Line::new("allow? ", Look::Warn)
-                .and("[y]es / [n]o / [a]lways for this session ", Look::Bold),
-        );
+    /// Asks for an approval. Text typed meanwhile is not an answer: a key
+    /// other than y, n or a starts a message (finished with Enter), which
+    /// is returned to be queued, and the question is asked again.
+    async fn ask_approval(&mut self) -> (Answer, Vec<String>) {
+        let question = Line::new("allow? ", Look::Warn)
+            .and("[y]es / [n]o / [a]lways for this session ", Look::Bold);
+        self.screen().set_prompt(question.clone());
+        let mut typed = Vec::new();
         let answer = loop {
             if self.input.is_closed() {
                 break Answer::No;
             }
             match self.input.next(Mode::Choice).await {
-                InputEvent::Key('y') => break Answer::Yes,
-                InputEvent::Key('n') => break Answer::No,
-                InputEvent::Key('a') => break Answer::Always,
+                InputEvent::Key(key) => match key.to_ascii_lowercase() {
+                    'y' => break Answer::Yes,
+                    'n' => break Answer::No,
+                    'a' => break Answer::Always,
+                    _ => {
+                        if let Some(text) = self.read_message(key).await {
+                            self.note(
+                                format!("(sent once you answer: {})", shorten(&text, 50)),
+                                Look::Dim,
+                            );
+                            typed.push(text);
+                        }
+                        self.screen().set_prompt(question.clone());
+                    }
+                },
+                InputEvent::Submit(text) if !text.trim().is_empty() => {
+                    self.note(
+                        format!("(a message, not an answer: {})", shorten(&text, 50)),
+                        Look::Dim,
+                    );
+                    typed.push(text);
+                }
                 InputEvent::Interrupt => break Answer::Cancel,
                 InputEvent::Eof => break Answer::No,
-                _ => {}
+                InputEvent::Submit(_) => {}
             }
         };
         let mut screen = self.screen();
@@ -275,7 +297,27 @@ impl Ctx {
         screen.line(Line::new(format!("  you: {shown}"), Look::Dim));
         // The turn goes on after an answer: typing steers it.
         screen.set_prompt(Line::new("steer> ", Look::Dim));
-        answer
+        (answer, typed)
+    }
+
+    /// Reads the rest of a message whose first character was `first`,
+    /// typed at a question; `None` when it was abandoned (Ctrl-C, Ctrl-D).
+    async fn read_message(&mut self, first: char) -> Option<String> {
+        {
+            let mut screen = self.screen();
+            screen.set_prompt(Line::new("message> ", Look::Dim));
+            screen.insert(first.encode_utf8(&mut [0; 4]));
+        }
+        loop {
+            match self.input.next(Mode::Line).await {
+                InputEvent::Submit(text) => return Some(text),
+                InputEvent::Interrupt | InputEvent::Eof => {
+                    let _ = self.screen().take_input();
+                    return None;
+                }
+                InputEvent::Key(_) => {}
+            }
+        }
     }
 }
 
@@ -550,7 +592,12 @@ async fn answer_approval<S: ModelSession>(
         ctx.note("  approved (--yes)", Look::Dim);
         Answer::Yes
     } else {
-        ctx.ask_approval().await
+        let (answer, typed) = ctx.ask_approval().await;
+        let soft = driver.soft_interrupts();
+        for text in typed {
+            ctx.queue_message(&soft, text);
+        }
+        answer
     };
     match answer {
         Answer::Yes => pending.approve(driver),
