@@ -35,6 +35,15 @@ const RULES: &[(&str, Option<&[&str]>)] = &[
         ]),
     ),
     (
+        "agentkit-provider-gemini",
+        Some(&[
+            "agentkit-core",
+            "agentkit-tools-core",
+            "agentkit-loop",
+            "agentkit-http",
+        ]),
+    ),
+    (
         "agentkit-mcp",
         Some(&["agentkit-core", "agentkit-tools-core"]),
     ),
@@ -64,6 +73,15 @@ const RULES: &[(&str, Option<&[&str]>)] = &[
     ),
     (
         "agentkit-acp",
+        Some(&[
+            "agentkit-core",
+            "agentkit-tools-core",
+            "agentkit-loop",
+            "agentkit-store",
+        ]),
+    ),
+    (
+        "agentkit-server",
         Some(&[
             "agentkit-core",
             "agentkit-tools-core",

@@ -44,6 +44,7 @@ pub mod json;
 mod limits;
 
 mod pricing;
+mod replay;
 mod retry;
 mod sse;
 #[cfg(feature = "test-server")]

@@ -64,6 +64,9 @@ impl ClientHandler for Handler {
             ClientCapabilities::default(),
             Implementation::new("agentkit-mcp", env!("CARGO_PKG_VERSION")),
         )
+        // rmcp's `LATEST` is a revision without the handshake; inside an
+        // `initialize` request only revisions that have it make sense.
+        .with_protocol_version(crate::protocol::announced())
     }
 }
 
@@ -197,6 +200,16 @@ impl Connection {
             }
         };
         let peer = service.peer().clone();
+        if let Some(info) = peer.peer_info() {
+            let version = &info.protocol_version;
+            if !crate::protocol::supported(version) {
+                // `service` and `process` are dropped: the session ends.
+                return Err(McpError::UnsupportedProtocolVersion {
+                    server: server.to_owned(),
+                    version: version.to_string(),
+                });
+            }
+        }
         let server_info = peer
             .peer_info()
             .and_then(|info| serde_json::to_value(&*info).ok())

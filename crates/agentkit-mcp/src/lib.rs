@@ -95,6 +95,7 @@ mod naming;
 mod oauth;
 mod plain;
 mod process;
+mod protocol;
 mod tool;
 
 pub use auth::{AuthOperation, AuthRequest, AuthResolution, McpAuthResponder, McpCredentials};
@@ -113,6 +114,7 @@ pub use manager::{McpServerManager, ServerState, ServerStatus};
 pub use naming::exposed_tool_name;
 #[cfg(feature = "oauth")]
 pub use oauth::OAuthConfig;
+pub use protocol::{PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
 
 // The README's example is compiled with the doc-tests.
 #[cfg(doctest)]

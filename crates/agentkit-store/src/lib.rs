@@ -57,6 +57,7 @@
 )]
 
 mod error;
+mod events;
 mod recorder;
 mod recover;
 mod session;
@@ -68,6 +69,7 @@ mod postgres;
 mod sqlite;
 
 pub use error::{StoreError, StoreResult};
+pub use events::{EventLog, StoredEvent};
 pub use recorder::Recorder;
 pub use recover::Mark;
 pub use session::{DEFAULT_LEASE_TTL, Session, SessionLease};

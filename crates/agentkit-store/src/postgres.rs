@@ -68,6 +68,15 @@ CREATE TABLE agentkit_archived_items (
     PRIMARY KEY (session_id, seq)
 );
 ",
+    "
+CREATE TABLE agentkit_events (
+    session_id TEXT NOT NULL REFERENCES agentkit_sessions (id) ON DELETE CASCADE,
+    seq BIGINT NOT NULL,
+    run_id TEXT NOT NULL,
+    event TEXT NOT NULL,
+    PRIMARY KEY (session_id, seq)
+);
+",
 ];
 
 /// The newest schema version this build writes.
@@ -775,4 +784,55 @@ async fn write_entries(
         return Err(StoreError::LeaseLost(lease.session_id.clone()));
     }
     Ok(())
+}
+
+#[async_trait::async_trait]
+impl crate::EventLog for PgStore {
+    async fn append_events(
+        &self,
+        id: &SessionId,
+        events: &[crate::StoredEvent],
+    ) -> StoreResult<()> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        let seqs: Vec<i64> = events.iter().map(|e| e.seq as i64).collect();
+        let runs: Vec<&str> = events.iter().map(|e| e.run_id.as_str()).collect();
+        let bodies: Vec<&str> = events.iter().map(|e| e.event.as_str()).collect();
+        let client = self.client.lock().await;
+        client
+            .execute(
+                "INSERT INTO agentkit_events (session_id, seq, run_id, event)
+                 SELECT $1::TEXT, * FROM UNNEST($2::BIGINT[], $3::TEXT[], $4::TEXT[])
+                 ON CONFLICT (session_id, seq) DO NOTHING",
+                &[&id.as_str(), &seqs, &runs, &bodies],
+            )
+            .await
+            .map_err(db)?;
+        Ok(())
+    }
+
+    async fn events_after(
+        &self,
+        id: &SessionId,
+        after: u64,
+    ) -> StoreResult<Vec<crate::StoredEvent>> {
+        let client = self.client.lock().await;
+        let rows = client
+            .query(
+                "SELECT seq, run_id, event FROM agentkit_events
+                 WHERE session_id = $1 AND seq > $2 ORDER BY seq",
+                &[&id.as_str(), &(after as i64)],
+            )
+            .await
+            .map_err(db)?;
+        Ok(rows
+            .iter()
+            .map(|row| crate::StoredEvent {
+                seq: row.get::<_, i64>(0).max(0) as u64,
+                run_id: row.get(1),
+                event: row.get(2),
+            })
+            .collect())
+    }
 }
