@@ -384,7 +384,7 @@ pub fn agent_builder<M: ModelAdapter>(
         // Commands run under Landlock where the kernel has it: writes only
         // beneath the workspace (the tool says so when it runs unsandboxed).
         .add_tool_source(shell_tools(
-            ShellConfig::new(workspace).with_sandbox(ShellSandbox::new()),
+            ShellConfig::new(workspace).with_sandbox(ShellSandbox::new().restrict_reads()),
         ))
         .permissions(CodingPolicy::new(workspace, always))
         .transcript(vec![system_item(system_prompt(workspace), workspace)]);
