@@ -277,3 +277,74 @@ async fn a_browser_chats_approves_and_finds_the_conversation_after_a_reload() {
     browser.close().await;
     server.stop().await;
 }
+
+/// The page's status line is `status`.
+fn status_is(status: &str) -> String {
+    format!(
+        "return document.getElementById('status').innerText === {}",
+        json!(status)
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_browser_queues_what_is_typed_while_the_agent_works_and_cancels() {
+    let driver = Driver::start().await;
+    let server = start(vec![
+        ScriptedTurn::tool_call("call-wait-1", "wait", json!({})),
+        ScriptedTurn::text("Got your note."),
+        ScriptedTurn::tool_call("call-wait-2", "wait", json!({})),
+    ])
+    .await;
+    let browser = Browser::open(&driver).await;
+    browser
+        .go(&format!("{}/#token={TOKEN_A}", server.url))
+        .await;
+
+    browser.send("start").await;
+    browser.wait_text("wait {}").await;
+    browser
+        .wait_for(&status_is("working"), "the agent working")
+        .await;
+    browser.send("also this").await;
+    browser
+        .wait_for(
+            "return document.getElementById('queued').innerText.includes('queued: also this')",
+            "the queued message",
+        )
+        .await;
+    let session = server.get_json(TOKEN_A, "/sessions").await;
+    let thread = session["sessions"][0]["threadId"].as_str().unwrap();
+    let state = server
+        .get_json(TOKEN_A, &format!("/sessions/{thread}"))
+        .await;
+    assert_eq!(state["queued"][0]["text"], "also this", "{state}");
+
+    server.gate.open();
+    browser.wait_text("Got your note.").await;
+    browser
+        .wait_for(
+            "return document.getElementById('queued').children.length === 0",
+            "the queue emptied",
+        )
+        .await;
+    browser.wait_text("also this").await;
+    browser.wait_for(&status_is("idle"), "the run's end").await;
+
+    browser.send("wait again").await;
+    browser
+        .wait_for(
+            "return document.querySelectorAll('.tool').length === 2",
+            "the second call",
+        )
+        .await;
+    browser.click("#cancel").await;
+    browser
+        .wait_for(&status_is("idle"), "the run cancelled")
+        .await;
+    let state = server
+        .get_json(TOKEN_A, &format!("/sessions/{thread}"))
+        .await;
+    assert_eq!(state["running"], false, "{state}");
+    browser.close().await;
+    server.stop().await;
+}
