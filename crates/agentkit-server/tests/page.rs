@@ -1,13 +1,15 @@
 //! The chat page in a real browser: headless Chromium (installed by
 //! `cargo xtask fixtures`), driven over WebDriver by chromedriver on
 //! 127.0.0.1, opens the page a served agent answers at `GET /`, chats,
-//! approves a tool call, and reloads to find the conversation again.
+//! approves a tool call, and reloads to find the conversation again; and
+//! queues a message typed while the agent works, then cancels a run.
 
 mod support;
 
 use agentkit_core::FinishReason;
 use agentkit_testkit::ScriptedTurn;
 use serde_json::{Value, json};
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -29,7 +31,12 @@ struct Driver {
 }
 
 impl Drop for Driver {
+    /// Stops chromedriver and every browser it started, even when the test
+    /// failed before closing them: they all live in chromedriver's own
+    /// process group.
     fn drop(&mut self) {
+        let group = format!("-{}", self.child.id());
+        let _ = Command::new("kill").args(["-KILL", "--", &group]).status();
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -51,6 +58,7 @@ impl Driver {
             .args([format!("--port={port}"), "--allowed-ips=127.0.0.1".into()])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
+            .process_group(0)
             .spawn()
             .expect("chromedriver starts");
         let driver = Self {
