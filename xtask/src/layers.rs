@@ -43,6 +43,7 @@ const RULES: &[(&str, Option<&[&str]>)] = &[
             "agentkit-http",
         ]),
     ),
+    ("agentkit-provider-bedrock", Some(&[])),
     (
         "agentkit-mcp",
         Some(&["agentkit-core", "agentkit-tools-core"]),

@@ -125,6 +125,7 @@ async fn deepseek_gets_its_reasoning_back_beside_tool_calls() {
         "data: {\"choices\":[{\"index\":0,\"delta\":{\"reasoning_content\":\"Need the weather.\"}}]}\n\n",
         "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"call_1\",\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"arguments\":\"{\\\"city\\\":\\\"Paris\\\"}\"}}]}}]}\n\n",
         "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n",
+        "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":90,\"completion_tokens\":12,\"prompt_cache_hit_tokens\":64,\"prompt_cache_miss_tokens\":26}}\n\n",
         "data: [DONE]\n\n"
     );
     let server = TestServer::start([ScriptedResponse::sse(first), ScriptedResponse::sse(TEXT)])
@@ -137,6 +138,8 @@ async fn deepseek_gets_its_reasoning_back_beside_tool_calls() {
     )
     .await
     .unwrap();
+    // DeepSeek counts its cache hits in a field of its own.
+    assert_eq!(outcome.usage().expect("usage").cache_read_tokens, 64);
     let mut parts = outcome.parts();
     assert!(
         matches!(&parts[0], Part::Reasoning(ReasoningPart { summary: Some(s), .. }) if s == "Need the weather.")
