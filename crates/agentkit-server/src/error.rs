@@ -69,11 +69,23 @@ impl IntoResponse for ServerError {
     fn into_response(self) -> Response {
         let body = Json(json!({ "error": self.code(), "message": self.to_string() }));
         let mut response = (self.status(), body).into_response();
-        if matches!(self, ServerError::Unauthorized) {
-            response.headers_mut().insert(
-                axum::http::header::WWW_AUTHENTICATE,
-                axum::http::HeaderValue::from_static("Bearer"),
-            );
+        let headers = response.headers_mut();
+        match self {
+            ServerError::Unauthorized => {
+                headers.insert(
+                    axum::http::header::WWW_AUTHENTICATE,
+                    axum::http::HeaderValue::from_static("Bearer"),
+                );
+            }
+            // The other replica's lease is renewed while it runs; retrying
+            // soon finds the session resting, or the lease expired.
+            ServerError::Busy(_) => {
+                headers.insert(
+                    axum::http::header::RETRY_AFTER,
+                    axum::http::HeaderValue::from_static("1"),
+                );
+            }
+            _ => {}
         }
         response
     }

@@ -190,6 +190,7 @@ pub(crate) fn spawn<S: ModelSession + 'static>(
     tenant: Tenant,
     hub: Arc<Hub>,
     cancel: CancellationController,
+    idle_release: std::time::Duration,
 ) -> Arc<Hosted> {
     let (commands, receiver) = mpsc::unbounded_channel();
     let hosted = Arc::new(Hosted {
@@ -204,7 +205,7 @@ pub(crate) fn spawn<S: ModelSession + 'static>(
         cancel,
         task: Mutex::new(None),
     });
-    let task = tokio::spawn(task(session, hosted.clone(), receiver));
+    let task = tokio::spawn(task(session, hosted.clone(), receiver, idle_release));
     *hosted.task.lock().unwrap_or_else(|e| e.into_inner()) = Some(task);
     hosted
 }
@@ -213,11 +214,22 @@ async fn task<S: ModelSession>(
     mut session: Session<S>,
     hosted: Arc<Hosted>,
     mut commands: mpsc::UnboundedReceiver<Command>,
+    idle_release: std::time::Duration,
 ) {
     // A resumed session may be in the middle of a turn: it goes on.
     let mut alive = drive(&mut session, &hosted).await;
     while alive {
-        let Some(command) = commands.recv().await else {
+        // A session resting with nothing pending gives its lease up after a
+        // while, so that any replica can serve its next request.
+        let command = if hosted.phase() == Phase::Idle {
+            match tokio::time::timeout(idle_release, commands.recv()).await {
+                Ok(command) => command,
+                Err(_) => break,
+            }
+        } else {
+            commands.recv().await
+        };
+        let Some(command) = command else {
             break;
         };
         match command {
@@ -256,6 +268,9 @@ async fn task<S: ModelSession>(
     hosted.lock().phase = Phase::Closed;
     hosted.hub.flush().await;
     let _ = session.close().await;
+    // Streams end; clients reconnect with Last-Event-ID wherever the
+    // session is hosted next.
+    hosted.hub.close();
 }
 
 async fn save<S: ModelSession>(session: &mut Session<S>, hosted: &Hosted) -> bool {

@@ -55,6 +55,11 @@ pub(crate) struct Hub {
     thread_id: String,
     state: Mutex<State>,
     latest: watch::Sender<u64>,
+    /// The last event readers may see: with a store, the last one stored,
+    /// so a client never holds an event id another replica would reuse.
+    visible: Arc<watch::Sender<u64>>,
+    /// No more events will come: the session is hosted elsewhere now.
+    closed: std::sync::atomic::AtomicBool,
     /// Hands every new event to the task that stores it.
     writer: Option<mpsc::UnboundedSender<Write>>,
 }
@@ -67,6 +72,8 @@ impl Hub {
             thread_id,
             state: Mutex::new(State::default()),
             latest: watch::channel(0).0,
+            visible: Arc::new(watch::channel(0).0),
+            closed: Default::default(),
             writer: None,
         }
     }
@@ -91,6 +98,7 @@ impl Hub {
             })
             .collect();
         let last = records.len() as u64;
+        let visible = Arc::new(watch::channel(last).0);
         let hub = Self {
             thread_id,
             state: Mutex::new(State {
@@ -98,7 +106,9 @@ impl Hub {
                 ..State::default()
             }),
             latest: watch::channel(last).0,
-            writer: Some(spawn_writer(log, id)),
+            writer: Some(spawn_writer(log, id, visible.clone())),
+            visible,
+            closed: Default::default(),
         };
         let open_run = records
             .last()
@@ -136,6 +146,9 @@ impl Hub {
             event: Arc::new(event),
         });
         self.latest.send_replace(seq);
+        if self.writer.is_none() {
+            self.visible.send_replace(seq);
+        }
     }
 
     /// A fresh id, unique in this session (`prefix-N`).
@@ -157,6 +170,11 @@ impl Hub {
         state.run = Some(run_id.to_owned());
         let event = agui::run_started(&self.thread_id, run_id);
         self.push(&mut state, run_id.to_owned(), event);
+    }
+
+    /// `true` while a run is open (between its `RUN_STARTED` and its end).
+    pub(crate) fn in_run(&self) -> bool {
+        self.lock().run.is_some()
     }
 
     /// Records an event of the current run, opening one if none is.
@@ -253,9 +271,22 @@ impl Hub {
 
     /// Events after `seq`, in order.
     pub(crate) fn after(&self, seq: u64) -> Vec<Record> {
+        let visible = *self.visible.borrow() as usize;
         let state = self.lock();
-        let from = (seq as usize).min(state.log.len());
-        state.log[from..].to_vec()
+        let to = visible.min(state.log.len());
+        let from = (seq as usize).min(to);
+        state.log[from..to].to_vec()
+    }
+
+    /// Ends the streams reading this hub once they have read everything.
+    pub(crate) fn close(&self) {
+        self.closed.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.visible.send_modify(|_| {});
+    }
+
+    /// `true` once [`Hub::close`] was called.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Waits until every event so far is stored.
@@ -270,7 +301,7 @@ impl Hub {
 
     /// A receiver that changes whenever an event is added.
     pub(crate) fn watch(&self) -> watch::Receiver<u64> {
-        self.latest.subscribe()
+        self.visible.subscribe()
     }
 }
 
@@ -312,8 +343,25 @@ enum Write {
     Flush(tokio::sync::oneshot::Sender<()>),
 }
 
+/// Stores a batch, retrying a few times: readers wait for it.
+async fn store(log: &dyn EventLog, id: &SessionId, batch: &[StoredEvent]) {
+    for attempt in 1..=5u64 {
+        match log.append_events(id, batch).await {
+            Ok(()) => return,
+            Err(err) => {
+                tracing::warn!(session = %id, attempt, "storing events failed: {err}");
+                tokio::time::sleep(std::time::Duration::from_millis(100 * attempt)).await;
+            }
+        }
+    }
+}
+
 /// The task that stores a session's events in order, in batches.
-fn spawn_writer(log: Arc<dyn EventLog>, id: SessionId) -> mpsc::UnboundedSender<Write> {
+fn spawn_writer(
+    log: Arc<dyn EventLog>,
+    id: SessionId,
+    visible: Arc<watch::Sender<u64>>,
+) -> mpsc::UnboundedSender<Write> {
     let (sender, mut receiver) = mpsc::unbounded_channel::<Write>();
     tokio::spawn(async move {
         let mut received = Vec::new();
@@ -326,8 +374,9 @@ fn spawn_writer(log: Arc<dyn EventLog>, id: SessionId) -> mpsc::UnboundedSender<
                     Write::Flush(done) => flushes.push(done),
                 }
             }
-            if let Err(err) = log.append_events(&id, &batch).await {
-                tracing::warn!(session = %id, "storing events failed: {err}");
+            store(log.as_ref(), &id, &batch).await;
+            if let Some(last) = batch.last() {
+                visible.send_replace(last.seq);
             }
             for done in flushes {
                 let _ = done.send(());

@@ -2,6 +2,7 @@
 //!
 //! | route | what |
 //! | --- | --- |
+//! | `GET /` | the chat page (no token needed; it holds none) |
 //! | `POST /agui` | AG-UI: a `RunAgentInput` in, the run's events out (SSE) |
 //! | `GET /sessions` | the tenant's sessions |
 //! | `GET /sessions/{thread}` | one session: messages, pending approvals, queued messages |
@@ -41,7 +42,14 @@ pub struct SessionContext {
 }
 
 type Launcher =
-    Arc<dyn Fn(Stores, Tenant, SessionId, Duration) -> BoxFuture<'static, Launched> + Send + Sync>;
+    Arc<dyn Fn(Stores, Tenant, SessionId, Limits) -> BoxFuture<'static, Launched> + Send + Sync>;
+
+/// How long leases last, and how long a resting session keeps its lease.
+#[derive(Clone, Copy, Debug)]
+struct Limits {
+    lease_ttl: Duration,
+    idle_release: Duration,
+}
 
 /// The store, seen as sessions and as event logs.
 #[derive(Clone)]
@@ -78,6 +86,7 @@ pub struct ServerBuilder {
     tenants: Tenants,
     tenant_errors: Vec<String>,
     lease_ttl: Option<Duration>,
+    idle_release: Option<Duration>,
 }
 
 /// A server that cannot be built.
@@ -120,9 +129,9 @@ impl ServerBuilder {
         F: Fn(&SessionContext) -> AgentBuilder<M> + Send + Sync + 'static,
     {
         let factory = Arc::new(factory);
-        self.launcher = Some(Arc::new(move |store, tenant, id, ttl| {
+        self.launcher = Some(Arc::new(move |store, tenant, id, limits| {
             let factory = factory.clone();
-            Box::pin(async move { launch(factory.as_ref(), store, tenant, id, ttl).await })
+            Box::pin(async move { launch(factory.as_ref(), store, tenant, id, limits).await })
         }));
         self
     }
@@ -144,6 +153,15 @@ impl ServerBuilder {
         self
     }
 
+    /// How long a session resting with nothing pending keeps its lease
+    /// (default 30 s). After that this replica stops hosting it, so the
+    /// next request for it is served by whichever replica it reaches; its
+    /// event streams end and clients reconnect with `Last-Event-ID`.
+    pub fn idle_release(mut self, after: Duration) -> Self {
+        self.idle_release = Some(after);
+        self
+    }
+
     /// Builds the server.
     pub fn build(self) -> Result<AgentServer, BuildError> {
         if let Some(err) = self.tenant_errors.into_iter().next() {
@@ -159,7 +177,10 @@ impl ServerBuilder {
                 stores: store,
                 launcher: self.launcher.ok_or(BuildError::NoAgent)?,
                 tenants: self.tenants,
-                lease_ttl: self.lease_ttl.unwrap_or(agentkit_store::DEFAULT_LEASE_TTL),
+                limits: Limits {
+                    lease_ttl: self.lease_ttl.unwrap_or(agentkit_store::DEFAULT_LEASE_TTL),
+                    idle_release: self.idle_release.unwrap_or(Duration::from_secs(30)),
+                },
                 hosted: tokio::sync::Mutex::new(HashMap::new()),
             }),
         })
@@ -171,7 +192,7 @@ async fn launch<M, F>(
     stores: Stores,
     tenant: Tenant,
     id: SessionId,
-    ttl: Duration,
+    limits: Limits,
 ) -> Launched
 where
     M: ModelAdapter + 'static,
@@ -179,7 +200,7 @@ where
     F: Fn(&SessionContext) -> AgentBuilder<M>,
 {
     let thread_id = tenant.thread_of(&id).unwrap_or_default().to_owned();
-    let lease = match SessionLease::acquire_with_ttl(stores.sessions, &id, ttl).await {
+    let lease = match SessionLease::acquire_with_ttl(stores.sessions, &id, limits.lease_ttl).await {
         Ok(lease) => lease,
         Err(StoreError::Busy { .. }) => return Err(ServerError::Busy(thread_id)),
         Err(StoreError::NotFound(_)) => return Err(ServerError::NotFound(thread_id)),
@@ -205,7 +226,13 @@ where
         .build()
         .map_err(|err| ServerError::Agent(err.to_string()))?;
     let session = lease.open(&agent).await?;
-    Ok(host::spawn(session, tenant, hub, cancel))
+    Ok(host::spawn(
+        session,
+        tenant,
+        hub,
+        cancel,
+        limits.idle_release,
+    ))
 }
 
 /// Serves agents over HTTP; see the crate docs.
@@ -219,7 +246,7 @@ struct Inner {
     store: Arc<dyn SessionStore>,
     launcher: Launcher,
     tenants: Tenants,
-    lease_ttl: Duration,
+    limits: Limits,
     hosted: tokio::sync::Mutex<HashMap<SessionId, Arc<Hosted>>>,
 }
 
@@ -229,9 +256,16 @@ impl AgentServer {
         ServerBuilder::default()
     }
 
-    /// The routes, ready for `axum::serve`.
+    /// Serves the routes on `listener` until the task is dropped or
+    /// the listener fails.
+    pub async fn serve(&self, listener: tokio::net::TcpListener) -> std::io::Result<()> {
+        axum::serve(listener, self.router()).await
+    }
+
+    /// The routes, ready for `axum::serve` (or to nest in a larger app).
     pub fn router(&self) -> Router {
         Router::new()
+            .route("/", get(crate::page::page))
             .route("/agui", post(run))
             .route("/sessions", get(list))
             .route("/sessions/{thread}", get(load))
@@ -271,13 +305,8 @@ impl Inner {
         {
             return Ok(session.clone());
         }
-        let session = (self.launcher)(
-            self.stores.clone(),
-            tenant.clone(),
-            id.clone(),
-            self.lease_ttl,
-        )
-        .await?;
+        let session =
+            (self.launcher)(self.stores.clone(), tenant.clone(), id.clone(), self.limits).await?;
         hosted.insert(id.clone(), session.clone());
         Ok(session)
     }
@@ -397,7 +426,7 @@ async fn load(
         "messages": agui::messages_of(&stored.items),
         "pendingApprovals": pending,
         "queued": hosted.queued(),
-        "running": hosted.phase() == Phase::Running,
+        "running": hosted.hub.in_run(),
         "lastEventId": hosted.hub.last_seq(),
     })))
 }

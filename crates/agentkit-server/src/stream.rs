@@ -71,8 +71,9 @@ impl Reader {
                 }
             }
             self.watch.borrow_and_update();
+            let closed = self.hub.is_closed();
             self.buffer.extend(self.hub.after(self.next));
-            if self.buffer.is_empty() && self.watch.changed().await.is_err() {
+            if self.buffer.is_empty() && (closed || self.watch.changed().await.is_err()) {
                 return None;
             }
         }

@@ -447,3 +447,30 @@ async fn events_are_stored_so_another_server_replays_them() {
     );
     assert_eq!(replay.until("RUN_FINISHED").await.data["runId"], "run-2");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resting_session_is_released_so_another_server_serves_it() {
+    let first = support::start_with(
+        std::sync::Arc::new(tempfile::tempdir().unwrap()),
+        vec![ScriptedTurn::text("Hi.")],
+        |builder| builder.idle_release(std::time::Duration::from_millis(200)),
+    )
+    .await;
+    let mut run = first.say(TOKEN_A, "t1", "run-1", "hello").await;
+    run.rest().await;
+    // The first server's event stream ends when it lets the session go.
+    let mut stream = Events::new(first.get_stream(TOKEN_A, "/sessions/t1/events", None).await);
+    while stream.next().await.is_some() {}
+    assert_eq!(stream.seen.len(), run.seen.len());
+
+    // Both servers run, on one database: the second serves the session.
+    let second = support::start_in(first.dir.clone(), vec![ScriptedTurn::text("Again.")]).await;
+    let mut next = second.say(TOKEN_A, "t1", "run-2", "again").await;
+    next.rest().await;
+    assert_eq!(next.seen.last().unwrap().data["outcome"]["type"], "success");
+    let loaded = second.get_json(TOKEN_A, "/sessions/t1").await;
+    assert_eq!(
+        support::contents(&loaded),
+        ["hello", "Hi.", "again", "Again."]
+    );
+}

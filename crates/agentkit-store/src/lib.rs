@@ -64,6 +64,8 @@ mod session;
 mod store;
 
 #[cfg(feature = "postgres")]
+mod pg_connect;
+#[cfg(feature = "postgres")]
 mod postgres;
 #[cfg(feature = "sqlite")]
 mod sqlite;
@@ -78,6 +80,8 @@ pub use store::{
     StoredSession,
 };
 
+#[cfg(feature = "postgres")]
+pub use pg_connect::{DEFAULT_MAX_CONNECTIONS, PgStoreBuilder};
 #[cfg(feature = "postgres")]
 pub use postgres::{PG_SCHEMA_VERSION, PgStore};
 #[cfg(feature = "sqlite")]

@@ -27,6 +27,7 @@
 //! | `context` | `context` | `agentkit-context`: `AGENTS.md` and Agent Skills |
 //! | `acp` | `acp` | `agentkit-acp`: serving agents to editors over ACP |
 //! | `subagent` | `subagent` | `agentkit-subagent`: an agent offered to another as a tool |
+//! | `server` | `server` | `agentkit-server`: any agent served over HTTP (AG-UI), per tenant |
 //! | `schemars` | | `provider::output_schema_for`: schemas derived from Rust types |
 //! | `full` | | everything above |
 //!
@@ -78,6 +79,8 @@ pub use agentkit_provider_gemini as gemini;
 pub use agentkit_provider_openai as openai;
 #[cfg(feature = "reporting")]
 pub use agentkit_reporting as reporting;
+#[cfg(feature = "server")]
+pub use agentkit_server as server;
 #[cfg(feature = "store")]
 pub use agentkit_store as store;
 #[cfg(feature = "subagent")]

@@ -8,8 +8,9 @@
 //! anything fails, with the reason on stderr.
 
 use agentkit_mcp::{
-    AuthRequest, AuthResolution, McpAuthResponder, McpCredentials, McpServerConfig,
-    McpServerManager, OAuthConfig,
+    AuthRequest, AuthResolution, ElicitationHandler, ElicitationKind, ElicitationRequest,
+    ElicitationResponse, McpAuthResponder, McpCredentials, McpServerConfig, McpServerManager,
+    OAuthConfig,
 };
 use agentkit_tools_core::ToolContext;
 use serde_json::{Value, json};
@@ -21,6 +22,10 @@ use std::sync::Arc;
 const REDIRECT_URI: &str = "http://localhost:3000/callback";
 
 const SERVER: &str = "conformance";
+
+/// The client's metadata document (CIMD), which the suite's authorization
+/// server accepts as a client id without fetching it.
+const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -40,9 +45,10 @@ async fn main() -> ExitCode {
 
 async fn run(url: &str, scenario: &str) -> Result<(), String> {
     let manager = McpServerManager::new();
-    let config = McpServerConfig::http(SERVER, url).oauth(OAuthConfig::new(REDIRECT_URI));
+    let config = McpServerConfig::http(SERVER, url).oauth(oauth_config(scenario));
     manager.register(config).map_err(|e| e.to_string())?;
     manager.set_auth_responder(Arc::new(Browser::new()?));
+    manager.set_elicitation_handler(Arc::new(AcceptDefaults));
     let status = manager.connect(SERVER).await.map_err(|e| e.to_string())?;
     eprintln!(
         "connected at protocol {:?}; tools {:?}",
@@ -63,6 +69,32 @@ async fn run(url: &str, scenario: &str) -> Result<(), String> {
     }
     manager.disconnect_all().await;
     Ok(())
+}
+
+/// The client's OAuth identity: a pre-registered one when the suite hands
+/// one over in `MCP_CONFORMANCE_CONTEXT` (a machine client for the
+/// client-credentials scenarios), else a public client with a metadata
+/// document URL, registering dynamically where that is not supported.
+fn oauth_config(scenario: &str) -> OAuthConfig {
+    let context: Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
+        .ok()
+        .and_then(|text| serde_json::from_str(&text).ok())
+        .unwrap_or(Value::Null);
+    let field = |key: &str| context.get(key).and_then(Value::as_str).map(str::to_owned);
+    let (client_id, secret) = (field("client_id"), field("client_secret"));
+    if scenario.starts_with("auth/client-credentials")
+        && let (Some(id), Some(secret)) = (&client_id, &secret)
+    {
+        return OAuthConfig::client_credentials(id, secret);
+    }
+    let mut config = OAuthConfig::new(REDIRECT_URI).client_metadata_url(CLIENT_METADATA_URL);
+    if let Some(id) = client_id {
+        config = config.client_id(id);
+    }
+    if let Some(secret) = secret {
+        config = config.client_secret(secret);
+    }
+    config
 }
 
 /// The arguments a tool of the suite expects.
@@ -112,6 +144,22 @@ impl McpAuthResponder for Browser {
                 eprintln!("authorization failed: {err}");
                 None
             }
+        }
+    }
+}
+
+/// The user: accepts every form as offered (the manager fills in the
+/// schema's defaults) and every URL.
+struct AcceptDefaults;
+
+#[async_trait::async_trait]
+impl ElicitationHandler for AcceptDefaults {
+    async fn elicit(&self, request: ElicitationRequest) -> ElicitationResponse {
+        match request.kind {
+            ElicitationKind::Form { .. } | ElicitationKind::Url { .. } => {
+                ElicitationResponse::Accept(Default::default())
+            }
+            _ => ElicitationResponse::Decline,
         }
     }
 }

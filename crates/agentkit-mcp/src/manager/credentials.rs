@@ -19,7 +19,23 @@ impl Inner {
     /// refreshes its tokens first.
     pub(super) async fn ask_responder(&self, server: &Arc<Server>, request: &AuthRequest) -> bool {
         #[cfg(feature = "oauth")]
-        if server.oauth.refresh().await {
+        if let crate::config::McpTransport::Http(http) = &server.config.transport
+            && let Some(config) = &http.oauth
+            && config.grant == crate::oauth::OAuthGrant::ClientCredentials
+        {
+            // A machine client needs nobody: it asks for a token itself.
+            let outcome = server
+                .oauth
+                .client_credentials(&http.url, config, request.challenge.as_deref())
+                .await;
+            if let Err(reason) = &outcome {
+                tracing::warn!(server = %server.config.name, %reason, "client_credentials grant failed");
+            }
+            return outcome.is_ok();
+        }
+        // A step-up (403, more scopes) is not cured by a refresh.
+        #[cfg(feature = "oauth")]
+        if !is_step_up(request) && server.oauth.refresh().await {
             return true;
         }
         let own = server.responder.lock().expect("responder lock").clone();
@@ -70,11 +86,8 @@ impl Inner {
 
     /// Adds the OAuth authorization URL (or why none could be made) to a
     /// request of a server configured with OAuth.
-    async fn add_authorization_url(
-        &self,
-        server: &Arc<Server>,
-        #[allow(unused_variables)] request: &mut AuthRequest,
-    ) {
+    #[cfg_attr(not(feature = "oauth"), allow(unused_variables))]
+    async fn add_authorization_url(&self, server: &Arc<Server>, request: &mut AuthRequest) {
         #[cfg(feature = "oauth")]
         if let crate::config::McpTransport::Http(http) = &server.config.transport
             && let Some(config) = &http.oauth
@@ -202,6 +215,16 @@ impl Inner {
         *server.refused.lock().expect("refused lock") = None;
         close_session(server).await;
     }
+}
+
+/// `true` for a `403` asking for more scopes.
+#[cfg(feature = "oauth")]
+fn is_step_up(request: &AuthRequest) -> bool {
+    request
+        .metadata
+        .get("mcp.http_status")
+        .and_then(|status| status.as_u64())
+        == Some(403)
 }
 
 /// Closes the server's open session, if any: it was authenticated with the

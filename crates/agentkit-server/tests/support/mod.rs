@@ -114,12 +114,21 @@ pub async fn start(turns: Vec<ScriptedTurn>) -> TestServer {
 
 /// The same, on the SQLite file of `dir` (another server's, after it stopped).
 pub async fn start_in(dir: Arc<tempfile::TempDir>, turns: Vec<ScriptedTurn>) -> TestServer {
+    start_with(dir, turns, |builder| builder).await
+}
+
+/// The same, with more settings.
+pub async fn start_with(
+    dir: Arc<tempfile::TempDir>,
+    turns: Vec<ScriptedTurn>,
+    configure: impl FnOnce(agentkit_server::ServerBuilder) -> agentkit_server::ServerBuilder,
+) -> TestServer {
     let store = Arc::new(SqliteStore::open(dir.path().join("sessions.db")).unwrap());
     let model = ScriptedModel::new(turns);
     let (deploy, gate) = (Deploy::new(), Gate::new());
     let server = {
         let (model, deploy, gate) = (model.clone(), deploy.clone(), gate.clone());
-        AgentServer::builder()
+        configure(AgentServer::builder())
             .store(store)
             .agent(move |_session| {
                 Agent::builder()
