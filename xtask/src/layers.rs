@@ -43,7 +43,15 @@ const RULES: &[(&str, Option<&[&str]>)] = &[
             "agentkit-http",
         ]),
     ),
-    ("agentkit-provider-bedrock", Some(&[])),
+    (
+        "agentkit-provider-bedrock",
+        Some(&[
+            "agentkit-core",
+            "agentkit-tools-core",
+            "agentkit-loop",
+            "agentkit-http",
+        ]),
+    ),
     (
         "agentkit-mcp",
         Some(&["agentkit-core", "agentkit-tools-core"]),

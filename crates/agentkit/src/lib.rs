@@ -18,6 +18,7 @@
 //! | `openai` | `openai` | `agentkit-provider-openai`: the Responses API, Chat Completions, Azure OpenAI and compatible servers with their presets |
 //! | `anthropic` | `anthropic` | `agentkit-provider-anthropic`: Messages API |
 //! | `gemini` | `gemini` | `agentkit-provider-gemini`: Google Gemini's native API |
+//! | `bedrock` | `bedrock` | `agentkit-provider-bedrock`: Amazon Bedrock's Converse API |
 //! | `mcp` | `mcp` | `agentkit-mcp`: MCP servers as a tool source |
 //! | `fs` | `fs` | `agentkit-tool-fs`: filesystem tools |
 //! | `shell` | `shell` | `agentkit-tool-shell`: the `shell_exec` tool |
@@ -70,6 +71,8 @@ pub mod provider;
 pub use agentkit_mcp as mcp;
 #[cfg(feature = "anthropic")]
 pub use agentkit_provider_anthropic as anthropic;
+#[cfg(feature = "bedrock")]
+pub use agentkit_provider_bedrock as bedrock;
 #[cfg(feature = "gemini")]
 pub use agentkit_provider_gemini as gemini;
 #[cfg(feature = "openai")]

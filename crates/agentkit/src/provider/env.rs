@@ -14,6 +14,7 @@
 //! | `compatible` | any Chat Completions server | `OPENAI_API_KEY` (optional) | `OPENAI_BASE_URL` (required) |
 //! | `anthropic` | Anthropic Messages | `ANTHROPIC_API_KEY` | `ANTHROPIC_BASE_URL` |
 //! | `gemini` | Google Gemini | `GEMINI_API_KEY` or `GOOGLE_API_KEY` | `GEMINI_BASE_URL` |
+//! | `bedrock` | Amazon Bedrock Converse | AWS credential chain (`AWS_ACCESS_KEY_ID` ..., `AWS_PROFILE`) | `AWS_REGION` or `AWS_DEFAULT_REGION` (required), `AGENTKIT_MODEL` (required), `AGENTKIT_BASE_URL` |
 //! | `azure`, `azure-chat` | Azure OpenAI Responses, Chat | `AZURE_OPENAI_API_KEY` or `AZURE_OPENAI_AD_TOKEN` (Entra ID) | `AZURE_OPENAI_ENDPOINT` (required), `AZURE_OPENAI_DEPLOYMENT`, `AZURE_OPENAI_API_VERSION` |
 //! | `openrouter`, `groq`, `mistral`, `deepseek`, `xai`, `together`, `fireworks` | their Chat Completions | `<NAME>_API_KEY` (`OPENROUTER_API_KEY` ...) | |
 //! | `ollama`, `lmstudio`, `vllm` | a local server | none | |
@@ -22,7 +23,8 @@
 //! means `compatible`; otherwise the first key found decides, in this
 //! order: `OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, `GEMINI_API_KEY` /
 //! `GOOGLE_API_KEY`, `AZURE_OPENAI_ENDPOINT`, then the presets' keys in the
-//! order above.
+//! order above. Bedrock is never inferred (AWS credentials in the
+//! environment are common for other tools): name it.
 
 use super::DynModel;
 use agentkit_loop::ModelError;
@@ -49,6 +51,8 @@ pub enum ProviderKind {
     Compatible,
     /// Google Gemini.
     Gemini,
+    /// Amazon Bedrock (Converse).
+    Bedrock,
     /// Azure OpenAI, Responses API.
     Azure,
     /// Azure OpenAI, Chat Completions.
@@ -77,12 +81,13 @@ pub enum ProviderKind {
 
 impl ProviderKind {
     /// Every provider, in the order they are inferred.
-    pub const ALL: [ProviderKind; 17] = [
+    pub const ALL: [ProviderKind; 18] = [
         Self::OpenAi,
         Self::OpenAiChat,
         Self::Anthropic,
         Self::Compatible,
         Self::Gemini,
+        Self::Bedrock,
         Self::Azure,
         Self::AzureChat,
         Self::OpenRouter,
@@ -105,6 +110,7 @@ impl ProviderKind {
             Self::Anthropic => "anthropic",
             Self::Compatible => "compatible",
             Self::Gemini => "gemini",
+            Self::Bedrock => "bedrock",
             Self::Azure => "azure",
             Self::AzureChat => "azure-chat",
             Self::OpenRouter => "openrouter",
@@ -131,6 +137,7 @@ impl ProviderKind {
         match self {
             Self::Anthropic => "anthropic",
             Self::Gemini => "gemini",
+            Self::Bedrock => "bedrock",
             _ => "openai",
         }
     }
@@ -138,7 +145,7 @@ impl ProviderKind {
     /// `true` for the named Chat Completions servers.
     #[cfg(feature = "openai")]
     fn is_preset(self) -> bool {
-        Self::ALL[7..].contains(&self)
+        Self::ALL[8..].contains(&self)
     }
 
     /// The variables holding the key (the first one is named when it is
@@ -158,7 +165,8 @@ impl ProviderKind {
             Self::Xai => (&["XAI_API_KEY"], true),
             Self::Together => (&["TOGETHER_API_KEY"], true),
             Self::Fireworks => (&["FIREWORKS_API_KEY"], true),
-            Self::Ollama | Self::LmStudio | Self::Vllm => (&[], false),
+            // The AWS credential chain, read when a request is signed.
+            Self::Ollama | Self::LmStudio | Self::Vllm | Self::Bedrock => (&[], false),
         }
     }
 
@@ -179,7 +187,7 @@ impl ProviderKind {
             Self::OpenAi | Self::OpenAiChat => Some(DEFAULT_OPENAI_MODEL),
             Self::Anthropic => Some(DEFAULT_ANTHROPIC_MODEL),
             Self::Gemini => Some(DEFAULT_GEMINI_MODEL),
-            Self::Compatible | Self::Azure | Self::AzureChat => None,
+            Self::Compatible | Self::Azure | Self::AzureChat | Self::Bedrock => None,
             #[cfg(feature = "openai")]
             kind => kind.preset().and_then(|p| p.default_model()),
             #[cfg(not(feature = "openai"))]
@@ -289,6 +297,8 @@ pub struct ProviderConfig {
     /// `true` when `api_key` is a bearer token rather than the provider's
     /// key (Azure with Microsoft Entra ID).
     pub bearer_token: bool,
+    /// The AWS region (Bedrock: `AWS_REGION` or `AWS_DEFAULT_REGION`).
+    pub region: Option<String>,
 }
 
 impl fmt::Debug for ProviderConfig {
@@ -301,6 +311,7 @@ impl fmt::Debug for ProviderConfig {
             .field("max_tokens", &self.max_tokens)
             .field("api_version", &self.api_version)
             .field("bearer_token", &self.bearer_token)
+            .field("region", &self.region)
             .finish()
     }
 }
@@ -358,6 +369,11 @@ impl ProviderConfig {
                 _ => key_vars[0],
             });
         }
+        let bedrock = kind == ProviderKind::Bedrock;
+        let region = get("AWS_REGION").or_else(|| get("AWS_DEFAULT_REGION"));
+        if bedrock && region.is_none() {
+            missing.push("AWS_REGION (or AWS_DEFAULT_REGION)");
+        }
         if azure && api_key.is_none() {
             missing.push("AZURE_OPENAI_API_KEY (or AZURE_OPENAI_AD_TOKEN)");
         }
@@ -406,6 +422,7 @@ impl ProviderConfig {
             max_tokens,
             api_version: get("AZURE_OPENAI_API_VERSION").filter(|_| azure),
             bearer_token,
+            region: region.filter(|_| bedrock),
         })
     }
 
@@ -482,6 +499,21 @@ impl ProviderConfig {
                 let adapter =
                     agentkit_provider_gemini::GeminiAdapter::new(config).map_err(adapter_error)?;
                 Ok(DynModel::new(adapter))
+            }
+            #[cfg(feature = "bedrock")]
+            ProviderKind::Bedrock => {
+                use agentkit_provider_bedrock::{BedrockAdapter, BedrockConfig};
+                let region = self.region.clone().unwrap_or_default();
+                let mut config = BedrockConfig::new(region, self.model.clone());
+                if let Some(url) = &self.base_url {
+                    config = config.with_base_url(url.clone());
+                }
+                if let Some(max) = self.max_tokens {
+                    config = config.with_max_tokens(max);
+                }
+                Ok(DynModel::new(
+                    BedrockAdapter::new(config).map_err(adapter_error)?,
+                ))
             }
             #[allow(unreachable_patterns)]
             kind => {
@@ -751,6 +783,28 @@ mod tests {
             err.to_string(),
             "the gemini provider needs GEMINI_API_KEY (or GOOGLE_API_KEY)"
         );
+        let err = config(&[("AGENTKIT_PROVIDER", "bedrock")]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the bedrock provider needs AWS_REGION (or AWS_DEFAULT_REGION) and AGENTKIT_MODEL"
+        );
+        let model = "amazon.nova-pro-v1:0";
+        let vars = [("AGENTKIT_PROVIDER", "bedrock"), ("AGENTKIT_MODEL", model)];
+        let bedrock = config(&[vars[0], vars[1], ("AWS_DEFAULT_REGION", "eu-west-3")]).unwrap();
+        assert_eq!(bedrock.region.as_deref(), Some("eu-west-3"));
+        let both = [
+            vars[0],
+            vars[1],
+            ("AWS_REGION", "us-west-2"),
+            ("AWS_DEFAULT_REGION", "x"),
+        ];
+        assert_eq!(config(&both).unwrap().region.as_deref(), Some("us-west-2"));
+        // AWS credentials alone never pick Bedrock.
+        let aws = [
+            ("AWS_ACCESS_KEY_ID", "AKID"),
+            ("AWS_SECRET_ACCESS_KEY", "s"),
+        ];
+        assert!(matches!(config(&aws), Err(ConfigError::NoProvider)));
         let err = config(&[("AGENTKIT_PROVIDER", "lmstudio")]).unwrap_err();
         assert_eq!(
             err.to_string(),
