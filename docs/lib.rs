@@ -54,6 +54,8 @@ pub mod mcp {}
 pub mod context {}
 #[doc = include_str!("src/acp.md")]
 pub mod acp {}
+#[doc = include_str!("src/server.md")]
+pub mod server {}
 #[doc = include_str!("src/tracing.md")]
 pub mod tracing {}
 #[doc = include_str!("src/testing.md")]

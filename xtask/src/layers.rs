@@ -35,6 +35,16 @@ const RULES: &[(&str, Option<&[&str]>)] = &[
         ]),
     ),
     (
+        "agentkit-provider-gemini",
+        Some(&[
+            "agentkit-core",
+            "agentkit-tools-core",
+            "agentkit-loop",
+            "agentkit-http",
+        ]),
+    ),
+    ("agentkit-provider-bedrock", Some(&[])),
+    (
         "agentkit-mcp",
         Some(&["agentkit-core", "agentkit-tools-core"]),
     ),
@@ -64,6 +74,15 @@ const RULES: &[(&str, Option<&[&str]>)] = &[
     ),
     (
         "agentkit-acp",
+        Some(&[
+            "agentkit-core",
+            "agentkit-tools-core",
+            "agentkit-loop",
+            "agentkit-store",
+        ]),
+    ),
+    (
+        "agentkit-server",
         Some(&[
             "agentkit-core",
             "agentkit-tools-core",

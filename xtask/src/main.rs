@@ -9,6 +9,7 @@ mod fixtures;
 mod fuzz;
 mod layers;
 mod llama;
+mod mcp_conformance;
 mod perf;
 mod run;
 
@@ -30,6 +31,10 @@ commands:
   fixtures  npm ci for test fixtures (real MCP servers) when missing or stale,
             and the PostgreSQL server binaries and valgrind (apt-get) when
             missing
+  mcp-conformance
+            the official MCP conformance suite (client mode, every scenario
+            and the auth suite) against examples/mcp-conformance; fails on
+            any scenario not in its expected-failures.yml
   layers    the crate layer rules (docs/src/architecture.md, Layers)
   meta      every crate has a README.md, a description and the workspace lints
   features  the umbrella crate with no optional part and with all of them
@@ -57,6 +62,7 @@ fn main() -> ExitCode {
         "docs" => run::docs(),
         "book" => book::build(),
         "fixtures" => fixtures::install(),
+        "mcp-conformance" => mcp_conformance::run(),
         "layers" => layers::check(),
         "meta" => checks::meta(),
         "bench" => run::bench().and_then(|()| perf::report()),
@@ -97,6 +103,7 @@ fn ci() -> Result<(), String> {
         ("features", run::features),
         ("fixtures", fixtures::install),
         ("test", run::test),
+        ("mcp-conformance", mcp_conformance::run),
         ("doc-test", run::doc_test),
         ("examples", run::examples),
         ("fuzz", fuzz::ci),

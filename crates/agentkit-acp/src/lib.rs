@@ -14,7 +14,7 @@
 //! | `session/prompt` during a turn | a soft interrupt (`driver.soft_interrupts()`) |
 //! | `session/cancel` | the turn's cancellation; it ends with `stopReason: cancelled` |
 //! | `session/update` | text and reasoning deltas, tool calls and results |
-//! | `session/request_permission` | `PendingApproval`: allow once, allow always, reject |
+//! | `session/request_permission` | `PendingApproval`: allow once, allow always (scoped by [`ALWAYS_SCOPE`]), reject |
 //!
 //! The protocol types of the `agent-client-protocol` crate stay inside this
 //! crate: a host deals in agentkit types only.
@@ -54,6 +54,7 @@ pub use error::{AcpError, BoxError};
 pub use kind::ToolKind;
 pub use loader::{MemorySessions, SessionLoader, SessionRecorder, StoredSession};
 pub use server::{AcpServer, EditorMcpServer, SessionRequest};
+pub use session::{ALWAYS_LABEL, ALWAYS_SCOPE};
 
 // The README's example is compiled with the doc-tests.
 #[cfg(doctest)]

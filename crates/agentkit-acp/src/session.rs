@@ -16,8 +16,9 @@
 //!   `cancelled` too, so nothing typed leaks into the next turn.
 //!
 //! Approvals are asked as `session/request_permission` with three options:
-//! allow once, allow always (remembered for that tool for the rest of the
-//! session) and reject. A cancellation while the editor is deciding denies
+//! allow once, allow always (remembered for the rest of the session, for
+//! the request's [`ALWAYS_SCOPE`] when the permission policy set one, else
+//! for that tool) and reject. A cancellation while the editor is deciding denies
 //! the call and ends the turn.
 //!
 //! The task drives a [`Drive`]: a bare `LoopDriver`, or (feature `store`) an
@@ -66,6 +67,36 @@ where
     }
 
     async fn close(self) {}
+}
+
+/// The approval metadata entry (a string) naming what "allow always"
+/// covers: later requests with the same value are approved without
+/// asking. A permission policy sets it to scope the answer, for example to
+/// one program of a shell command (`shell.command:python3`) instead of the
+/// whole tool. Without it, "allow always" covers the tool.
+pub const ALWAYS_SCOPE: &str = "agentkit.always_scope";
+
+/// The approval metadata entry (a string) saying what the scope covers in
+/// words, for the option's label: "Always allow `python3` commands".
+pub const ALWAYS_LABEL: &str = "agentkit.always_label";
+
+/// What "allow always" remembers for `pending`, and its words.
+fn always_scope(pending: &PendingApproval) -> (String, String) {
+    let text = |key: &str| {
+        pending
+            .request
+            .metadata
+            .get(key)
+            .and_then(|value| value.as_str())
+            .map(str::to_owned)
+    };
+    match text(ALWAYS_SCOPE) {
+        Some(scope) => {
+            let label = text(ALWAYS_LABEL).unwrap_or_else(|| scope.clone());
+            (scope, label)
+        }
+        None => (pending.call.name.clone(), pending.call.name.clone()),
+    }
 }
 
 const ALLOW_ONCE: &str = "allow_once";
@@ -303,8 +334,8 @@ impl<D: Drive> Runner<D> {
     }
 
     async fn approve(&mut self, pending: PendingApproval) -> Result<(), Error> {
-        let tool = pending.call.name.clone();
-        let permission = if self.always_allowed.contains(&tool) {
+        let (scope, _) = always_scope(&pending);
+        let permission = if self.always_allowed.contains(&scope) {
             Permission::AllowOnce
         } else {
             let session_id = acp::SessionId::new(self.driver.driver().session_id().as_str());
@@ -321,7 +352,7 @@ impl<D: Drive> Runner<D> {
         let resolved = match permission {
             Permission::AllowOnce => pending.approve(driver),
             Permission::AllowAlways => {
-                self.always_allowed.insert(tool);
+                self.always_allowed.insert(scope);
                 pending.approve(driver)
             }
             Permission::Reject => pending.deny_with_reason(driver, "the user rejected this call"),
@@ -341,7 +372,7 @@ async fn ask(
     session_id: acp::SessionId,
     pending: &PendingApproval,
 ) -> Permission {
-    let tool = &pending.call.name;
+    let (_, label) = always_scope(pending);
     let options = vec![
         acp::PermissionOption::new(
             ALLOW_ONCE,
@@ -350,7 +381,7 @@ async fn ask(
         ),
         acp::PermissionOption::new(
             ALLOW_ALWAYS,
-            format!("Always allow {tool}"),
+            format!("Always allow {label}"),
             acp::PermissionOptionKind::AllowAlways,
         ),
         acp::PermissionOption::new(REJECT, "Reject", acp::PermissionOptionKind::RejectOnce),

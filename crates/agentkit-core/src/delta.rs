@@ -10,8 +10,8 @@
 
 use crate::data::DataRef;
 use crate::{
-    FilePart, MediaPart, MetadataMap, Modality, Part, PartId, ReasoningPart, StructuredPart,
-    TextPart,
+    CustomPart, FilePart, MediaPart, MetadataMap, Modality, Part, PartId, ReasoningPart,
+    StructuredPart, TextPart,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -43,6 +43,14 @@ pub enum PartKind {
         /// The MIME type, when known.
         mime_type: Option<String>,
     },
+    /// A [`CustomPart`](crate::CustomPart) of this kind (such as
+    /// `openai.web_search_call`), its value set with
+    /// [`Delta::ReplaceStructured`]: what a provider's hosted tools did,
+    /// kept for the host to show and for the adapter to send back.
+    Custom {
+        /// The custom part's kind.
+        name: String,
+    },
 }
 
 impl PartKind {
@@ -53,6 +61,7 @@ impl PartKind {
             PartKind::Structured => "structured",
             PartKind::Media { .. } => "media",
             PartKind::File { .. } => "file",
+            PartKind::Custom { .. } => "custom",
         }
     }
 }
@@ -216,6 +225,11 @@ impl Slot {
                 schema: None,
                 metadata,
             }),
+            (PartKind::Custom { name }, Buffer::Structured(value)) => Part::Custom(CustomPart {
+                kind: name,
+                value: value.ok_or(DeltaError::MissingValue(self.id))?,
+                metadata,
+            }),
             (
                 PartKind::Media {
                     modality,
@@ -369,7 +383,7 @@ impl DeltaFolder {
                 signature: None,
                 encrypted: None,
             },
-            PartKind::Structured => Buffer::Structured(None),
+            PartKind::Structured | PartKind::Custom { .. } => Buffer::Structured(None),
             PartKind::Media { .. } | PartKind::File { .. } => Buffer::Bytes(Vec::new()),
         };
         match &mut self.index {
@@ -503,6 +517,41 @@ mod tests {
                 }),
                 Part::text("answer"),
             ]
+        );
+    }
+
+    #[test]
+    fn a_custom_part_takes_its_value_and_refuses_text() {
+        let mut folder = DeltaFolder::new();
+        let kind = PartKind::Custom {
+            name: "openai.web_search_call".into(),
+        };
+        // Serialized, the kind keeps its own tag.
+        assert_eq!(
+            serde_json::to_value(&kind).unwrap(),
+            json!({"kind": "custom", "name": "openai.web_search_call"})
+        );
+        begin(&mut folder, "w", kind);
+        let text = folder.apply(&Delta::AppendText {
+            part_id: id("w"),
+            chunk: "x".into(),
+        });
+        assert!(matches!(
+            text,
+            Err(DeltaError::WrongKind { kind: "custom", .. })
+        ));
+        let value = json!({"type": "web_search_call", "id": "ws_1"});
+        folder
+            .apply(&Delta::ReplaceStructured {
+                part_id: id("w"),
+                value: value.clone(),
+            })
+            .unwrap();
+        commit(&mut folder, "w").unwrap();
+        let parts = folder.finish().unwrap();
+        assert!(
+            matches!(&parts[..], [Part::Custom(c)] if c.kind == "openai.web_search_call" && c.value == value),
+            "{parts:?}"
         );
     }
 

@@ -20,8 +20,15 @@ pub enum ProviderErrorKind {
     RateLimited,
     /// The provider is overloaded (HTTP 529, `overloaded_error`).
     Overloaded,
-    /// Missing or wrong credentials (HTTP 401/403).
+    /// Missing or wrong credentials (HTTP 401/403, `invalid_api_key`,
+    /// Gemini's `API_KEY_INVALID`), wherever it was reported.
     Authentication,
+    /// The account cannot pay for the request: out of credit or quota,
+    /// billing limit reached (`insufficient_quota`,
+    /// `billing_hard_limit_reached`, Anthropic's `billing_error`, HTTP 402).
+    /// Not retried: the same account gets the same answer until someone
+    /// adds credit.
+    QuotaExceeded,
     /// The request was refused as malformed (HTTP 400, 404, 422 ...).
     InvalidRequest,
     /// The prompt does not fit the model's context window.
@@ -61,6 +68,7 @@ impl ProviderErrorKind {
             Self::RateLimited => "rate limited",
             Self::Overloaded => "overloaded",
             Self::Authentication => "authentication failed",
+            Self::QuotaExceeded => "quota exceeded",
             Self::InvalidRequest => "invalid request",
             Self::ContextLengthExceeded => "context length exceeded",
             Self::Server => "server error",
@@ -147,7 +155,7 @@ impl ProviderError {
     /// overload); a context-length complaint is recognised by code or wording
     /// because providers report it as a plain 400.
     pub fn from_response(status: u16, body: &str) -> Self {
-        let (message, code) = error_details(body);
+        let (message, codes) = error_details(body);
         let message = message.unwrap_or_else(|| {
             let trimmed = body.trim();
             if trimmed.is_empty() {
@@ -156,12 +164,12 @@ impl ProviderError {
                 truncate(trimmed, 2_000)
             }
         });
-        let kind = classify(status, code.as_deref(), &message);
+        let kind = classify(status, &codes, &message);
         Self {
             kind,
             message,
             status: Some(status),
-            provider_code: code,
+            provider_code: codes.into_iter().next(),
             retry_after: None,
             attempts: 1,
         }
@@ -171,9 +179,9 @@ impl ProviderError {
     /// or a chunk carrying `{"error": ...}`), which has no HTTP status of its
     /// own.
     pub fn from_stream_error(body: &str) -> Self {
-        let (message, code) = error_details(body);
+        let (message, codes) = error_details(body);
         let message = message.unwrap_or_else(|| truncate(body.trim(), 2_000));
-        let kind = match classify(0, code.as_deref(), &message) {
+        let kind = match classify(0, &codes, &message) {
             // Without a status, an unrecognised code says only that the
             // provider gave up mid-answer: treat it as the server's failure.
             ProviderErrorKind::Other => ProviderErrorKind::Server,
@@ -183,19 +191,23 @@ impl ProviderError {
             kind,
             message,
             status: None,
-            provider_code: code,
+            provider_code: codes.into_iter().next(),
             retry_after: None,
             attempts: 1,
         }
     }
 }
 
-/// Pulls `(message, code)` out of the usual error envelopes:
-/// `{"error": {"message", "type" | "code"}}`, `{"error": "text"}`,
-/// `{"message": ...}`, or a list of those (some gateways wrap it).
-fn error_details(body: &str) -> (Option<String>, Option<String>) {
+/// Pulls the message and the machine-readable codes out of the usual error
+/// envelopes: `{"error": {"message", "code" | "type"}}` (OpenAI, Anthropic,
+/// the compatible servers), `{"error": {"code": 400, "status", "details":
+/// [{"reason"}]}}` (Google), `{"error": "text"}`, `{"message": ...}`, or a
+/// list of those (some gateways wrap it). The codes come most precise
+/// first: a string `code`, `type`, Google's `reason` and `status`, a
+/// numeric `code`.
+fn error_details(body: &str) -> (Option<String>, Vec<String>) {
     let Ok(value) = serde_json::from_str::<Value>(body) else {
-        return (None, None);
+        return (None, Vec::new());
     };
     let value = match &value {
         Value::Array(items) => items.first().cloned().unwrap_or(Value::Null),
@@ -203,35 +215,62 @@ fn error_details(body: &str) -> (Option<String>, Option<String>) {
     };
     let error = value.get("error").unwrap_or(&value);
     if let Value::String(text) = error {
-        return (Some(text.clone()), None);
+        return (Some(text.clone()), Vec::new());
     }
     let message = error
         .get("message")
         .and_then(Value::as_str)
         .map(str::to_owned);
-    let as_code = |v: &Value| match v {
-        Value::String(s) if !s.is_empty() => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
+    let text = |v: Option<&Value>| match v {
+        Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
         _ => None,
     };
-    // OpenAI puts the precise reason in `code` and a broad class in `type`;
-    // Anthropic has only `type`. Prefer the precise one.
-    let code = error
+    let reasons = error
+        .get("details")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|detail| text(detail.get("reason")));
+    let number = error
         .get("code")
-        .and_then(as_code)
-        .or_else(|| error.get("type").and_then(as_code));
-    (message, code)
+        .and_then(Value::as_u64)
+        .map(|n| n.to_string());
+    let codes = text(error.get("code"))
+        .into_iter()
+        .chain(text(error.get("type")))
+        .chain(reasons)
+        .chain(text(error.get("status")))
+        .chain(number)
+        .collect();
+    (message, codes)
 }
 
-fn classify(status: u16, code: Option<&str>, message: &str) -> ProviderErrorKind {
+fn classify(status: u16, codes: &[String], message: &str) -> ProviderErrorKind {
     use ProviderErrorKind as K;
-    if let Some(code) = code {
-        match code {
-            "overloaded_error" | "overloaded" => return K::Overloaded,
-            "rate_limit_error" | "rate_limit_exceeded" | "too_many_requests" => {
+    for code in codes {
+        match code.as_str() {
+            "overloaded_error" | "overloaded" | "UNAVAILABLE" => return K::Overloaded,
+            "rate_limit_error"
+            | "rate_limit_exceeded"
+            | "too_many_requests"
+            | "RESOURCE_EXHAUSTED" => {
                 return K::RateLimited;
             }
-            "authentication_error" | "permission_error" | "invalid_api_key" => {
+            "insufficient_quota"
+            | "billing_hard_limit_reached"
+            | "billing_hard_limit"
+            | "billing_not_active"
+            | "billing_error"
+            | "insufficient_balance"
+            | "payment_required" => return K::QuotaExceeded,
+            "authentication_error"
+            | "permission_error"
+            | "invalid_api_key"
+            | "invalid_authentication"
+            | "account_deactivated"
+            | "API_KEY_INVALID"
+            | "UNAUTHENTICATED"
+            | "PERMISSION_DENIED" => {
                 return K::Authentication;
             }
             "context_length_exceeded" | "string_above_max_length" => {
@@ -242,11 +281,20 @@ fn classify(status: u16, code: Option<&str>, message: &str) -> ProviderErrorKind
             "api_error" | "server_error" | "internal_error" if matches!(status, 503 | 529) => {
                 return K::Overloaded;
             }
-            "api_error" | "server_error" | "internal_error" => return K::Server,
+            "api_error" | "server_error" | "internal_error" | "INTERNAL" => return K::Server,
             _ => {}
         }
     }
-    if mentions_context_length(message) && !matches!(status, 401 | 403 | 429 | 500..=599) {
+    // Gateways and smaller servers say it in words only.
+    let lower = message.to_ascii_lowercase();
+    let mentions = |needles: &[&str]| needles.iter().any(|needle| lower.contains(needle));
+    if status == 402 || mentions(QUOTA_WORDS) {
+        return K::QuotaExceeded;
+    }
+    if mentions(BAD_KEY_WORDS) {
+        return K::Authentication;
+    }
+    if mentions_context_length(&lower) && !matches!(status, 401 | 403 | 429 | 500..=599) {
         return K::ContextLengthExceeded;
     }
     match status {
@@ -256,13 +304,32 @@ fn classify(status: u16, code: Option<&str>, message: &str) -> ProviderErrorKind
         529 => K::Overloaded,
         500..=599 => K::Server,
         400..=499 => K::InvalidRequest,
-        _ if code == Some("invalid_request_error") => K::InvalidRequest,
+        _ if codes.iter().any(|c| c == "invalid_request_error") => K::InvalidRequest,
         _ => K::Other,
     }
 }
 
-fn mentions_context_length(message: &str) -> bool {
-    let lower = message.to_ascii_lowercase();
+/// How providers word an account out of credit or quota.
+const QUOTA_WORDS: &[&str] = &[
+    "insufficient_quota",
+    "exceeded your current quota",
+    "billing",
+    "insufficient balance",
+    "credit balance is too low",
+    "out of credits",
+];
+
+/// How providers word a wrong key.
+const BAD_KEY_WORDS: &[&str] = &[
+    "invalid api key",
+    "incorrect api key",
+    "api key not valid",
+    "invalid x-api-key",
+    "invalid_api_key",
+];
+
+/// `lower`: the message in lower case.
+fn mentions_context_length(lower: &str) -> bool {
     [
         "context length",
         "context_length",
@@ -371,6 +438,121 @@ mod tests {
             r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
         );
         assert_eq!(err.kind, ProviderErrorKind::Overloaded);
+    }
+
+    /// Quota, billing and credential failures, wherever they arrive: a
+    /// retry sends the same request from the same account and fails the
+    /// same way. One row per shape seen from a real provider.
+    #[test]
+    fn quota_billing_and_key_failures_are_never_retryable() {
+        use ProviderErrorKind as K;
+        let responses: &[(u16, &str, ProviderErrorKind)] = &[
+            // OpenAI: out of credit, sent as a 429 like a rate limit.
+            (
+                429,
+                r#"{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}"#,
+                K::QuotaExceeded,
+            ),
+            (
+                400,
+                r#"{"error":{"message":"Billing hard limit has been reached","type":"invalid_request_error","param":null,"code":"billing_hard_limit_reached"}}"#,
+                K::QuotaExceeded,
+            ),
+            (
+                429,
+                r#"{"error":{"message":"Your account is not active, please check your billing details on our website.","type":"billing_not_active","param":null,"code":"billing_not_active"}}"#,
+                K::QuotaExceeded,
+            ),
+            // Anthropic: no credit left, as a 400.
+            (
+                400,
+                r#"{"type":"error","error":{"type":"invalid_request_error","message":"Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to upgrade or purchase credits."}}"#,
+                K::QuotaExceeded,
+            ),
+            (
+                402,
+                r#"{"type":"error","error":{"type":"billing_error","message":"billing issue"}}"#,
+                K::QuotaExceeded,
+            ),
+            // DeepSeek: 402 Payment Required.
+            (
+                402,
+                r#"{"error":{"message":"Insufficient Balance","type":"unknown_error","param":null,"code":"invalid_request_error"}}"#,
+                K::QuotaExceeded,
+            ),
+            // OpenAI: a wrong key.
+            (
+                401,
+                r#"{"error":{"message":"Incorrect API key provided: sk-abc. You can find your API key at https://platform.openai.com/account/api-keys.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}"#,
+                K::Authentication,
+            ),
+            // Gemini: a wrong key is a 400 INVALID_ARGUMENT.
+            (
+                400,
+                r#"{"error":{"code":400,"message":"API key not valid. Please pass a valid API key.","status":"INVALID_ARGUMENT","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"API_KEY_INVALID","domain":"googleapis.com"}]}}"#,
+                K::Authentication,
+            ),
+            (
+                403,
+                r#"{"error":{"code":403,"message":"Method doesn't allow unregistered callers.","status":"PERMISSION_DENIED"}}"#,
+                K::Authentication,
+            ),
+            // Gemini's per-minute quota is a rate limit: retrying later helps.
+            (
+                429,
+                r#"{"error":{"code":429,"message":"Resource has been exhausted (e.g. check quota).","status":"RESOURCE_EXHAUSTED"}}"#,
+                K::RateLimited,
+            ),
+        ];
+        for (status, body, kind) in responses {
+            let err = ProviderError::from_response(*status, body);
+            assert_eq!(err.kind, *kind, "HTTP {status}: {body}");
+            assert_eq!(err.is_retryable(), *kind == K::RateLimited, "{body}");
+        }
+        let streamed: &[(&str, ProviderErrorKind)] = &[
+            // Responses API `error` event: code at the top level.
+            (
+                r#"{"type":"error","code":"insufficient_quota","message":"You exceeded your current quota, please check your plan and billing details.","param":null,"sequence_number":2}"#,
+                K::QuotaExceeded,
+            ),
+            // Responses API `response.failed`, as the adapter forwards it.
+            (
+                r#"{"error":{"code":"insufficient_quota","message":"You exceeded your current quota."}}"#,
+                K::QuotaExceeded,
+            ),
+            (
+                r#"{"error":{"code":"billing_hard_limit_reached","message":"Billing hard limit has been reached"}}"#,
+                K::QuotaExceeded,
+            ),
+            // Chat Completions chunk carrying an error.
+            (
+                r#"{"error":{"message":"Incorrect API key provided: sk-***.","type":"invalid_request_error","code":"invalid_api_key"}}"#,
+                K::Authentication,
+            ),
+            // A gateway's words only, no code.
+            (
+                r#"{"error":{"message":"Invalid API key"}}"#,
+                K::Authentication,
+            ),
+            (
+                r#"{"error":{"message":"insufficient_quota: you have run out of credits"}}"#,
+                K::QuotaExceeded,
+            ),
+            // Anthropic `event: error`.
+            (
+                r#"{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}"#,
+                K::Authentication,
+            ),
+            (
+                r#"{"type":"error","error":{"type":"billing_error","message":"Your credit balance is too low"}}"#,
+                K::QuotaExceeded,
+            ),
+        ];
+        for (body, kind) in streamed {
+            let err = ProviderError::from_stream_error(body);
+            assert_eq!(err.kind, *kind, "{body}");
+            assert!(!err.is_retryable(), "{body}");
+        }
     }
 
     #[test]

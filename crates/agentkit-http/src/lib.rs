@@ -43,6 +43,7 @@ mod error;
 pub mod json;
 
 mod pricing;
+mod replay;
 mod retry;
 mod sse;
 #[cfg(feature = "test-server")]

@@ -14,16 +14,18 @@
 use crate::auth::{Challenge, McpCredentials};
 use crate::config::{McpServerConfig, McpTransport};
 use crate::discovery::{Discovery, discover};
+use crate::elicitation::{self, ElicitationHandler};
 use crate::error::McpError;
 use crate::http::{http_config, init_challenge, service_challenge};
 use crate::process::{self, ServerProcess};
 use agentkit_core::TurnCancellation;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientCapabilities,
-    ClientConfig, ClientRequest, GetPromptRequestParams, GetPromptResponse, Implementation,
-    ReadResourceRequestParams, RequestId, ServerResult,
+    ClientConfig, ClientRequest, ElicitRequestParams, ElicitResult, ElicitationCapability,
+    FormElicitationCapability, GetPromptRequestParams, GetPromptResponse, Implementation,
+    ReadResourceRequestParams, RequestId, ServerResult, UrlElicitationCapability,
 };
-use rmcp::service::{NotificationContext, Peer, RunningService, ServiceError};
+use rmcp::service::{NotificationContext, Peer, RequestContext, RunningService, ServiceError};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ClientHandler, RoleClient, serve_client};
 use serde_json::Value;
@@ -51,6 +53,14 @@ static NEXT_CONNECTION: AtomicU64 = AtomicU64::new(1);
 struct Handler {
     server: String,
     tools_changed: std::sync::Arc<Notify>,
+    hooks: Hooks,
+}
+
+/// What the host set on the manager for servers' requests to the client,
+/// fixed for a connection's life (its capabilities are announced once).
+#[derive(Clone, Default)]
+pub(crate) struct Hooks {
+    pub(crate) elicitation: Option<std::sync::Arc<dyn ElicitationHandler>>,
 }
 
 impl ClientHandler for Handler {
@@ -59,11 +69,43 @@ impl ClientHandler for Handler {
         self.tools_changed.notify_one();
     }
 
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, rmcp::ErrorData> {
+        let params = serde_json::to_value(&request).unwrap_or(Value::Null);
+        let answer = match (
+            &self.hooks.elicitation,
+            elicitation::request_from(&self.server, &params),
+        ) {
+            (Some(handler), Some(request)) => {
+                tracing::debug!(server = %self.server, "elicitation/create");
+                let response = handler.elicit(request.clone()).await;
+                elicitation::result_for(&request, response)
+            }
+            _ => serde_json::json!({ "action": "decline" }),
+        };
+        serde_json::from_value(answer)
+            .map_err(|err| rmcp::ErrorData::internal_error(err.to_string(), None))
+    }
+
     fn get_info(&self) -> ClientConfig {
+        let mut capabilities = ClientCapabilities::default();
+        if self.hooks.elicitation.is_some() {
+            capabilities.elicitation = Some(
+                ElicitationCapability::new()
+                    .with_form(FormElicitationCapability::new().with_schema_validation(true))
+                    .with_url(UrlElicitationCapability::new()),
+            );
+        }
         ClientConfig::new(
-            ClientCapabilities::default(),
+            capabilities,
             Implementation::new("agentkit-mcp", env!("CARGO_PKG_VERSION")),
         )
+        // rmcp's `LATEST` is a revision without the handshake; inside an
+        // `initialize` request only revisions that have it make sense.
+        .with_protocol_version(crate::protocol::announced())
     }
 }
 
@@ -124,6 +166,7 @@ impl Connection {
     pub(crate) async fn open(
         config: &McpServerConfig,
         credentials: Option<&McpCredentials>,
+        hooks: Hooks,
     ) -> Result<Connection, McpError> {
         let server = config.name.as_str();
         let started_at = tokio::time::Instant::now();
@@ -131,6 +174,7 @@ impl Connection {
         let handler = Handler {
             server: server.to_owned(),
             tools_changed: tools_changed.clone(),
+            hooks,
         };
         let timed_out = || McpError::ConnectTimeout {
             server: server.to_owned(),
@@ -197,6 +241,16 @@ impl Connection {
             }
         };
         let peer = service.peer().clone();
+        if let Some(info) = peer.peer_info() {
+            let version = &info.protocol_version;
+            if !crate::protocol::supported(version) {
+                // `service` and `process` are dropped: the session ends.
+                return Err(McpError::UnsupportedProtocolVersion {
+                    server: server.to_owned(),
+                    version: version.to_string(),
+                });
+            }
+        }
         let server_info = peer
             .peer_info()
             .and_then(|info| serde_json::to_value(&*info).ok())

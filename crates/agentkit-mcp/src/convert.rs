@@ -60,6 +60,7 @@ pub(crate) fn tool_spec(server: &str, exposed_name: &str, tool: &RemoteTool) -> 
     for (key, field) in [
         ("mcp.title", "title"),
         ("mcp.output_schema", "outputSchema"),
+        ("mcp.annotations", "annotations"),
     ] {
         if let Some(value) = def.get(field) {
             metadata.insert(key.into(), value.clone());

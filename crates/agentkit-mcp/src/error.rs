@@ -79,6 +79,19 @@ pub enum McpError {
     /// already resolved.
     #[error("no pending auth request with id {0:?}")]
     UnknownAuthRequest(String),
+    /// The server answered `initialize` with a protocol revision this
+    /// client does not speak (a newer one, an unknown one); the session was
+    /// closed. [`SUPPORTED_PROTOCOL_VERSIONS`](crate::SUPPORTED_PROTOCOL_VERSIONS)
+    /// lists the ones it does.
+    #[error(
+        "MCP server {server:?} answered with protocol version {version:?}, which this client does not speak"
+    )]
+    UnsupportedProtocolVersion {
+        /// The server's name.
+        server: String,
+        /// The version the server named.
+        version: String,
+    },
     /// The server answered with something that breaks the protocol, or a
     /// request failed after connecting.
     #[error("MCP server {server:?}: {message}")]

@@ -28,7 +28,8 @@
 //! | where | key | value |
 //! | --- | --- | --- |
 //! | `ToolSpec::metadata` | `mcp.server`, `mcp.tool` | the server's name, the tool's own name |
-//! | `ToolSpec::metadata` | `mcp.title`, `mcp.output_schema` | as the server listed them |
+//! | `ToolSpec::metadata` | `mcp.title`, `mcp.output_schema`, `mcp.annotations` | as the server listed them |
+//! | `PermissionRequest::metadata` | `mcp.annotations` | the tool's annotations, for `McpServerPolicy::follow_tool_hints` |
 //! | `ToolResult::metadata` | `mcp.server`, `mcp.tool` | who answered |
 //! | `ToolResult::metadata` | `mcp.meta` | the result's `_meta`, when sent |
 //! | `ToolResult::metadata` | `mcp.deduplicated_text` | how many text blocks were dropped for repeating `structuredContent` as JSON |
@@ -87,6 +88,7 @@ mod config;
 mod connection;
 mod convert;
 mod discovery;
+mod elicitation;
 mod error;
 mod http;
 mod manager;
@@ -95,6 +97,7 @@ mod naming;
 mod oauth;
 mod plain;
 mod process;
+mod protocol;
 mod tool;
 
 pub use auth::{AuthOperation, AuthRequest, AuthResolution, McpAuthResponder, McpCredentials};
@@ -108,11 +111,16 @@ pub use config::{
 /// public for hosts that talk to MCP servers themselves, and for fuzzing.
 pub use convert::tool_result as convert_tool_result;
 pub use discovery::{McpPrompt, McpPromptArgument, McpResource};
+pub use elicitation::{
+    ElicitationError, ElicitationHandler, ElicitationKind, ElicitationRequest, ElicitationResponse,
+    complete_form,
+};
 pub use error::McpError;
 pub use manager::{McpServerManager, ServerState, ServerStatus};
 pub use naming::exposed_tool_name;
 #[cfg(feature = "oauth")]
-pub use oauth::OAuthConfig;
+pub use oauth::{OAuthConfig, OAuthGrant};
+pub use protocol::{PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
 
 // The README's example is compiled with the doc-tests.
 #[cfg(doctest)]

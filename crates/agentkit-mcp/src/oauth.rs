@@ -23,7 +23,9 @@
 //!    once before anything surfaces.
 
 use crate::plain::describe;
-use rmcp::transport::auth::{AuthorizationManager, AuthorizationRequest, AuthorizationSession};
+use rmcp::transport::auth::{
+    AuthorizationManager, AuthorizationRequest, AuthorizationSession, ClientCredentialsConfig,
+};
 
 /// How the manager authorizes with an OAuth-protected server.
 ///
@@ -50,6 +52,29 @@ pub struct OAuthConfig {
     /// The scopes to ask for; empty lets the server's challenge and
     /// metadata decide.
     pub scopes: Vec<String>,
+    /// The secret of a confidential client registered in advance (sent
+    /// the way the authorization server's metadata asks: HTTP Basic or the
+    /// request body).
+    pub client_secret: Option<String>,
+    /// The HTTPS URL of the client's metadata document (a "client ID
+    /// metadata document", CIMD): used as the client id where the
+    /// authorization server supports it, instead of registering.
+    pub client_metadata_url: Option<String>,
+    /// How tokens are obtained.
+    pub grant: OAuthGrant,
+}
+
+/// How the manager obtains tokens.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum OAuthGrant {
+    /// A user authorizes in a browser; the host catches the redirect
+    /// (authorization code with PKCE).
+    #[default]
+    AuthorizationCode,
+    /// No user: the client trades its own id and secret for a token
+    /// (`client_credentials`), for machine-to-machine servers.
+    ClientCredentials,
 }
 
 impl OAuthConfig {
@@ -61,7 +86,44 @@ impl OAuthConfig {
             client_id: None,
             client_name: "agentkit".into(),
             scopes: Vec::new(),
+            client_secret: None,
+            client_metadata_url: None,
+            grant: OAuthGrant::AuthorizationCode,
         }
+    }
+
+    /// A machine client: tokens come from the `client_credentials` grant
+    /// with this pre-registered id and secret, with no user and no
+    /// redirect. Asked for on the server's first `401`, like any other
+    /// credentials.
+    ///
+    /// ```
+    /// use agentkit_mcp::{McpServerConfig, OAuthConfig};
+    ///
+    /// let config = McpServerConfig::http("billing", "https://billing.example/mcp")
+    ///     .oauth(OAuthConfig::client_credentials("agent-42", "s3cret"));
+    /// ```
+    pub fn client_credentials(client_id: impl Into<String>, secret: impl Into<String>) -> Self {
+        Self {
+            client_id: Some(client_id.into()),
+            client_secret: Some(secret.into()),
+            grant: OAuthGrant::ClientCredentials,
+            ..Self::new("")
+        }
+    }
+
+    /// The secret of a confidential client registered in advance (with
+    /// [`client_id`](Self::client_id)).
+    pub fn client_secret(mut self, secret: impl Into<String>) -> Self {
+        self.client_secret = Some(secret.into());
+        self
+    }
+
+    /// The URL of the client's metadata document (CIMD), used as its client
+    /// id where the authorization server supports it.
+    pub fn client_metadata_url(mut self, url: impl Into<String>) -> Self {
+        self.client_metadata_url = Some(url.into());
+        self
     }
 
     /// Uses a client id registered in advance.
@@ -87,16 +149,33 @@ impl OAuthConfig {
     }
 }
 
-/// Where one server's authorization stands.
+/// An authorization manager for `server_url` with the authorization
+/// server's metadata, found from the challenge (protected-resource
+/// metadata, then the authorization server's own).
+async fn discover(
+    server_url: &str,
+    challenge: Option<&str>,
+) -> Result<AuthorizationManager, String> {
+    let mut manager = AuthorizationManager::new(server_url)
+        .await
+        .map_err(|err| describe(&err))?;
+    let resolution = manager
+        .resolve_metadata_from_challenge(challenge)
+        .await
+        .map_err(|err| describe(&err))?;
+    manager.set_metadata(resolution.metadata);
+    Ok(manager)
+}
+
+/// Where one server's authorization stands. The working tokens and a
+/// pending authorization live side by side: a step-up (a `403` asking for
+/// more scopes) keeps using the tokens it has until the new ones exist.
 #[derive(Default)]
-enum Phase {
-    /// Nothing started, or the last attempt failed.
-    #[default]
-    Idle,
-    /// The user was sent to the authorization URL; waiting for the redirect.
-    Pending(Box<AuthorizationSession>),
+struct Phase {
     /// Tokens were obtained; the manager refreshes them.
-    Authorized(Box<AuthorizationManager>),
+    authorized: Option<Box<AuthorizationManager>>,
+    /// The user was sent to the authorization URL; waiting for the redirect.
+    pending: Option<Box<AuthorizationSession>>,
 }
 
 /// One server's OAuth flow.
@@ -110,9 +189,7 @@ impl OAuthFlow {
     /// to expire; `None` before authorization or when it lapsed for good.
     pub(crate) async fn access_token(&self) -> Option<String> {
         let phase = self.phase.lock().await;
-        let Phase::Authorized(manager) = &*phase else {
-            return None;
-        };
+        let manager = phase.authorized.as_ref()?;
         match manager.get_access_token().await {
             Ok(token) => Some(token),
             Err(err) => {
@@ -126,7 +203,7 @@ impl OAuthFlow {
     /// believed valid); `true` when a new access token was obtained.
     pub(crate) async fn refresh(&self) -> bool {
         let phase = self.phase.lock().await;
-        let Phase::Authorized(manager) = &*phase else {
+        let Some(manager) = phase.authorized.as_ref() else {
             return false;
         };
         match manager.refresh_token().await {
@@ -141,6 +218,33 @@ impl OAuthFlow {
         }
     }
 
+    /// Obtains tokens with the `client_credentials` grant (no user):
+    /// discovery from `challenge`, then the token request.
+    pub(crate) async fn client_credentials(
+        &self,
+        server_url: &str,
+        config: &OAuthConfig,
+        challenge: Option<&str>,
+    ) -> Result<(), String> {
+        let mut phase = self.phase.lock().await;
+        let mut manager = discover(server_url, challenge).await?;
+        let credentials = ClientCredentialsConfig::ClientSecret {
+            client_id: config.client_id.clone().unwrap_or_default(),
+            client_secret: config.client_secret.clone().unwrap_or_default(),
+            scopes: config.scopes.clone(),
+            resource: Some(server_url.to_owned()),
+        };
+        manager
+            .configure_client_credentials(&credentials)
+            .map_err(|err| describe(&err))?;
+        manager
+            .exchange_client_credentials(&credentials)
+            .await
+            .map_err(|err| describe(&err))?;
+        phase.authorized = Some(Box::new(manager));
+        Ok(())
+    }
+
     /// The authorization URL for the user: the one already waiting for a
     /// redirect, or a new one (discovery from `challenge`, client
     /// registration, PKCE). `Err` says in words why none could be made.
@@ -151,21 +255,20 @@ impl OAuthFlow {
         challenge: Option<&str>,
     ) -> Result<String, String> {
         let mut phase = self.phase.lock().await;
-        if let Phase::Pending(session) = &*phase {
+        if let Some(session) = &phase.pending {
             return Ok(session.get_authorization_url().to_owned());
         }
-        let mut manager = AuthorizationManager::new(server_url)
-            .await
-            .map_err(|err| describe(&err))?;
-        let resolution = manager
-            .resolve_metadata_from_challenge(challenge)
-            .await
-            .map_err(|err| describe(&err))?;
-        manager.set_metadata(resolution.metadata);
+        let manager = discover(server_url, challenge).await?;
         let mut request = AuthorizationRequest::new(config.redirect_uri.clone())
             .with_client_name(config.client_name.clone());
         if let Some(client_id) = &config.client_id {
             request = request.with_preregistered_client(client_id.clone());
+        }
+        if let Some(secret) = &config.client_secret {
+            request = request.with_client_secret(secret.clone());
+        }
+        if let Some(url) = &config.client_metadata_url {
+            request = request.with_client_metadata_url(url.clone());
         }
         if !config.scopes.is_empty() {
             request = request.with_scopes(config.scopes.iter().cloned());
@@ -177,7 +280,7 @@ impl OAuthFlow {
             .await
             .map_err(|(_, err)| describe(&err))?;
         let url = session.get_authorization_url().to_owned();
-        *phase = Phase::Pending(Box::new(session));
+        phase.pending = Some(Box::new(session));
         Ok(url)
     }
 
@@ -185,19 +288,19 @@ impl OAuthFlow {
     /// server redirected to: checks its `state`, trades the code for tokens.
     pub(crate) async fn complete(&self, redirect: &str) -> Result<(), String> {
         let mut phase = self.phase.lock().await;
-        let Phase::Pending(session) = std::mem::take(&mut *phase) else {
+        let Some(session) = phase.pending.take() else {
             return Err("no OAuth authorization is waiting for a redirect".into());
         };
         match session.handle_callback_url(redirect).await {
             Ok(_) => {
-                let session = *session;
-                *phase = Phase::Authorized(Box::new(session.auth_manager));
+                // Only now do the new tokens replace the old ones.
+                phase.authorized = Some(Box::new(session.auth_manager));
                 Ok(())
             }
             Err(err) => {
                 // The same session can take a corrected redirect.
                 let reason = describe(&err);
-                *phase = Phase::Pending(session);
+                phase.pending = Some(session);
                 Err(reason)
             }
         }

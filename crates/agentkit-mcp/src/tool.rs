@@ -12,6 +12,10 @@ use agentkit_tools_core::{
 use serde_json::Value;
 use std::sync::{Arc, Weak};
 
+/// Where a tool's MCP annotations are kept, in its spec's and its
+/// permission requests' metadata.
+const ANNOTATIONS: &str = "mcp.annotations";
+
 /// A server's tool under its exposed name.
 pub(crate) struct McpTool {
     pub(crate) spec: Arc<ToolSpec>,
@@ -28,11 +32,18 @@ impl Tool for McpTool {
 
     /// Every call asks for `mcp.invoke_tool` on this server and tool, so
     /// MCP server policies (and any other checker) decide like for any tool.
+    /// The server's annotations (`readOnlyHint`, `destructiveHint`,
+    /// `openWorldHint`, …) travel along under `mcp.annotations`, for a
+    /// policy that follows them (`McpServerPolicy::follow_tool_hints`).
     fn proposed_requests(&self, _input: &Value) -> Result<Vec<PermissionRequest>, ToolError> {
-        Ok(vec![PermissionRequest::mcp(McpOperation::InvokeTool {
+        let mut request = PermissionRequest::mcp(McpOperation::InvokeTool {
             server: self.server.clone(),
             tool: self.tool.clone(),
-        })])
+        });
+        if let Some(hints) = self.spec.metadata.get(ANNOTATIONS) {
+            request.metadata.insert(ANNOTATIONS.into(), hints.clone());
+        }
+        Ok(vec![request])
     }
 
     async fn invoke(

@@ -12,7 +12,11 @@ pub(crate) fn model_error(error: ProviderError) -> ModelError {
     let kind = match error.kind {
         ProviderErrorKind::RateLimited => ModelErrorKind::RateLimited,
         ProviderErrorKind::Overloaded => ModelErrorKind::Overloaded,
-        ProviderErrorKind::Authentication => ModelErrorKind::Authentication,
+        // The loop has no kind of its own for an account out of credit; like
+        // a wrong key, it needs the user to act and is never retried.
+        ProviderErrorKind::Authentication | ProviderErrorKind::QuotaExceeded => {
+            ModelErrorKind::Authentication
+        }
         ProviderErrorKind::InvalidRequest => ModelErrorKind::InvalidRequest,
         ProviderErrorKind::ContextLengthExceeded => ModelErrorKind::ContextLengthExceeded,
         ProviderErrorKind::Server => ModelErrorKind::Server,

@@ -38,6 +38,38 @@ pub enum MaxTokensField {
     MaxTokens,
 }
 
+/// What a compatible server accepts beyond the common request, where
+/// servers differ in ways that break requests. The defaults are OpenAI's;
+/// the [presets](crate::Preset) set each server's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Quirks {
+    /// Send `stream_options: {include_usage: true}` (Mistral and some
+    /// gateways refuse the field and report usage anyway).
+    pub stream_usage: bool,
+    /// Send `prompt_cache_key` / `prompt_cache_retention` when the turn
+    /// asks for caching (OpenAI's fields; strict servers refuse them).
+    pub prompt_cache: bool,
+    /// Send the assistant's reasoning back as `reasoning_content` beside
+    /// its tool calls: DeepSeek's thinking mode wants it within a tool
+    /// round.
+    pub reasoning_content_back: bool,
+    /// The `tool_choice` value that forces a tool call: `required`, or
+    /// Mistral's `any`.
+    pub required_tool_choice: &'static str,
+}
+
+impl Default for Quirks {
+    fn default() -> Self {
+        Self {
+            stream_usage: true,
+            prompt_cache: true,
+            reasoning_content_back: false,
+            required_tool_choice: "required",
+        }
+    }
+}
+
 /// Configuration of an [`OpenAiAdapter`](crate::OpenAiAdapter).
 ///
 /// Its `Debug` output hides the API key.
@@ -86,6 +118,11 @@ pub struct OpenAiConfig {
     /// Prices to compute each call's cost from when the server reports
     /// none (OpenRouter reports it; OpenAI does not).
     pub prices: Option<Arc<PriceTable>>,
+    /// A query string appended to every URL (`?api-version=...` on
+    /// Azure), with its `?`; empty for none.
+    pub query: String,
+    /// What this server accepts beyond the common request.
+    pub quirks: Quirks,
 }
 
 impl OpenAiConfig {
@@ -103,6 +140,8 @@ impl OpenAiConfig {
             extra_body: Map::new(),
             http: HttpConfig::default(),
             prices: None,
+            query: String::new(),
+            quirks: Quirks::default(),
         }
     }
 
@@ -162,7 +201,11 @@ impl OpenAiConfig {
 
     /// The URL requests are posted to.
     pub fn endpoint(&self) -> String {
-        format!("{}/chat/completions", self.base_url.trim_end_matches('/'))
+        format!(
+            "{}/chat/completions{}",
+            self.base_url.trim_end_matches('/'),
+            self.query
+        )
     }
 }
 
@@ -180,6 +223,8 @@ impl std::fmt::Debug for OpenAiConfig {
             .field("extra_body", &self.extra_body)
             .field("http", &self.http)
             .field("prices", &self.prices)
+            .field("query", &self.query)
+            .field("quirks", &self.quirks)
             .finish()
     }
 }

@@ -70,15 +70,22 @@
 //! ```
 
 mod adapter;
+mod azure;
 mod config;
 mod error;
+mod presets;
 mod request;
 mod responses;
 mod stream;
 mod usage;
 
 pub use adapter::{OpenAiAdapter, OpenAiSession, OpenAiTurn};
-pub use config::{MaxTokensField, OPENAI_BASE_URL, OpenAiConfig, ToolChoice};
+pub use azure::{
+    AZURE_CHAT_API_VERSION, AZURE_RESPONSES_API_VERSION, AzureCredential, AzureOpenAi,
+};
+pub use config::{MaxTokensField, OPENAI_BASE_URL, OpenAiConfig, Quirks, ToolChoice};
+pub use presets::Preset;
+pub use responses::hosted::mcp_approval_response;
 pub use responses::{ResponsesAdapter, ResponsesConfig, ResponsesSession, ResponsesTurn};
 
 // The README's example is compiled with the doc-tests.

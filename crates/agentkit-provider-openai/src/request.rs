@@ -78,7 +78,9 @@ fn options(
     let mut body = Map::new();
     body.insert("model".into(), json!(config.model));
     body.insert("stream".into(), json!(true));
-    body.insert("stream_options".into(), json!({ "include_usage": true }));
+    if config.quirks.stream_usage {
+        body.insert("stream_options".into(), json!({ "include_usage": true }));
+    }
     if let Some(max) = config.max_tokens {
         let field = match config.max_tokens_field {
             MaxTokensField::MaxTokens => "max_tokens",
@@ -94,13 +96,15 @@ fn options(
             .collect();
         body.insert("tools".into(), Value::Array(tools));
         if let Some(choice) = &config.tool_choice {
-            body.insert("tool_choice".into(), tool_choice(choice));
+            body.insert("tool_choice".into(), tool_choice(config, choice));
         }
     }
     if let Some(schema) = &request.output_schema {
         body.insert("response_format".into(), response_format(schema));
     }
-    if let Some(cache) = cache.filter(|c| c.mode != PromptCacheMode::Disabled) {
+    if let Some(cache) =
+        cache.filter(|c| c.mode != PromptCacheMode::Disabled && config.quirks.prompt_cache)
+    {
         // OpenAI caches prefixes by itself; the key only groups requests
         // that share one, and retention asks for the longer-lived cache.
         if let Some(key) = &cache.key {
@@ -160,10 +164,10 @@ fn tool(spec: &ToolSpec) -> Value {
     })
 }
 
-fn tool_choice(choice: &ToolChoice) -> Value {
+fn tool_choice(config: &OpenAiConfig, choice: &ToolChoice) -> Value {
     match choice {
         ToolChoice::None => json!("none"),
-        ToolChoice::Required => json!("required"),
+        ToolChoice::Required => json!(config.quirks.required_tool_choice),
         ToolChoice::Tool(name) => json!({ "type": "function", "function": { "name": name } }),
         _ => json!("auto"),
     }
@@ -201,8 +205,12 @@ fn item_messages(config: &OpenAiConfig, item: &Item, messages: &mut Vec<Value>) 
         let mut blocks = Vec::new();
         let mut calls = Vec::new();
         let mut results = Vec::new();
+        let mut reasoning = String::new();
         for part in &item.parts {
             match part {
+                Part::Reasoning(r) if config.quirks.reasoning_content_back => {
+                    reasoning.push_str(r.summary.as_deref().unwrap_or_default());
+                }
                 Part::ToolCall(call) => calls.push(call),
                 Part::ToolResult(result) => results.push(result),
                 other => blocks.extend(content_block(other)),
@@ -210,7 +218,10 @@ fn item_messages(config: &OpenAiConfig, item: &Item, messages: &mut Vec<Value>) 
         }
         match role {
             "assistant" => {
-                if let Some(message) = assistant_message(&blocks, &calls) {
+                if let Some(mut message) = assistant_message(&blocks, &calls) {
+                    if !reasoning.is_empty() && !calls.is_empty() {
+                        message["reasoning_content"] = json!(reasoning);
+                    }
                     messages.push(message);
                 }
             }

@@ -21,6 +21,9 @@ pub(crate) struct WireUsage {
     /// The call's cost in US dollars, as OpenRouter reports it.
     #[serde(default)]
     cost: Option<f64>,
+    /// DeepSeek's count of prompt tokens served from its cache.
+    #[serde(default)]
+    prompt_cache_hit_tokens: Option<u64>,
 }
 
 #[derive(Deserialize, Default)]
@@ -51,6 +54,7 @@ impl WireUsage {
             cache_read_tokens: self
                 .prompt_tokens_details
                 .and_then(|d| d.cached_tokens)
+                .or(self.prompt_cache_hit_tokens)
                 .unwrap_or(0),
             cache_write_tokens: 0,
         });

@@ -75,6 +75,11 @@ pub enum StoreError {
     /// A JSON document could not be written or read.
     #[error("session data could not be (de)serialized: {0}")]
     Json(#[from] serde_json::Error),
+    /// The TLS settings are unusable (no readable CA certificate). A
+    /// handshake that fails (an untrusted certificate, a wrong host name)
+    /// is a [`StoreError::Database`] error of the connection.
+    #[error("TLS: {0}")]
+    Tls(String),
     /// The database failed (I/O, connection, constraint).
     #[error("{backend} error: {source}")]
     Database {

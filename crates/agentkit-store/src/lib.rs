@@ -57,17 +57,21 @@
 )]
 
 mod error;
+mod events;
 mod recorder;
 mod recover;
 mod session;
 mod store;
 
 #[cfg(feature = "postgres")]
+mod pg_connect;
+#[cfg(feature = "postgres")]
 mod postgres;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 
 pub use error::{StoreError, StoreResult};
+pub use events::{EventLog, StoredEvent};
 pub use recorder::Recorder;
 pub use recover::Mark;
 pub use session::{DEFAULT_LEASE_TTL, Session, SessionLease};
@@ -76,6 +80,8 @@ pub use store::{
     StoredSession,
 };
 
+#[cfg(feature = "postgres")]
+pub use pg_connect::{DEFAULT_MAX_CONNECTIONS, PgStoreBuilder};
 #[cfg(feature = "postgres")]
 pub use postgres::{PG_SCHEMA_VERSION, PgStore};
 #[cfg(feature = "sqlite")]

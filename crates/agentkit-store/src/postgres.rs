@@ -16,11 +16,11 @@ use crate::store::{
 };
 use crate::{StoreError, StoreResult};
 use agentkit_core::{Item, SessionId};
-use std::str::FromStr;
+use deadpool_postgres::{Object, Pool};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{Mutex, mpsc, oneshot};
-use tokio_postgres::{Client, GenericClient, NoTls, Row, Statement};
+use tokio::sync::{mpsc, oneshot};
+use tokio_postgres::{Client, GenericClient, Row};
 
 const BACKEND: &str = "postgres";
 
@@ -68,6 +68,15 @@ CREATE TABLE agentkit_archived_items (
     PRIMARY KEY (session_id, seq)
 );
 ",
+    "
+CREATE TABLE agentkit_events (
+    session_id TEXT NOT NULL REFERENCES agentkit_sessions (id) ON DELETE CASCADE,
+    seq BIGINT NOT NULL,
+    run_id TEXT NOT NULL,
+    event TEXT NOT NULL,
+    PRIMARY KEY (session_id, seq)
+);
+",
 ];
 
 /// The newest schema version this build writes.
@@ -84,36 +93,14 @@ fn db(err: tokio_postgres::Error) -> StoreError {
 ///
 /// `PgStore::connect("host=/run/postgresql user=agent dbname=agents")`
 /// takes a libpq-style connection string (key=value or a `postgresql://`
-/// URL); TLS is not built in, so connect over a Unix socket, loopback, or a
-/// private network.
+/// URL) and connects without TLS: a Unix socket, loopback, or a private
+/// network. Managed services require TLS: [`PgStore::builder`] with
+/// [`PgStoreBuilder::tls_roots_pem`](crate::PgStoreBuilder::tls_roots_pem).
+/// Sessions share a pool of connections (see
+/// [`PgStoreBuilder::max_connections`](crate::PgStoreBuilder::max_connections)).
 #[derive(Clone)]
 pub struct PgStore {
-    client: Arc<Mutex<Client>>,
-    hot: Arc<HotStatements>,
-}
-
-/// The statements every round runs, prepared once per connection: a text
-/// query costs a second round trip (parse and describe) each time, which was
-/// half of a round's cost on a Unix socket.
-struct HotStatements {
-    /// Writes log entries (items and marks) in one statement; see
-    /// [`write_entries`].
-    write_entries: Statement,
-    /// The common save; see [`save_checkpoint_only`].
-    save_checkpoint: Statement,
-    /// Extends the lease.
-    renew: Statement,
-}
-
-impl HotStatements {
-    async fn prepare(client: &Client) -> StoreResult<Self> {
-        let text = |sql| client.prepare(sql);
-        Ok(Self {
-            write_entries: text(WRITE_ENTRIES).await.map_err(db)?,
-            save_checkpoint: text(SAVE_CHECKPOINT).await.map_err(db)?,
-            renew: text(RENEW).await.map_err(db)?,
-        })
-    }
+    pool: Pool,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -123,23 +110,37 @@ impl std::fmt::Debug for PgStore {
 }
 
 impl PgStore {
-    /// Connects and migrates. [`StoreError::SchemaTooNew`] if a newer
-    /// build wrote the database.
+    /// Connects without TLS (a Unix socket, a private network) and
+    /// migrates. [`StoreError::SchemaTooNew`] if a newer build wrote the
+    /// database. [`PgStore::builder`] sets TLS and the pool size.
     pub async fn connect(conninfo: &str) -> StoreResult<Self> {
-        let config = tokio_postgres::Config::from_str(conninfo).map_err(db)?;
-        let (mut client, connection) = config.connect(NoTls).await.map_err(db)?;
-        tokio::spawn(async move {
-            if let Err(err) = connection.await {
-                tracing::warn!("postgres connection closed: {err}");
-            }
-        });
-        migrate(&mut client).await?;
-        let hot = Arc::new(HotStatements::prepare(&client).await?);
-        Ok(Self {
-            client: Arc::new(Mutex::new(client)),
-            hot,
-        })
+        Self::builder(conninfo).connect().await
     }
+
+    /// A builder: TLS, pool size.
+    pub fn builder(conninfo: &str) -> crate::PgStoreBuilder {
+        crate::PgStoreBuilder::new(conninfo)
+    }
+
+    /// A store over a pool of connections; migrates the database first.
+    pub(crate) async fn from_pool(pool: Pool) -> StoreResult<Self> {
+        let mut object = get(&pool).await?;
+        let client: &mut Client = &mut object;
+        migrate(client).await?;
+        drop(object);
+        Ok(Self { pool })
+    }
+
+    async fn conn(&self) -> StoreResult<Object> {
+        get(&self.pool).await
+    }
+}
+
+/// A connection from the pool (opened when none is idle).
+async fn get(pool: &Pool) -> StoreResult<Object> {
+    pool.get()
+        .await
+        .map_err(|err| StoreError::database(BACKEND, err))
 }
 
 async fn migrate(client: &mut Client) -> StoreResult<()> {
@@ -322,13 +323,15 @@ async fn checkpoint_columns(
 #[async_trait::async_trait]
 impl SessionStore for PgStore {
     async fn create(&self, new: NewSession) -> StoreResult<SessionInfo> {
-        let client = self.client.lock().await;
+        let mut object = self.conn().await?;
+        let client: &mut Client = &mut object;
         let id = insert_session(&*client, &new, None).await?;
         info(&*client, &id).await
     }
 
     async fn acquire(&self, id: &SessionId, ttl: Duration) -> StoreResult<LeaseToken> {
-        let client = self.client.lock().await;
+        let mut object = self.conn().await?;
+        let client: &mut Client = &mut object;
         info(&*client, id).await?;
         let owner = fresh_token("lease");
         let taken = client
@@ -365,12 +368,11 @@ impl SessionStore for PgStore {
     }
 
     async fn renew(&self, lease: &LeaseToken) -> StoreResult<()> {
-        let renewed = self
-            .client
-            .lock()
-            .await
+        let client = self.conn().await?;
+        let renew = client.prepare_cached(RENEW).await.map_err(db)?;
+        let renewed = client
             .execute(
-                &self.hot.renew,
+                &renew,
                 &[
                     &lease.session_id.as_str(),
                     &lease.owner,
@@ -386,9 +388,8 @@ impl SessionStore for PgStore {
     }
 
     async fn release(&self, lease: &LeaseToken) -> StoreResult<()> {
-        self.client
-            .lock()
-            .await
+        self.conn()
+            .await?
             .execute(
                 "DELETE FROM agentkit_leases WHERE session_id = $1 AND owner = $2",
                 &[&lease.session_id.as_str(), &lease.owner],
@@ -400,20 +401,16 @@ impl SessionStore for PgStore {
 
     fn log_writer(&self, lease: &LeaseToken) -> Arc<dyn LogWriter> {
         let (sender, receiver) = mpsc::unbounded_channel();
-        tokio::spawn(write_log(
-            self.client.clone(),
-            self.hot.clone(),
-            lease.clone(),
-            receiver,
-        ));
+        tokio::spawn(write_log(self.pool.clone(), lease.clone(), receiver));
         Arc::new(PgLogWriter { sender })
     }
 
     async fn save(&self, lease: &LeaseToken, checkpoint: Checkpoint<'_>) -> StoreResult<()> {
         if checkpoint.items.is_none() && checkpoint.archived.is_empty() {
-            return save_checkpoint_only(&self.client, &self.hot, lease, &checkpoint).await;
+            return save_checkpoint_only(&self.pool, lease, &checkpoint).await;
         }
-        let mut client = self.client.lock().await;
+        let mut object = self.conn().await?;
+        let client: &mut Client = &mut object;
         let tx = client.transaction().await.map_err(db)?;
         let id = &lease.session_id;
         let holder: Option<String> = tx
@@ -467,7 +464,8 @@ impl SessionStore for PgStore {
     }
 
     async fn archived(&self, id: &SessionId) -> StoreResult<Vec<Item>> {
-        let client = self.client.lock().await;
+        let mut object = self.conn().await?;
+        let client: &mut Client = &mut object;
         info(&*client, id).await?;
         load_json(
             &*client,
@@ -479,7 +477,8 @@ impl SessionStore for PgStore {
     }
 
     async fn load(&self, id: &SessionId) -> StoreResult<StoredSession> {
-        let mut client = self.client.lock().await;
+        let mut object = self.conn().await?;
+        let client: &mut Client = &mut object;
         let tx = client
             .build_transaction()
             .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
@@ -508,11 +507,12 @@ impl SessionStore for PgStore {
     }
 
     async fn info(&self, id: &SessionId) -> StoreResult<SessionInfo> {
-        info(&*self.client.lock().await, id).await
+        info(&**self.conn().await?, id).await
     }
 
     async fn list(&self) -> StoreResult<Vec<SessionInfo>> {
-        let client = self.client.lock().await;
+        let mut object = self.conn().await?;
+        let client: &mut Client = &mut object;
         let rows = client
             .query(
                 &format!(
@@ -526,7 +526,8 @@ impl SessionStore for PgStore {
     }
 
     async fn fork(&self, id: &SessionId, at: usize, new: NewSession) -> StoreResult<SessionInfo> {
-        let mut client = self.client.lock().await;
+        let mut object = self.conn().await?;
+        let client: &mut Client = &mut object;
         let tx = client.transaction().await.map_err(db)?;
         let parent = info(&tx, id).await?;
         let items = load_items(&tx, id).await?;
@@ -559,7 +560,8 @@ impl SessionStore for PgStore {
     }
 
     async fn delete(&self, id: &SessionId) -> StoreResult<()> {
-        let mut client = self.client.lock().await;
+        let mut object = self.conn().await?;
+        let client: &mut Client = &mut object;
         let tx = client.transaction().await.map_err(db)?;
         info(&tx, id).await?;
         let holder: Option<String> = tx
@@ -643,16 +645,15 @@ const SAVE_CHECKPOINT: &str = "WITH lease AS (
 
 /// [`SAVE_CHECKPOINT`] with this checkpoint.
 async fn save_checkpoint_only(
-    client: &Mutex<Client>,
-    hot: &HotStatements,
+    pool: &Pool,
     lease: &LeaseToken,
     checkpoint: &Checkpoint<'_>,
 ) -> StoreResult<()> {
+    let client = get(pool).await?;
+    let statement = client.prepare_cached(SAVE_CHECKPOINT).await.map_err(db)?;
     let saved = client
-        .lock()
-        .await
         .execute(
-            &hot.save_checkpoint,
+            &statement,
             &[
                 &lease.session_id.as_str(),
                 &lease.owner,
@@ -674,12 +675,7 @@ async fn save_checkpoint_only(
 
 /// Writes entries in order, batching whatever queued up while the last
 /// batch was written; the first failure is reported at the next flush.
-async fn write_log(
-    client: Arc<Mutex<Client>>,
-    hot: Arc<HotStatements>,
-    lease: LeaseToken,
-    mut commands: mpsc::UnboundedReceiver<Command>,
-) {
+async fn write_log(pool: Pool, lease: LeaseToken, mut commands: mpsc::UnboundedReceiver<Command>) {
     let mut failure: Option<StoreError> = None;
     let mut batch = Vec::new();
     while let Some(command) = commands.recv().await {
@@ -691,18 +687,17 @@ async fn write_log(
                     next = commands.try_recv().ok();
                 }
                 Command::Flush(done) => {
-                    write_batch(&client, &hot, &lease, &mut batch, &mut failure).await;
+                    write_batch(&pool, &lease, &mut batch, &mut failure).await;
                     let _ = done.send(failure.take().map_or(Ok(()), Err));
                 }
             }
         }
-        write_batch(&client, &hot, &lease, &mut batch, &mut failure).await;
+        write_batch(&pool, &lease, &mut batch, &mut failure).await;
     }
 }
 
 async fn write_batch(
-    client: &Mutex<Client>,
-    hot: &HotStatements,
+    pool: &Pool,
     lease: &LeaseToken,
     batch: &mut Vec<LogEntry>,
     failure: &mut Option<StoreError>,
@@ -710,7 +705,7 @@ async fn write_batch(
     if batch.is_empty() {
         return;
     }
-    if let Err(err) = write_entries(client, hot, lease, batch).await {
+    if let Err(err) = write_entries(pool, lease, batch).await {
         failure.get_or_insert(err);
     }
     batch.clear();
@@ -737,12 +732,7 @@ const WRITE_ENTRIES: &str = "WITH lease AS (
     )
     SELECT (SELECT COUNT(*) FROM items) + (SELECT COUNT(*) FROM marks)";
 
-async fn write_entries(
-    client: &Mutex<Client>,
-    hot: &HotStatements,
-    lease: &LeaseToken,
-    entries: &[LogEntry],
-) -> StoreResult<()> {
+async fn write_entries(pool: &Pool, lease: &LeaseToken, entries: &[LogEntry]) -> StoreResult<()> {
     let mut seqs = Vec::new();
     let mut items = Vec::new();
     let mut marks = Vec::new();
@@ -755,11 +745,11 @@ async fn write_entries(
             LogEntry::Mark(mark) => marks.push(serde_json::to_string(mark)?),
         }
     }
+    let client = get(pool).await?;
+    let statement = client.prepare_cached(WRITE_ENTRIES).await.map_err(db)?;
     let written: i64 = client
-        .lock()
-        .await
         .query_one(
-            &hot.write_entries,
+            &statement,
             &[
                 &lease.session_id.as_str(),
                 &lease.owner,
@@ -775,4 +765,57 @@ async fn write_entries(
         return Err(StoreError::LeaseLost(lease.session_id.clone()));
     }
     Ok(())
+}
+
+#[async_trait::async_trait]
+impl crate::EventLog for PgStore {
+    async fn append_events(
+        &self,
+        id: &SessionId,
+        events: &[crate::StoredEvent],
+    ) -> StoreResult<()> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        let seqs: Vec<i64> = events.iter().map(|e| e.seq as i64).collect();
+        let runs: Vec<&str> = events.iter().map(|e| e.run_id.as_str()).collect();
+        let bodies: Vec<&str> = events.iter().map(|e| e.event.as_str()).collect();
+        let mut object = self.conn().await?;
+        let client: &mut Client = &mut object;
+        client
+            .execute(
+                "INSERT INTO agentkit_events (session_id, seq, run_id, event)
+                 SELECT $1::TEXT, * FROM UNNEST($2::BIGINT[], $3::TEXT[], $4::TEXT[])
+                 ON CONFLICT (session_id, seq) DO NOTHING",
+                &[&id.as_str(), &seqs, &runs, &bodies],
+            )
+            .await
+            .map_err(db)?;
+        Ok(())
+    }
+
+    async fn events_after(
+        &self,
+        id: &SessionId,
+        after: u64,
+    ) -> StoreResult<Vec<crate::StoredEvent>> {
+        let mut object = self.conn().await?;
+        let client: &mut Client = &mut object;
+        let rows = client
+            .query(
+                "SELECT seq, run_id, event FROM agentkit_events
+                 WHERE session_id = $1 AND seq > $2 ORDER BY seq",
+                &[&id.as_str(), &(after as i64)],
+            )
+            .await
+            .map_err(db)?;
+        Ok(rows
+            .iter()
+            .map(|row| crate::StoredEvent {
+                seq: row.get::<_, i64>(0).max(0) as u64,
+                run_id: row.get(1),
+                event: row.get(2),
+            })
+            .collect())
+    }
 }

@@ -66,6 +66,15 @@ CREATE TABLE archived_items (
     PRIMARY KEY (session_id, seq)
 ) WITHOUT ROWID;
 ",
+    "
+CREATE TABLE events (
+    session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    run_id TEXT NOT NULL,
+    event TEXT NOT NULL,
+    PRIMARY KEY (session_id, seq)
+) WITHOUT ROWID;
+",
 ];
 
 /// The newest schema version this build writes.
@@ -641,6 +650,60 @@ impl LogWriter for SqliteLogWriter {
     }
 }
 
+#[async_trait::async_trait]
+impl crate::EventLog for SqliteStore {
+    async fn append_events(
+        &self,
+        id: &SessionId,
+        events: &[crate::StoredEvent],
+    ) -> StoreResult<()> {
+        let mut conn = self.lock();
+        let tx = conn.transaction().map_err(db)?;
+        {
+            let mut insert = tx
+                .prepare_cached(
+                    "INSERT INTO events (session_id, seq, run_id, event) VALUES (?1, ?2, ?3, ?4)
+                     ON CONFLICT (session_id, seq) DO NOTHING",
+                )
+                .map_err(db)?;
+            for event in events {
+                insert
+                    .execute(rusqlite::params![
+                        id.as_str(),
+                        event.seq as i64,
+                        event.run_id,
+                        event.event
+                    ])
+                    .map_err(db)?;
+            }
+        }
+        tx.commit().map_err(db)
+    }
+
+    async fn events_after(
+        &self,
+        id: &SessionId,
+        after: u64,
+    ) -> StoreResult<Vec<crate::StoredEvent>> {
+        let conn = self.lock();
+        let mut select = conn
+            .prepare_cached(
+                "SELECT seq, run_id, event FROM events WHERE session_id = ?1 AND seq > ?2 ORDER BY seq",
+            )
+            .map_err(db)?;
+        let rows = select
+            .query_map(rusqlite::params![id.as_str(), after as i64], |row| {
+                Ok(crate::StoredEvent {
+                    seq: row.get::<_, i64>(0)?.max(0) as u64,
+                    run_id: row.get(1)?,
+                    event: row.get(2)?,
+                })
+            })
+            .map_err(db)?;
+        rows.collect::<Result<_, _>>().map_err(db)
+    }
+}
+
 #[cfg(test)]
 mod tests {
 
@@ -686,7 +749,7 @@ mod tests {
             .pragma_query_value(None, "user_version", |row| row.get(0))
             .unwrap();
         assert_eq!(version, SQLITE_SCHEMA_VERSION);
-        assert_eq!(SQLITE_SCHEMA_VERSION, 2);
+        assert_eq!(SQLITE_SCHEMA_VERSION, 3);
         let listed = store.list().await.unwrap();
         assert_eq!(listed.len(), 1);
         assert_eq!(listed[0].title.as_deref(), Some("from v1"));

@@ -33,3 +33,10 @@ impl Backend for Postgres {
 shared_suite!(Postgres {
     cluster: TempCluster::start()
 });
+
+#[tokio::test]
+async fn events_are_kept_in_order_and_never_rewritten() {
+    let cluster = TempCluster::start();
+    let store = PgStore::connect(&cluster.conninfo()).await.unwrap();
+    support::events::events_are_kept_in_order_and_never_rewritten(&store).await;
+}

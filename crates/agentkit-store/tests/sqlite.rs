@@ -53,3 +53,10 @@ impl Backend for InMemory {
         unreachable!("not used with memory databases")
     }
 }
+
+#[tokio::test]
+async fn events_are_kept_in_order_and_never_rewritten() {
+    let backend = Sqlite::new();
+    let store = SqliteStore::open(&backend.path).unwrap();
+    support::events::events_are_kept_in_order_and_never_rewritten(&store).await;
+}

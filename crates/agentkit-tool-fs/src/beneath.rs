@@ -16,6 +16,15 @@
 //! The last component is then created, opened, removed or renamed relative
 //! to the directory descriptor, with `O_NOFOLLOW` / `AT_SYMLINK_NOFOLLOW`.
 //! These functions block; the tools call them on tokio's blocking pool.
+//!
+//! A hard link is the one way into a file that no path check can see: a
+//! name inside the workspace whose inode also has a name outside it
+//! (`ln /home/me/.ssh/id_ed25519 ws/key`). The path is inside, the data is
+//! not. So every file opened for reading or writing is checked on its
+//! descriptor (`fstat`, after the open, so nothing can swap it in between)
+//! and refused with [`HardLinked`] when its link count is above one, before
+//! a byte is read or the file is truncated. Deleting or renaming such a
+//! name stays allowed: it changes the workspace's directory, not the data.
 
 use std::ffi::OsStr;
 use std::fs::File;
@@ -24,6 +33,59 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Component, Path};
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+
+/// A regular file with more than one name: reading or writing it through
+/// the workspace could reach data that lives outside it (see the module
+/// docs). Carried inside an [`io::Error`]; `io_failure` turns it into
+/// `ToolError::PermissionDenied`.
+#[derive(Debug)]
+pub(crate) struct HardLinked {
+    /// The file's link count.
+    pub(crate) links: u64,
+}
+
+impl std::fmt::Display for HardLinked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "it has {} hard links, so its data may also be reachable outside the workspace; \
+             the filesystem tools never read or write a file with more than one name \
+             (copy it to a new file first if it is meant to be edited)",
+            self.links
+        )
+    }
+}
+
+impl std::error::Error for HardLinked {}
+
+/// Refuses an opened regular file that has more than one name.
+pub(crate) fn refuse_hard_link(file: &File) -> io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = file.metadata()?;
+    if meta.is_file() && meta.nlink() > 1 {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            HardLinked {
+                links: meta.nlink(),
+            },
+        ));
+    }
+    Ok(())
+}
+
+/// Opens `path` by name for a walk (symlinks refused in the last
+/// component; the walker never follows them on the way) and refuses a hard
+/// link, for `fs_search`, which visits files it found rather than paths
+/// that were checked one by one.
+pub(crate) fn open_walked(path: &Path) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(OFlags::NOFOLLOW.bits() as i32)
+        .open(path)?;
+    refuse_hard_link(&file)?;
+    Ok(file)
+}
 
 /// The descriptor of `path`'s parent directory, opened without following
 /// symlinks, and the last component's name.
@@ -71,11 +133,15 @@ pub(crate) fn open_read(root: &Path, path: &Path) -> io::Result<File> {
         Mode::empty(),
     )
     .map_err(symlink_error)?;
-    Ok(File::from(fd))
+    let file = File::from(fd);
+    refuse_hard_link(&file)?;
+    Ok(file)
 }
 
 /// Creates or truncates a file for writing, creating missing parent
-/// directories; also says whether it existed.
+/// directories; also says whether it existed. An existing file is opened
+/// without `O_TRUNC`, checked for hard links on its descriptor, and only
+/// then truncated.
 pub(crate) fn create_file(root: &Path, path: &Path) -> io::Result<(File, bool)> {
     let parent = parent(root, path, true)?;
     let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC;
@@ -83,9 +149,12 @@ pub(crate) fn create_file(root: &Path, path: &Path) -> io::Result<(File, bool)> 
     match rustix::fs::openat(&parent.dir, &parent.name, flags | OFlags::EXCL, mode) {
         Ok(fd) => Ok((File::from(fd), false)),
         Err(rustix::io::Errno::EXIST) => {
-            let fd = rustix::fs::openat(&parent.dir, &parent.name, flags | OFlags::TRUNC, mode)
+            let fd = rustix::fs::openat(&parent.dir, &parent.name, flags, mode)
                 .map_err(symlink_error)?;
-            Ok((File::from(fd), true))
+            let file = File::from(fd);
+            refuse_hard_link(&file)?;
+            file.set_len(0)?;
+            Ok((file, true))
         }
         Err(err) => Err(symlink_error(err)),
     }
@@ -179,6 +248,8 @@ pub(crate) fn rename(root: &Path, from: &Path, to: &Path, overwrite: bool) -> io
                 )
                 .map_err(symlink_error)?,
             );
+            // A copy is a read: a hard-linked source would be copied out.
+            refuse_hard_link(&input)?;
             let mut output = File::from(
                 rustix::fs::openat(
                     &target.dir,

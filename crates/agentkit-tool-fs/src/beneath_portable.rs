@@ -6,6 +6,11 @@ use std::fs::File;
 use std::io;
 use std::path::Path;
 
+/// Opens a file a walk found; hard links are a Unix concern (see the Unix module).
+pub(crate) fn open_walked(path: &Path) -> io::Result<File> {
+    File::open(path)
+}
+
 /// Opens an existing file or directory for reading.
 pub(crate) fn open_read(_root: &Path, path: &Path) -> io::Result<File> {
     File::open(path)

@@ -166,7 +166,16 @@ pub(crate) fn display(config: &FsToolsConfig, path: &Path) -> String {
 }
 
 /// An I/O failure as a message that says what was attempted and on what.
+/// A refused hard link is a `PermissionDenied`, so a host can tell it from
+/// a file that is merely missing.
 pub(crate) fn io_failure(action: &str, shown: &str, err: &io::Error) -> ToolError {
+    #[cfg(unix)]
+    if let Some(linked) = err
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<crate::beneath::HardLinked>())
+    {
+        return ToolError::PermissionDenied(format!("cannot {action} {shown}: {linked}"));
+    }
     let reason = match err.kind() {
         io::ErrorKind::NotFound => "it does not exist".to_string(),
         io::ErrorKind::PermissionDenied => "permission denied by the operating system".into(),

@@ -6,13 +6,15 @@
 
 use agentkit_tool_fs::{FsToolsConfig, fs_tools};
 use agentkit_tools_core::{
-    BasicToolExecutor, CompositePermissionChecker, OutsideRoots, PathPolicy, ToolContext,
-    ToolError, ToolExecutor, ToolFederation, ToolRequest, ToolSource,
+    BasicToolExecutor, ToolContext, ToolError, ToolExecutor, ToolFederation, ToolRequest,
+    ToolSource,
 };
 use rustix::fs::{CWD, RenameFlags, renameat_with};
 use serde_json::json;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+
+mod common;
 
 struct Setup {
     _top: tempfile::TempDir,
@@ -29,15 +31,7 @@ fn setup() -> Setup {
     std::fs::create_dir_all(&outside).unwrap();
     // `alt` is the attacker's link; the swapper exchanges it with `d`.
     std::os::unix::fs::symlink(&outside, ws.join("alt")).unwrap();
-    let policy = PathPolicy::new()
-        .with_allowed_root(&ws)
-        .with_outside_roots(OutsideRoots::Deny);
-    let executor = BasicToolExecutor::new(
-        ToolFederation::new().with_source(fs_tools(FsToolsConfig::new(&ws))),
-    )
-    .with_permissions(Arc::new(
-        CompositePermissionChecker::new().with_policy(policy),
-    ));
+    let executor = common::guarded_executor(&ws);
     Setup {
         _top: top,
         ws,

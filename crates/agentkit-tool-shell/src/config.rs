@@ -31,6 +31,18 @@ pub struct ShellConfig {
     max_output_bytes: usize,
     max_stream_bytes: u64,
     sandbox: Option<ShellSandbox>,
+    secret_env: SecretEnv,
+}
+
+/// Which inherited variables that look like credentials reach commands.
+#[derive(Clone, Debug, Default)]
+enum SecretEnv {
+    /// Dropped, except these names.
+    #[default]
+    Drop,
+    DropExcept(Vec<String>),
+    /// All passed through.
+    PassAll,
 }
 
 impl ShellConfig {
@@ -63,6 +75,7 @@ impl ShellConfig {
             max_output_bytes: Self::DEFAULT_MAX_OUTPUT_BYTES,
             max_stream_bytes: Self::DEFAULT_MAX_STREAM_BYTES,
             sandbox: None,
+            secret_env: SecretEnv::default(),
         }
     }
 
@@ -108,6 +121,75 @@ impl ShellConfig {
     pub fn with_sandbox(mut self, sandbox: ShellSandbox) -> Self {
         self.sandbox = Some(sandbox);
         self
+    }
+
+    /// Lets the inherited variable `name` reach commands although its name
+    /// looks like a credential (see [`is_secret_env`](Self::is_secret_env)):
+    /// say `GITHUB_TOKEN` for an agent that should push.
+    ///
+    /// ```
+    /// use agentkit_tool_shell::ShellConfig;
+    ///
+    /// let config = ShellConfig::new(".").pass_secret_env("GITHUB_TOKEN");
+    /// assert!(config.drops_env("OPENAI_API_KEY"));
+    /// assert!(!config.drops_env("GITHUB_TOKEN"));
+    /// assert!(!config.drops_env("PATH"));
+    /// ```
+    pub fn pass_secret_env(mut self, name: impl Into<String>) -> Self {
+        let name = name.into();
+        self.secret_env = match self.secret_env {
+            SecretEnv::Drop => SecretEnv::DropExcept(vec![name]),
+            SecretEnv::DropExcept(mut names) => {
+                names.push(name);
+                SecretEnv::DropExcept(names)
+            }
+            SecretEnv::PassAll => SecretEnv::PassAll,
+        };
+        self
+    }
+
+    /// Lets every inherited variable reach commands, credentials included
+    /// (the host's own environment is then the model's to read).
+    pub fn pass_all_env(mut self) -> Self {
+        self.secret_env = SecretEnv::PassAll;
+        self
+    }
+
+    /// Whether the inherited variable `name` is removed from commands'
+    /// environments: it looks like a credential and was not let through.
+    pub fn drops_env(&self, name: &str) -> bool {
+        match &self.secret_env {
+            SecretEnv::PassAll => false,
+            SecretEnv::Drop => Self::is_secret_env(name),
+            SecretEnv::DropExcept(names) => {
+                Self::is_secret_env(name) && !names.iter().any(|n| n == name)
+            }
+        }
+    }
+
+    /// Whether a variable name looks like it holds a credential: it
+    /// contains (case-insensitively) `API_KEY`, `APIKEY`, `TOKEN`,
+    /// `SECRET`, `PASSWORD`, `PASSWD`, `CREDENTIAL`, `PRIVATE_KEY`,
+    /// `ACCESS_KEY`, `SESSION_KEY` or `AUTH_KEY`, or is one of a few
+    /// well-known names without those words (`PGPASS`..., see the source).
+    /// Credentials in other variables are the host's to drop.
+    pub fn is_secret_env(name: &str) -> bool {
+        const WORDS: &[&str] = &[
+            "API_KEY",
+            "APIKEY",
+            "TOKEN",
+            "SECRET",
+            "PASSWORD",
+            "PASSWD",
+            "CREDENTIAL",
+            "PRIVATE_KEY",
+            "ACCESS_KEY",
+            "SESSION_KEY",
+            "AUTH_KEY",
+        ];
+        const NAMES: &[&str] = &["PGPASS", "MYSQL_PWD", "NETRC", "DATABASE_URL"];
+        let upper = name.to_ascii_uppercase();
+        WORDS.iter().any(|word| upper.contains(word)) || NAMES.contains(&upper.as_str())
     }
 
     /// The sandbox, when one is configured.

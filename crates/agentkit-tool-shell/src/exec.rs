@@ -10,6 +10,7 @@
 //! output often says what hung.
 
 use crate::ShellConfig;
+use crate::contain::{self, CallTag};
 use crate::run::{Ending, Finished, OutputLimits, run};
 use crate::sandbox::{self, SandboxOutcome, SpawnError};
 use agentkit_tools_core::{
@@ -158,18 +159,35 @@ async fn execute(
     let timeout = timeout(&config, &input);
     ctx.cancellation.check().map_err(|_| ToolError::Cancelled)?;
 
+    // Every process the command starts carries this tag, so that the ones
+    // leaving its process group are found and killed too (see `contain`).
+    let tag = CallTag::new();
+    contain::ensure_watchdog();
     let mut command = tokio::process::Command::new(config.shell());
     command
         .arg("-c")
         .arg(&input.command)
         .current_dir(&cwd)
         .envs(&input.env)
+        .env(contain::TAG_VAR, tag.value())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
     #[cfg(unix)]
     command.process_group(0);
+    // Credentials the host runs with are not the command's (nor, through
+    // its output, the model's): inherited variables that look like keys are
+    // dropped unless the host let them through. Variables the call sets
+    // itself are the model's own and stay.
+    for (name, _) in std::env::vars_os() {
+        if let Some(name) = name.to_str()
+            && config.drops_env(name)
+            && !input.env.contains_key(name)
+        {
+            command.env_remove(name);
+        }
+    }
 
     tracing::debug!(command = %input.command, cwd = %cwd.display(), ?timeout, "shell_exec");
     let (child, sandboxed) = sandbox::spawn(command, config.sandbox(), config.root())
@@ -190,7 +208,7 @@ async fn execute(
         kept: config.max_output_bytes(),
         total: config.max_stream_bytes(),
     };
-    let finished = run(child, timeout, limits, &ctx.cancellation)
+    let finished = run(child, timeout, limits, &ctx.cancellation, tag)
         .await
         .map_err(|err| ToolError::ExecutionFailed(format!("cannot wait for the command: {err}")))?;
     report(finished, timeout, limits.total, &sandboxed)

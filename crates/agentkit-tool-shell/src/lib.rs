@@ -5,7 +5,10 @@
 //! bounded. It is built to leave nothing behind: the command runs in its own
 //! process group, and that whole group is killed at the timeout, when the
 //! turn is cancelled, when the call's future is dropped, and once the command
-//! has exited (background processes included).
+//! has exited (background processes included). Processes that leave the
+//! group (`setsid`, double forks, `nohup` daemons) carry a per-call
+//! environment tag and are found and killed at the same moments, and a
+//! watchdog process kills them when the host itself is killed.
 //!
 //! With [`ShellConfig::with_sandbox`] the command runs inside a Landlock
 //! domain on Linux ([`ShellSandbox`]): it can write only beneath the
@@ -53,6 +56,7 @@
 
 mod capture;
 mod config;
+mod contain;
 mod exec;
 mod run;
 mod sandbox;

@@ -8,6 +8,7 @@
 //! process must not keep it open until the timeout.
 
 use crate::capture::CappedOutput;
+use crate::contain::{CallTag, SweepOnDrop};
 use agentkit_core::TurnCancellation;
 use agentkit_tools_core::ProcessGroup;
 use std::io;
@@ -56,13 +57,17 @@ pub(crate) struct OutputLimits {
 
 /// Waits for `child` (spawned with stdout and stderr piped, in its own
 /// process group) to end, killing its group at the deadline, on
-/// cancellation, or once it printed more than `limits.total`.
+/// cancellation, or once it printed more than `limits.total`; then every
+/// process tagged with `tag` that left the group is killed too.
 pub(crate) async fn run(
     mut child: Child,
     timeout: Duration,
     limits: OutputLimits,
     cancellation: &TurnCancellation,
+    tag: CallTag,
 ) -> io::Result<Finished> {
+    // Declared first, dropped last: an abandoned run still sweeps.
+    let sweep = SweepOnDrop::new(tag);
     let max_output_bytes = limits.kept;
     let started = Instant::now();
     let deadline = started + timeout;
@@ -114,6 +119,8 @@ pub(crate) async fn run(
     // have been reused by a new group; pids cycle through millions of values
     // first, and leaving background processes running is the worse risk.
     group.kill();
+    // And what left the group (`setsid`, double forks, daemons).
+    sweep.sweep_now().await;
     if !matches!(ending, Ending::Exited(_)) {
         let _ = child.start_kill();
         let _ = tokio::time::timeout(DRAIN_AFTER_KILL, child.wait()).await;

@@ -15,8 +15,9 @@
 //! | `testkit` | `testkit` | `agentkit-testkit`: `ScriptedModel` |
 //! | `http` | `http` | `agentkit-http`: streaming client, retries, provider errors |
 //! | `loop` (default) | [`provider`] | `DynModel`, the provider picked from the environment, structured answers |
-//! | `openai` | `openai` | `agentkit-provider-openai`: the Responses API, Chat Completions and compatible servers |
+//! | `openai` | `openai` | `agentkit-provider-openai`: the Responses API, Chat Completions, Azure OpenAI and compatible servers with their presets |
 //! | `anthropic` | `anthropic` | `agentkit-provider-anthropic`: Messages API |
+//! | `gemini` | `gemini` | `agentkit-provider-gemini`: Google Gemini's native API |
 //! | `mcp` | `mcp` | `agentkit-mcp`: MCP servers as a tool source |
 //! | `fs` | `fs` | `agentkit-tool-fs`: filesystem tools |
 //! | `shell` | `shell` | `agentkit-tool-shell`: the `shell_exec` tool |
@@ -25,6 +26,7 @@
 //! | `context` | `context` | `agentkit-context`: `AGENTS.md` and Agent Skills |
 //! | `acp` | `acp` | `agentkit-acp`: serving agents to editors over ACP |
 //! | `subagent` | `subagent` | `agentkit-subagent`: an agent offered to another as a tool |
+//! | `server` | `server` | `agentkit-server`: any agent served over HTTP (AG-UI), per tenant |
 //! | `schemars` | | `provider::output_schema_for`: schemas derived from Rust types |
 //! | `full` | | everything above |
 //!
@@ -68,10 +70,14 @@ pub mod provider;
 pub use agentkit_mcp as mcp;
 #[cfg(feature = "anthropic")]
 pub use agentkit_provider_anthropic as anthropic;
+#[cfg(feature = "gemini")]
+pub use agentkit_provider_gemini as gemini;
 #[cfg(feature = "openai")]
 pub use agentkit_provider_openai as openai;
 #[cfg(feature = "reporting")]
 pub use agentkit_reporting as reporting;
+#[cfg(feature = "server")]
+pub use agentkit_server as server;
 #[cfg(feature = "store")]
 pub use agentkit_store as store;
 #[cfg(feature = "subagent")]

@@ -12,6 +12,7 @@
 //! Standard output carries the protocol only: notes go to standard error.
 
 use crate::app::agent_builder;
+use crate::context::{ContextControl, ContextKeeper};
 use crate::policy::SessionAllowList;
 use crate::sessions::Sessions;
 use agentkit_acp::{AcpError, AcpServer};
@@ -21,22 +22,25 @@ use agentkit_mcp::McpServerManager;
 /// Serves ACP on stdio until the editor closes the connection.
 pub async fn serve<M>(
     model: M,
+    window: usize,
     sessions: &Sessions,
     mcp: Option<McpServerManager>,
 ) -> Result<(), AcpError>
 where
-    M: ModelAdapter + Clone + Send + Sync,
+    M: ModelAdapter + Clone + Send + Sync + 'static,
     agentkit_loop::LoopDriver<M::Session>: Send,
 {
     AcpServer::new(move |request| {
         // "Always" in the terminal is a per-session allow-list; over ACP the
         // editor's "allow always" answers play that part.
         let always = SessionAllowList::default();
+        let keeper = ContextKeeper::new(model.clone(), window, ContextControl::default());
         Ok(agent_builder(
             model.clone(),
             &request.cwd,
             always,
             mcp.as_ref(),
+            keeper,
         ))
     })
     .agent_info("coding-agent", env!("CARGO_PKG_VERSION"))

@@ -8,6 +8,7 @@
 //! for an approval, stop at the step limit. Errors are shown and the
 //! conversation goes on; only Ctrl-D or a second Ctrl-C at the prompt quit.
 
+use crate::context::{ContextControl, ContextKeeper, window_for};
 use crate::input::{Input, InputEvent, Mode};
 use crate::policy::{ALWAYS_KEY, CodingPolicy, SessionAllowList, describe_key};
 use crate::provider::ModelInfo;
@@ -96,6 +97,19 @@ fn system_prompt(workspace: &Path) -> String {
     )
 }
 
+/// What `/help` shows.
+const HELP: &str = "\
+/help       this list
+/compact    summarize the conversation so far (before the next model call)
+/clear      start a fresh conversation (the next message goes alone)
+/quit       quit (also /exit, Ctrl-D, or Ctrl-C twice)
+
+While the agent works: Enter queues a steering message for the next safe
+point, !message is urgent (skips the rest of the tool round), +message is a
+follow-up for when the turn is done. Ctrl-C cancels the turn. The
+conversation is summarized by itself when it nears the model's window.
+`coding-agent --help` lists the options and environment variables.";
+
 /// An approval answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Answer {
@@ -122,6 +136,8 @@ struct Ctx {
     /// the next turns' input, not steering.
     typed_ahead: VecDeque<String>,
     view: Arc<View>,
+    /// `/compact` and `/clear`.
+    context: ContextControl,
 }
 
 impl Ctx {
@@ -189,11 +205,26 @@ impl Ctx {
                     match text.as_str() {
                         "/quit" | "/exit" => return None,
                         "/help" => {
-                            let lines: Vec<Line> = crate::args::USAGE
-                                .lines()
-                                .map(|l| Line::new(l, Look::Dim))
-                                .collect();
+                            let lines: Vec<Line> =
+                                HELP.lines().map(|l| Line::new(l, Look::Dim)).collect();
                             self.screen().lines(&lines);
+                            continue;
+                        }
+                        "/compact" => {
+                            self.context.compact();
+                            self.note(
+                                "the conversation will be summarized before the next model call",
+                                Look::Accent,
+                            );
+                            continue;
+                        }
+                        "/clear" => {
+                            self.context.clear();
+                            self.note(
+                                "cleared: the next message starts a fresh conversation \
+                                 (the system prompt and the saved session stay)",
+                                Look::Accent,
+                            );
                             continue;
                         }
                         _ => {}
@@ -292,16 +323,20 @@ async fn advance<S: ModelSession>(
 
 /// The coding agent for `workspace`, before the host adds its cancellation
 /// and observers: the fs and shell tools rooted there, the MCP servers'
-/// tools, the permission policy (with the session's allow-list) and the
-/// system prompt. The terminal and the ACP server both build it here.
+/// tools, the permission policy (with the session's allow-list), the
+/// compaction that keeps the conversation within the model's window and
+/// the system prompt. The terminal, `exec` and the ACP server all build it
+/// here.
 pub fn agent_builder<M: ModelAdapter>(
     model: M,
     workspace: &Path,
     always: SessionAllowList,
     mcp: Option<&McpServerManager>,
+    context: ContextKeeper,
 ) -> AgentBuilder<M> {
     let builder = Agent::builder()
         .model(model)
+        .compaction(context)
         .add_tool_source(fs_tools(FsToolsConfig::new(workspace)))
         // Commands run under Landlock where the kernel has it: writes only
         // beneath the workspace (the tool says so when it runs unsandboxed).
@@ -317,15 +352,27 @@ pub fn agent_builder<M: ModelAdapter>(
 }
 
 /// Runs the agent until the user quits.
-pub async fn run<M: ModelAdapter>(model: M, setup: Setup) -> Result<Summary, AppError> {
+pub async fn run<M: ModelAdapter + Clone + 'static>(
+    model: M,
+    setup: Setup,
+) -> Result<Summary, AppError> {
     let screen = setup.screen.clone();
     let controller = CancellationController::new();
     let always = SessionAllowList::default();
     let view = Arc::new(View::new(screen.clone()));
     let workspace = setup.workspace.clone();
+    let control = ContextControl::default();
+    let window = window_for(&setup.info.model, setup.info.window);
+    let keeper = ContextKeeper::new(model.clone(), window, control.clone());
 
-    let mut builder = agent_builder(model, &workspace, always.clone(), setup.mcp.as_ref())
-        .cancellation(controller.handle());
+    let mut builder = agent_builder(
+        model,
+        &workspace,
+        always.clone(),
+        setup.mcp.as_ref(),
+        keeper,
+    )
+    .cancellation(controller.handle());
     if let Some(observer) = setup.observer.clone() {
         builder = builder.observer_arc(observer);
     }
@@ -363,6 +410,7 @@ pub async fn run<M: ModelAdapter>(model: M, setup: Setup) -> Result<Summary, App
         turn_open: setup.resume.is_some(),
         typed_ahead: VecDeque::new(),
         view: view.clone(),
+        context: control,
     };
     let mut summary = Summary::default();
     let mut first_prompt = setup.prompt.clone();
@@ -462,8 +510,16 @@ pub async fn run<M: ModelAdapter>(model: M, setup: Setup) -> Result<Summary, App
                 break;
             }
             Err(error) => {
+                view.cut_answer();
                 view.reset_round();
                 summary.errors += 1;
+                if setup.one_shot {
+                    // Nobody is there to retry: report it and quit (the
+                    // exit code says the turn failed).
+                    ctx.screen().set_activity(None);
+                    ctx.note(format!("error: {error}"), Look::Bad);
+                    break;
+                }
                 if !recover(&mut driver, &mut ctx, &error).await {
                     break;
                 }

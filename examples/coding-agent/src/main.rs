@@ -11,12 +11,17 @@
 //! message, a leading `!` makes it urgent, a leading `+` keeps it as a
 //! follow-up. Ctrl-C cancels the turn; Ctrl-C twice or Ctrl-D quits.
 //!
+//! `coding-agent exec PROMPT` runs one turn for scripts instead (see
+//! [`exec`]), and `--acp` serves the agent to editors.
+//!
 //! Run it with `cargo run -p coding-agent` (`-- --help` for the options).
 
 mod acp;
 mod app;
 mod args;
+mod context;
 mod demo;
+mod exec;
 mod input;
 mod mcp;
 mod policy;
@@ -99,7 +104,7 @@ async fn serve_acp(
     args: &args::Args,
     open_store: impl FnOnce() -> Result<Sessions, sessions::SessionError>,
 ) -> ExitCode {
-    let (model, _info) = match provider::from_env() {
+    let (model, info) = match provider::from_env() {
         Ok(Some(provider)) => provider,
         Ok(None) => {
             return fail(
@@ -117,7 +122,8 @@ async fn serve_acp(
         Ok(mcp) => mcp,
         Err(error) => return fail(error),
     };
-    let served = acp::serve(model, &store, mcp.clone()).await;
+    let window = context::window_for(&info.model, info.window);
+    let served = acp::serve(model, window, &store, mcp.clone()).await;
     if let Some(manager) = &mcp {
         manager.disconnect_all().await;
     }
@@ -125,6 +131,55 @@ async fn serve_acp(
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => fail(error),
     }
+}
+
+/// `exec`'s options: the prompt (argument, else standard input; the demo's
+/// task when the demo runs without one) and the schema file.
+fn exec_setup(
+    args: &args::Args,
+    workspace: std::path::PathBuf,
+    sessions: Sessions,
+    demo: bool,
+) -> Result<exec::Exec, String> {
+    let prompt = match args.prompt.as_deref() {
+        Some(text) if text != "-" => text.to_owned(),
+        _ if std::io::stdin().is_terminal() => String::new(),
+        _ => {
+            let mut text = String::new();
+            if let Err(error) = std::io::Read::read_to_string(&mut std::io::stdin(), &mut text) {
+                return Err(format!("cannot read the prompt from stdin: {error}"));
+            }
+            text
+        }
+    };
+    let prompt = match prompt.trim() {
+        "" if demo => demo::TASK.to_owned(),
+        "" => {
+            return Err("exec needs a prompt: an argument, or text on standard input".into());
+        }
+        text => text.to_owned(),
+    };
+    let output_schema = args
+        .output_schema
+        .as_deref()
+        .map(exec::read_schema)
+        .transpose()?;
+    Ok(exec::Exec {
+        workspace,
+        prompt,
+        approval: if args.yes {
+            policy::ApprovalMode::FullAuto
+        } else {
+            args.approval
+        },
+        json: args.json,
+        output_schema,
+        max_steps: args.max_steps.unwrap_or(40),
+        window: context::DEMO_WINDOW,
+        sessions,
+        mcp: None,
+        observer: None,
+    })
 }
 
 async fn run() -> ExitCode {
@@ -210,6 +265,36 @@ async fn run() -> ExitCode {
         _ => return fail(format!("{} is not a directory", workspace.display())),
     };
 
+    if args.exec {
+        let mut exec = match exec_setup(&args, workspace, store, demo_dir.is_some()) {
+            Ok(exec) => exec,
+            Err(error) => return fail(error),
+        };
+        exec.mcp = match connect_mcp(&args, |line| eprintln!("coding-agent: {line}")).await {
+            Ok(mcp) => mcp,
+            Err(error) => return fail(error),
+        };
+        let outcome = match provider {
+            Some((model, info)) => {
+                let window = context::window_for(&info.model, info.window);
+                exec::run(model, exec::Exec { window, ..exec }).await
+            }
+            None => {
+                let model = demo::model();
+                let exec = exec::Exec {
+                    observer: Some(Arc::new(demo::Director::new(model.clone()))),
+                    window: context::DEMO_WINDOW,
+                    ..exec
+                };
+                exec::run(model, exec).await
+            }
+        };
+        return match outcome {
+            Ok(outcome) => ExitCode::from(outcome.exit_code()),
+            Err(error) => fail(error),
+        };
+    }
+
     let tty = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
     let screen = Arc::new(Mutex::new(Screen::new(tty)));
     let say = |line: Line| screen.lock().unwrap_or_else(|e| e.into_inner()).line(line);
@@ -280,6 +365,8 @@ async fn run() -> ExitCode {
             let mut setup = setup(ModelInfo {
                 label: "offline demo (scripted; tokens estimated)".into(),
                 price: Some((0.0, 0.0)),
+                model: "offline-demo".into(),
+                window: Some(context::DEMO_WINDOW),
             });
             setup.observer = Some(Arc::new(demo::Director::new(model.clone())));
             setup.prompt = Some(setup.prompt.unwrap_or_else(|| demo::TASK.into()));
@@ -307,6 +394,12 @@ async fn run() -> ExitCode {
                 if !tty && args.yes && (!fixed || summary.turns == 0) {
                     return ExitCode::FAILURE;
                 }
+            }
+            // `--prompt` without a terminal: success only for a turn that
+            // completed (`exec` has the finer exit codes).
+            let completed = summary.last_finish == Some(agentkit_core::FinishReason::Completed);
+            if !tty && args.prompt.is_some() && (summary.errors > 0 || !completed) {
+                return ExitCode::FAILURE;
             }
             ExitCode::SUCCESS
         }

@@ -12,24 +12,90 @@
 //! `python3 -m unittest` allows later `python3` commands, not `rm`, and
 //! "always" for a write inside the workspace does not allow writes outside
 //! it.
+//!
+//! An [`ApprovalMode`] answers some requests without a person: `auto-edit`
+//! approves changes to files inside the workspace, `full-auto` everything
+//! that stays inside the workspace (shell commands run in the Landlock
+//! sandbox, which confines their writes to it). `exec` mode and ACP
+//! sessions choose one; the terminal asks.
 
 use agentkit_tools_core::{
-    ApprovalReason, CommandPolicy, CompositePermissionChecker, FileSystemOperation, PathPolicy,
-    PermissionChecker, PermissionDecision, PermissionPayload, PermissionPolicy, PermissionRequest,
-    PolicyMatch, policy::parse_command_line,
+    ApprovalReason, ApprovalRequest, CommandPolicy, CompositePermissionChecker,
+    FileSystemOperation, PathPolicy, PermissionChecker, PermissionDecision, PermissionPayload,
+    PermissionPolicy, PermissionRequest, PolicyMatch, policy::parse_command_line,
 };
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-/// The approval metadata entry that carries the allow-list key.
-pub const ALWAYS_KEY: &str = "coding_agent.always_key";
+/// The approval metadata entry that carries the allow-list key. It is the
+/// ACP server's "allow always" scope too, so an editor's answer covers
+/// what the terminal's does.
+pub const ALWAYS_KEY: &str = agentkit_acp::ALWAYS_SCOPE;
 
 /// Programs that only look around; they run without asking.
 const LOOK_AROUND: &[&str] = &[
     "ls", "cat", "head", "tail", "wc", "grep", "rg", "find", "pwd", "echo", "sort", "uniq", "diff",
     "file", "stat", "tree",
 ];
+
+/// Which approval requests are answered without asking.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ApprovalMode {
+    /// Every request is asked (in `exec` mode, where nobody can answer,
+    /// it is denied).
+    #[default]
+    Ask,
+    /// Changes to files inside the workspace are approved.
+    AutoEdit,
+    /// Everything inside the workspace is approved: file changes, shell
+    /// commands (sandboxed), MCP calls. Paths outside it are still asked.
+    FullAuto,
+}
+
+impl ApprovalMode {
+    /// Every mode, in order of trust.
+    pub const ALL: [ApprovalMode; 3] = [Self::Ask, Self::AutoEdit, Self::FullAuto];
+
+    /// The mode's name on the command line and over ACP.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Ask => "ask",
+            Self::AutoEdit => "auto-edit",
+            Self::FullAuto => "full-auto",
+        }
+    }
+
+    /// The mode called `name`.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|mode| mode.name() == name)
+    }
+
+    /// What the mode lets through, in a few words.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::Ask => "ask before every change and command",
+            Self::AutoEdit => "edit files in the workspace without asking; ask before commands",
+            Self::FullAuto => {
+                "edit files and run sandboxed commands in the workspace without asking"
+            }
+        }
+    }
+
+    /// `true` when the mode approves `request` without asking.
+    pub fn approves(self, request: &ApprovalRequest) -> bool {
+        let in_workspace_edit = request.request_kind.starts_with("filesystem.")
+            && request.reason == ApprovalReason::PolicyRequiresConfirmation;
+        match self {
+            Self::Ask => false,
+            Self::AutoEdit => in_workspace_edit,
+            Self::FullAuto => !matches!(
+                request.reason,
+                ApprovalReason::SensitivePath | ApprovalReason::SensitiveAuthScope
+            ),
+        }
+    }
+}
 
 /// Asks before any filesystem change.
 struct AskBeforeChanges;
@@ -103,6 +169,9 @@ impl PermissionChecker for CodingPolicy {
                 if self.always.contains(&key) {
                     return PermissionDecision::Allow;
                 }
+                approval
+                    .metadata
+                    .insert(agentkit_acp::ALWAYS_LABEL.into(), describe_key(&key).into());
                 approval.metadata.insert(ALWAYS_KEY.into(), key.into());
                 PermissionDecision::RequireApproval(approval)
             }
@@ -154,6 +223,64 @@ pub fn describe_key(key: &str) -> String {
 mod tests {
     use super::*;
     use agentkit_tools_core::ShellCommand;
+
+    /// The approval request `policy` makes for `request`.
+    fn approval(policy: &CodingPolicy, request: &PermissionRequest) -> ApprovalRequest {
+        match policy.evaluate(request) {
+            PermissionDecision::RequireApproval(approval) => ApprovalRequest {
+                task_id: None,
+                call_id: None,
+                id: agentkit_core::ApprovalId::new("a1"),
+                request_kind: request.kind.clone(),
+                reason: approval.reason,
+                summary: String::new(),
+                metadata: approval.metadata,
+            },
+            other => panic!("{request:?} needs no approval: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn modes_approve_what_they_say() {
+        let dir = std::env::temp_dir();
+        let policy = CodingPolicy::new(&dir, SessionAllowList::default());
+        let write_inside = approval(
+            &policy,
+            &PermissionRequest::filesystem(FileSystemOperation::Write {
+                path: dir.join("a.txt"),
+            }),
+        );
+        let write_outside = approval(
+            &policy,
+            &PermissionRequest::filesystem(FileSystemOperation::Write {
+                path: "/elsewhere/a.txt".into(),
+            }),
+        );
+        let command = approval(&policy, &shell("python3 -m unittest", &dir));
+        // (request, ask, auto-edit, full-auto)
+        let table = [
+            (&write_inside, false, true, true),
+            (&command, false, false, true),
+            (&write_outside, false, false, false),
+        ];
+        for (request, ask, edit, full) in table {
+            assert_eq!(ApprovalMode::Ask.approves(request), ask, "{request:?}");
+            assert_eq!(
+                ApprovalMode::AutoEdit.approves(request),
+                edit,
+                "{request:?}"
+            );
+            assert_eq!(
+                ApprovalMode::FullAuto.approves(request),
+                full,
+                "{request:?}"
+            );
+        }
+        for mode in ApprovalMode::ALL {
+            assert_eq!(ApprovalMode::from_name(mode.name()), Some(mode));
+        }
+        assert_eq!(ApprovalMode::from_name("yolo"), None);
+    }
 
     fn shell(line: &str, workspace: &Path) -> PermissionRequest {
         let mut command = ShellCommand::new(line);

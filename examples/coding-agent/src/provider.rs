@@ -3,7 +3,9 @@
 //! [`DynModel`]): `AGENTKIT_PROVIDER`, `OPENAI_API_KEY`, `OPENAI_BASE_URL`
 //! (a compatible server such as Ollama or llama.cpp), `ANTHROPIC_API_KEY`,
 //! `AGENTKIT_MODEL`. With none of them the offline demo runs. A compatible
-//! server without `AGENTKIT_MODEL` gets `llama3.2`.
+//! server without `AGENTKIT_MODEL` gets `llama3.2`. `AGENTKIT_CONTEXT_WINDOW`
+//! sets the model's context window in tokens (for compaction) when the
+//! model's name does not tell it.
 
 use agentkit::provider::{ConfigError, DynModel, ProviderConfig, ProviderKind};
 use agentkit_core::Usage;
@@ -18,6 +20,10 @@ pub struct ModelInfo {
     pub label: String,
     /// US dollars per million input and output tokens, when known.
     pub price: Option<(f64, f64)>,
+    /// The model's name, as the provider is asked for it.
+    pub model: String,
+    /// The context window in tokens, when configured.
+    pub window: Option<usize>,
 }
 
 impl ModelInfo {
@@ -65,9 +71,25 @@ pub fn from_vars(
         (ProviderKind::Anthropic, _) => format!("anthropic {}", config.model),
         (kind, _) => format!("{} {}", kind.name(), config.model),
     };
+    let window = match set("AGENTKIT_CONTEXT_WINDOW") {
+        None => None,
+        Some(text) => Some(
+            text.trim()
+                .parse::<usize>()
+                .ok()
+                .filter(|n| *n >= 256)
+                .ok_or(ConfigError::Invalid {
+                    variable: "AGENTKIT_CONTEXT_WINDOW",
+                    value: text,
+                    reason: "a number of tokens, at least 256".into(),
+                })?,
+        ),
+    };
     let info = ModelInfo {
         label,
         price: price_of(&config.model),
+        model: config.model.clone(),
+        window,
     };
     Ok(Some((model, info)))
 }
@@ -137,6 +159,25 @@ mod tests {
     }
 
     #[test]
+    fn the_context_window_is_configured_or_a_clear_error() {
+        let with = |window: &str| {
+            from_vars(|name| match name {
+                "OPENAI_API_KEY" => Some("sk".into()),
+                "AGENTKIT_CONTEXT_WINDOW" => Some(window.into()),
+                _ => None,
+            })
+        };
+        let (_, info) = with("32768").unwrap().unwrap();
+        assert_eq!(info.window, Some(32_768));
+        assert_eq!(info.model, "gpt-5-mini");
+        let error = with("lots").err().unwrap();
+        assert!(
+            error.to_string().contains("AGENTKIT_CONTEXT_WINDOW"),
+            "{error}"
+        );
+    }
+
+    #[test]
     fn a_provider_missing_its_key_is_a_clear_error() {
         let error = from_vars(|name| (name == "AGENTKIT_PROVIDER").then(|| "anthropic".into()))
             .err()
@@ -149,6 +190,8 @@ mod tests {
         let info = ModelInfo {
             label: "x".into(),
             price: price_of("gpt-4o-mini-2024-07-18"),
+            model: "gpt-4o-mini-2024-07-18".into(),
+            window: None,
         };
         let usage = Usage::from_tokens(TokenUsage {
             input_tokens: 1_000_000,

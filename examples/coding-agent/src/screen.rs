@@ -82,7 +82,7 @@ impl Line {
 /// The screen's state; shared behind a mutex by the key reader, the loop
 /// observer and the main loop.
 pub struct Screen {
-    out: std::io::Stdout,
+    out: Box<dyn Write + Send>,
     tty: bool,
     /// The answer line being streamed, and whether it is reasoning.
     partial: String,
@@ -102,8 +102,18 @@ pub struct Screen {
 impl Screen {
     /// A screen on standard output; `tty` selects the live area.
     pub fn new(tty: bool) -> Self {
+        Self::on(Box::new(std::io::stdout()), tty)
+    }
+
+    /// Plain lines on standard error: `exec` mode's progress, which keeps
+    /// standard output for the answer.
+    pub fn plain_stderr() -> Self {
+        Self::on(Box::new(std::io::stderr()), false)
+    }
+
+    fn on(out: Box<dyn Write + Send>, tty: bool) -> Self {
         Self {
-            out: std::io::stdout(),
+            out,
             tty,
             partial: String::new(),
             partial_dim: false,

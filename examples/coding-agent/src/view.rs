@@ -24,6 +24,9 @@ struct State {
     waiting: VecDeque<ToolCallPart>,
     /// Between `TurnStarted` and `TurnFinished`.
     turn_running: bool,
+    /// Parts whose text is on screen but not committed: a failed call
+    /// leaves them cut off.
+    uncommitted: HashSet<PartId>,
 }
 
 /// Renders loop events on the screen.
@@ -44,6 +47,23 @@ impl View {
     /// Forgets calls that will not run (after a cancellation or an error).
     pub fn reset_round(&self) {
         self.lock().waiting.clear();
+    }
+
+    /// Marks streamed text of a model call that failed as cut off, so the
+    /// error and the retried answer are printed below it, not merged.
+    pub fn cut_answer(&self) {
+        let mut state = self.lock();
+        if state.uncommitted.is_empty() {
+            return;
+        }
+        state.uncommitted.clear();
+        state.reasoning.clear();
+        let mut screen = self.screen.lock().unwrap_or_else(|e| e.into_inner());
+        screen.end_stream();
+        screen.line(Line::new(
+            "  ✂ cut off here: the stream broke, this partial answer is not kept",
+            Look::Warn,
+        ));
     }
 
     /// Whether a turn has started and not yet finished.
@@ -76,9 +96,11 @@ impl LoopObserver for View {
                 Delta::AppendText { part_id, chunk } => {
                     let dim = state.reasoning.contains(&part_id);
                     screen.stream(&chunk, dim);
+                    state.uncommitted.insert(part_id);
                 }
                 Delta::CommitPart { part_id } => {
                     state.reasoning.remove(&part_id);
+                    state.uncommitted.remove(&part_id);
                     screen.end_stream();
                 }
                 _ => {}
@@ -160,6 +182,26 @@ impl LoopObserver for View {
             AgentEvent::Warning { message } => {
                 screen.end_stream();
                 screen.line(Line::new(format!("warning: {message}"), Look::Warn));
+            }
+            AgentEvent::CompactionApplied {
+                items_before,
+                items_after,
+                report,
+                ..
+            } => {
+                screen.end_stream();
+                let what = match report.strategy.as_str() {
+                    "clear" => "conversation cleared".to_owned(),
+                    "summarize" => "conversation summarized".to_owned(),
+                    other => format!("conversation compacted ({other})"),
+                };
+                screen.line(Line::new(
+                    format!(
+                        "⇣ {what}: {items_before} → {items_after} items, ~{} → ~{} tokens",
+                        report.tokens_before, report.tokens_after
+                    ),
+                    Look::Accent,
+                ));
             }
             AgentEvent::TurnFinished { .. } => {
                 state.turn_running = false;

@@ -19,14 +19,38 @@ fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../crates/agentkit-acp/tests/fixtures")
 }
 
-#[test]
-fn an_acp_client_drives_the_coding_agent_and_loads_its_stored_session() {
+/// Runs the client `script` against `coding-agent --acp` with `server` as
+/// the model, its workspace `dir/work`, its state in `dir`, and checks that
+/// all `checks` passed.
+fn run_client(script: &str, server: &Server, dir: &Path, checks: usize) {
     let sdk = fixtures().join("node_modules/@agentclientprotocol/sdk/package.json");
     assert!(
         sdk.is_file(),
         "the ACP TypeScript SDK is not installed in {}: run `cargo xtask fixtures` (needs Node.js 20+)",
         fixtures().display()
     );
+    let output = agentkit_testkit::process::output_within(
+        Command::new("node")
+            .arg(fixtures().join(script))
+            .arg(env!("CARGO_BIN_EXE_coding-agent"))
+            .arg(dir.join("work"))
+            .current_dir(fixtures())
+            .env("OPENAI_BASE_URL", server.base_url())
+            .env("AGENTKIT_MODEL", "test-model")
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("ANTHROPIC_API_KEY")
+            .env_remove("AGENTKIT_PROVIDER")
+            .env("CODING_AGENT_STATE_DIR", dir.join("state"))
+            .env("CODING_AGENT_LEASE_MS", "1000")
+            .env("XDG_CONFIG_HOME", dir.join("config")),
+        Duration::from_secs(120),
+        "the ACP client (node, 20 or newer)",
+    );
+    agentkit_testkit::process::assert_all_passed(&output, checks, "the ACP client");
+}
+
+#[test]
+fn an_acp_client_drives_the_coding_agent_and_loads_its_stored_session() {
     let dir = tempfile::tempdir().unwrap();
     let workspace = dir.path().join("work");
     std::fs::create_dir(&workspace).unwrap();
@@ -45,24 +69,7 @@ fn an_acp_client_drives_the_coding_agent_and_loads_its_stored_session() {
         sse(text_answer("You asked me to write notes.txt.")),
     ]);
 
-    let output = agentkit_testkit::process::output_within(
-        Command::new("node")
-            .arg(fixtures().join("coding-agent.mjs"))
-            .arg(env!("CARGO_BIN_EXE_coding-agent"))
-            .arg(&workspace)
-            .current_dir(fixtures())
-            .env("OPENAI_BASE_URL", server.base_url())
-            .env("AGENTKIT_MODEL", "test-model")
-            .env_remove("OPENAI_API_KEY")
-            .env_remove("ANTHROPIC_API_KEY")
-            .env_remove("AGENTKIT_PROVIDER")
-            .env("CODING_AGENT_STATE_DIR", dir.path().join("state"))
-            .env("CODING_AGENT_LEASE_MS", "1000")
-            .env("XDG_CONFIG_HOME", dir.path().join("config")),
-        Duration::from_secs(120),
-        "the ACP client (node, 20 or newer)",
-    );
-    agentkit_testkit::process::assert_all_passed(&output, 11, "the ACP client");
+    run_client("coding-agent.mjs", &server, dir.path(), 11);
 
     // The model's side: the request of the loaded session carried the whole
     // stored conversation, the tool call with its result.
@@ -93,4 +100,32 @@ fn an_acp_client_drives_the_coding_agent_and_loads_its_stored_session() {
         .unwrap();
     let listed = String::from_utf8_lossy(&listed.stdout);
     assert!(listed.contains("write a note about the milk"), "{listed}");
+}
+
+/// "Always allow" from the editor is scoped like the terminal's: to the
+/// program of a shell command (`python3`), so another program is asked
+/// again.
+#[test]
+fn always_allow_from_an_editor_covers_one_program() {
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = dir.path().join("work");
+    std::fs::create_dir(&workspace).unwrap();
+    let shell = |command: &str| json!({ "command": command });
+    let server = Server::start(vec![
+        sse(tool_calls(&[(
+            "call_1",
+            "shell_exec",
+            shell("python3 -c 'print(1)'"),
+        )])),
+        sse(text_answer("Ran it.")),
+        sse(tool_calls(&[
+            ("call_2", "shell_exec", shell("python3 -c 'print(2)'")),
+            ("call_3", "shell_exec", shell("touch made-by-touch")),
+        ])),
+        sse(text_answer("Ran python; touch was refused.")),
+    ]);
+    run_client("coding-agent-always.mjs", &server, dir.path(), 3);
+    // The model read python's output for call_2.
+    let results = texts(&server.messages()[3], "tool");
+    assert!(results.iter().any(|r| r.contains('2')), "{results:?}");
 }

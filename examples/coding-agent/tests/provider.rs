@@ -444,6 +444,20 @@ fn a_network_error_mid_stream_keeps_the_conversation() {
     // Enter retries the same request.
     term.enter("");
     term.wait_for("The whole answer, this time.");
+    // The partial answer is marked as cut, and the error and the retried
+    // answer come below it, each on its own line.
+    let screen = term.screen();
+    let partial = screen.find("Half of an answer that").unwrap();
+    let cut = screen.find("✂ cut off here").unwrap();
+    let error = screen.find("error: ").unwrap();
+    let retried = screen.find("The whole answer, this time.").unwrap();
+    assert!(partial < cut && cut < error && error < retried, "{screen}");
+    assert!(
+        screen
+            .lines()
+            .any(|l| l.trim_start().starts_with("The whole answer")),
+        "{screen}"
+    );
     term.wait_prompt();
     term.enter("do you remember my question?");
     term.wait_for("Yes, I remember.");

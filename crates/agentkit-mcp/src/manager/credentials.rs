@@ -19,7 +19,23 @@ impl Inner {
     /// refreshes its tokens first.
     pub(super) async fn ask_responder(&self, server: &Arc<Server>, request: &AuthRequest) -> bool {
         #[cfg(feature = "oauth")]
-        if server.oauth.refresh().await {
+        if let crate::config::McpTransport::Http(http) = &server.config.transport
+            && let Some(config) = &http.oauth
+            && config.grant == crate::oauth::OAuthGrant::ClientCredentials
+        {
+            // A machine client needs nobody: it asks for a token itself.
+            let outcome = server
+                .oauth
+                .client_credentials(&http.url, config, request.challenge.as_deref())
+                .await;
+            if let Err(reason) = &outcome {
+                tracing::warn!(server = %server.config.name, %reason, "client_credentials grant failed");
+            }
+            return outcome.is_ok();
+        }
+        // A step-up (403, more scopes) is not cured by a refresh.
+        #[cfg(feature = "oauth")]
+        if !is_step_up(request) && server.oauth.refresh().await {
             return true;
         }
         let own = server.responder.lock().expect("responder lock").clone();
@@ -27,7 +43,21 @@ impl Inner {
         let Some(responder) = responder else {
             return false;
         };
-        match responder.respond(request).await {
+        // An OAuth server's request carries the authorization URL for the
+        // responder too: a host that can play the browser answers at once.
+        let mut request = request.clone();
+        self.add_authorization_url(server, &mut request).await;
+        match responder.respond(&request).await {
+            Some(AuthResolution::Provided {
+                credentials: McpCredentials::OAuthRedirect(redirect),
+                ..
+            }) => match self.finish_oauth(server, &redirect).await {
+                Ok(()) => true,
+                Err(err) => {
+                    tracing::warn!(server = %server.config.name, %err, "OAuth redirect from the responder failed");
+                    false
+                }
+            },
             Some(AuthResolution::Provided { credentials, .. }) => {
                 tracing::info!(server = %server.config.name, "auth responder provided credentials");
                 *server.credentials.lock().expect("credentials lock") = Some(credentials);
@@ -48,8 +78,16 @@ impl Inner {
     pub(super) async fn surface_auth(
         &self,
         server: &Arc<Server>,
-        #[allow(unused_mut)] mut request: AuthRequest,
+        mut request: AuthRequest,
     ) -> McpError {
+        self.add_authorization_url(server, &mut request).await;
+        self.auth_failure(server, request)
+    }
+
+    /// Adds the OAuth authorization URL (or why none could be made) to a
+    /// request of a server configured with OAuth.
+    #[cfg_attr(not(feature = "oauth"), allow(unused_variables))]
+    async fn add_authorization_url(&self, server: &Arc<Server>, request: &mut AuthRequest) {
         #[cfg(feature = "oauth")]
         if let crate::config::McpTransport::Http(http) = &server.config.transport
             && let Some(config) = &http.oauth
@@ -72,7 +110,6 @@ impl Inner {
                 }
             }
         }
-        self.auth_failure(server, request)
     }
 
     /// The error for an unanswered auth request: recorded as pending, or
@@ -138,6 +175,14 @@ impl Inner {
     /// Ends an OAuth authorization with the host's redirect URL. The
     /// pending requests stay pending when it fails (the host may retry).
     async fn complete_oauth(&self, server: &Arc<Server>, redirect: &str) -> Result<(), McpError> {
+        self.finish_oauth(server, redirect).await?;
+        close_session(server).await;
+        Ok(())
+    }
+
+    /// Trades an OAuth redirect for tokens and forgets the server's pending
+    /// requests and refusal.
+    async fn finish_oauth(&self, server: &Arc<Server>, redirect: &str) -> Result<(), McpError> {
         let name = server.config.name.clone();
         #[cfg(feature = "oauth")]
         let outcome = server.oauth.complete(redirect).await;
@@ -158,7 +203,6 @@ impl Inner {
             .expect("pending auth lock")
             .retain(|request| request.provider != name);
         *server.refused.lock().expect("refused lock") = None;
-        close_session(server).await;
         Ok(())
     }
 
@@ -171,6 +215,16 @@ impl Inner {
         *server.refused.lock().expect("refused lock") = None;
         close_session(server).await;
     }
+}
+
+/// `true` for a `403` asking for more scopes.
+#[cfg(feature = "oauth")]
+fn is_step_up(request: &AuthRequest) -> bool {
+    request
+        .metadata
+        .get("mcp.http_status")
+        .and_then(|status| status.as_u64())
+        == Some(403)
 }
 
 /// Closes the server's open session, if any: it was authenticated with the

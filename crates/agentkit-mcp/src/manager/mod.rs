@@ -27,6 +27,7 @@ use crate::config::McpServerConfig;
 use crate::connection::Connection;
 use crate::convert::{self, RemoteTool};
 use crate::discovery::{McpPrompt, McpResource};
+use crate::elicitation::ElicitationHandler;
 use crate::error::McpError;
 use agentkit_core::{Item, Part};
 use agentkit_tools_core::{
@@ -97,6 +98,8 @@ pub(crate) struct Inner {
     /// Unanswered auth requests, oldest first.
     pending_auth: Mutex<Vec<AuthRequest>>,
     responder: Mutex<Option<Arc<dyn McpAuthResponder>>>,
+    /// Answers servers' `elicitation/create`; `None` declines them.
+    elicitation: Mutex<Option<Arc<dyn ElicitationHandler>>>,
 }
 
 /// One registered server.
@@ -141,6 +144,7 @@ impl McpServerManager {
                 catalog: Mutex::new(CatalogState::new()),
                 pending_auth: Mutex::new(Vec::new()),
                 responder: Mutex::new(None),
+                elicitation: Mutex::new(None),
             }),
         }
     }
@@ -467,6 +471,16 @@ impl McpServerManager {
             .clone()
     }
 
+    /// Sets who answers servers' `elicitation/create` requests (form and
+    /// URL modes). Set it before servers connect: the capability is
+    /// announced in the handshake, so servers connected earlier keep
+    /// seeing a client without it (and their requests are declined).
+    /// Form answers get the schema's defaults and are checked against it
+    /// before they are sent (see [`complete_form`](crate::complete_form)).
+    pub fn set_elicitation_handler(&self, handler: Arc<dyn ElicitationHandler>) {
+        *self.inner.elicitation.lock().expect("elicitation lock") = Some(handler);
+    }
+
     /// Registers a responder asked whenever any server wants credentials
     /// and has no responder of its own (see
     /// [`set_server_auth_responder`](Self::set_server_auth_responder)).
@@ -527,6 +541,13 @@ impl Inner {
             .find(|s| s.config.name == name)
             .cloned()
             .ok_or_else(|| McpError::UnknownServer(name.to_owned()))
+    }
+
+    /// What new connections answer servers' requests with.
+    pub(crate) fn hooks(&self) -> crate::connection::Hooks {
+        crate::connection::Hooks {
+            elicitation: self.elicitation.lock().expect("elicitation lock").clone(),
+        }
     }
 
     pub(crate) fn snapshot(&self) -> CatalogSnapshot {

@@ -61,7 +61,7 @@ impl Inner {
                 credentials = Some(crate::auth::McpCredentials::Bearer(token));
             }
             let span = tracing::info_span!("mcp.connect", server = name);
-            match Connection::open(&server.config, credentials.as_ref())
+            match Connection::open(&server.config, credentials.as_ref(), self.hooks())
                 .instrument(span)
                 .await
             {

@@ -86,7 +86,11 @@ impl ResponsesConfig {
 
     /// The URL requests are posted to.
     pub fn endpoint(&self) -> String {
-        format!("{}/responses", self.openai.base_url.trim_end_matches('/'))
+        format!(
+            "{}/responses{}",
+            self.openai.base_url.trim_end_matches('/'),
+            self.openai.query
+        )
     }
 }
 

@@ -18,6 +18,7 @@
 //! ```
 
 mod config;
+pub(crate) mod hosted;
 mod request;
 mod stream;
 

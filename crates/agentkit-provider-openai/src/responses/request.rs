@@ -7,7 +7,9 @@
 //! as it came, with its item id and encrypted content, so a reasoning model
 //! keeps its chain of thought across tool rounds with `store: false`;
 //! reasoning from another provider (no id, nothing encrypted) cannot be
-//! verified by OpenAI and is left out. With `previous_response_id`, the
+//! verified by OpenAI and is left out. Hosted tools' items go back as they
+//! came, and an `openai.mcp_approval_response` part as the API's approval
+//! item. With `previous_response_id`, the
 //! items up to the last stored response are not sent again.
 //!
 //! Each item's input items are encoded once and kept in the session's
@@ -93,7 +95,7 @@ fn options(
         body.insert("text".into(), json!({ "format": text_format(schema) }));
     }
     if let Some(key) = cache
-        .filter(|c| c.mode != PromptCacheMode::Disabled)
+        .filter(|c| c.mode != PromptCacheMode::Disabled && openai.quirks.prompt_cache)
         .and_then(|c| c.key.as_ref())
     {
         body.insert("prompt_cache_key".into(), json!(key));
@@ -194,6 +196,14 @@ fn item_inputs(item: &Item, input: &mut Vec<Value>) {
             Part::Reasoning(reasoning) if role == "assistant" => {
                 flush(&mut blocks, input);
                 input.extend(reasoning_item(reasoning));
+            }
+            Part::Custom(custom) => {
+                // Hosted tools' items go back as they came; approval
+                // answers as the API's own item.
+                if let Some(value) = super::hosted::input_item(custom, role == "assistant") {
+                    flush(&mut blocks, input);
+                    input.push(value);
+                }
             }
             other => blocks.extend(content_block(role, other)),
         }
@@ -332,5 +342,65 @@ mod normalized_tools {
         let parameters = &tool(&spec)["parameters"];
         assert_eq!(parameters["properties"]["choice"]["type"], "string");
         assert!(parameters.get("$defs").is_none(), "{parameters}");
+    }
+}
+
+#[cfg(test)]
+mod hosted_items {
+    use super::*;
+    use agentkit_core::{CustomPart, MetadataMap};
+
+    fn custom(kind: &str, value: Value) -> Part {
+        Part::Custom(CustomPart {
+            kind: kind.into(),
+            value,
+            metadata: MetadataMap::new(),
+        })
+    }
+
+    #[test]
+    fn hosted_items_and_approval_answers_go_back_as_input_items() {
+        let search = json!({"id": "ws_1", "type": "web_search_call", "status": "completed",
+            "action": {"type": "search", "query": "weather", "sources": [{"type": "url", "url": "https://example.com"}]}});
+        let request = json!({"id": "mcpr_1", "type": "mcp_approval_request",
+            "name": "create_short_url", "arguments": "{}", "server_label": "zip1"});
+        let assistant = Item::new(
+            ItemKind::Assistant,
+            vec![
+                custom("openai.web_search_call", search.clone()),
+                Part::text("Found it."),
+                custom("openai.mcp_approval_request", request.clone()),
+                // Another provider's custom part, and one whose value does
+                // not match its kind: neither is sent.
+                custom("acme.note", json!({"type": "note"})),
+                custom("openai.mcp_call", json!({"type": "web_search_call"})),
+            ],
+        );
+        let mut input = Vec::new();
+        item_inputs(&assistant, &mut input);
+        assert_eq!(input.len(), 3, "{input:#?}");
+        assert_eq!(input[0], search);
+        assert_eq!(input[1]["type"], "message");
+        assert_eq!(input[2], request);
+
+        let answer = crate::mcp_approval_response("mcpr_1", false, Some("not now"));
+        let user = Item::new(ItemKind::User, vec![answer]);
+        let mut input = Vec::new();
+        item_inputs(&user, &mut input);
+        assert_eq!(
+            input,
+            vec![
+                json!({"type": "mcp_approval_response", "approval_request_id": "mcpr_1",
+                "approve": false, "reason": "not now"})
+            ]
+        );
+        // A hosted item in a user item is not the model's own: left out.
+        let user = Item::new(
+            ItemKind::User,
+            vec![custom("openai.web_search_call", search)],
+        );
+        let mut input = Vec::new();
+        item_inputs(&user, &mut input);
+        assert!(input.is_empty());
     }
 }

@@ -11,10 +11,17 @@
 //! content so it can be sent back. Tool calls are handed over only when the
 //! response is complete, once their arguments parse as JSON.
 //!
+//! Hosted tools' items (web search, file search, code interpreter, MCP)
+//! are kept whole as custom parts (see `hosted`), and a finished message's
+//! citations go on its text part; an answer that ends waiting for an MCP
+//! approval finishes as `Other("mcp_approval_request")`, never as an empty
+//! success.
+//!
 //! The answer ends with `response.completed`, `response.incomplete`
 //! (`max_output_tokens`, `content_filter`) or `response.failed`; an `error`
 //! event is an error, and a stream that ends before any of these is cut.
 
+use super::hosted;
 use agentkit_core::{
     CostUsage, Delta, FinishReason, MetadataMap, PartId, PartKind, TokenUsage, ToolCallPart, Usage,
 };
@@ -32,6 +39,10 @@ pub(crate) const PROVIDER: &str = "openai-responses";
 
 /// The metadata key holding an output item's id (`rs_...`, `fc_...`).
 pub(crate) const ITEM_ID: &str = "openai.item_id";
+
+/// The metadata key of a text part's citations (`url_citation`,
+/// `file_citation` annotations), as the API sent them.
+pub(crate) const ANNOTATIONS: &str = "openai.annotations";
 
 #[derive(Deserialize)]
 struct Event<'a> {
@@ -159,6 +170,8 @@ pub(crate) struct ResponsesDecoder {
     calls: Vec<(u64, CallBuilder)>,
     fallback_ids: String,
     pricing: Option<(Arc<PriceTable>, String)>,
+    /// Whether a hosted MCP tool asked for the host's approval.
+    awaiting_approval: bool,
     finished: bool,
 }
 
@@ -175,6 +188,7 @@ impl ResponsesDecoder {
             calls: Vec::new(),
             fallback_ids: fallback_ids.into(),
             pricing,
+            awaiting_approval: false,
             finished: false,
         }
     }
@@ -315,8 +329,80 @@ impl ResponsesDecoder {
                 }
                 call.done = true;
             }
-            _ => self.commit(index, out),
+            Some("message") => {
+                self.annotate(index, item, out);
+                self.commit(index, out);
+            }
+            Some(other) => match hosted::hosted_kind(other) {
+                Some(kind) => {
+                    self.awaiting_approval |= other == "mcp_approval_request";
+                    self.hosted(index, kind, item, out);
+                }
+                None => self.commit(index, out),
+            },
+            None => self.commit(index, out),
         }
+    }
+
+    /// A hosted tool's finished item, whole, as a custom part.
+    fn hosted(
+        &mut self,
+        index: u64,
+        name: String,
+        item: &Value,
+        out: &mut VecDeque<ModelTurnEvent>,
+    ) {
+        self.commit(index, out);
+        let part_id = PartId::new(format!("p{}", self.next_part));
+        self.next_part += 1;
+        let mut metadata = MetadataMap::new();
+        metadata.insert("agentkit.provider".into(), PROVIDER.into());
+        if let Some(id) = item["id"].as_str() {
+            metadata.insert(ITEM_ID.into(), id.into());
+        }
+        out.extend(
+            [
+                Delta::BeginPart {
+                    part_id: part_id.clone(),
+                    kind: PartKind::Custom { name },
+                },
+                Delta::ReplaceStructured {
+                    part_id: part_id.clone(),
+                    value: item.clone(),
+                },
+                Delta::SetMetadata {
+                    part_id: part_id.clone(),
+                    metadata,
+                },
+                Delta::CommitPart { part_id },
+            ]
+            .map(ModelTurnEvent::Delta),
+        );
+    }
+
+    /// A finished message's citations (web search sources, file search
+    /// hits) on its text part, under `openai.annotations`.
+    fn annotate(&mut self, index: u64, item: &Value, out: &mut VecDeque<ModelTurnEvent>) {
+        let Some((part_id, PartKind::Text, _)) = self.open.get(&index) else {
+            return;
+        };
+        let annotations: Vec<Value> = item["content"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|content| content["annotations"].as_array())
+            .flatten()
+            .cloned()
+            .collect();
+        if annotations.is_empty() {
+            return;
+        }
+        let mut metadata = MetadataMap::new();
+        metadata.insert(ANNOTATIONS.into(), Value::Array(annotations));
+        out.push_back(ModelTurnEvent::Delta(Delta::SetMetadata {
+            part_id: part_id.clone(),
+            metadata,
+        }));
     }
 
     fn call(&mut self, index: u64) -> &mut CallBuilder {
@@ -365,6 +451,8 @@ impl ResponsesDecoder {
             },
             None if incomplete => FinishReason::Other("incomplete".to_owned()),
             _ if has_calls => FinishReason::ToolCall,
+            // Nothing happens until the host approves or declines.
+            _ if self.awaiting_approval => FinishReason::Other(hosted::AWAITING_APPROVAL.into()),
             _ => FinishReason::Completed,
         };
         let mut result = ModelTurnResult::new(reason);

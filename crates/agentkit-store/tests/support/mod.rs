@@ -1,6 +1,7 @@
 //! The test suite every backend passes, and what it needs.
 #![allow(dead_code)]
 
+pub mod events;
 pub mod pg;
 pub mod suite;
 pub mod tools;

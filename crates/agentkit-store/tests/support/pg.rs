@@ -16,12 +16,25 @@ pub struct TempCluster {
     dir: tempfile::TempDir,
     bin: PathBuf,
     run_as_postgres: bool,
+    /// The TCP port on 127.0.0.1 when started with TLS.
+    port: Option<u16>,
 }
 
 impl TempCluster {
     /// Creates and starts a cluster with a `agentkit` superuser (trust
     /// authentication, reachable only through the socket directory).
     pub fn start() -> Self {
+        Self::start_with(None)
+    }
+
+    /// Starts a cluster that also listens on 127.0.0.1 (TCP, where
+    /// PostgreSQL speaks TLS) with this certificate and key (PEM).
+    #[allow(dead_code)]
+    pub fn start_with_tls(cert_pem: &str, key_pem: &str) -> Self {
+        Self::start_with(Some((cert_pem, key_pem)))
+    }
+
+    fn start_with(tls: Option<(&str, &str)>) -> Self {
         let bin = server_binaries().unwrap_or_else(|| {
             panic!(
                 "PostgreSQL server binaries (initdb, pg_ctl) were not found on PATH or in \
@@ -46,10 +59,16 @@ impl TempCluster {
                 dir.path().display()
             );
         }
+        let port = tls.map(|_| {
+            // A free port: bound, read, released.
+            let probe = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+            probe.local_addr().unwrap().port()
+        });
         let cluster = Self {
             dir,
             bin,
             run_as_postgres,
+            port,
         };
         let data = cluster.data_dir();
         cluster.run(
@@ -66,10 +85,35 @@ impl TempCluster {
                 "--no-sync",
             ],
         );
-        let options = format!(
+        let mut options = format!(
             "-c listen_addresses='' -k {} -c fsync=off -c full_page_writes=off",
             cluster.socket_dir().display()
         );
+        if let (Some((cert, key)), Some(port)) = (tls, port) {
+            let cert_file = cluster.dir.path().join("server.crt");
+            let key_file = cluster.dir.path().join("server.key");
+            std::fs::write(&cert_file, cert).unwrap();
+            std::fs::write(&key_file, key).unwrap();
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&key_file, std::fs::Permissions::from_mode(0o600)).unwrap();
+            if cluster.run_as_postgres {
+                for file in [&cert_file, &key_file] {
+                    let status = Command::new("chown").arg("postgres:").arg(file).status();
+                    assert!(
+                        status.is_ok_and(|s| s.success()),
+                        "chown {}",
+                        file.display()
+                    );
+                }
+            }
+            options = format!(
+                "-c listen_addresses=127.0.0.1 -p {port} -k {} -c fsync=off -c full_page_writes=off \
+                 -c ssl=on -c ssl_cert_file={} -c ssl_key_file={}",
+                cluster.socket_dir().display(),
+                cert_file.display(),
+                key_file.display()
+            );
+        }
         cluster.run(
             "pg_ctl",
             &[
@@ -98,10 +142,25 @@ impl TempCluster {
 
     /// A connection string for the `postgres` database.
     pub fn conninfo(&self) -> String {
-        format!(
-            "host={} user=agentkit dbname=postgres",
-            self.socket_dir().display()
-        )
+        match self.port {
+            // The socket's name carries the port.
+            Some(port) => format!(
+                "host={} port={port} user=agentkit dbname=postgres",
+                self.socket_dir().display()
+            ),
+            None => format!(
+                "host={} user=agentkit dbname=postgres",
+                self.socket_dir().display()
+            ),
+        }
+    }
+
+    /// A connection string over TCP to `host` (which must resolve to
+    /// 127.0.0.1) with this `sslmode`; only for clusters started with TLS.
+    #[allow(dead_code)]
+    pub fn tcp_conninfo(&self, host: &str, sslmode: &str) -> String {
+        let port = self.port.expect("a cluster started with TLS");
+        format!("host={host} port={port} user=agentkit dbname=postgres sslmode={sslmode}")
     }
 
     fn command(&self, program: &str, args: &[&str]) -> Command {

@@ -155,13 +155,19 @@ impl Search {
     /// Adds the matching lines of one file; unreadable, oversized and binary
     /// files are passed over.
     fn file(&mut self, path: &Path) {
-        match std::fs::metadata(path) {
+        // Opened once, checked on the descriptor: no symlink, no hard link
+        // (whose data may live outside the workspace), not too big.
+        let Ok(mut file) = crate::beneath::open_walked(path) else {
+            return;
+        };
+        match file.metadata() {
             Ok(meta) if meta.len() <= self.config.max_search_file_bytes() => {}
             _ => return,
         }
-        let Ok(bytes) = std::fs::read(path) else {
+        let mut bytes = Vec::new();
+        if std::io::Read::read_to_end(&mut file, &mut bytes).is_err() {
             return;
-        };
+        }
         if has_nul(&bytes) {
             return;
         }

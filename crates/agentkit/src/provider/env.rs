@@ -2,23 +2,27 @@
 //!
 //! | variable | meaning |
 //! | --- | --- |
-//! | `AGENTKIT_PROVIDER` | `openai` (Responses API), `openai-chat` (Chat Completions), `anthropic`, or `compatible` (any Chat Completions server at `OPENAI_BASE_URL`); inferred when unset |
-//! | `AGENTKIT_MODEL` | the model name; required for `compatible`, defaulted otherwise |
+//! | `AGENTKIT_PROVIDER` | which provider (names below); inferred when unset |
+//! | `AGENTKIT_MODEL` | the model (Azure: the deployment); defaulted where the provider has a default |
 //! | `AGENTKIT_MAX_TOKENS` | the output-token limit |
-//! | `OPENAI_API_KEY` | OpenAI's key (optional for `compatible`) |
-//! | `OPENAI_BASE_URL` | the API root up to `/v1`: OpenAI by default, or a compatible server (Ollama, vLLM, llama.cpp, LM Studio, OpenRouter) |
-//! | `ANTHROPIC_API_KEY` | Anthropic's key |
-//! | `ANTHROPIC_BASE_URL` | Anthropic's API root up to `/v1` (a gateway) |
+//! | `AGENTKIT_BASE_URL` | another API root for a preset (a local server on another port) |
+//!
+//! | `AGENTKIT_PROVIDER` | API | key | other variables |
+//! | --- | --- | --- | --- |
+//! | `openai` | OpenAI Responses | `OPENAI_API_KEY` | `OPENAI_BASE_URL` |
+//! | `openai-chat` | OpenAI Chat Completions | `OPENAI_API_KEY` | `OPENAI_BASE_URL` |
+//! | `compatible` | any Chat Completions server | `OPENAI_API_KEY` (optional) | `OPENAI_BASE_URL` (required) |
+//! | `anthropic` | Anthropic Messages | `ANTHROPIC_API_KEY` | `ANTHROPIC_BASE_URL` |
+//! | `gemini` | Google Gemini | `GEMINI_API_KEY` or `GOOGLE_API_KEY` | `GEMINI_BASE_URL` |
+//! | `azure`, `azure-chat` | Azure OpenAI Responses, Chat | `AZURE_OPENAI_API_KEY` or `AZURE_OPENAI_AD_TOKEN` (Entra ID) | `AZURE_OPENAI_ENDPOINT` (required), `AZURE_OPENAI_DEPLOYMENT`, `AZURE_OPENAI_API_VERSION` |
+//! | `openrouter`, `groq`, `mistral`, `deepseek`, `xai`, `together`, `fireworks` | their Chat Completions | `<NAME>_API_KEY` (`OPENROUTER_API_KEY` ...) | |
+//! | `ollama`, `lmstudio`, `vllm` | a local server | none | |
 //!
 //! Without `AGENTKIT_PROVIDER`: an `OPENAI_BASE_URL` that is not OpenAI's
-//! means `compatible`; otherwise an `OPENAI_API_KEY` means `openai`; otherwise
-//! an `ANTHROPIC_API_KEY` means `anthropic`.
-//!
-//! Every Chat Completions request has one shape that OpenAI, llama.cpp,
-//! vLLM, Ollama, LM Studio and OpenRouter all accept (an assistant message
-//! with tool calls carries `"content": ""`), so no per-server switch is
-//! needed; what differs (the token-limit field, the `developer` role) is
-//! set by the `compatible` choice.
+//! means `compatible`; otherwise the first key found decides, in this
+//! order: `OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, `GEMINI_API_KEY` /
+//! `GOOGLE_API_KEY`, `AZURE_OPENAI_ENDPOINT`, then the presets' keys in the
+//! order above.
 
 use super::DynModel;
 use agentkit_loop::ModelError;
@@ -28,6 +32,8 @@ use std::fmt;
 pub const DEFAULT_OPENAI_MODEL: &str = "gpt-5-mini";
 /// The default model for `anthropic`.
 pub const DEFAULT_ANTHROPIC_MODEL: &str = "claude-sonnet-4-5";
+/// The default model for `gemini`.
+pub const DEFAULT_GEMINI_MODEL: &str = "gemini-2.5-flash";
 
 /// Which API a [`ProviderConfig`] talks to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -41,9 +47,56 @@ pub enum ProviderKind {
     Anthropic,
     /// A Chat Completions server at `OPENAI_BASE_URL`.
     Compatible,
+    /// Google Gemini.
+    Gemini,
+    /// Azure OpenAI, Responses API.
+    Azure,
+    /// Azure OpenAI, Chat Completions.
+    AzureChat,
+    /// OpenRouter.
+    OpenRouter,
+    /// Groq.
+    Groq,
+    /// Mistral AI.
+    Mistral,
+    /// DeepSeek.
+    DeepSeek,
+    /// xAI.
+    Xai,
+    /// Together AI.
+    Together,
+    /// Fireworks AI.
+    Fireworks,
+    /// Ollama on this machine.
+    Ollama,
+    /// LM Studio on this machine.
+    LmStudio,
+    /// vLLM on this machine.
+    Vllm,
 }
 
 impl ProviderKind {
+    /// Every provider, in the order they are inferred.
+    pub const ALL: [ProviderKind; 17] = [
+        Self::OpenAi,
+        Self::OpenAiChat,
+        Self::Anthropic,
+        Self::Compatible,
+        Self::Gemini,
+        Self::Azure,
+        Self::AzureChat,
+        Self::OpenRouter,
+        Self::Groq,
+        Self::Mistral,
+        Self::DeepSeek,
+        Self::Xai,
+        Self::Together,
+        Self::Fireworks,
+        Self::Ollama,
+        Self::LmStudio,
+        Self::Vllm,
+    ];
+
     /// The value of `AGENTKIT_PROVIDER` that selects it.
     pub fn name(self) -> &'static str {
         match self {
@@ -51,18 +104,94 @@ impl ProviderKind {
             Self::OpenAiChat => "openai-chat",
             Self::Anthropic => "anthropic",
             Self::Compatible => "compatible",
+            Self::Gemini => "gemini",
+            Self::Azure => "azure",
+            Self::AzureChat => "azure-chat",
+            Self::OpenRouter => "openrouter",
+            Self::Groq => "groq",
+            Self::Mistral => "mistral",
+            Self::DeepSeek => "deepseek",
+            Self::Xai => "xai",
+            Self::Together => "together",
+            Self::Fireworks => "fireworks",
+            Self::Ollama => "ollama",
+            Self::LmStudio => "lmstudio",
+            Self::Vllm => "vllm",
         }
     }
 
     fn parse(value: &str) -> Option<Self> {
-        [
-            Self::OpenAi,
-            Self::OpenAiChat,
-            Self::Anthropic,
-            Self::Compatible,
-        ]
-        .into_iter()
-        .find(|kind| kind.name().eq_ignore_ascii_case(value.trim()))
+        Self::ALL
+            .into_iter()
+            .find(|kind| kind.name().eq_ignore_ascii_case(value.trim()))
+    }
+
+    /// The umbrella crate's feature that compiles it in.
+    pub fn feature(self) -> &'static str {
+        match self {
+            Self::Anthropic => "anthropic",
+            Self::Gemini => "gemini",
+            _ => "openai",
+        }
+    }
+
+    /// `true` for the named Chat Completions servers.
+    #[cfg(feature = "openai")]
+    fn is_preset(self) -> bool {
+        Self::ALL[7..].contains(&self)
+    }
+
+    /// The variables holding the key (the first one is named when it is
+    /// missing), and whether a key is required.
+    fn key_vars(self) -> (&'static [&'static str], bool) {
+        match self {
+            Self::OpenAi | Self::OpenAiChat => (&["OPENAI_API_KEY"], true),
+            Self::Compatible => (&["OPENAI_API_KEY"], false),
+            Self::Anthropic => (&["ANTHROPIC_API_KEY"], true),
+            Self::Gemini => (&["GEMINI_API_KEY", "GOOGLE_API_KEY"], true),
+            // A key or a token; checked apart.
+            Self::Azure | Self::AzureChat => (&["AZURE_OPENAI_API_KEY"], false),
+            Self::OpenRouter => (&["OPENROUTER_API_KEY"], true),
+            Self::Groq => (&["GROQ_API_KEY"], true),
+            Self::Mistral => (&["MISTRAL_API_KEY"], true),
+            Self::DeepSeek => (&["DEEPSEEK_API_KEY"], true),
+            Self::Xai => (&["XAI_API_KEY"], true),
+            Self::Together => (&["TOGETHER_API_KEY"], true),
+            Self::Fireworks => (&["FIREWORKS_API_KEY"], true),
+            Self::Ollama | Self::LmStudio | Self::Vllm => (&[], false),
+        }
+    }
+
+    /// The variable naming another API root.
+    fn url_var(self) -> &'static str {
+        match self {
+            Self::OpenAi | Self::OpenAiChat | Self::Compatible => "OPENAI_BASE_URL",
+            Self::Anthropic => "ANTHROPIC_BASE_URL",
+            Self::Gemini => "GEMINI_BASE_URL",
+            Self::Azure | Self::AzureChat => "AZURE_OPENAI_ENDPOINT",
+            _ => "AGENTKIT_BASE_URL",
+        }
+    }
+
+    /// The model used when `AGENTKIT_MODEL` is unset.
+    fn default_model(self) -> Option<&'static str> {
+        match self {
+            Self::OpenAi | Self::OpenAiChat => Some(DEFAULT_OPENAI_MODEL),
+            Self::Anthropic => Some(DEFAULT_ANTHROPIC_MODEL),
+            Self::Gemini => Some(DEFAULT_GEMINI_MODEL),
+            Self::Compatible | Self::Azure | Self::AzureChat => None,
+            #[cfg(feature = "openai")]
+            kind => kind.preset().and_then(|p| p.default_model()),
+            #[cfg(not(feature = "openai"))]
+            _ => None,
+        }
+    }
+
+    #[cfg(feature = "openai")]
+    fn preset(self) -> Option<agentkit_provider_openai::Preset> {
+        self.is_preset()
+            .then(|| agentkit_provider_openai::Preset::from_name(self.name()))
+            .flatten()
     }
 }
 
@@ -79,8 +208,9 @@ pub enum ConfigError {
     /// Nothing in the environment names a provider.
     #[error(
         "no model provider configured: set OPENAI_API_KEY (OpenAI), ANTHROPIC_API_KEY \
-         (Anthropic), or OPENAI_BASE_URL and AGENTKIT_MODEL (a compatible server such as \
-         Ollama or llama.cpp); AGENTKIT_PROVIDER picks one explicitly"
+         (Anthropic), GEMINI_API_KEY (Gemini), AZURE_OPENAI_ENDPOINT (Azure), a preset's key \
+         (GROQ_API_KEY, MISTRAL_API_KEY ...), or OPENAI_BASE_URL and AGENTKIT_MODEL (a \
+         compatible server such as Ollama or llama.cpp); AGENTKIT_PROVIDER picks one explicitly"
     )]
     NoProvider,
     /// The chosen provider lacks these variables.
@@ -132,20 +262,33 @@ pub enum ConfigError {
 /// let err = ProviderConfig::from_lookup(lookup).unwrap_err();
 /// assert!(matches!(&err, ConfigError::Missing { missing, .. } if missing == &["AGENTKIT_MODEL"]));
 /// assert_eq!(err.to_string(), "the compatible provider needs AGENTKIT_MODEL");
+///
+/// // A preset by name: its key variable and default model.
+/// let vars = [("AGENTKIT_PROVIDER", "groq"), ("GROQ_API_KEY", "gsk-test")];
+/// let lookup = |name: &str| vars.iter().find(|(n, _)| *n == name).map(|(_, v)| v.to_string());
+/// let groq = ProviderConfig::from_lookup(lookup)?;
+/// assert_eq!((groq.kind, groq.model.as_str()), (ProviderKind::Groq, "llama-3.3-70b-versatile"));
+/// # Ok::<(), ConfigError>(())
 /// ```
 #[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ProviderConfig {
     /// Which API.
     pub kind: ProviderKind,
-    /// The model name.
+    /// The model name (Azure: the deployment).
     pub model: String,
-    /// The key, when one is needed or given.
+    /// The key, when one is needed or given (Azure: the Entra ID token
+    /// when [`bearer_token`](Self::bearer_token) is set).
     pub api_key: Option<String>,
-    /// The API root, when not the provider's own.
+    /// The API root, when not the provider's own (Azure: the endpoint).
     pub base_url: Option<String>,
     /// The output-token limit.
     pub max_tokens: Option<u32>,
+    /// Azure's `api-version`, when set.
+    pub api_version: Option<String>,
+    /// `true` when `api_key` is a bearer token rather than the provider's
+    /// key (Azure with Microsoft Entra ID).
+    pub bearer_token: bool,
 }
 
 impl fmt::Debug for ProviderConfig {
@@ -156,6 +299,8 @@ impl fmt::Debug for ProviderConfig {
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
             .field("base_url", &self.base_url)
             .field("max_tokens", &self.max_tokens)
+            .field("api_version", &self.api_version)
+            .field("bearer_token", &self.bearer_token)
             .finish()
     }
 }
@@ -170,46 +315,58 @@ impl ProviderConfig {
     /// `None`); empty values count as unset.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
-        let openai_url = get("OPENAI_BASE_URL");
         let kind = match get("AGENTKIT_PROVIDER") {
             Some(value) => ProviderKind::parse(&value).ok_or_else(|| ConfigError::Invalid {
                 variable: "AGENTKIT_PROVIDER",
                 value,
-                reason: "expected openai, openai-chat, anthropic or compatible".into(),
+                reason: format!(
+                    "expected one of {}",
+                    ProviderKind::ALL.map(ProviderKind::name).join(", ")
+                ),
             })?,
-            None if openai_url.as_deref().is_some_and(|url| !is_openai(url)) => {
-                ProviderKind::Compatible
-            }
-            None if get("OPENAI_API_KEY").is_some() => ProviderKind::OpenAi,
-            None if get("ANTHROPIC_API_KEY").is_some() => ProviderKind::Anthropic,
-            None => return Err(ConfigError::NoProvider),
+            None => infer(&get)?,
         };
-        let (key_var, url_var, default_model) = match kind {
-            ProviderKind::Anthropic => (
-                "ANTHROPIC_API_KEY",
-                "ANTHROPIC_BASE_URL",
-                Some(DEFAULT_ANTHROPIC_MODEL),
-            ),
-            ProviderKind::Compatible => ("OPENAI_API_KEY", "OPENAI_BASE_URL", None),
-            _ => (
-                "OPENAI_API_KEY",
-                "OPENAI_BASE_URL",
-                Some(DEFAULT_OPENAI_MODEL),
-            ),
-        };
-        let api_key = get(key_var);
+        #[cfg(not(feature = "openai"))]
+        if kind.feature() == "openai" {
+            return Err(ConfigError::NotCompiled {
+                provider: kind,
+                feature: "openai",
+            });
+        }
+        let (key_vars, key_required) = kind.key_vars();
+        let url_var = kind.url_var();
+        let mut api_key = key_vars.iter().find_map(|var| get(var));
         let base_url = get(url_var);
-        let model = get("AGENTKIT_MODEL").or(default_model.map(str::to_owned));
+        let azure = matches!(kind, ProviderKind::Azure | ProviderKind::AzureChat);
+        let mut bearer_token = false;
+        if azure && api_key.is_none() {
+            api_key = get("AZURE_OPENAI_AD_TOKEN");
+            bearer_token = api_key.is_some();
+        }
+        let mut model = get("AGENTKIT_MODEL");
+        if azure {
+            model = model.or_else(|| get("AZURE_OPENAI_DEPLOYMENT"));
+        }
+        let model = model.or(kind.default_model().map(str::to_owned));
         let mut missing = Vec::new();
-        if kind == ProviderKind::Compatible {
-            if base_url.is_none() {
-                missing.push("OPENAI_BASE_URL");
-            }
-        } else if api_key.is_none() {
-            missing.push(key_var);
+        if (matches!(kind, ProviderKind::Compatible) || azure) && base_url.is_none() {
+            missing.push(url_var);
+        }
+        if key_required && api_key.is_none() {
+            missing.push(match kind {
+                ProviderKind::Gemini => "GEMINI_API_KEY (or GOOGLE_API_KEY)",
+                _ => key_vars[0],
+            });
+        }
+        if azure && api_key.is_none() {
+            missing.push("AZURE_OPENAI_API_KEY (or AZURE_OPENAI_AD_TOKEN)");
         }
         if model.is_none() {
-            missing.push("AGENTKIT_MODEL");
+            missing.push(if azure {
+                "AGENTKIT_MODEL (or AZURE_OPENAI_DEPLOYMENT)"
+            } else {
+                "AGENTKIT_MODEL"
+            });
         }
         if !missing.is_empty() {
             return Err(ConfigError::Missing {
@@ -247,6 +404,8 @@ impl ProviderConfig {
             api_key,
             base_url,
             max_tokens,
+            api_version: get("AZURE_OPENAI_API_VERSION").filter(|_| azure),
+            bearer_token,
         })
     }
 
@@ -258,14 +417,37 @@ impl ProviderConfig {
         };
         match self.kind {
             #[cfg(feature = "openai")]
-            ProviderKind::OpenAi => {
-                let adapter = agentkit_provider_openai::ResponsesAdapter::new(self.openai_config())
+            ProviderKind::OpenAi | ProviderKind::Azure => {
+                let config = match self.azure() {
+                    Some(azure) => azure.responses_config(),
+                    None => self.openai_config().into(),
+                };
+                let adapter = agentkit_provider_openai::ResponsesAdapter::new(config)
                     .map_err(adapter_error)?;
                 Ok(DynModel::new(adapter))
             }
             #[cfg(feature = "openai")]
-            ProviderKind::OpenAiChat | ProviderKind::Compatible => {
-                let adapter = agentkit_provider_openai::OpenAiAdapter::new(self.openai_config())
+            ProviderKind::OpenAiChat | ProviderKind::Compatible | ProviderKind::AzureChat => {
+                let config = match self.azure() {
+                    Some(azure) => azure.chat_config(),
+                    None => self.openai_config(),
+                };
+                let config = self.limited(config);
+                let adapter =
+                    agentkit_provider_openai::OpenAiAdapter::new(config).map_err(adapter_error)?;
+                Ok(DynModel::new(adapter))
+            }
+            #[cfg(feature = "openai")]
+            kind if kind.is_preset() => {
+                let preset = kind.preset().ok_or(ConfigError::NotCompiled {
+                    provider: kind,
+                    feature: "openai",
+                })?;
+                let mut config = preset.config(self.api_key.clone(), Some(self.model.clone()));
+                if let Some(url) = &self.base_url {
+                    config.base_url = url.clone();
+                }
+                let adapter = agentkit_provider_openai::OpenAiAdapter::new(self.limited(config))
                     .map_err(adapter_error)?;
                 Ok(DynModel::new(adapter))
             }
@@ -285,18 +467,61 @@ impl ProviderConfig {
                     .map_err(adapter_error)?;
                 Ok(DynModel::new(adapter))
             }
+            #[cfg(feature = "gemini")]
+            ProviderKind::Gemini => {
+                let mut config = agentkit_provider_gemini::GeminiConfig::new(
+                    self.api_key.clone().unwrap_or_default(),
+                    self.model.clone(),
+                );
+                if let Some(url) = &self.base_url {
+                    config = config.with_base_url(url.clone());
+                }
+                if let Some(max) = self.max_tokens {
+                    config = config.with_max_tokens(max);
+                }
+                let adapter =
+                    agentkit_provider_gemini::GeminiAdapter::new(config).map_err(adapter_error)?;
+                Ok(DynModel::new(adapter))
+            }
             #[allow(unreachable_patterns)]
             kind => {
                 let _ = adapter_error;
                 Err(ConfigError::NotCompiled {
                     provider: kind,
-                    feature: if kind == ProviderKind::Anthropic {
-                        "anthropic"
-                    } else {
-                        "openai"
-                    },
+                    feature: kind.feature(),
                 })
             }
+        }
+    }
+
+    /// The Azure deployment this configuration names, for the Azure kinds.
+    #[cfg(feature = "openai")]
+    fn azure(&self) -> Option<agentkit_provider_openai::AzureOpenAi> {
+        use agentkit_provider_openai::{AzureCredential, AzureOpenAi};
+        if !matches!(self.kind, ProviderKind::Azure | ProviderKind::AzureChat) {
+            return None;
+        }
+        let secret = self.api_key.clone().unwrap_or_default();
+        let credential = match self.bearer_token {
+            true => AzureCredential::EntraToken(secret),
+            false => AzureCredential::ApiKey(secret),
+        };
+        let endpoint = self.base_url.clone().unwrap_or_default();
+        let mut azure = AzureOpenAi::new(endpoint, self.model.clone(), credential);
+        if let Some(version) = &self.api_version {
+            azure = azure.with_api_version(version.clone());
+        }
+        Some(azure)
+    }
+
+    #[cfg(feature = "openai")]
+    fn limited(
+        &self,
+        config: agentkit_provider_openai::OpenAiConfig,
+    ) -> agentkit_provider_openai::OpenAiConfig {
+        match self.max_tokens {
+            Some(max) => config.with_max_tokens(max),
+            None => config,
         }
     }
 
@@ -316,11 +541,23 @@ impl ProviderConfig {
             }
         };
         config.api_key = self.api_key.clone();
-        if let Some(max) = self.max_tokens {
-            config = config.with_max_tokens(max);
-        }
-        config
+        self.limited(config)
     }
+}
+
+/// The provider the environment implies when `AGENTKIT_PROVIDER` is unset.
+fn infer(get: &impl Fn(&str) -> Option<String>) -> Result<ProviderKind, ConfigError> {
+    if get("OPENAI_BASE_URL").is_some_and(|url| !is_openai(&url)) {
+        return Ok(ProviderKind::Compatible);
+    }
+    ProviderKind::ALL
+        .into_iter()
+        .filter(|kind| !matches!(kind, ProviderKind::OpenAiChat | ProviderKind::AzureChat))
+        .find(|kind| match kind {
+            ProviderKind::Azure => get("AZURE_OPENAI_ENDPOINT").is_some(),
+            kind => kind.key_vars().0.iter().any(|var| get(var).is_some()) && kind.key_vars().1,
+        })
+        .ok_or(ConfigError::NoProvider)
 }
 
 /// `true` for OpenAI's own API root.
@@ -407,6 +644,121 @@ mod tests {
     }
 
     #[test]
+    fn every_provider_is_known_by_name_with_its_key_and_model() {
+        // (vars, kind, model, key)
+        type Case<'a> = (
+            &'a [(&'a str, &'a str)],
+            ProviderKind,
+            &'a str,
+            Option<&'a str>,
+        );
+        let cases: &[Case<'_>] = &[
+            (
+                &[("GEMINI_API_KEY", "g")],
+                ProviderKind::Gemini,
+                DEFAULT_GEMINI_MODEL,
+                Some("g"),
+            ),
+            (
+                &[("GOOGLE_API_KEY", "g2")],
+                ProviderKind::Gemini,
+                DEFAULT_GEMINI_MODEL,
+                Some("g2"),
+            ),
+            (
+                &[
+                    ("AZURE_OPENAI_ENDPOINT", "https://r.openai.azure.com"),
+                    ("AZURE_OPENAI_API_KEY", "az"),
+                    ("AZURE_OPENAI_DEPLOYMENT", "dep"),
+                ],
+                ProviderKind::Azure,
+                "dep",
+                Some("az"),
+            ),
+            (
+                &[("GROQ_API_KEY", "gsk")],
+                ProviderKind::Groq,
+                "llama-3.3-70b-versatile",
+                Some("gsk"),
+            ),
+            (
+                &[("MISTRAL_API_KEY", "m")],
+                ProviderKind::Mistral,
+                "mistral-large-latest",
+                Some("m"),
+            ),
+            (
+                &[("DEEPSEEK_API_KEY", "d")],
+                ProviderKind::DeepSeek,
+                "deepseek-chat",
+                Some("d"),
+            ),
+            (
+                &[("AGENTKIT_PROVIDER", "ollama")],
+                ProviderKind::Ollama,
+                "llama3.2",
+                None,
+            ),
+            (
+                &[("AGENTKIT_PROVIDER", "vllm"), ("AGENTKIT_MODEL", "qwen")],
+                ProviderKind::Vllm,
+                "qwen",
+                None,
+            ),
+            (
+                &[("AGENTKIT_PROVIDER", "XAI"), ("XAI_API_KEY", "x")],
+                ProviderKind::Xai,
+                "grok-4",
+                Some("x"),
+            ),
+        ];
+        for (vars, kind, model, key) in cases {
+            let chosen = config(vars).unwrap();
+            assert_eq!(
+                (
+                    chosen.kind,
+                    chosen.model.as_str(),
+                    chosen.api_key.as_deref()
+                ),
+                (*kind, *model, *key),
+                "{vars:?}"
+            );
+            // Every one of them builds.
+            chosen.build().unwrap();
+        }
+        for kind in ProviderKind::ALL {
+            assert_eq!(ProviderKind::parse(kind.name()), Some(kind));
+        }
+        // Azure with an Entra ID token instead of a key.
+        let azure = config(&[
+            ("AGENTKIT_PROVIDER", "azure-chat"),
+            ("AZURE_OPENAI_ENDPOINT", "https://r.openai.azure.com"),
+            ("AZURE_OPENAI_AD_TOKEN", "eyJ"),
+            ("AGENTKIT_MODEL", "dep"),
+            ("AZURE_OPENAI_API_VERSION", "2025-01-01-preview"),
+        ])
+        .unwrap();
+        assert!(azure.bearer_token);
+        assert_eq!(azure.api_version.as_deref(), Some("2025-01-01-preview"));
+        let err = config(&[("AGENTKIT_PROVIDER", "azure")]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the azure provider needs AZURE_OPENAI_ENDPOINT and AZURE_OPENAI_API_KEY (or \
+             AZURE_OPENAI_AD_TOKEN) and AGENTKIT_MODEL (or AZURE_OPENAI_DEPLOYMENT)"
+        );
+        let err = config(&[("AGENTKIT_PROVIDER", "gemini")]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the gemini provider needs GEMINI_API_KEY (or GOOGLE_API_KEY)"
+        );
+        let err = config(&[("AGENTKIT_PROVIDER", "lmstudio")]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the lmstudio provider needs AGENTKIT_MODEL"
+        );
+    }
+
+    #[test]
     fn errors_list_what_is_missing_or_wrong() {
         assert!(matches!(config(&[]), Err(ConfigError::NoProvider)));
         assert!(matches!(
@@ -424,7 +776,7 @@ mod tests {
             matches!(&err, ConfigError::Missing { provider: ProviderKind::Anthropic, missing } if missing == &["ANTHROPIC_API_KEY"]),
             "{err}"
         );
-        let err = config(&[("AGENTKIT_PROVIDER", "gemini")]).unwrap_err();
+        let err = config(&[("AGENTKIT_PROVIDER", "palm")]).unwrap_err();
         assert!(matches!(
             err,
             ConfigError::Invalid {

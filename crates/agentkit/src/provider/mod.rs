@@ -8,15 +8,15 @@
 //! type.
 
 mod dyn_model;
-#[cfg(any(feature = "openai", feature = "anthropic"))]
+#[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
 mod env;
 mod structured;
 
 pub use dyn_model::{DynModel, DynSession, DynTurn};
-#[cfg(any(feature = "openai", feature = "anthropic"))]
+#[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
 pub use env::{
-    ConfigError, DEFAULT_ANTHROPIC_MODEL, DEFAULT_OPENAI_MODEL, ProviderConfig, ProviderKind,
-    model_from_env,
+    ConfigError, DEFAULT_ANTHROPIC_MODEL, DEFAULT_GEMINI_MODEL, DEFAULT_OPENAI_MODEL,
+    ProviderConfig, ProviderKind, model_from_env,
 };
 #[cfg(feature = "schemars")]
 pub use structured::output_schema_for;

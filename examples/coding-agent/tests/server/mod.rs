@@ -80,6 +80,17 @@ impl Server {
         format!("{}/v1", self.server.as_ref().unwrap().url())
     }
 
+    /// The JSON body of each request received.
+    pub fn bodies(&self) -> Vec<Value> {
+        self.server
+            .as_ref()
+            .unwrap()
+            .requests()
+            .iter()
+            .map(|r| r.json())
+            .collect()
+    }
+
     /// The messages of each request received.
     pub fn messages(&self) -> Vec<Vec<Value>> {
         self.server

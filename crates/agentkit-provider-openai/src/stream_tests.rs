@@ -1,0 +1,242 @@
+//! The Chat Completions decoder's unit tests.
+
+use super::*;
+use serde_json::json;
+
+fn decode(chunks: &[Value]) -> Result<Vec<ModelTurnEvent>, ProviderError> {
+    let mut decoder = ChunkDecoder::default();
+    let mut out = VecDeque::new();
+    for chunk in chunks {
+        let mut event = SseEvent::default();
+        event.event = "message".into();
+        event.data = chunk.to_string();
+        decoder.on_event(event.as_event_ref(), &mut out)?;
+    }
+    decoder.on_end(&mut out)?;
+    Ok(out.into())
+}
+
+fn calls(events: &[ModelTurnEvent]) -> Vec<(String, String, Value)> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            ModelTurnEvent::ToolCall(c) => {
+                Some((c.id.to_string(), c.name.clone(), (*c.input).clone()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+fn tool_delta(call: Value) -> Value {
+    json!({"choices": [{"index": 0, "delta": {"tool_calls": [call]}}]})
+}
+
+fn finish(reason: &str) -> Value {
+    json!({"choices": [{"index": 0, "delta": {}, "finish_reason": reason}]})
+}
+
+#[test]
+fn a_new_id_at_a_reused_index_is_a_new_call() {
+    // Some gateways number every call 0.
+    let events = decode(&[
+        tool_delta(json!({"index": 0, "id": "a", "function": {"name": "one", "arguments": "{}"}})),
+        tool_delta(
+            json!({"index": 0, "id": "b", "function": {"name": "two", "arguments": "{\"x\":1}"}}),
+        ),
+        finish("tool_calls"),
+    ])
+    .unwrap();
+    assert_eq!(
+        calls(&events),
+        vec![
+            ("a".into(), "one".into(), json!({})),
+            ("b".into(), "two".into(), json!({"x": 1})),
+        ]
+    );
+}
+
+#[test]
+fn an_empty_id_in_a_later_fragment_is_an_absent_id() {
+    // DashScope's compatible endpoint sends the id once, then `"id": ""`
+    // at the same index in every following fragment.
+    let events = decode(&[
+        tool_delta(json!({"index": 0, "id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": ""}})),
+        tool_delta(json!({"index": 0, "id": "", "type": "function", "function": {"arguments": "{\"city\":"}})),
+        tool_delta(json!({"index": 0, "id": "", "type": "function", "function": {"name": "", "arguments": "\"Paris\"}"}})),
+        tool_delta(json!({"index": 1, "id": "call_2", "type": "function", "function": {"name": "get_time", "arguments": "{}"}})),
+        tool_delta(json!({"index": 1, "id": "", "function": {"arguments": ""}})),
+        finish("tool_calls"),
+    ])
+    .unwrap();
+    assert_eq!(
+        calls(&events),
+        vec![
+            (
+                "call_1".into(),
+                "get_weather".into(),
+                json!({"city": "Paris"})
+            ),
+            ("call_2".into(), "get_time".into(), json!({})),
+        ]
+    );
+}
+
+#[test]
+fn fragments_without_an_index_follow_their_id_or_the_latest_call() {
+    let events = decode(&[
+        tool_delta(json!({"id": "a", "function": {"name": "one", "arguments": "{\"k\":"}})),
+        tool_delta(json!({"function": {"arguments": "2}"}})),
+        finish("tool_calls"),
+    ])
+    .unwrap();
+    assert_eq!(
+        calls(&events),
+        vec![("a".into(), "one".into(), json!({"k": 2}))]
+    );
+}
+
+#[test]
+fn names_sent_in_pieces_or_cumulatively_come_out_whole() {
+    for names in [
+        ["get_", "weather"],
+        ["get_", "get_weather"],
+        ["get_weather", "get_weather"],
+    ] {
+        let events = decode(&[
+            tool_delta(json!({"index": 0, "id": "a", "function": {"name": names[0]}})),
+            tool_delta(json!({"index": 0, "function": {"name": names[1], "arguments": "{}"}})),
+            finish("tool_calls"),
+        ])
+        .unwrap();
+        assert_eq!(calls(&events)[0].1, "get_weather", "{names:?}");
+    }
+}
+
+#[test]
+fn a_call_without_a_name_is_a_protocol_error_and_missing_ids_are_filled() {
+    let err = decode(&[
+        tool_delta(json!({"index": 0, "id": "a", "function": {"arguments": "{}"}})),
+        finish("tool_calls"),
+    ])
+    .unwrap_err();
+    assert_eq!(err.kind, agentkit_http::ProviderErrorKind::Protocol);
+    let events = decode(&[
+        tool_delta(json!({"index": 0, "function": {"name": "one"}})),
+        finish("tool_calls"),
+    ])
+    .unwrap();
+    assert_eq!(calls(&events)[0].0, "0");
+    let mut decoder = ChunkDecoder::new("call_s1t2_", None);
+    let mut out = VecDeque::new();
+    for chunk in [
+        tool_delta(json!({"index": 0, "function": {"name": "one"}})),
+        finish("tool_calls"),
+    ] {
+        let mut event = SseEvent::default();
+        event.data = chunk.to_string();
+        decoder.on_event(event.as_event_ref(), &mut out).unwrap();
+    }
+    decoder.on_end(&mut out).unwrap();
+    assert_eq!(calls(&Vec::from(out))[0].0, "call_s1t2_0");
+}
+
+#[test]
+fn finish_reasons_map() {
+    for (wire, expected) in [
+        ("stop", FinishReason::Completed),
+        ("length", FinishReason::MaxTokens),
+        ("content_filter", FinishReason::Blocked),
+        ("tool_calls", FinishReason::ToolCall),
+        ("something_new", FinishReason::Other("something_new".into())),
+    ] {
+        let events = decode(&[finish(wire)]).unwrap();
+        let Some(ModelTurnEvent::Finished(result)) = events.last() else {
+            panic!("finished");
+        };
+        assert_eq!(result.finish_reason, expected, "{wire}");
+    }
+}
+
+fn decode_raw(chunks: &[&str]) -> Result<Vec<ModelTurnEvent>, ProviderError> {
+    let mut decoder = ChunkDecoder::default();
+    let mut out = VecDeque::new();
+    for chunk in chunks {
+        let mut event = SseEvent::default();
+        event.event = "message".into();
+        event.data = (*chunk).into();
+        decoder.on_event(event.as_event_ref(), &mut out)?;
+    }
+    decoder.on_end(&mut out)?;
+    Ok(out.into())
+}
+
+fn text(events: &[ModelTurnEvent]) -> String {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            ModelTurnEvent::Delta(Delta::AppendText { chunk, .. }) => Some(chunk.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn chunks_repeating_a_head_decode_as_when_parsed_in_full() {
+    let head = r#"{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","#;
+    let content =
+        |t: &str| format!(r#"{head}"choices":[{{"index":0,"delta":{{"content":"{t}"}}}}]}}"#);
+    let events = decode_raw(&[
+        &content("a"),
+        &content("b"),
+        // Another head, where `"choices"` first shows up inside a
+        // string, and a usage member before the choices: parsed in full.
+        r#"{"id":"c2","model":"x\"choices","choices":[{"index":0,"delta":{"content":"c"}}]}"#,
+        r#"{"usage":{"prompt_tokens":1},"choices":[{"index":0,"delta":{"content":"d"}}]}"#,
+        r#"{"usage":{"prompt_tokens":2},"choices":[{"index":0,"delta":{"content":"e"}}]}"#,
+        &content("f"),
+        &format!(r#"{head}"choices":[{{"index":0,"delta":{{}},"finish_reason":"stop"}}]}}"#),
+    ])
+    .unwrap();
+    assert_eq!(text(&events), "abcdef");
+    let usages = events
+        .iter()
+        .filter(|e| matches!(e, ModelTurnEvent::Usage(_)))
+        .count();
+    assert_eq!(usages, 2);
+    let Some(ModelTurnEvent::Finished(result)) = events.last() else {
+        panic!("finished");
+    };
+    assert_eq!(result.metadata["agentkit.response_id"], json!("c1"));
+    assert_eq!(result.metadata["agentkit.model"], json!("m"));
+    // A member repeated after the head is still a duplicate.
+    let err = decode_raw(&[
+        &content("a"),
+        &format!(r#"{head}"choices":[],"model":"n"}}"#),
+    ])
+    .unwrap_err();
+    assert_eq!(err.kind, agentkit_http::ProviderErrorKind::Protocol);
+    assert!(err.to_string().contains("duplicate field"), "{err}");
+}
+
+#[test]
+fn switching_between_reasoning_and_text_commits_the_open_part() {
+    let delta =
+        |field: &str, text: &str| json!({"choices": [{"index": 0, "delta": {field: text}}]});
+    let events = decode(&[
+        delta("reasoning_content", "a"),
+        delta("content", "b"),
+        delta("reasoning_content", "c"),
+        finish("stop"),
+    ])
+    .unwrap();
+    let mut folder = agentkit_core::DeltaFolder::new();
+    for event in &events {
+        if let ModelTurnEvent::Delta(d) = event {
+            folder.apply(d).unwrap();
+        }
+    }
+    let parts = folder.finish().unwrap();
+    assert_eq!(parts.len(), 3);
+    assert_eq!(parts[1], agentkit_core::Part::text("b"));
+}

@@ -1,0 +1,185 @@
+//! Two server processes (`examples/replica.rs`) on one real PostgreSQL
+//! database. A turn runs on replica A; a request for its session on B is
+//! refused while A holds the lease (never run twice); A is killed with
+//! SIGKILL in the middle of the turn's tool call; the client reconnects to
+//! B with `Last-Event-ID`, and B, once A's lease expired, resumes the
+//! session: the interrupted call is answered (not run again), the model
+//! answers, and the client's stream goes on under the same run id.
+
+#[path = "../../agentkit-store/tests/support/pg.rs"]
+mod pg;
+mod support;
+
+use serde_json::json;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use support::{Events, PATIENCE};
+
+const TOKEN: &str = "token-of-acme";
+
+/// `target/<profile>/examples/replica`, built with the crate's tests.
+fn replica_binary() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let profile = exe.parent().and_then(Path::parent).unwrap();
+    let binary = profile.join("examples").join("replica");
+    assert!(
+        binary.is_file(),
+        "{} is missing: cargo test and cargo nextest build it with the tests",
+        binary.display()
+    );
+    binary
+}
+
+/// A replica process, killed when dropped.
+struct Replica {
+    child: Child,
+    url: String,
+}
+
+impl Replica {
+    fn start(conninfo: &str, dir: &Path) -> Self {
+        let mut child = Command::new(replica_binary())
+            .env("REPLICA_PG", conninfo)
+            .env("REPLICA_TOKEN", TOKEN)
+            .env("REPLICA_LEASE_MS", "1500")
+            .env("REPLICA_DIR", dir)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("the replica starts");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let address = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("the replica said {line:?}"));
+        Self {
+            url: format!("http://{address}"),
+            child,
+        }
+    }
+
+    /// SIGKILL: no chance to save, release or flush anything.
+    fn kill(&mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+}
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn marks(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with("started-"))
+        .collect();
+    names.sort();
+    names
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_replicas_turn_is_finished_by_the_other_and_the_stream_goes_on() {
+    let cluster = pg::TempCluster::start();
+    let dir = tempfile::tempdir().unwrap();
+    let mut a = Replica::start(&cluster.conninfo(), dir.path());
+    let b = Replica::start(&cluster.conninfo(), dir.path());
+    let http = reqwest::Client::new();
+
+    let input = json!({ "threadId": "t1", "runId": "run-1",
+        "messages": [{ "id": "u1", "role": "user", "content": "run the job" }] });
+    let response = http
+        .post(format!("{}/agui", a.url))
+        .bearer_auth(TOKEN)
+        .json(&input)
+        .send()
+        .await
+        .unwrap();
+    let mut events = Events::new(response);
+    let call = events.until("TOOL_CALL_END").await.data["toolCallId"].clone();
+    let deadline = Instant::now() + PATIENCE;
+    while marks(dir.path()).is_empty() {
+        assert!(Instant::now() < deadline, "the job never started on A");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    // B does not run A's session while A holds it.
+    let refused = http
+        .post(format!("{}/sessions/t1/messages", b.url))
+        .bearer_auth(TOKEN)
+        .json(&json!({ "text": "hurry" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 503);
+    assert_eq!(refused.headers()["retry-after"], "1");
+
+    a.kill();
+    let last = events.seen.last().unwrap().id.unwrap();
+
+    // The client reconnects to B, retrying until A's lease expired.
+    let deadline = Instant::now() + PATIENCE;
+    let resumed = loop {
+        let response = http
+            .get(format!("{}/sessions/t1/events", b.url))
+            .bearer_auth(TOKEN)
+            .header("last-event-id", last.to_string())
+            .send()
+            .await
+            .unwrap();
+        if response.status() == 503 {
+            assert!(Instant::now() < deadline, "B never took the session over");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            continue;
+        }
+        break response;
+    };
+    let mut rest = Events::new(resumed);
+    let finished = rest.until("RUN_FINISHED").await;
+    assert_eq!(finished.data["runId"], "run-1", "the same run goes on");
+    assert_eq!(finished.data["outcome"]["type"], "success");
+    assert_eq!(
+        rest.seen[0].id,
+        Some(last + 1),
+        "no event missed or repeated"
+    );
+    let result = rest.until_seen("TOOL_CALL_RESULT");
+    assert_eq!(result["toolCallId"], call);
+    assert!(
+        result["content"].as_str().unwrap().contains("interrupted"),
+        "{result}"
+    );
+    let text: String = rest
+        .of("TEXT_MESSAGE_CONTENT")
+        .iter()
+        .map(|e| e.data["delta"].as_str().unwrap())
+        .collect();
+    assert_eq!(text, "The job is done.");
+
+    // The job ran once, on A; the transcript is whole.
+    assert_eq!(marks(dir.path()).len(), 1, "{:?}", marks(dir.path()));
+    let session: serde_json::Value = http
+        .get(format!("{}/sessions/t1", b.url))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let roles: Vec<&str> = session["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["user", "assistant", "tool", "assistant"]);
+}
