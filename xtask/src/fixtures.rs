@@ -13,6 +13,10 @@
 //! The instruction-count guard (`cargo xtask perf`) runs its scenarios
 //! under valgrind's callgrind; [`valgrind`] installs Debian's `valgrind`
 //! package the same way when it is missing.
+//!
+//! The chat page of `agentkit-server` is tested in a real headless
+//! browser; [`chromium`] installs Debian's `chromium` and
+//! `chromium-driver` (WebDriver) the same way when they are missing.
 
 use crate::run::workspace_root;
 use std::path::{Path, PathBuf};
@@ -22,6 +26,7 @@ use std::time::SystemTime;
 pub fn install() -> Result<(), String> {
     postgres()?;
     valgrind()?;
+    chromium()?;
     npm()
 }
 
@@ -164,10 +169,7 @@ fn apt(args: &[&str], why: &str) -> Result<(), String> {
 
 /// `true` when `valgrind --version` runs.
 fn has_valgrind() -> bool {
-    Command::new("valgrind")
-        .arg("--version")
-        .output()
-        .is_ok_and(|out| out.status.success())
+    runs("valgrind")
 }
 
 /// Makes sure valgrind (callgrind) is installed, for `cargo xtask perf`.
@@ -186,5 +188,42 @@ pub fn valgrind() -> Result<(), String> {
         Ok(())
     } else {
         Err("the `valgrind` package installed, but `valgrind --version` still fails".into())
+    }
+}
+
+/// `true` when `program --version` runs.
+fn runs(program: &str) -> bool {
+    Command::new(program)
+        .arg("--version")
+        .output()
+        .is_ok_and(|out| out.status.success())
+}
+
+/// Makes sure Chromium and its WebDriver are installed, for the
+/// `agentkit-server` chat page test.
+fn chromium() -> Result<(), String> {
+    if runs("chromium") && runs("chromedriver") {
+        return Ok(());
+    }
+    println!(
+        "    chromium or chromedriver is missing: installing Debian's `chromium` and `chromium-driver`"
+    );
+    let why =
+        "install Chromium and chromedriver by hand; the agentkit-server page test drives them";
+    apt(&["update"], why)?;
+    apt(
+        &[
+            "install",
+            "-y",
+            "--no-install-recommends",
+            "chromium",
+            "chromium-driver",
+        ],
+        why,
+    )?;
+    if runs("chromium") && runs("chromedriver") {
+        Ok(())
+    } else {
+        Err("`chromium` and `chromium-driver` installed, but `chromium --version` or `chromedriver --version` still fails".into())
     }
 }

@@ -12,6 +12,7 @@ mod llama;
 mod mcp_conformance;
 mod perf;
 mod run;
+mod soak;
 
 use std::process::ExitCode;
 
@@ -49,6 +50,8 @@ commands:
             (wall clock, not part of ci; ends with the counted figures)
   llama     live test against a real llama.cpp server, re-recording its
             cassettes (installs llama-cpp-python; not part of ci)
+  soak      sessions under random faults for a while: `soak [--minutes N]
+            [--seed S]` (10 minutes by default; not part of ci)
 ";
 
 fn main() -> ExitCode {
@@ -68,6 +71,7 @@ fn main() -> ExitCode {
         "bench" => run::bench().and_then(|()| perf::report()),
         "perf" => perf::run(&std::env::args().skip(2).collect::<Vec<_>>()),
         "llama" => llama::run(),
+        "soak" => soak::run(&std::env::args().skip(2).collect::<Vec<_>>()),
         "features" => run::features(),
         "examples" => run::examples(),
         "fuzz" => fuzz::fuzz(&std::env::args().skip(2).collect::<Vec<_>>()),

@@ -13,6 +13,7 @@
 //! | `session/prompt` | a user item; the turn runs with `LoopDriver::next` |
 //! | `session/prompt` during a turn | a soft interrupt (`driver.soft_interrupts()`) |
 //! | `session/cancel` | the turn's cancellation; it ends with `stopReason: cancelled` |
+//! | `session/set_mode` | the host's [`SessionModes`]: which approvals are given unasked |
 //! | `session/update` | text and reasoning deltas, tool calls and results |
 //! | `session/request_permission` | `PendingApproval`: allow once, allow always (scoped by [`ALWAYS_SCOPE`]), reject |
 //!
@@ -44,6 +45,7 @@
 mod error;
 mod kind;
 mod loader;
+mod modes;
 mod server;
 mod session;
 #[cfg(feature = "store")]
@@ -53,6 +55,7 @@ mod updates;
 pub use error::{AcpError, BoxError};
 pub use kind::ToolKind;
 pub use loader::{MemorySessions, SessionLoader, SessionRecorder, StoredSession};
+pub use modes::{SessionMode, SessionModes};
 pub use server::{AcpServer, EditorMcpServer, SessionRequest};
 pub use session::{ALWAYS_LABEL, ALWAYS_SCOPE};
 

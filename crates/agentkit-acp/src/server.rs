@@ -8,8 +8,10 @@
 //! spawned, so a `session/cancel` is read while a turn runs.
 
 use crate::session::{Drive, Prompt, SessionHandle};
+#[cfg(feature = "store")]
+use crate::updates::replay_round;
 use crate::updates::{KindFn, UpdateSink, prompt_item, replay};
-use crate::{AcpError, BoxError, SessionLoader, StoredSession, ToolKind};
+use crate::{AcpError, BoxError, SessionLoader, SessionModes, StoredSession, ToolKind};
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema as acp;
 use agent_client_protocol::{Client, ConnectTo, Error};
@@ -120,6 +122,7 @@ pub struct AcpServer<M: ModelAdapter> {
     #[cfg(feature = "store")]
     store: Option<crate::store::StoreConfig>,
     kinds: KindFn,
+    modes: Option<SessionModes>,
     name: String,
     version: String,
 }
@@ -138,6 +141,7 @@ where
             #[cfg(feature = "store")]
             store: None,
             kinds: Arc::new(ToolKind::guess),
+            modes: None,
             name: "agentkit".to_owned(),
             version: env!("CARGO_PKG_VERSION").to_owned(),
         }
@@ -196,6 +200,15 @@ where
         self.loader.is_some()
     }
 
+    /// Offers `modes` in every session (`session/new` and `session/load`
+    /// answer with them, `session/set_mode` switches): each approval
+    /// request the current mode approves is given without asking the
+    /// editor.
+    pub fn session_modes(mut self, modes: SessionModes) -> Self {
+        self.modes = Some(modes);
+        self
+    }
+
     /// Replaces the name-based guess of each tool's ACP kind.
     pub fn tool_kinds(mut self, kinds: impl Fn(&str) -> ToolKind + Send + Sync + 'static) -> Self {
         self.kinds = Arc::new(kinds);
@@ -229,7 +242,8 @@ where
             sessions: Mutex::new(HashMap::new()),
             counter: AtomicU64::new(0),
         });
-        let (s1, s2, s3, s4, s5) = (
+        let (s1, s2, s3, s4, s5, s6) = (
+            state.clone(),
             state.clone(),
             state.clone(),
             state.clone(),
@@ -268,6 +282,12 @@ where
             .on_receive_request(
                 async move |request: acp::PromptRequest, responder, _cx| {
                     s4.prompt(request, responder)
+                },
+                agent_client_protocol::on_receive_request!(),
+            )
+            .on_receive_request(
+                async move |request: acp::SetSessionModeRequest, responder, cx| {
+                    responder.respond_with_result(s6.set_mode(&request, &cx))
                 },
                 agent_client_protocol::on_receive_request!(),
             )
@@ -344,12 +364,12 @@ where
             self.open_stored(config, &session_id, request.cwd, servers, false, cx)
                 .await
                 .map_err(to_rpc_error)?;
-            return Ok(acp::NewSessionResponse::new(session_id));
+            return Ok(acp::NewSessionResponse::new(session_id).modes(self.mode_state()));
         }
         self.open(&session_id, request.cwd, servers, None, cx)
             .await
             .map_err(to_rpc_error)?;
-        Ok(acp::NewSessionResponse::new(session_id))
+        Ok(acp::NewSessionResponse::new(session_id).modes(self.mode_state()))
     }
 
     async fn load_session(
@@ -361,15 +381,16 @@ where
         #[cfg(feature = "store")]
         if let Some(config) = &self.server.store {
             let servers = EditorMcpServer::from_acp(request.mcp_servers);
-            let transcript = self
+            let snapshot = self
                 .open_stored(config, &session_id, request.cwd, servers, true, cx.clone())
                 .await
                 .map_err(|err| match err {
                     AcpError::UnknownSession(id) => acp::Error::session_not_found(id).into(),
                     other => to_rpc_error(other),
                 })?;
-            replay(&cx, &session_id, &transcript, &self.server.kinds)?;
-            return Ok(acp::LoadSessionResponse::new());
+            replay(&cx, &session_id, &snapshot.transcript, &self.server.kinds)?;
+            replay_round(&cx, &session_id, &snapshot.round)?;
+            return Ok(acp::LoadSessionResponse::new().modes(self.mode_state()));
         }
         let Some(loader) = &self.server.loader else {
             return Err(Error::method_not_found());
@@ -389,7 +410,35 @@ where
         self.open(&session_id, request.cwd, servers, Some(stored), cx)
             .await
             .map_err(to_rpc_error)?;
-        Ok(acp::LoadSessionResponse::new())
+        Ok(acp::LoadSessionResponse::new().modes(self.mode_state()))
+    }
+
+    /// The modes a new or loaded session offers, in their default.
+    fn mode_state(&self) -> Option<acp::SessionModeState> {
+        let modes = self.server.modes.as_ref()?;
+        Some(modes.state(modes.default_mode()))
+    }
+
+    /// Handles `session/set_mode`, and tells the editor the mode changed.
+    fn set_mode(
+        &self,
+        request: &acp::SetSessionModeRequest,
+        cx: &ConnectionTo<Client>,
+    ) -> Result<acp::SetSessionModeResponse, Error> {
+        let sessions = self.sessions.lock().expect("sessions lock");
+        let Some(session) = sessions.get(request.session_id.0.as_ref()) else {
+            return Err(acp::Error::session_not_found(request.session_id.0.to_string()).into());
+        };
+        if !session.set_mode(&request.mode_id.0) {
+            return Err(Error::invalid_params().data(format!("no mode {:?}", request.mode_id.0)));
+        }
+        cx.send_notification(acp::SessionNotification::new(
+            request.session_id.clone(),
+            acp::SessionUpdate::CurrentModeUpdate(acp::CurrentModeUpdate::new(
+                request.mode_id.clone(),
+            )),
+        ))?;
+        Ok(acp::SetSessionModeResponse::new())
     }
 
     /// The host's builder for a session, with the server's cancellation
@@ -428,7 +477,7 @@ where
         cx: ConnectionTo<Client>,
     ) {
         let (cancel, updates) = prepared;
-        let handle = SessionHandle::spawn(driver, cancel, cx, updates);
+        let handle = SessionHandle::spawn(driver, cancel, cx, updates, self.server.modes.clone());
         self.sessions
             .lock()
             .expect("sessions lock")
@@ -479,7 +528,7 @@ where
         mcp_servers: Vec<EditorMcpServer>,
         loaded: bool,
         cx: ConnectionTo<Client>,
-    ) -> Result<Vec<agentkit_core::Item>, AcpError> {
+    ) -> Result<agentkit_loop::LoopSnapshot, AcpError> {
         use agentkit_store::{NewSession, SessionLease, StoreError};
         let failed = |err: StoreError| match err {
             StoreError::NotFound(id) => AcpError::UnknownSession(id.to_string()),
@@ -516,9 +565,9 @@ where
             .open_with(&agent, SessionConfig::new(session_id))
             .await
             .map_err(failed)?;
-        let transcript = session.snapshot().transcript;
+        let snapshot = session.snapshot();
         self.register(session_id, session, (cancel, updates), cx);
-        Ok(transcript)
+        Ok(snapshot)
     }
 
     fn prompt(

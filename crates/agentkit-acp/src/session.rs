@@ -26,6 +26,7 @@
 //! connection ends the task closes it, so a stored session's lease is given
 //! up and another process can load it at once.
 
+use crate::SessionModes;
 use crate::updates::UpdateSink;
 use agent_client_protocol::v1::schema as acp;
 use agent_client_protocol::v1::{ConnectionTo, Responder};
@@ -135,6 +136,9 @@ struct Shared {
     soft: agentkit_loop::SoftInterruptHandle,
     cancel: CancellationController,
     state: Mutex<TurnState>,
+    /// The host's modes, and the session's current one.
+    modes: Option<SessionModes>,
+    mode: Mutex<String>,
 }
 
 #[derive(Default)]
@@ -156,12 +160,19 @@ impl SessionHandle {
         cancel: CancellationController,
         cx: ConnectionTo<Client>,
         updates: Arc<UpdateSink>,
+        modes: Option<SessionModes>,
     ) -> SessionHandle {
         let (starts, receiver) = mpsc::unbounded_channel();
+        let mode = modes
+            .as_ref()
+            .map(|modes| modes.default_mode().to_owned())
+            .unwrap_or_default();
         let shared = Arc::new(Shared {
             soft: driver.driver().soft_interrupts(),
             cancel,
             state: Mutex::new(TurnState::default()),
+            modes,
+            mode: Mutex::new(mode),
         });
         let runner = Runner {
             driver,
@@ -212,6 +223,18 @@ impl SessionHandle {
         self.starts
             .send(start)
             .map_err(|_| Error::internal_error().data("the session has ended"))
+    }
+
+    /// Handles `session/set_mode`: later approvals follow `id`. `false`
+    /// when the session has no such mode.
+    pub(crate) fn set_mode(&self, id: &str) -> bool {
+        match &self.shared.modes {
+            Some(modes) if modes.contains(id) => {
+                *self.shared.mode.lock().expect("mode lock") = id.to_owned();
+                true
+            }
+            _ => false,
+        }
     }
 
     /// Handles `session/cancel`.
@@ -335,7 +358,11 @@ impl<D: Drive> Runner<D> {
 
     async fn approve(&mut self, pending: PendingApproval) -> Result<(), Error> {
         let (scope, _) = always_scope(&pending);
-        let permission = if self.always_allowed.contains(&scope) {
+        let mode_approves = self.shared.modes.as_ref().is_some_and(|modes| {
+            let mode = self.shared.mode.lock().expect("mode lock").clone();
+            modes.approves(&mode, &pending.request)
+        });
+        let permission = if mode_approves || self.always_allowed.contains(&scope) {
             Permission::AllowOnce
         } else {
             let session_id = acp::SessionId::new(self.driver.driver().session_id().as_str());

@@ -205,6 +205,55 @@ pub(crate) fn replay(
     Ok(())
 }
 
+/// After [`replay`] of a resumed session: the final state of each call of
+/// the open round whose answer is not in the transcript yet, so the editor
+/// shows none of them running. A call that was running when the process
+/// stopped is failed ("interrupted": it is answered so on resume and not
+/// run again); a denied or rejected call is failed with its reason; a
+/// finished one shows its result. Calls still to run or awaiting approval
+/// stay pending: they run, or are asked, when the session goes on.
+#[cfg(feature = "store")]
+pub(crate) fn replay_round(
+    cx: &ConnectionTo<Client>,
+    session_id: &str,
+    round: &[agentkit_loop::SnapshotCall],
+) -> Result<(), Error> {
+    use agentkit_loop::{SnapshotCall, SnapshotCallState};
+    let failed = |call: &SnapshotCall, text: &str| {
+        acp::ToolCallUpdate::new(
+            call.call_id.as_str().to_owned(),
+            acp::ToolCallUpdateFields::new()
+                .status(acp::ToolCallStatus::Failed)
+                .content(vec![acp::ToolCallContent::Content(acp::Content::new(
+                    text_block(text),
+                ))]),
+        )
+    };
+    for call in round {
+        let update = match &call.state {
+            SnapshotCallState::Interrupted => failed(
+                call,
+                "interrupted: the agent stopped while this call ran; it is not run again",
+            ),
+            SnapshotCallState::Denied { reason } => {
+                failed(call, reason.as_deref().unwrap_or("denied"))
+            }
+            SnapshotCallState::Rejected {
+                result: Some(result),
+                ..
+            }
+            | SnapshotCallState::Finished { result } => result_update(result),
+            SnapshotCallState::Rejected { message, .. } => failed(call, message),
+            _ => continue,
+        };
+        cx.send_notification(acp::SessionNotification::new(
+            acp::SessionId::new(session_id),
+            acp::SessionUpdate::ToolCallUpdate(update),
+        ))?;
+    }
+    Ok(())
+}
+
 /// The user item for a prompt. Text blocks are kept as they are; resource
 /// links become Markdown links, embedded text resources are quoted with
 /// their URI, and binary content is named but left out.

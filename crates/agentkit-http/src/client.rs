@@ -107,18 +107,12 @@ impl std::fmt::Debug for StreamRequest {
             .headers
             .iter()
             .map(|(name, value)| {
-                let secret = [
-                    "authorization",
-                    "x-api-key",
-                    "api-key",
-                    "proxy-authorization",
-                ]
-                .iter()
-                .any(|s| name.eq_ignore_ascii_case(s));
-                (
-                    name.as_str(),
-                    if secret { "<redacted>" } else { value.as_str() },
-                )
+                let shown = if is_secret_header(name) {
+                    "<redacted>"
+                } else {
+                    value.as_str()
+                };
+                (name.as_str(), shown)
             })
             .collect();
         f.debug_struct("StreamRequest")
@@ -126,6 +120,38 @@ impl std::fmt::Debug for StreamRequest {
             .field("headers", &headers)
             .field("body_len", &self.body.len())
             .finish()
+    }
+}
+
+/// Whether a header carries a credential.
+fn is_secret_header(name: &str) -> bool {
+    [
+        "authorization",
+        "x-api-key",
+        "api-key",
+        "proxy-authorization",
+    ]
+    .iter()
+    .any(|secret| name.eq_ignore_ascii_case(secret))
+}
+
+/// Removes the request's credentials from an error message: a server (or a
+/// proxy) that echoes the key it was sent must not put it in a log line or
+/// a transcript.
+fn redact_credentials(message: &mut String, headers: &[(String, String)]) {
+    for (name, value) in headers {
+        if !is_secret_header(name) {
+            continue;
+        }
+        let token = value
+            .strip_prefix("Bearer ")
+            .or_else(|| value.strip_prefix("bearer "))
+            .unwrap_or(value)
+            .trim();
+        // Too short to be a key; replacing it would garble the message.
+        if token.len() >= 8 && message.contains(token) {
+            *message = message.replace(token, "<redacted>");
+        }
     }
 }
 
@@ -274,6 +300,7 @@ impl HttpClient {
             };
             let mut error = failure.error;
             error.attempts = attempt;
+            redact_credentials(&mut error.message, &request.headers);
             let delay = if failure.retryable {
                 self.config.retry.delay_before(attempt, &error)
             } else {
@@ -326,7 +353,8 @@ impl HttpClient {
 
         if !response.status().is_success() {
             let retry_after = retry_after(response.headers());
-            let text = read_error_body(response).await;
+            let mut text = read_error_body(response).await;
+            redact_credentials(&mut text, headers);
             let mut error = ProviderError::from_response(status, &text);
             error.retry_after = retry_after;
             tracing::debug!(status, body = %text, "provider refused the request");

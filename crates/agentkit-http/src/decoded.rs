@@ -7,12 +7,17 @@
 //! [`DecodedStream`] does that once; an adapter only writes the
 //! [`SseDecoder`].
 //!
+//! It also enforces the answer caps of [`SseLimits`](crate::SseLimits)
+//! (total bytes, total parts): past either, the stream ends with a
+//! `LimitExceeded` error after what was decoded within the cap, like any
+//! other error, so the caller keeps a well-formed partial answer.
+//!
 //! It decodes a whole read at a time: the events of a read are handed to
 //! the decoder borrowed, straight out of the read's bytes, so an event
 //! costs no allocation or copy before the decoder sees it, and the
 //! per-event cost of the async plumbing is paid per read instead.
 
-use crate::{ProviderError, SseEventRef, SseStream};
+use crate::{ProviderError, ProviderErrorKind, SseEventRef, SseStream};
 use agentkit_core::TurnCancellation;
 use std::collections::VecDeque;
 use std::ops::ControlFlow;
@@ -46,6 +51,9 @@ pub struct DecodedStream<D: SseDecoder> {
     /// before it.
     failed: Option<ProviderError>,
     done: bool,
+    /// Event data bytes and decoded parts of this answer so far.
+    bytes: u64,
+    parts: u64,
 }
 
 impl<D: SseDecoder> DecodedStream<D> {
@@ -57,6 +65,8 @@ impl<D: SseDecoder> DecodedStream<D> {
             queue: VecDeque::new(),
             failed: None,
             done: false,
+            bytes: 0,
+            parts: 0,
         }
     }
 
@@ -100,12 +110,34 @@ impl<D: SseDecoder> DecodedStream<D> {
     /// Reads and decodes the next piece of the body.
     async fn read(&mut self, cancellation: Option<&TurnCancellation>) {
         let (decoder, queue) = (&mut self.decoder, &mut self.queue);
+        let (bytes, parts) = (&mut self.bytes, &mut self.parts);
+        let limits = self.events.limits();
         let mut failed = None;
         let read = self
             .events
             .read_with(cancellation, |event| {
+                *bytes += event.data.len() as u64;
+                if *bytes > limits.max_answer_bytes {
+                    failed = Some(answer_too_large(
+                        "bytes of event data",
+                        limits.max_answer_bytes,
+                        "max_answer_bytes",
+                    ));
+                    return ControlFlow::Break(());
+                }
                 let before = queue.len();
-                match decoder.on_event(event, queue) {
+                let decoded = decoder.on_event(event, queue);
+                *parts += (queue.len() - before) as u64;
+                if decoded.is_ok() && *parts > limits.max_answer_parts {
+                    queue.truncate(before);
+                    failed = Some(answer_too_large(
+                        "parts",
+                        limits.max_answer_parts,
+                        "max_answer_parts",
+                    ));
+                    return ControlFlow::Break(());
+                }
+                match decoded {
                     Ok(()) if decoder.is_finished() => ControlFlow::Break(()),
                     Ok(()) => ControlFlow::Continue(()),
                     Err(error) => {
@@ -141,6 +173,14 @@ impl<D: SseDecoder> DecodedStream<D> {
             self.failed = Some(error);
         }
     }
+}
+
+/// The error that ends an answer past one of its caps.
+fn answer_too_large(what: &str, cap: u64, field: &str) -> ProviderError {
+    ProviderError::new(
+        ProviderErrorKind::LimitExceeded,
+        format!("the answer is larger than {cap} {what} (SseLimits::{field}); decoding stopped"),
+    )
 }
 
 #[cfg(test)]
@@ -231,5 +271,42 @@ mod tests {
         let (items, error) = drain(b"data: a\n\ndata: b\n\n");
         assert_eq!(items, ["a", "b"]);
         assert_eq!(error, Some(ProviderErrorKind::Protocol));
+    }
+
+    /// An endless answer against the caps: it stops, typed, with what fit.
+    fn endless(limits: crate::SseLimits) -> (u64, ProviderError) {
+        let body = futures::stream::iter(std::iter::repeat_with(|| {
+            Ok(Bytes::from_static(b"data: abcd\n\ndata: efgh\n\n"))
+        }));
+        let events = SseStream::with_limits(body, limits);
+        let mut stream = DecodedStream::new(events, Echo::default());
+        let mut parts = 0;
+        loop {
+            match block_on(stream.next(None)) {
+                Ok(Some(_)) => parts += 1,
+                Ok(None) => panic!("an endless body ended"),
+                Err(error) => {
+                    assert_eq!(block_on(stream.next(None)), Ok(None));
+                    return (parts, error);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn an_endless_answer_stops_at_its_byte_cap() {
+        let (parts, error) = endless(crate::SseLimits::default().with_max_answer_bytes(4000));
+        assert_eq!(error.kind, ProviderErrorKind::LimitExceeded);
+        assert!(error.message.contains("max_answer_bytes"), "{error}");
+        // Every part handed out fits the cap; the one that crossed it is not.
+        assert_eq!(parts, 1000);
+    }
+
+    #[test]
+    fn an_endless_answer_stops_at_its_part_cap() {
+        let (parts, error) = endless(crate::SseLimits::default().with_max_answer_parts(777));
+        assert_eq!(error.kind, ProviderErrorKind::LimitExceeded);
+        assert!(error.message.contains("max_answer_parts"), "{error}");
+        assert_eq!(parts, 777);
     }
 }

@@ -41,6 +41,7 @@ mod client;
 mod decoded;
 mod error;
 pub mod json;
+mod limits;
 
 mod pricing;
 mod replay;
@@ -52,12 +53,13 @@ pub mod testing;
 pub use client::{HttpClient, HttpConfig, StreamRequest, StreamResponse};
 pub use decoded::{DecodedStream, SseDecoder};
 pub use error::{ProviderError, ProviderErrorKind};
+pub use limits::{
+    DEFAULT_MAX_ANSWER_BYTES, DEFAULT_MAX_ANSWER_PARTS, DEFAULT_MAX_EVENT_BYTES,
+    DEFAULT_MAX_LINE_BYTES, SseLimits,
+};
 pub use pricing::{ModelPrice, PriceTable};
 pub use retry::{RetryNotice, RetryPolicy, parse_retry_after};
-pub use sse::{
-    DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_LINE_BYTES, SseEvent, SseEventRef, SseLimits, SseParser,
-    SseStream,
-};
+pub use sse::{SseEvent, SseEventRef, SseParser, SseStream};
 
 // The README's example is compiled with the doc-tests.
 #[cfg(doctest)]

@@ -23,7 +23,7 @@
 //! against the turn's cancellation, dropping the connection the moment the
 //! host interrupts.
 
-use crate::{ProviderError, ProviderErrorKind};
+use crate::{ProviderError, ProviderErrorKind, SseLimits};
 use agentkit_core::TurnCancellation;
 use bytes::Bytes;
 use futures::{Stream, StreamExt, stream};
@@ -88,51 +88,6 @@ impl<'a> SseEventRef<'a> {
             data: self.data.to_owned(),
             id: self.id.to_owned(),
         }
-    }
-}
-
-/// How large a server-sent line or event may grow before decoding stops.
-///
-/// Both caps bound the memory one stream can take, whatever the peer sends:
-/// a line is buffered until its end arrives, an event's data until its
-/// blank line. The defaults leave room for the largest events providers
-/// really send (a finished Responses answer with generated images inlined
-/// as base64 is a few megabytes).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct SseLimits {
-    /// The longest line, in bytes, without its line end.
-    pub max_line_bytes: usize,
-    /// The most bytes of data (the `data:` lines joined) and event name one
-    /// event may carry.
-    pub max_event_bytes: usize,
-}
-
-/// The default [`SseLimits::max_line_bytes`]: 16 MiB.
-pub const DEFAULT_MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
-/// The default [`SseLimits::max_event_bytes`]: 32 MiB.
-pub const DEFAULT_MAX_EVENT_BYTES: usize = 32 * 1024 * 1024;
-
-impl Default for SseLimits {
-    fn default() -> Self {
-        Self {
-            max_line_bytes: DEFAULT_MAX_LINE_BYTES,
-            max_event_bytes: DEFAULT_MAX_EVENT_BYTES,
-        }
-    }
-}
-
-impl SseLimits {
-    /// Sets the longest line.
-    pub fn with_max_line_bytes(mut self, bytes: usize) -> Self {
-        self.max_line_bytes = bytes;
-        self
-    }
-
-    /// Sets the largest event.
-    pub fn with_max_event_bytes(mut self, bytes: usize) -> Self {
-        self.max_event_bytes = bytes;
-        self
     }
 }
 
@@ -644,6 +599,11 @@ impl SseStream {
     /// A stream over bytes already in memory, handed over in one piece.
     pub fn from_bytes(bytes: impl Into<Bytes>) -> Self {
         Self::from_byte_stream(stream::iter([Ok(bytes.into())]))
+    }
+
+    /// The limits its parser enforces.
+    pub fn limits(&self) -> SseLimits {
+        self.parser.limits()
     }
 
     /// How many events were read so far.

@@ -193,6 +193,10 @@ pub enum ModelErrorKind {
     Timeout,
     /// The provider's answer could not be understood (malformed stream).
     Protocol,
+    /// The provider's answer grew past a cap (one line, one event, or the
+    /// whole answer's bytes or parts; see `agentkit_http::SseLimits`):
+    /// decoding stopped, and nothing of the answer was kept.
+    LimitExceeded,
     /// The turn was cancelled.
     Cancelled,
     /// Anything else.

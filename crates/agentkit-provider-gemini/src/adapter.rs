@@ -29,7 +29,8 @@ pub(crate) fn model_error(error: ProviderError) -> ModelError {
         P::Server => M::Server,
         P::Transport => M::Transport,
         P::Timeout => M::Timeout,
-        P::Protocol | P::LimitExceeded => M::Protocol,
+        P::Protocol => M::Protocol,
+        P::LimitExceeded => M::LimitExceeded,
         P::Cancelled => M::Cancelled,
         _ => M::Other,
     };

@@ -22,8 +22,8 @@ pub(crate) fn model_error(error: ProviderError) -> ModelError {
         ProviderErrorKind::Server => ModelErrorKind::Server,
         ProviderErrorKind::Transport => ModelErrorKind::Transport,
         ProviderErrorKind::Timeout => ModelErrorKind::Timeout,
-        // A cap hit is the provider sending what cannot be used.
-        ProviderErrorKind::Protocol | ProviderErrorKind::LimitExceeded => ModelErrorKind::Protocol,
+        ProviderErrorKind::Protocol => ModelErrorKind::Protocol,
+        ProviderErrorKind::LimitExceeded => ModelErrorKind::LimitExceeded,
         ProviderErrorKind::Cancelled => ModelErrorKind::Cancelled,
         _ => ModelErrorKind::Other,
     };

@@ -12,6 +12,9 @@
 //! whole event stream, which a client that reconnects with `Last-Event-ID`
 //! picks up where it left off.
 //!
+//! `GET /` serves a small chat page speaking those same routes, so a person
+//! can use a served agent from a browser.
+//!
 //! Sessions live in an [`agentkit_store`] store (SQLite for one replica),
 //! leased by the replica that drives them. Every request carries a bearer
 //! token naming a tenant; a tenant sees only its own sessions, and
@@ -46,6 +49,7 @@ mod agui;
 mod error;
 mod host;
 mod hub;
+mod page;
 mod server;
 mod stream;
 mod tenant;

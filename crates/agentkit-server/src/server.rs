@@ -2,6 +2,7 @@
 //!
 //! | route | what |
 //! | --- | --- |
+//! | `GET /` | the chat page (no token needed; it holds none) |
 //! | `POST /agui` | AG-UI: a `RunAgentInput` in, the run's events out (SSE) |
 //! | `GET /sessions` | the tenant's sessions |
 //! | `GET /sessions/{thread}` | one session: messages, pending approvals, queued messages |
@@ -264,6 +265,7 @@ impl AgentServer {
     /// The routes, ready for `axum::serve` (or to nest in a larger app).
     pub fn router(&self) -> Router {
         Router::new()
+            .route("/", get(crate::page::page))
             .route("/agui", post(run))
             .route("/sessions", get(list))
             .route("/sessions/{thread}", get(load))

@@ -63,7 +63,7 @@ mod sandbox;
 
 pub use config::ShellConfig;
 pub use exec::ShellExecTool;
-pub use sandbox::{ShellSandbox, WhenUnavailable};
+pub use sandbox::{SECRET_HOME_PATHS, ShellSandbox, WhenUnavailable};
 
 use agentkit_tools_core::ToolRegistry;
 

@@ -15,6 +15,19 @@
 //! (`pre_exec` would need `unsafe`, which this workspace forbids, and a
 //! re-exec helper binary would have to be installed beside every host.)
 //!
+//! Reads are open by default. [`ShellSandbox::restrict_reads`] limits them
+//! to the workspace, the writable paths, the system directories a build
+//! needs (`/usr`, `/lib*`, `/bin`, `/etc`, `/opt`, `/sys`, `/dev`, the
+//! machine-wide files of `/proc`; not `/tmp`, not `/proc/<pid>`) and the
+//! toolchains in the home directory (`~/.rustup`,
+//! `~/.cargo/bin`, `registry` and `git`, `~/.gitconfig`), plus what
+//! [`ShellSandbox::allow_reads`] adds. Landlock can only allow, never carve
+//! out, so the secrets in the home directory ([`SECRET_HOME_PATHS`]:
+//! `~/.ssh`, `~/.aws`, `~/.config/gcloud`, `~/.netrc` ...) stay unreadable
+//! simply by not being listed, and a path given to `allow_reads` that would
+//! expose one of them (the home directory itself, say) is refused and
+//! reported.
+//!
 //! Where the kernel has no Landlock (not Linux, before 5.13, disabled at
 //! boot), [`ShellSandbox::when_unavailable`] decides: run unsandboxed and say
 //! so in the result (the default), or refuse to run.
@@ -36,9 +49,74 @@ use std::path::{Path, PathBuf};
 #[derive(Clone, Debug)]
 pub struct ShellSandbox {
     writable: Vec<PathBuf>,
+    /// `Some` once reads are restricted: the extra readable paths.
+    readable: Option<Vec<PathBuf>>,
     network: bool,
     when_unavailable: WhenUnavailable,
 }
+
+/// Paths under the home directory that hold credentials; with
+/// [`ShellSandbox::restrict_reads`] none of them is ever readable.
+pub const SECRET_HOME_PATHS: &[&str] = &[
+    ".ssh",
+    ".aws",
+    ".azure",
+    ".config/gcloud",
+    ".config/gh",
+    ".docker",
+    ".kube",
+    ".gnupg",
+    ".netrc",
+    ".git-credentials",
+    ".npmrc",
+    ".pypirc",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+];
+
+/// System directories a build reads (those that exist are allowed).
+/// Not `/tmp` (other programs' files; a build that uses it needs it
+/// writable, which makes it readable) nor all of `/run` (sockets, mounted
+/// secrets): only the resolver's directory there, which `/etc/resolv.conf`
+/// often links to. Not all of `/proc` either: `/proc/<host pid>/environ`
+/// would hand out the host's environment, keys included, even to a
+/// sandboxed command (and root reads it whatever the host's dumpable flag);
+/// only the machine-wide files that build tools read.
+const SYSTEM_READS: &[&str] = &[
+    "/usr",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/bin",
+    "/sbin",
+    "/etc",
+    "/opt",
+    "/nix",
+    "/proc/cpuinfo",
+    "/proc/meminfo",
+    "/proc/stat",
+    "/proc/loadavg",
+    "/proc/uptime",
+    "/proc/version",
+    "/proc/filesystems",
+    "/proc/sys",
+    "/sys",
+    "/dev",
+    "/run/systemd/resolve",
+];
+
+/// Toolchain paths under the home directory (those that exist are allowed).
+const HOME_TOOLCHAIN_READS: &[&str] = &[
+    ".rustup",
+    ".cargo/bin",
+    ".cargo/registry",
+    ".cargo/git",
+    ".cargo/config.toml",
+    ".cargo/config",
+    ".gitconfig",
+    ".config/git",
+];
 
 /// What `shell_exec` does when the sandbox cannot be applied.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -64,6 +142,7 @@ impl ShellSandbox {
     pub fn new() -> Self {
         Self {
             writable: vec![PathBuf::from("/dev/null")],
+            readable: None,
             network: true,
             when_unavailable: WhenUnavailable::default(),
         }
@@ -74,6 +153,36 @@ impl ShellSandbox {
     pub fn allow_writes(mut self, path: impl Into<PathBuf>) -> Self {
         self.writable.push(path.into());
         self
+    }
+
+    /// Limits reads to the workspace, the writable paths, the system
+    /// directories and home toolchains a build needs, and the paths given to
+    /// [`allow_reads`](Self::allow_reads); the home directory's secrets
+    /// ([`SECRET_HOME_PATHS`]) are never readable. See the module docs.
+    ///
+    /// ```
+    /// use agentkit_tool_shell::ShellSandbox;
+    ///
+    /// let sandbox = ShellSandbox::new().restrict_reads().allow_reads("/srv/datasets");
+    /// assert!(sandbox.reads_restricted());
+    /// ```
+    pub fn restrict_reads(mut self) -> Self {
+        self.readable.get_or_insert_with(Vec::new);
+        self
+    }
+
+    /// Also allows reads beneath `path` (implies
+    /// [`restrict_reads`](Self::restrict_reads)). A path that is, or
+    /// contains, one of the home directory's secrets is refused when a
+    /// command starts, and the result says so.
+    pub fn allow_reads(mut self, path: impl Into<PathBuf>) -> Self {
+        self.readable.get_or_insert_with(Vec::new).push(path.into());
+        self
+    }
+
+    /// Whether reads are restricted.
+    pub fn reads_restricted(&self) -> bool {
+        self.readable.is_some()
     }
 
     /// Forbids TCP connections and listening sockets (Landlock ABI 4, Linux
@@ -165,6 +274,10 @@ pub(crate) async fn spawn(
     };
     let mut writable = vec![root.to_path_buf()];
     writable.extend(sandbox.writable.iter().filter(|p| p.exists()).cloned());
+    let reads = sandbox
+        .readable
+        .as_ref()
+        .map(|extra| readable_paths(extra, &home_dir(), &writable));
     let network = sandbox.network;
     let policy = sandbox.when_unavailable;
     let handle = tokio::runtime::Handle::current();
@@ -175,17 +288,91 @@ pub(crate) async fn spawn(
         .name("agentkit-sandboxed-spawn".into())
         .spawn(move || {
             let _runtime = handle.enter();
-            let result =
-                decide(restrict_current_thread(&writable, network), policy).and_then(|outcome| {
-                    command
-                        .spawn()
-                        .map(|child| (child, outcome))
-                        .map_err(SpawnError::from)
-                });
+            let (readable, refused) = match &reads {
+                Some((readable, refused)) => (Some(readable.as_slice()), refused.as_slice()),
+                None => (None, &[][..]),
+            };
+            let outcome = with_refused(
+                restrict_current_thread(&writable, readable, network),
+                refused,
+            );
+            let result = decide(outcome, policy).and_then(|outcome| {
+                command
+                    .spawn()
+                    .map(|child| (child, outcome))
+                    .map_err(SpawnError::from)
+            });
             let _ = tx.send(result);
         })?;
     rx.await
         .unwrap_or_else(|_| Err(std::io::Error::other("the sandboxed spawn thread died").into()))
+}
+
+/// The home directory (`$HOME`), if known.
+fn home_dir() -> Option<PathBuf> {
+    std::env::var_os("HOME")
+        .filter(|home| !home.is_empty())
+        .map(PathBuf::from)
+}
+
+/// Every path a restricted command may read, and the extra paths refused
+/// because they would expose a secret of the home directory.
+fn readable_paths(
+    extra: &[PathBuf],
+    home: &Option<PathBuf>,
+    writable: &[PathBuf],
+) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let mut readable: Vec<PathBuf> = SYSTEM_READS.iter().map(PathBuf::from).collect();
+    let secrets: Vec<PathBuf> = match home {
+        Some(home) => {
+            readable.extend(HOME_TOOLCHAIN_READS.iter().map(|p| home.join(p)));
+            if let Some(cargo) = std::env::var_os("CARGO_HOME") {
+                let cargo = PathBuf::from(cargo);
+                readable.extend(["bin", "registry", "git", "config.toml"].map(|p| cargo.join(p)));
+            }
+            if let Some(rustup) = std::env::var_os("RUSTUP_HOME") {
+                readable.push(PathBuf::from(rustup));
+            }
+            SECRET_HOME_PATHS.iter().map(|p| home.join(p)).collect()
+        }
+        None => Vec::new(),
+    };
+    let mut refused = Vec::new();
+    for path in extra {
+        if secrets.iter().any(|secret| secret.starts_with(path)) {
+            refused.push(path.clone());
+        } else {
+            readable.push(path.clone());
+        }
+    }
+    // The workspace and the other writable paths are readable anyway; one
+    // that holds a secret is reported, since it cannot be hidden.
+    refused.extend(
+        writable
+            .iter()
+            .filter(|w| secrets.iter().any(|s| s.starts_with(w) && s.exists()))
+            .cloned(),
+    );
+    readable.retain(|p| p.exists());
+    (readable, refused)
+}
+
+/// Reports the refused read paths as a partial sandbox.
+fn with_refused(outcome: SandboxOutcome, refused: &[PathBuf]) -> SandboxOutcome {
+    if refused.is_empty() {
+        return outcome;
+    }
+    let listed: Vec<String> = refused.iter().map(|p| p.display().to_string()).collect();
+    let why = format!(
+        "{} would expose secrets of the home directory: not readable (or, for a writable \
+         path, not hidden)",
+        listed.join(", ")
+    );
+    match outcome {
+        SandboxOutcome::Enforced => SandboxOutcome::Partial(why),
+        SandboxOutcome::Partial(other) => SandboxOutcome::Partial(format!("{other}; {why}")),
+        other => other,
+    }
 }
 
 /// Whether a command may start after the sandbox came out as `outcome`.
@@ -199,9 +386,14 @@ fn decide(outcome: SandboxOutcome, policy: WhenUnavailable) -> Result<SandboxOut
 }
 
 /// Puts the calling thread in a Landlock domain: writes only beneath
-/// `writable`, and no TCP unless `network`.
+/// `writable`, reads only beneath `writable` and `readable` when that is
+/// given, and no TCP unless `network`.
 #[cfg(target_os = "linux")]
-fn restrict_current_thread(writable: &[PathBuf], network: bool) -> SandboxOutcome {
+fn restrict_current_thread(
+    writable: &[PathBuf],
+    readable: Option<&[PathBuf]>,
+    network: bool,
+) -> SandboxOutcome {
     use landlock::{
         ABI, Access, AccessFs, AccessNet, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus,
         path_beneath_rules,
@@ -210,13 +402,21 @@ fn restrict_current_thread(writable: &[PathBuf], network: bool) -> SandboxOutcom
     // support (best effort), and the status says so.
     let abi = ABI::V7;
     let restrict = || -> Result<landlock::RestrictionStatus, landlock::RulesetError> {
-        let mut ruleset = Ruleset::default().handle_access(AccessFs::from_write(abi))?;
+        let handled = match readable {
+            Some(_) => AccessFs::from_all(abi),
+            None => AccessFs::from_write(abi),
+        };
+        let mut ruleset = Ruleset::default().handle_access(handled)?;
         if !network {
             ruleset = ruleset.handle_access(AccessNet::from_all(abi))?;
         }
         ruleset
             .create()?
-            .add_rules(path_beneath_rules(writable, AccessFs::from_write(abi)))?
+            .add_rules(path_beneath_rules(writable, handled))?
+            .add_rules(path_beneath_rules(
+                readable.unwrap_or_default(),
+                AccessFs::from_read(abi),
+            ))?
             .restrict_self()
     };
     match restrict() {
@@ -244,7 +444,11 @@ fn restrict_current_thread(writable: &[PathBuf], network: bool) -> SandboxOutcom
 }
 
 #[cfg(not(target_os = "linux"))]
-fn restrict_current_thread(_writable: &[PathBuf], _network: bool) -> SandboxOutcome {
+fn restrict_current_thread(
+    _writable: &[PathBuf],
+    _readable: Option<&[PathBuf]>,
+    _network: bool,
+) -> SandboxOutcome {
     SandboxOutcome::Unavailable("Landlock exists only on Linux".into())
 }
 

@@ -9,11 +9,12 @@
 //! conversation goes on; only Ctrl-D or a second Ctrl-C at the prompt quit.
 
 use crate::context::{ContextControl, ContextKeeper, window_for};
+use crate::diagnose;
 use crate::input::{Input, InputEvent, Mode};
 use crate::policy::{ALWAYS_KEY, CodingPolicy, SessionAllowList, describe_key};
 use crate::provider::ModelInfo;
 use crate::screen::{Line, Look, Screen};
-use crate::sessions::{SessionError, Sessions, shorten, system_item};
+use crate::sessions::{SessionError, Sessions, shorten, system_item, tokens_known};
 use crate::view::View;
 use agentkit_core::{CancellationController, FinishReason, Item, ItemKind, SessionId, Usage};
 use agentkit_loop::{
@@ -246,22 +247,44 @@ impl Ctx {
         }
     }
 
-    async fn ask_approval(&mut self) -> Answer {
-        self.screen().set_prompt(
-            Line::new("allow? ", Look::Warn)
-                .and("[y]es / [n]o / [a]lways for this session ", Look::Bold),
-        );
+    /// Asks for an approval. Text typed meanwhile is not an answer: a key
+    /// other than y, n or a starts a message (finished with Enter), which
+    /// is returned to be queued, and the question is asked again.
+    async fn ask_approval(&mut self) -> (Answer, Vec<String>) {
+        let question = Line::new("allow? ", Look::Warn)
+            .and("[y]es / [n]o / [a]lways for this session ", Look::Bold);
+        self.screen().set_prompt(question.clone());
+        let mut typed = Vec::new();
         let answer = loop {
             if self.input.is_closed() {
                 break Answer::No;
             }
             match self.input.next(Mode::Choice).await {
-                InputEvent::Key('y') => break Answer::Yes,
-                InputEvent::Key('n') => break Answer::No,
-                InputEvent::Key('a') => break Answer::Always,
+                InputEvent::Key(key) => match key.to_ascii_lowercase() {
+                    'y' => break Answer::Yes,
+                    'n' => break Answer::No,
+                    'a' => break Answer::Always,
+                    _ => {
+                        if let Some(text) = self.read_message(key).await {
+                            self.note(
+                                format!("(sent once you answer: {})", shorten(&text, 50)),
+                                Look::Dim,
+                            );
+                            typed.push(text);
+                        }
+                        self.screen().set_prompt(question.clone());
+                    }
+                },
+                InputEvent::Submit(text) if !text.trim().is_empty() => {
+                    self.note(
+                        format!("(a message, not an answer: {})", shorten(&text, 50)),
+                        Look::Dim,
+                    );
+                    typed.push(text);
+                }
                 InputEvent::Interrupt => break Answer::Cancel,
                 InputEvent::Eof => break Answer::No,
-                _ => {}
+                InputEvent::Submit(_) => {}
             }
         };
         let mut screen = self.screen();
@@ -274,7 +297,27 @@ impl Ctx {
         screen.line(Line::new(format!("  you: {shown}"), Look::Dim));
         // The turn goes on after an answer: typing steers it.
         screen.set_prompt(Line::new("steer> ", Look::Dim));
-        answer
+        (answer, typed)
+    }
+
+    /// Reads the rest of a message whose first character was `first`,
+    /// typed at a question; `None` when it was abandoned (Ctrl-C, Ctrl-D).
+    async fn read_message(&mut self, first: char) -> Option<String> {
+        {
+            let mut screen = self.screen();
+            screen.set_prompt(Line::new("message> ", Look::Dim));
+            screen.insert(first.encode_utf8(&mut [0; 4]));
+        }
+        loop {
+            match self.input.next(Mode::Line).await {
+                InputEvent::Submit(text) => return Some(text),
+                InputEvent::Interrupt | InputEvent::Eof => {
+                    let _ = self.screen().take_input();
+                    return None;
+                }
+                InputEvent::Key(_) => {}
+            }
+        }
     }
 }
 
@@ -341,7 +384,7 @@ pub fn agent_builder<M: ModelAdapter>(
         // Commands run under Landlock where the kernel has it: writes only
         // beneath the workspace (the tool says so when it runs unsandboxed).
         .add_tool_source(shell_tools(
-            ShellConfig::new(workspace).with_sandbox(ShellSandbox::new()),
+            ShellConfig::new(workspace).with_sandbox(ShellSandbox::new().restrict_reads()),
         ))
         .permissions(CodingPolicy::new(workspace, always))
         .transcript(vec![system_item(system_prompt(workspace), workspace)]);
@@ -513,14 +556,14 @@ pub async fn run<M: ModelAdapter + Clone + 'static>(
                 view.cut_answer();
                 view.reset_round();
                 summary.errors += 1;
+                ctx.screen().set_activity(None);
+                show_error(&ctx, &error, &driver, &setup.info);
                 if setup.one_shot {
-                    // Nobody is there to retry: report it and quit (the
-                    // exit code says the turn failed).
-                    ctx.screen().set_activity(None);
-                    ctx.note(format!("error: {error}"), Look::Bad);
+                    // Nobody is there to retry: quit (the exit code says
+                    // the turn failed).
                     break;
                 }
-                if !recover(&mut driver, &mut ctx, &error).await {
+                if !recover(&mut driver, &mut ctx).await {
                     break;
                 }
             }
@@ -549,7 +592,12 @@ async fn answer_approval<S: ModelSession>(
         ctx.note("  approved (--yes)", Look::Dim);
         Answer::Yes
     } else {
-        ctx.ask_approval().await
+        let (answer, typed) = ctx.ask_approval().await;
+        let soft = driver.soft_interrupts();
+        for text in typed {
+            ctx.queue_message(&soft, text);
+        }
+        answer
     };
     match answer {
         Answer::Yes => pending.approve(driver),
@@ -572,15 +620,24 @@ async fn answer_approval<S: ModelSession>(
     }
 }
 
-/// Shows an error of `next()` and waits for the user: Enter retries, a
-/// message is sent with the retry. `false` means the user quit.
-async fn recover<S: ModelSession>(
-    driver: &mut Session<S>,
-    ctx: &mut Ctx,
+/// Shows an error of `next()`, with its likely cause when there is one.
+fn show_error<S: ModelSession>(
+    ctx: &Ctx,
     error: &StoreError,
-) -> bool {
-    ctx.screen().set_activity(None);
-    ctx.note(format!("error: {error}"), Look::Bad);
+    driver: &Session<S>,
+    info: &ModelInfo,
+) {
+    let window = window_for(&info.model, info.window);
+    let (cause, detail) = diagnose::describe(error, driver, info.base_url.as_deref(), window);
+    ctx.note(format!("error: {cause}"), Look::Bad);
+    if let Some(detail) = detail {
+        ctx.note(format!("  ({detail})"), Look::Dim);
+    }
+}
+
+/// Waits for the user after an error: Enter retries, a message is sent
+/// with the retry. `false` means the user quit.
+async fn recover<S: ModelSession>(driver: &mut Session<S>, ctx: &mut Ctx) -> bool {
     ctx.note(
         "the conversation is kept: press Enter to retry, or type a message",
         Look::Dim,
@@ -607,17 +664,28 @@ async fn recover<S: ModelSession>(
 }
 
 fn status_line(info: &ModelInfo, turn: &Usage, session: &Usage) -> Line {
+    // A server that reports no usage leaves the counts unknown, not zero.
     let money = |usage: &Usage| match info.cost(usage) {
-        Some(cost) => format!("${cost:.4}"),
-        None => "cost n/a".into(),
+        Some(cost) if tokens_known(usage) || usage.cost.is_some() => format!("${cost:.4}"),
+        _ => "cost n/a".into(),
+    };
+    let turn_tokens = if tokens_known(turn) {
+        format!(
+            "{} in · {} out",
+            turn.tokens.input_tokens, turn.tokens.output_tokens
+        )
+    } else {
+        "? in · ? out (not reported)".into()
+    };
+    let session_tokens = if tokens_known(session) {
+        session.tokens.total().to_string()
+    } else {
+        "?".into()
     };
     Line::new(
         format!(
-            "── {} in · {} out · {} this turn │ session {} tokens · {} │ {}",
-            turn.tokens.input_tokens,
-            turn.tokens.output_tokens,
+            "── {turn_tokens} · {} this turn │ session {session_tokens} tokens · {} │ {}",
             money(turn),
-            session.tokens.total(),
             money(session),
             info.label
         ),
@@ -667,16 +735,15 @@ fn show_history(screen: &Arc<Mutex<Screen>>, snapshot: &LoopSnapshot) {
         Look::Accent,
     )];
     for item in snapshot.transcript.iter().rev().take(6).rev() {
-        let text = item.text_content();
-        if text.trim().is_empty() {
-            continue;
-        }
         let who = match item.kind {
             ItemKind::User => "> ",
             ItemKind::Assistant => "  ",
             _ => continue,
         };
-        lines.push(Line::new(format!("{who}{}", shorten(&text, 70)), Look::Dim));
+        // Messages queued together are one item: one line each.
+        for text in crate::view::message_texts(item) {
+            lines.push(Line::new(format!("{who}{}", shorten(&text, 70)), Look::Dim));
+        }
     }
     if snapshot.pending_approvals().next().is_some() {
         lines.push(Line::new("(an approval is waiting)", Look::Warn));

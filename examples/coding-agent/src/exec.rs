@@ -15,6 +15,7 @@
 
 use crate::app::{AppError, agent_builder};
 use crate::context::{ContextControl, ContextKeeper};
+use crate::diagnose;
 use crate::policy::{ApprovalMode, SessionAllowList};
 use crate::screen::{Line, Look, Screen};
 use crate::sessions::Sessions;
@@ -47,6 +48,8 @@ pub struct Exec {
     pub max_steps: u32,
     /// The model's context window in tokens.
     pub window: usize,
+    /// The server's base URL, when one is configured.
+    pub base_url: Option<String>,
     /// Where the session is saved (in memory for the demo).
     pub sessions: Sessions,
     /// Connected MCP servers.
@@ -160,6 +163,8 @@ pub async fn run<M: ModelAdapter + Clone + 'static>(
 
     let mut turn = Turn {
         prompt: Some(exec.prompt.clone()),
+        base_url: exec.base_url.clone(),
+        window: exec.window,
         denied: 0,
         interrupted: false,
         error: None,
@@ -212,6 +217,8 @@ pub async fn run<M: ModelAdapter + Clone + 'static>(
 /// The state of the one turn.
 struct Turn {
     prompt: Option<String>,
+    base_url: Option<String>,
+    window: usize,
     denied: u32,
     interrupted: bool,
     error: Option<String>,
@@ -231,7 +238,12 @@ impl Turn {
             let step = match self.step(driver, controller).await {
                 Ok(step) => step,
                 Err(error) => {
-                    self.error = Some(error.to_string());
+                    let (cause, detail) =
+                        diagnose::describe(&error, driver, self.base_url.as_deref(), self.window);
+                    self.error = Some(match detail {
+                        Some(detail) => format!("{cause} ({detail})"),
+                        None => cause,
+                    });
                     return None;
                 }
             };

@@ -92,8 +92,15 @@ impl Input {
                     None => lines.next_line().await,
                 };
                 match line {
+                    // An answer is a word that starts like one; any other
+                    // line is a message, not an answer.
                     Ok(Some(line)) if mode == Mode::Choice => {
-                        InputEvent::Key(line.trim().chars().next().unwrap_or('n'))
+                        match line.trim().to_ascii_lowercase().as_str() {
+                            "" | "n" | "no" => InputEvent::Key('n'),
+                            "y" | "yes" => InputEvent::Key('y'),
+                            "a" | "always" => InputEvent::Key('a'),
+                            _ => InputEvent::Submit(line),
+                        }
                     }
                     Ok(Some(line)) => InputEvent::Submit(line),
                     _ => {
@@ -133,7 +140,7 @@ fn on_key(screen: &mut Screen, key: KeyEvent, mode: Mode) -> Option<InputEvent> 
             screen.edit(Edit::Delete);
         }
         KeyCode::Char(ch) if mode == Mode::Choice && !ctrl => {
-            return Some(InputEvent::Key(ch.to_ascii_lowercase()));
+            return Some(InputEvent::Key(ch));
         }
         KeyCode::Char('a') if ctrl => screen.edit(Edit::Home),
         KeyCode::Char('e') if ctrl => screen.edit(Edit::End),

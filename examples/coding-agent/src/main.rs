@@ -21,10 +21,12 @@ mod app;
 mod args;
 mod context;
 mod demo;
+mod diagnose;
 mod exec;
 mod input;
 mod mcp;
 mod policy;
+mod probe;
 mod provider;
 mod screen;
 mod sessions;
@@ -104,7 +106,7 @@ async fn serve_acp(
     args: &args::Args,
     open_store: impl FnOnce() -> Result<Sessions, sessions::SessionError>,
 ) -> ExitCode {
-    let (model, info) = match provider::from_env() {
+    let (model, info) = match provider::from_env().await {
         Ok(Some(provider)) => provider,
         Ok(None) => {
             return fail(
@@ -176,6 +178,7 @@ fn exec_setup(
         output_schema,
         max_steps: args.max_steps.unwrap_or(40),
         window: context::DEMO_WINDOW,
+        base_url: None,
         sessions,
         mcp: None,
         observer: None,
@@ -220,7 +223,7 @@ async fn run() -> ExitCode {
     let provider = if args.demo {
         None
     } else {
-        match provider::from_env() {
+        match provider::from_env().await {
             Ok(provider) => provider,
             Err(error) => return fail(error),
         }
@@ -277,7 +280,16 @@ async fn run() -> ExitCode {
         let outcome = match provider {
             Some((model, info)) => {
                 let window = context::window_for(&info.model, info.window);
-                exec::run(model, exec::Exec { window, ..exec }).await
+                let base_url = info.base_url.clone();
+                exec::run(
+                    model,
+                    exec::Exec {
+                        window,
+                        base_url,
+                        ..exec
+                    },
+                )
+                .await
             }
             None => {
                 let model = demo::model();
@@ -367,6 +379,7 @@ async fn run() -> ExitCode {
                 price: Some((0.0, 0.0)),
                 model: "offline-demo".into(),
                 window: Some(context::DEMO_WINDOW),
+                base_url: None,
             });
             setup.observer = Some(Arc::new(demo::Director::new(model.clone())));
             setup.prompt = Some(setup.prompt.unwrap_or_else(|| demo::TASK.into()));

@@ -7,6 +7,7 @@
 //! sets the model's context window in tokens (for compaction) when the
 //! model's name does not tell it.
 
+use crate::probe::Probe;
 use agentkit::provider::{ConfigError, DynModel, ProviderConfig, ProviderKind};
 use agentkit_core::Usage;
 
@@ -22,8 +23,10 @@ pub struct ModelInfo {
     pub price: Option<(f64, f64)>,
     /// The model's name, as the provider is asked for it.
     pub model: String,
-    /// The context window in tokens, when configured.
+    /// The context window in tokens, when configured or the server said.
     pub window: Option<usize>,
+    /// The server's base URL, when one was configured.
+    pub base_url: Option<String>,
 }
 
 impl ModelInfo {
@@ -45,19 +48,54 @@ impl ModelInfo {
 /// the missing or invalid variables.
 pub type ProviderError = ConfigError;
 
-/// The model the environment configures, or `None` for the demo.
-pub fn from_env() -> Result<Option<(DynModel, ModelInfo)>, ProviderError> {
-    from_vars(|name| std::env::var(name).ok())
+/// The model the environment configures, or `None` for the demo. A
+/// compatible server without `AGENTKIT_MODEL` is asked first which model
+/// it serves and its context size (see [`crate::probe`]).
+pub async fn from_env() -> Result<Option<(DynModel, ModelInfo)>, ProviderError> {
+    let var = |name: &str| std::env::var(name).ok();
+    let unnamed = var("AGENTKIT_MODEL").is_none_or(|v| v.trim().is_empty());
+    let probe = match local_server(&var).filter(|_| unnamed) {
+        Some(url) => Some(crate::probe::probe(&url).await),
+        None => None,
+    };
+    from_vars_probed(var, probe.as_ref())
 }
 
-/// [`from_env`] over any variable lookup, for tests.
+/// [`from_env`] over any variable lookup, without asking a server, for
+/// tests.
+#[cfg(test)]
 pub fn from_vars(
     var: impl Fn(&str) -> Option<String>,
 ) -> Result<Option<(DynModel, ModelInfo)>, ProviderError> {
+    from_vars_probed(var, None)
+}
+
+/// The base URL of a compatible server the environment picks by
+/// `OPENAI_BASE_URL` alone.
+fn local_server(var: &impl Fn(&str) -> Option<String>) -> Option<String> {
+    let set = |name: &str| var(name).filter(|v| !v.trim().is_empty());
+    match set("AGENTKIT_PROVIDER") {
+        None => set("OPENAI_BASE_URL"),
+        Some(kind) if kind.trim() == ProviderKind::Compatible.name() => set("OPENAI_BASE_URL"),
+        Some(_) => None,
+    }
+}
+
+/// The provider of `var`, with what `probe` learnt from a compatible
+/// server: the model it serves (when `AGENTKIT_MODEL` is unset) and its
+/// context size.
+fn from_vars_probed(
+    var: impl Fn(&str) -> Option<String>,
+    probe: Option<&Probe>,
+) -> Result<Option<(DynModel, ModelInfo)>, ProviderError> {
     let set = |name: &str| var(name).filter(|v| !v.trim().is_empty());
     let local = set("OPENAI_BASE_URL").is_some() && set("AGENTKIT_PROVIDER").is_none();
+    let served = probe.and_then(|p| p.models.first().cloned());
+    let defaulted = local && set("AGENTKIT_MODEL").is_none() && served.is_none();
     let lookup = |name: &str| match name {
-        "AGENTKIT_MODEL" if local => set(name).or_else(|| Some(DEFAULT_LOCAL_MODEL.into())),
+        "AGENTKIT_MODEL" if local => set(name)
+            .or_else(|| served.clone())
+            .or_else(|| Some(DEFAULT_LOCAL_MODEL.into())),
         _ => set(name),
     };
     let config = match ProviderConfig::from_lookup(lookup) {
@@ -67,6 +105,10 @@ pub fn from_vars(
     };
     let model = config.build()?;
     let label = match (config.kind, &config.base_url) {
+        (ProviderKind::Compatible, Some(url)) if defaulted => format!(
+            "{} at {url} (a default name: the server listed no models; set AGENTKIT_MODEL)",
+            config.model
+        ),
         (ProviderKind::Compatible, Some(url)) => format!("{} at {url}", config.model),
         (ProviderKind::Anthropic, _) => format!("anthropic {}", config.model),
         (kind, _) => format!("{} {}", kind.name(), config.model),
@@ -89,7 +131,8 @@ pub fn from_vars(
         label,
         price: price_of(&config.model),
         model: config.model.clone(),
-        window,
+        window: window.or_else(|| probe.and_then(|p| p.n_ctx)),
+        base_url: config.base_url.clone(),
     };
     Ok(Some((model, info)))
 }
@@ -137,7 +180,11 @@ mod tests {
             ("OPENAI_API_KEY", "sk"),
         ])
         .unwrap();
-        assert_eq!(local.label, "llama3.2 at http://127.0.0.1:1/v1");
+        assert_eq!(
+            local.label,
+            "llama3.2 at http://127.0.0.1:1/v1 (a default name: the server listed no models; \
+             set AGENTKIT_MODEL)"
+        );
         assert_eq!(local.price, None);
         let openai = pick(&[
             ("OPENAI_API_KEY", "sk"),
@@ -156,6 +203,28 @@ mod tests {
         assert_eq!(chat.label, "openai-chat gpt-4.1");
         let claude = pick(&[("ANTHROPIC_API_KEY", "a")]).unwrap();
         assert_eq!(claude.label, "anthropic claude-sonnet-4-5");
+    }
+
+    #[test]
+    fn a_local_server_names_its_model_and_window() {
+        let probe = Probe {
+            models: vec!["SmolLM2-135M-Instruct".into()],
+            n_ctx: Some(2048),
+        };
+        let var = |name: &str| (name == "OPENAI_BASE_URL").then(|| "http://127.0.0.1:1/v1".into());
+        let (_, info) = from_vars_probed(var, Some(&probe)).unwrap().unwrap();
+        assert_eq!(info.label, "SmolLM2-135M-Instruct at http://127.0.0.1:1/v1");
+        assert_eq!(info.window, Some(2048));
+        assert_eq!(info.base_url.as_deref(), Some("http://127.0.0.1:1/v1"));
+        // AGENTKIT_MODEL still wins.
+        let var = |name: &str| match name {
+            "OPENAI_BASE_URL" => Some("http://127.0.0.1:1/v1".into()),
+            "AGENTKIT_MODEL" => Some("mine".into()),
+            _ => None,
+        };
+        let (_, info) = from_vars_probed(var, Some(&probe)).unwrap().unwrap();
+        assert_eq!(info.model, "mine");
+        assert_eq!(local_server(&var).as_deref(), Some("http://127.0.0.1:1/v1"));
     }
 
     #[test]
@@ -192,6 +261,7 @@ mod tests {
             price: price_of("gpt-4o-mini-2024-07-18"),
             model: "gpt-4o-mini-2024-07-18".into(),
             window: None,
+            base_url: None,
         };
         let usage = Usage::from_tokens(TokenUsage {
             input_tokens: 1_000_000,

@@ -228,6 +228,12 @@ fn new_id() -> String {
     format!("s{millis}")
 }
 
+/// `false` when no token was counted: the server reported no usage (a
+/// count of zero would be a lie).
+pub fn tokens_known(usage: &agentkit_core::Usage) -> bool {
+    usage.tokens.total() > 0
+}
+
 /// What `--list` prints: a header and one line per session (id, last
 /// activity, items, tokens, cost when known, title).
 pub fn list_lines(sessions: &[SessionInfo], now: SystemTime) -> Vec<String> {
@@ -247,7 +253,11 @@ pub fn list_lines(sessions: &[SessionInfo], now: SystemTime) -> Vec<String> {
             info.id,
             ago(now, info.last_activity),
             info.item_count,
-            info.usage.tokens.total(),
+            if tokens_known(&info.usage) {
+                info.usage.tokens.total().to_string()
+            } else {
+                "?".to_owned()
+            },
             cost,
             info.title.as_deref().unwrap_or("(untitled)")
         ));
@@ -306,6 +316,9 @@ mod tests {
         assert_eq!(lines.len(), 2);
         assert!(lines[1].starts_with(id.as_str()), "{lines:?}");
         assert!(lines[1].contains("just now") && lines[1].ends_with("(untitled)"));
+        // No usage reported: the tokens are unknown, not 0.
+        let columns: Vec<&str> = lines[1].split_whitespace().collect();
+        assert_eq!(columns[4], "?", "{lines:?}");
     }
 
     #[tokio::test]

@@ -11,7 +11,7 @@
 
 use crate::screen::{Line, Look, Screen};
 use crate::sessions::shorten;
-use agentkit_core::{Delta, PartId, PartKind, ToolCallPart, ToolResultPart};
+use agentkit_core::{Delta, Item, PartId, PartKind, ToolCallPart, ToolResultPart};
 use agentkit_loop::{AgentEvent, LoopObserver, SoftInterruptPoint};
 use serde_json::Value;
 use std::collections::{HashSet, VecDeque};
@@ -174,10 +174,25 @@ impl LoopObserver for View {
                     _ => format!("{point:?}"),
                 };
                 screen.end_stream();
-                screen.line(
-                    Line::new(format!("↳ injected {ids} {place}: "), Look::Accent)
-                        .and(shorten(&item.text_content(), 60), Look::Plain),
-                );
+                // Several queued messages arrive as one item: one line each.
+                let messages = message_texts(&item);
+                if let [one] = messages.as_slice() {
+                    screen.line(
+                        Line::new(format!("↳ injected {ids} {place}: "), Look::Accent)
+                            .and(shorten(one, 60), Look::Plain),
+                    );
+                } else {
+                    let mut lines = vec![Line::new(
+                        format!("↳ injected {ids} {place}:"),
+                        Look::Accent,
+                    )];
+                    lines.extend(
+                        messages.iter().map(|text| {
+                            Line::new(format!("    {}", shorten(text, 60)), Look::Plain)
+                        }),
+                    );
+                    screen.lines(&lines);
+                }
             }
             AgentEvent::Warning { message } => {
                 screen.end_stream();
@@ -211,6 +226,17 @@ impl LoopObserver for View {
             _ => {}
         }
     }
+}
+
+/// The texts of a message, one per text part: the queued messages merged
+/// into one user item stay apart.
+pub fn message_texts(item: &Item) -> Vec<String> {
+    item.parts
+        .iter()
+        .filter_map(|part| part.as_text())
+        .filter(|text| !text.trim().is_empty())
+        .map(str::to_owned)
+        .collect()
 }
 
 fn running_label(call: &ToolCallPart) -> String {

@@ -178,3 +178,27 @@ fn sigint_without_a_terminal_cancels_the_turn_then_quits() {
     };
     assert!(status.success());
 }
+
+#[test]
+fn text_typed_at_an_approval_is_a_message_not_an_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut term = Term::spawn(&[], &[], dir.path());
+    term.wait_for("allow? [y]es / [n]o / [a]lways for this session");
+    // "please ..." holds an `a`: it must not answer "always".
+    term.enter("please be careful");
+    term.wait_for("(sent once you answer: please be careful)");
+    assert!(!term.screen().contains("you: "), "{}", term.screen());
+    term.wait_for("allow? [y]es");
+    term.type_text("a");
+    term.wait_for("you: always for this session");
+    term.wait_for("⧗ queued #1 (steer): please be careful");
+    term.wait_for("Noted: “please be careful”.");
+    term.wait_for("  + return total(values) / len(values)");
+    term.wait_count("you: ", 1);
+    term.wait_for("allow? [y]es");
+    term.type_text("y");
+    term.wait_for("All 3 tests pass now.");
+    term.wait_prompt();
+    term.ctrl_d();
+    assert!(term.wait_exit());
+}

@@ -15,6 +15,16 @@ use std::process::{Command, Output, Stdio};
 /// Runs `coding-agent exec ARGS` in `dir` with `stdin` piped in; the
 /// provider is `server`, or the offline demo without one.
 fn exec(server: Option<&Server>, dir: &Path, args: &[&str], stdin: &str) -> Output {
+    let url = server.map(Server::base_url);
+    let env: Vec<(&str, &str)> = match &url {
+        Some(url) => vec![("OPENAI_BASE_URL", url), ("AGENTKIT_MODEL", "test-model")],
+        None => Vec::new(),
+    };
+    exec_with(&env, dir, args, stdin)
+}
+
+/// [`exec`] with the provider variables of `env`.
+fn exec_with(env: &[(&str, &str)], dir: &Path, args: &[&str], stdin: &str) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_coding-agent"));
     command
         .arg("exec")
@@ -34,11 +44,7 @@ fn exec(server: Option<&Server>, dir: &Path, args: &[&str], stdin: &str) -> Outp
     ] {
         command.env_remove(var);
     }
-    if let Some(server) = server {
-        command
-            .env("OPENAI_BASE_URL", server.base_url())
-            .env("AGENTKIT_MODEL", "test-model");
-    }
+    command.envs(env.iter().copied());
     let mut child = command.spawn().unwrap();
     let mut input = child.stdin.take().unwrap();
     input.write_all(stdin.as_bytes()).unwrap();
@@ -268,6 +274,7 @@ fn prompt_without_a_terminal_fails_when_the_turn_fails() {
         .args(["--workspace", dir.path().to_str().unwrap()])
         .args(["--prompt", "hello"])
         .env("OPENAI_BASE_URL", server.base_url())
+        .env("AGENTKIT_MODEL", "test-model")
         .env_remove("OPENAI_API_KEY")
         .env_remove("ANTHROPIC_API_KEY")
         .env("CODING_AGENT_STATE_DIR", dir.path().join(".state"))
@@ -296,4 +303,81 @@ fn usage_errors_exit_2() {
     );
     assert_eq!(code(&output), 2);
     assert!(stderr(&output).contains("cannot read /nonexistent.json"));
+}
+
+#[test]
+fn a_local_server_names_its_model_and_an_over_long_prompt_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    // As llama.cpp answers: its model at /v1/models, its context size at
+    // /props, and an over-long prompt with 200 and an empty stream.
+    let server = Server::start(vec![
+        ScriptedResponse::json(
+            200,
+            r#"{"object":"list","data":[{"id":"SmolLM2-135M-Instruct"}]}"#,
+        ),
+        ScriptedResponse::json(200, r#"{"default_generation_settings":{"n_ctx":512}}"#),
+        sse(String::new()),
+    ]);
+    let url = server.base_url();
+    let prompt = "explain this: ".to_owned() + &"lorem ipsum ".repeat(200);
+    let output = exec_with(&[("OPENAI_BASE_URL", &url)], dir.path(), &[&prompt], "");
+    let log = stderr(&output);
+    assert_eq!(code(&output), 1, "{log}");
+    assert!(log.contains("probably too long"), "{log}");
+    assert!(log.contains("context size (512 tokens)"), "{log}");
+    let bodies = server.bodies();
+    assert_eq!(bodies[2]["model"], "SmolLM2-135M-Instruct");
+}
+
+/// Sends "hello" to the server at `url`, expects the turn to fail, and
+/// returns standard error.
+fn failed_hello(url: &str, dir: &Path) -> String {
+    let output = exec_with(
+        &[("OPENAI_BASE_URL", url), ("AGENTKIT_MODEL", "m")],
+        dir,
+        &["hello"],
+        "",
+    );
+    let log = stderr(&output);
+    assert_eq!(code(&output), 1, "{log}");
+    log
+}
+
+#[test]
+fn connection_refused_is_one_sentence_naming_the_url() {
+    let dir = tempfile::tempdir().unwrap();
+    // A port nothing listens on: bound, then released.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}/v1");
+    let log = failed_hello(&url, dir.path());
+    let line = log
+        .lines()
+        .find(|l| l.contains("cannot connect"))
+        .expect(&log);
+    assert_eq!(
+        line,
+        format!(
+            "coding-agent exec: cannot connect to {url}: connection refused (is the server \
+             running, at that address?)"
+        )
+    );
+}
+
+#[test]
+fn a_base_url_without_v1_gets_a_hint() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(vec![ScriptedResponse::json(
+        404,
+        r#"{"detail":"Not Found"}"#,
+    )]);
+    let url = server.base_url().trim_end_matches("/v1").to_owned();
+    let log = failed_hello(&url, dir.path());
+    assert!(
+        log.contains(&format!("try OPENAI_BASE_URL={url}/v1")),
+        "{log}"
+    );
 }

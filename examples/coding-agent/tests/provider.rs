@@ -9,7 +9,7 @@ mod terminal;
 
 use agentkit_http::testing::{Ending, ScriptedResponse};
 use serde_json::json;
-use server::{Server, sse, text_answer, texts, tool_calls};
+use server::{Server, sse, text_answer, text_without_usage, texts, tool_calls};
 use std::time::Duration;
 use terminal::Term;
 
@@ -22,6 +22,22 @@ fn spawn(server: &Server, workspace: &std::path::Path, extra: &[&str]) -> Term {
         &[("OPENAI_BASE_URL", &url), ("AGENTKIT_MODEL", "test-model")],
         workspace,
     )
+}
+
+/// The agent with `--yes` against a server whose model runs `command`
+/// with `shell_exec`, then answers `then`.
+fn a_command_then(command: &str, then: String) -> (tempfile::TempDir, Server, Term) {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(vec![
+        sse(tool_calls(&[(
+            "call_1",
+            "shell_exec",
+            json!({ "command": command }),
+        )])),
+        sse(then),
+    ]);
+    let term = spawn(&server, dir.path(), &["--yes"]);
+    (dir, server, term)
 }
 
 #[test]
@@ -387,16 +403,10 @@ fn errors_and_the_step_limit_never_end_the_program() {
 
 #[test]
 fn ctrl_c_mid_tool_kills_the_command_and_answers_the_call() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = Server::start(vec![
-        sse(tool_calls(&[(
-            "call_1",
-            "shell_exec",
-            json!({ "command": "sleep 30; echo late > late.txt" }),
-        )])),
-        sse(text_answer("Fine, I stopped.")),
-    ]);
-    let mut term = spawn(&server, dir.path(), &["--yes"]);
+    let (dir, server, mut term) = a_command_then(
+        "sleep 30; echo late > late.txt",
+        text_answer("Fine, I stopped."),
+    );
     term.wait_for("test-model");
     term.wait_prompt();
     term.enter("wait a long time");
@@ -475,6 +485,46 @@ fn a_network_error_mid_stream_keeps_the_conversation() {
             .iter()
             .any(|t| t == "The whole answer, this time.")
     );
+    // At the prompt: a Ctrl-D while the step back to it is saved is not
+    // read as quitting.
+    term.wait_prompt();
+    term.ctrl_d();
+    assert!(term.wait_exit());
+}
+
+#[test]
+fn queued_messages_show_one_per_line() {
+    let (_dir, _server, mut term) =
+        a_command_then("sleep 3; echo slept", text_without_usage("Noted both."));
+    term.wait_prompt();
+    term.enter("run the slow thing");
+    term.wait_for("shell_exec $ sleep 3; echo slept  ");
+    term.enter("first note");
+    term.wait_for("⧗ queued #1 (steer): first note");
+    term.enter("second note");
+    term.wait_for("⧗ queued #2 (steer): second note");
+    term.wait_for("Noted both.");
+    // Both went in together, each on its own line.
+    term.wait_for("↳ injected #1, #2 after the tool round:");
+    let screen = term.screen();
+    assert!(
+        screen.contains("\n    first note\n    second note\n"),
+        "{screen}"
+    );
+    term.wait_prompt();
+    term.ctrl_d();
+    assert!(term.wait_exit());
+}
+
+#[test]
+fn a_server_without_usage_shows_unknown_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(vec![sse(text_without_usage("Hello."))]);
+    let mut term = spawn(&server, dir.path(), &[]);
+    term.wait_prompt();
+    term.enter("hi");
+    term.wait_for("── ? in · ? out (not reported) · cost n/a this turn │ session ? tokens");
+    term.wait_prompt();
     term.ctrl_d();
     assert!(term.wait_exit());
 }

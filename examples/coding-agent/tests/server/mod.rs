@@ -27,6 +27,11 @@ pub fn finish(reason: &str) -> String {
 
 /// A streamed text answer, one event per word.
 pub fn text_answer(text: &str) -> String {
+    text_without_usage(text).replace("data: [DONE]\n\n", &(usage(120, 30) + "data: [DONE]\n\n"))
+}
+
+/// A streamed text answer from a server that reports no usage.
+pub fn text_without_usage(text: &str) -> String {
     let mut body = String::new();
     for word in text.split_inclusive(' ') {
         body += &event(json!({
@@ -34,7 +39,7 @@ pub fn text_answer(text: &str) -> String {
             "choices": [{ "index": 0, "delta": { "content": word }, "finish_reason": null }]
         }));
     }
-    body + &finish("stop") + &usage(120, 30) + "data: [DONE]\n\n"
+    body + &finish("stop") + "data: [DONE]\n\n"
 }
 
 /// Tool calls, each `(id, name, arguments)`.

@@ -66,6 +66,9 @@ fn mcp_tools_from_a_config_file_in_line_mode() {
         ])
         .args(["--workspace", dir.path().to_str().unwrap()])
         .env("OPENAI_BASE_URL", format!("{}/v1", server.url()))
+        // Named, so the agent does not ask the scripted server for its
+        // model first.
+        .env("AGENTKIT_MODEL", "test-model")
         .env_remove("OPENAI_API_KEY")
         .env_remove("ANTHROPIC_API_KEY")
         .env("CODING_AGENT_STATE_DIR", dir.path().join("state"))

@@ -129,3 +129,47 @@ fn always_allow_from_an_editor_covers_one_program() {
     let results = texts(&server.messages()[3], "tool");
     assert!(results.iter().any(|r| r.contains('2')), "{results:?}");
 }
+
+/// A session whose agent was killed mid-command shows, once loaded in a
+/// new process, the interrupted call with its final state.
+#[test]
+fn a_session_loaded_after_a_kill_shows_every_call_finished() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("work")).unwrap();
+    let server = Server::start(vec![
+        sse(tool_calls(&[(
+            "call_1",
+            "shell_exec",
+            json!({ "command": "sleep 20" }),
+        )])),
+        sse(text_answer("Resumed after the kill.")),
+    ]);
+    run_client("coding-agent-killed.mjs", &server, dir.path(), 3);
+    // The model read the call's answer: interrupted, not run twice.
+    let results = texts(&server.messages()[1], "tool").join("\n");
+    assert!(results.contains("interrupted"), "{results}");
+}
+
+/// The editor's mode picker chooses the approval mode: in auto-edit a file
+/// write is not asked, a shell command still is.
+#[test]
+fn session_modes_choose_what_runs_unasked() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("work")).unwrap();
+    let server = Server::start(vec![
+        sse(tool_calls(&[
+            (
+                "call_1",
+                "fs_write_file",
+                json!({ "path": "notes.txt", "content": "milk\n" }),
+            ),
+            (
+                "call_2",
+                "shell_exec",
+                json!({ "command": "touch made-by-touch" }),
+            ),
+        ])),
+        sse(text_answer("Wrote it; touch was refused.")),
+    ]);
+    run_client("coding-agent-modes.mjs", &server, dir.path(), 4);
+}

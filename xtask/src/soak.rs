@@ -1,0 +1,46 @@
+//! `cargo xtask soak --minutes N [--seed S]`: sessions under random faults
+//! for N minutes (not part of `ci`).
+//!
+//! Runs the ignored `soak` test of `agentkit-provider-openai`
+//! (`tests/soak.rs`): sessions one after another against the local test
+//! server with connection resets, stalls, 429 and 500 answers, malformed
+//! events and panicking or failing tools; every transcript must stay valid
+//! and complete, and resident memory flat after warm-up. The figures it
+//! prints go to the reliability chapter.
+
+use crate::run::cargo_with_env;
+
+pub fn run(args: &[String]) -> Result<(), String> {
+    let mut minutes = "10".to_string();
+    let mut seed = None;
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        match arg.as_str() {
+            "--minutes" => minutes = rest.next().ok_or("--minutes needs a value")?.clone(),
+            "--seed" => seed = Some(rest.next().ok_or("--seed needs a value")?.clone()),
+            other => return Err(format!("soak: unknown argument {other:?}")),
+        }
+    }
+    minutes
+        .parse::<f64>()
+        .map_err(|_| format!("--minutes {minutes:?} is not a number"))?;
+    let mut env = vec![("AGENTKIT_SOAK_MINUTES", minutes.as_str())];
+    if let Some(seed) = &seed {
+        env.push(("AGENTKIT_SOAK_SEED", seed.as_str()));
+    }
+    cargo_with_env(
+        &env,
+        &[
+            "test",
+            "-p",
+            "agentkit-provider-openai",
+            "--test",
+            "soak",
+            "--",
+            "--ignored",
+            "--exact",
+            "soak",
+            "--nocapture",
+        ],
+    )
+}
