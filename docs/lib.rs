@@ -42,6 +42,8 @@ pub mod background {}
 pub mod subagents {}
 #[doc = include_str!("src/snapshots.md")]
 pub mod snapshots {}
+#[doc = include_str!("src/replay.md")]
+pub mod replay {}
 #[doc = include_str!("src/sessions.md")]
 pub mod sessions {}
 #[doc = include_str!("src/providers.md")]

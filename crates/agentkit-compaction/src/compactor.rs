@@ -403,7 +403,7 @@ impl LoopMutator for Compactor {
         &self,
         ctx: &MutationContext,
         transcript: TranscriptView,
-    ) -> Result<Option<Vec<Item>>, String> {
+    ) -> Result<Option<Vec<Item>>, agentkit_loop::MutateError> {
         Ok(self.rewrite(ctx, transcript).await?.map(|r| r.items))
     }
 
@@ -411,7 +411,7 @@ impl LoopMutator for Compactor {
         &self,
         ctx: &MutationContext,
         transcript: TranscriptView,
-    ) -> Result<Option<Rewrite>, String> {
+    ) -> Result<Option<Rewrite>, agentkit_loop::MutateError> {
         let items = transcript.to_vec();
         Ok(self.compact_for(ctx, &items).await)
     }

@@ -28,6 +28,7 @@ mod delta;
 mod finish;
 mod id;
 mod item;
+pub mod keys;
 mod metadata;
 mod part;
 mod transcript;

@@ -4,7 +4,7 @@
 //! session. The agent is cheap to clone and can run many sessions at once;
 //! each [`LoopDriver`] owns its own transcript.
 
-use crate::driver::core::DEFAULT_MAX_MODEL_CALLS;
+use crate::driver::machine::DEFAULT_MAX_MODEL_CALLS;
 use crate::driver::{DriverConfig, DriverParts, LoopDriver, SharedConfig};
 use crate::transcript::StartingTranscript;
 use crate::{

@@ -88,7 +88,7 @@ pub enum InvalidStateReason {
 pub enum MutatorError {
     /// The mutator returned an error.
     #[error("{0}")]
-    Failed(String),
+    Failed(crate::MutateError),
     /// The mutator's rewrite broke the tool-call invariant; it was not kept.
     #[error("its rewrite is not a valid transcript: {0}")]
     InvalidTranscript(TranscriptError),

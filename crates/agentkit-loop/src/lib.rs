@@ -47,6 +47,7 @@ mod event;
 mod interrupt;
 mod model;
 mod mutator;
+pub mod replay;
 mod snapshot;
 mod soft;
 mod task;
@@ -55,7 +56,7 @@ mod transcript;
 pub use agent::{Agent, AgentBuilder};
 pub use background::{BackgroundTaskInfo, BackgroundTasks, TaskRouting};
 pub use driver::LoopDriver;
-pub use driver::core::DEFAULT_MAX_MODEL_CALLS;
+pub use driver::machine::DEFAULT_MAX_MODEL_CALLS;
 pub use encoded::{BlockWriter, EncodedTranscript};
 pub use error::{InvalidStateReason, LoopError, MutatorError};
 pub use event::{AgentEvent, LoopObserver, TranscriptObserver};
@@ -63,11 +64,12 @@ pub use interrupt::{
     InputRequest, LoopInterrupt, LoopStep, PendingApproval, ToolRoundInfo, TurnResult,
 };
 pub use mutator::{
-    CompactionReport, LastCallUsage, LoopMutator, MutationContext, MutationPoint, Rewrite,
+    CompactionReport, LastCallUsage, LoopMutator, MutateError, MutationContext, MutationPoint,
+    Rewrite,
 };
 pub use snapshot::{
-    LoopSnapshot, SNAPSHOT_VERSION, SnapshotBackgroundTask, SnapshotCall, SnapshotCallState,
-    SnapshotPhase, SnapshotTurn, arguments_hash,
+    DueModelCall, LoopSnapshot, SNAPSHOT_VERSION, SnapshotBackgroundTask, SnapshotCall,
+    SnapshotCallState, SnapshotPhase, SnapshotTurn, arguments_hash,
 };
 pub use soft::{
     DeliveryMode, InjectedMessage, SoftInterruptHandle, SoftInterruptMessage, SoftInterruptPoint,

@@ -127,7 +127,7 @@ pub trait LoopMutator: Send + Sync {
         &self,
         ctx: &MutationContext,
         transcript: TranscriptView,
-    ) -> Result<Option<Vec<Item>>, String>;
+    ) -> Result<Option<Vec<Item>>, MutateError>;
 
     /// Like [`mutate`](Self::mutate), with a report of what was compacted.
     /// The driver calls this one; the default wraps `mutate`.
@@ -135,7 +135,43 @@ pub trait LoopMutator: Send + Sync {
         &self,
         ctx: &MutationContext,
         transcript: TranscriptView,
-    ) -> Result<Option<Rewrite>, String> {
+    ) -> Result<Option<Rewrite>, MutateError> {
         Ok(self.mutate(ctx, transcript).await?.map(Rewrite::new))
+    }
+}
+
+/// Why a mutator failed: what a host can match on, instead of a string.
+///
+/// ```
+/// use agentkit_loop::{ModelError, ModelErrorKind, MutateError};
+///
+/// let err = MutateError::from(ModelError::new(ModelErrorKind::Server, "503"));
+/// assert!(matches!(err, MutateError::Model(_)));
+/// let err = MutateError::from("the redaction rules are missing");
+/// assert_eq!(err.to_string(), "the redaction rules are missing");
+/// ```
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum MutateError {
+    /// A model call the mutator made (a summary) failed.
+    #[error("its model call failed: {0}")]
+    Model(#[from] crate::ModelError),
+    /// Something the mutator needs is not available (a file, a service).
+    #[error("{0} is unavailable")]
+    Unavailable(String),
+    /// Anything else, in the mutator's words.
+    #[error("{0}")]
+    Other(String),
+}
+
+impl From<String> for MutateError {
+    fn from(message: String) -> Self {
+        MutateError::Other(message)
+    }
+}
+
+impl From<&str> for MutateError {
+    fn from(message: &str) -> Self {
+        MutateError::Other(message.to_owned())
     }
 }

@@ -15,9 +15,14 @@ use agentkit_tools_core::ApprovalRequest;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// The snapshot format this version writes. It also reads version 1; a
-/// newer version is refused, never guessed at.
-pub const SNAPSHOT_VERSION: u32 = 2;
+/// The snapshot format this version writes. It also reads versions 1 and
+/// 2; a newer version is refused, never guessed at.
+///
+/// Version 3 writes a call paused mid-run as [`SnapshotCallState::Suspended`]
+/// (version 2 marked its approval request's metadata), a call not yet
+/// through the preflight as [`SnapshotCallState::Unchecked`], and the state
+/// of the due model call in [`SnapshotTurn::due_call`].
+pub const SNAPSHOT_VERSION: u32 = 3;
 
 /// A resumable picture of a driver.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -84,6 +89,31 @@ pub struct SnapshotTurn {
     pub usage: Usage,
     /// Model calls made so far (for the step limit).
     pub model_calls: u32,
+    /// The model call that is due, when the phase is `ModelCallDue`.
+    #[serde(default)]
+    pub due_call: DueModelCall,
+    /// The host cancelled the turn; it ends at the next transition.
+    #[serde(default)]
+    pub cancelled: bool,
+    /// Why the model's last answer ended, when the phase is
+    /// `AnswerComplete`.
+    #[serde(default)]
+    pub finish_reason: Option<agentkit_core::FinishReason>,
+}
+
+/// Where the due model call stands.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DueModelCall {
+    /// The `BeforeModelCall` mutators ran for it.
+    #[serde(default)]
+    pub mutated: bool,
+    /// Its mutation runs in forced mode (the last call overflowed the
+    /// context window).
+    #[serde(default)]
+    pub forced_compaction: bool,
+    /// The automatic retry after a context-length error was used.
+    #[serde(default)]
+    pub context_retry_used: bool,
 }
 
 impl LoopSnapshot {
@@ -115,6 +145,9 @@ pub enum SnapshotPhase {
     AfterToolRound,
     /// A turn ended; its result (`ended_turn`) is delivered next.
     TurnEnding,
+    /// The model answered without tool calls; the queue is asked (the turn-complete point)
+    /// before the turn ends with `turn.finish_reason`.
+    AnswerComplete,
 }
 
 /// One call of the open tool round.
@@ -135,7 +168,9 @@ pub struct SnapshotCall {
 #[serde(tag = "state", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum SnapshotCallState {
-    /// Will be checked and run.
+    /// The model asked for it; the permission preflight runs on resume.
+    Unchecked,
+    /// Passed the preflight; will run.
     Queued,
     /// Waiting for the host.
     AwaitingApproval {
@@ -170,6 +205,19 @@ pub enum SnapshotCallState {
     Interrupted,
     /// Answered already.
     Answered,
+    /// Paused mid-run for the host's approval (a sub-agent's call); it
+    /// runs again with the answer.
+    Suspended {
+        /// The request shown to the host.
+        request: ApprovalRequest,
+    },
+    /// A paused call the host answered; it runs again with the answer.
+    Resumed {
+        /// The request the host answered.
+        request: ApprovalRequest,
+        /// The answer.
+        decision: agentkit_tools_core::ApprovalDecision,
+    },
 }
 
 /// FNV-1a over the canonical JSON of the arguments (object keys sorted

@@ -13,8 +13,8 @@
 //!   before the `AfterToolResult` pause.
 //!
 //! Each message has a [`DeliveryMode`]: *steer* (the default) waits for the
-//! next safe point, *urgent* also triggers point C, and *follow-up* waits
-//! until the model would finish (B) or the loop is idle. Messages drained
+//! next safe point, *urgent* also triggers the between-tools point, and *follow-up* waits
+//! until the model would finish (the turn-complete point) or the loop is idle. Messages drained
 //! together are merged into one user item, in push order.
 //! Until drained they stay in the queue, through model errors, cancellation
 //! and snapshots: nothing typed is lost.
@@ -45,13 +45,13 @@ pub enum SoftInterruptPoint {
 #[non_exhaustive]
 pub enum DeliveryMode {
     /// At the next safe point: after the running tool round (D), or when
-    /// the model would finish (B).
+    /// the model would finish (the turn-complete point).
     #[default]
     Steer,
     /// Like `Steer`, and it skips the calls of the round that have not
     /// finished yet (C).
     Urgent,
-    /// Only when the model would otherwise finish (B), or as the next
+    /// Only when the model would otherwise finish (the turn-complete point), or as the next
     /// turn's input: it never interrupts work in progress.
     FollowUp,
 }
@@ -123,6 +123,10 @@ struct Shared {
     queue_id: u64,
     queue: Mutex<Queue>,
     urgent: Notify,
+    /// `false` means no urgent message is queued, so the driver's check
+    /// between two steps of a round costs a load, not a lock. Set under the
+    /// lock when one is queued; cleared under it when a check finds none.
+    maybe_urgent: std::sync::atomic::AtomicBool,
 }
 
 impl Drop for Shared {
@@ -167,6 +171,7 @@ impl Default for SoftInterruptHandle {
             queue_id: NEXT_QUEUE_ID.fetch_add(1, Ordering::Relaxed),
             queue: Mutex::new(Queue::default()),
             urgent: Notify::new(),
+            maybe_urgent: std::sync::atomic::AtomicBool::new(false),
         });
         registry()
             .lock()
@@ -190,6 +195,9 @@ impl SoftInterruptHandle {
             queue
                 .messages
                 .push(SoftInterruptMessage { id, item, delivery });
+            if delivery == DeliveryMode::Urgent {
+                self.shared.maybe_urgent.store(true, Ordering::Release);
+            }
             id
         };
         if delivery == DeliveryMode::Urgent {
@@ -248,10 +256,15 @@ impl SoftInterruptHandle {
     }
 
     pub(crate) fn has_urgent(&self) -> bool {
-        self.lock()
-            .messages
-            .iter()
-            .any(SoftInterruptMessage::is_urgent)
+        if !self.shared.maybe_urgent.load(Ordering::Acquire) {
+            return false;
+        }
+        let queue = self.lock();
+        let any = queue.messages.iter().any(SoftInterruptMessage::is_urgent);
+        if !any {
+            self.shared.maybe_urgent.store(false, Ordering::Release);
+        }
+        any
     }
 
     /// Resolves when an urgent message is pushed (or already queued).
@@ -267,7 +280,7 @@ impl SoftInterruptHandle {
 
     /// Removes the deliverable messages and merges them into one user item.
     /// At B and when idle (`with_follow_ups`) every message is deliverable;
-    /// at C and D follow-ups keep waiting.
+    /// between tools and after tools, follow-ups keep waiting.
     pub(crate) fn drain(&self, with_follow_ups: bool) -> Option<(Item, Vec<InjectedMessage>)> {
         let all = with_follow_ups;
         let taken = {
@@ -305,6 +318,9 @@ impl SoftInterruptHandle {
             }
         }
         queue.messages.sort_by_key(|m| m.id);
+        if queue.messages.iter().any(SoftInterruptMessage::is_urgent) {
+            self.shared.maybe_urgent.store(true, Ordering::Release);
+        }
         queue.next_id = queue
             .next_id
             .max(queue.messages.iter().map(|m| m.id).max().unwrap_or(0));
@@ -321,7 +337,7 @@ fn merge(messages: Vec<SoftInterruptMessage>) -> Option<Item> {
         item.parts.extend(message.item.parts);
     }
     item.metadata
-        .insert("agentkit.soft_interrupt_ids".into(), ids.into());
+        .insert(agentkit_core::keys::SOFT_INTERRUPT_IDS.into(), ids.into());
     Some(item)
 }
 
@@ -348,13 +364,13 @@ mod tests {
         let (follow_up, _) = queue.drain(true).unwrap();
         assert_eq!(follow_up.text_content(), "d");
         assert_eq!(
-            follow_up.metadata["agentkit.soft_interrupt_ids"],
+            follow_up.metadata[agentkit_core::keys::SOFT_INTERRUPT_IDS],
             serde_json::json!([d])
         );
         assert_eq!(merged.kind, ItemKind::User);
         assert_eq!(merged.text_content(), "ac");
         assert_eq!(
-            merged.metadata["agentkit.soft_interrupt_ids"],
+            merged.metadata[agentkit_core::keys::SOFT_INTERRUPT_IDS],
             serde_json::json!([a, c])
         );
         assert!(queue.is_empty());

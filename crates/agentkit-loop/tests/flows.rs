@@ -372,7 +372,7 @@ impl LoopMutator for DropOldToolOutput {
         &self,
         _ctx: &MutationContext,
         transcript: TranscriptView,
-    ) -> Result<Option<Vec<Item>>, String> {
+    ) -> Result<Option<Vec<Item>>, agentkit_loop::MutateError> {
         let mut items = transcript.to_vec();
         let mut changed = false;
         for item in items.iter_mut().filter(|i| i.kind == ItemKind::Tool) {
@@ -401,7 +401,7 @@ impl LoopMutator for BreakPairing {
         &self,
         _ctx: &MutationContext,
         transcript: TranscriptView,
-    ) -> Result<Option<Vec<Item>>, String> {
+    ) -> Result<Option<Vec<Item>>, agentkit_loop::MutateError> {
         let mut items = transcript.to_vec();
         items.retain(|i| i.kind != ItemKind::Tool);
         Ok(Some(items))

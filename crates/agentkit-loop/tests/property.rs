@@ -1,7 +1,9 @@
 //! Property test: random schedules of model turns, tool failures, approvals,
 //! stream errors, cancellations and soft-interrupt pushes from another task.
 //! After every step the transcript is valid, and every pushed message is in
-//! the transcript exactly once or still queued.
+//! the transcript exactly once or still queued. Each schedule is recorded
+//! as an input log, and replaying the log (after a round trip through JSON
+//! lines) reproduces the transcript and the core's events byte for byte.
 
 mod support;
 
@@ -10,9 +12,10 @@ use agentkit_core::{
     CancellationController, FinishReason, Item, ItemKind, ToolResultPart, open_tool_calls,
     validate_transcript,
 };
+use agentkit_loop::replay::InputLog;
 use agentkit_loop::{
-    Agent, ConcurrentTaskManager, LoopError, LoopInterrupt, LoopStep, ModelError, ModelErrorKind,
-    SessionConfig, SoftInterruptHandle,
+    Agent, AgentEvent, ConcurrentTaskManager, LoopError, LoopInterrupt, LoopStep, ModelError,
+    ModelErrorKind, SessionConfig, SoftInterruptHandle,
 };
 use agentkit_testkit::{ScriptedModel, ScriptedTurn};
 use agentkit_tools_core::{
@@ -313,8 +316,10 @@ async fn run_case(case: Case) -> Result<(), String> {
             runs: Arc::new(AtomicUsize::new(0)),
         })
         .with(Fails);
+    let events = EventLog::default();
     let mut builder = Agent::builder()
         .model(model.clone())
+        .observer(events.clone())
         .add_tool_source(tools)
         .permissions(DangerNeedsApproval)
         .cancellation(controller.handle())
@@ -324,6 +329,9 @@ async fn run_case(case: Case) -> Result<(), String> {
     }
     let agent = builder.build().unwrap();
     let mut driver = agent.start(SessionConfig::new("prop")).await.unwrap();
+    driver.record_inputs();
+    // Events before the recording began are not replayed.
+    events.0.lock().unwrap().clear();
     let queue = driver.soft_interrupts();
     // The runtime has one thread, so the pusher only runs while the driver
     // awaits: the ids recorded so far are exact at every check.
@@ -401,7 +409,50 @@ async fn run_case(case: Case) -> Result<(), String> {
     }
     check_valid(&items, false)?;
     check_ran(&ran.lock().unwrap(), &items)?;
-    check_pushes(&ids, &items, &queue)
+    check_pushes(&ids, &items, &queue)?;
+    check_replay(&mut driver, &events)
+}
+
+/// Replaying the recorded inputs into a fresh core, with no model, tools
+/// or clock, gives the same transcript and the same core events, byte for
+/// byte.
+fn check_replay<S: agentkit_loop::ModelSession>(
+    driver: &mut agentkit_loop::LoopDriver<S>,
+    events: &EventLog,
+) -> Result<(), String> {
+    let log = driver.take_input_log().ok_or("no input log")?;
+    let log = InputLog::from_json_lines(&log.to_json_lines()).map_err(|e| e.to_string())?;
+    let replay = log.replay().map_err(|e| e.to_string())?;
+    let live = serde_json::to_string(&driver.transcript().to_vec()).unwrap();
+    let replayed = serde_json::to_string(&replay.transcript).unwrap();
+    if live != replayed {
+        return Err(format!(
+            "replay gave another transcript:\nlive   {live}\nreplay {replayed}"
+        ));
+    }
+    // Events a tool sends from its own task are not the core's.
+    let live: Vec<String> = events
+        .0
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|e| !matches!(e, AgentEvent::ToolProgress { .. }))
+        .map(|e| serde_json::to_string(e).unwrap())
+        .collect();
+    let replayed: Vec<String> = replay
+        .events
+        .iter()
+        .map(|e| serde_json::to_string(e).unwrap())
+        .collect();
+    if let Some(at) = (0..live.len().max(replayed.len())).find(|&i| live.get(i) != replayed.get(i))
+    {
+        return Err(format!(
+            "replay diverges at event {at}:\nlive   {:?}\nreplay {:?}",
+            live.get(at),
+            replayed.get(at)
+        ));
+    }
+    Ok(())
 }
 
 proptest! {

@@ -276,7 +276,7 @@ impl LoopMutator for PanickingMutator {
         &self,
         _ctx: &MutationContext,
         _transcript: TranscriptView,
-    ) -> Result<Option<Vec<Item>>, String> {
+    ) -> Result<Option<Vec<Item>>, agentkit_loop::MutateError> {
         panic!("the mutator exploded")
     }
 }

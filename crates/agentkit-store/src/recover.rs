@@ -142,7 +142,9 @@ fn interrupt_started(round: &mut [SnapshotCall], marks: &[Mark]) {
         if started
             && matches!(
                 call.state,
-                SnapshotCallState::Queued | SnapshotCallState::Approved { .. }
+                SnapshotCallState::Queued
+                    | SnapshotCallState::Approved { .. }
+                    | SnapshotCallState::Resumed { .. }
             )
         {
             call.state = SnapshotCallState::Interrupted;
@@ -167,6 +169,7 @@ fn open_round(transcript: &[Item], saved: &[SnapshotCall]) -> Vec<SnapshotCall> 
                 matches!(
                     c.state,
                     SnapshotCallState::AwaitingApproval { .. }
+                        | SnapshotCallState::Suspended { .. }
                         | SnapshotCallState::Denied { .. }
                         | SnapshotCallState::Rejected { .. }
                         | SnapshotCallState::Finished { .. }

@@ -139,6 +139,6 @@ pub fn results_by_call(items: &[Item]) -> HashMap<String, ToolResultPart> {
 pub fn error_kind(result: &ToolResultPart) -> Option<&str> {
     result
         .metadata
-        .get("agentkit.error_kind")
+        .get(agentkit_core::keys::ERROR_KIND)
         .and_then(serde_json::Value::as_str)
 }

@@ -15,8 +15,8 @@ use agentkit_compaction::{
 };
 use agentkit_core::{Item, ItemKind};
 use agentkit_loop::{
-    CompactionReport, LoopMutator, ModelAdapter, MutationContext, MutationPoint, Rewrite,
-    TranscriptView,
+    CompactionReport, LoopMutator, ModelAdapter, MutateError, MutationContext, MutationPoint,
+    Rewrite, TranscriptView,
 };
 use std::sync::{Arc, Mutex};
 
@@ -102,7 +102,7 @@ impl LoopMutator for ContextKeeper {
         &self,
         ctx: &MutationContext,
         transcript: TranscriptView,
-    ) -> Result<Option<Vec<Item>>, String> {
+    ) -> Result<Option<Vec<Item>>, MutateError> {
         Ok(self.rewrite(ctx, transcript).await?.map(|r| r.items))
     }
 
@@ -110,7 +110,7 @@ impl LoopMutator for ContextKeeper {
         &self,
         ctx: &MutationContext,
         transcript: TranscriptView,
-    ) -> Result<Option<Rewrite>, String> {
+    ) -> Result<Option<Rewrite>, MutateError> {
         let items = transcript.to_vec();
         // Requests wait for the next model call, where the new message is
         // already in and no tool call is open.

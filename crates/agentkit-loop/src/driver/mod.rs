@@ -1,16 +1,19 @@
 //! `LoopDriver`: the runtime of one session.
 //!
-//! The driver is two halves. [`core::DriverCore`] is the state machine: plain
-//! data and transitions with no I/O, no clock and no `.await`. The
-//! `LoopDriver` around it is a thin async shell: it asks the core what to do,
-//! performs it (stream the model in `model_call.rs`, run tools in
-//! `tool_round.rs`, run mutators), feeds the outcome back and tells the
-//! observers. Snapshot and resume live in `resume.rs`.
+//! The driver is two halves. [`machine::DriverCore`] is the state machine:
+//! plain data and transitions with no I/O, no clock, no lock and no
+//! `.await`. The `LoopDriver` around it is a thin async shell: it owns the
+//! queues, the cancellation handle and the running futures, feeds what
+//! happens into the core as inputs, performs the actions the core asks for
+//! (stream the model in `model_call.rs`, run tools in `tool_round.rs`, run
+//! mutators) and tells the observers what the core's outbox holds.
+//! Snapshot and resume live in `resume.rs`, recording and replay in
+//! `crate::replay`.
 
-pub(crate) mod core;
+pub(crate) mod machine;
 mod model_call;
 mod resume;
-mod state;
+
 mod tool_round;
 
 pub(crate) use resume::check_snapshot;
@@ -20,12 +23,14 @@ use crate::{
     AgentEvent, BackgroundTasks, LoopError, LoopStep, ModelSession, MutationPoint, MutatorError,
     PromptCacheRequest, SoftInterruptHandle, TurnResult,
 };
-use agentkit_core::{Item, SessionId, ToolCallId, validate_transcript};
+use agentkit_core::{
+    CancellationHandle, Item, SessionId, ToolCallId, TurnCancellation, validate_transcript,
+};
 use agentkit_tools_core::{ApprovalDecision, ResolvedCatalog, ToolError, ToolResult};
-use core::{Action, DriverCore, Note};
 use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
+use machine::{Action, DriverCore, Note, QueuedMessages, RecordedRewrite, ToolOutcome};
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use tracing::Instrument;
@@ -171,6 +176,13 @@ impl Drop for Running {
 pub struct LoopDriver<S: ModelSession> {
     core: DriverCore,
     session: S,
+    /// The soft-interrupt queue the host pushes to; the core is told what
+    /// it holds at each safe point.
+    soft: SoftInterruptHandle,
+    cancellation: Option<CancellationHandle>,
+    /// The cancellation checkpoint of the user turn in progress (its
+    /// number in the core).
+    checkpoint: Option<(u64, TurnCancellation)>,
     config: Arc<dyn DriverConfig>,
     /// Results of calls that finished before a `next()` was dropped.
     salvage: Arc<std::sync::Mutex<Vec<CallOutcome>>>,
@@ -181,6 +193,8 @@ pub struct LoopDriver<S: ModelSession> {
     last_catalog: Option<Arc<ResolvedCatalog>>,
     /// Model usage running calls reported (sub-agents), not yet counted.
     tool_usage: ToolUsage,
+    /// Where the input recording began, when recording.
+    recording: Option<Box<crate::replay::LogHeader>>,
 }
 
 /// Model usage reported by running calls through their
@@ -252,9 +266,9 @@ pub(crate) struct DriverParts<S> {
 }
 
 impl<S: ModelSession> LoopDriver<S> {
-    fn settings(config: &dyn DriverConfig, max_model_calls: u32) -> core::CoreSettings {
+    fn settings(config: &dyn DriverConfig, max_model_calls: u32) -> machine::CoreSettings {
         let shared = config.shared();
-        core::CoreSettings {
+        machine::CoreSettings {
             max_model_calls,
             parallel: shared.task_manager.max_parallel().max(1),
             has_mutators: !shared.mutators.is_empty(),
@@ -273,35 +287,46 @@ impl<S: ModelSession> LoopDriver<S> {
         input: Vec<Item>,
     ) -> Self {
         let settings = Self::settings(parts.config.as_ref(), parts.max_model_calls);
-        let mut core = DriverCore::new(
-            session_id,
-            settings,
-            parts.cancellation,
-            parts.default_cache,
-        );
+        let mut core = DriverCore::new(session_id, settings, parts.default_cache);
         core.pending_input = input;
         core.next_item_index = transcript.next_item_index;
         core.log = crate::transcript::TranscriptLog::starting_from(transcript);
-        Self::from_core(core, parts.session, parts.config)
+        Self::from_core(
+            core,
+            parts.session,
+            parts.config,
+            SoftInterruptHandle::default(),
+            parts.cancellation,
+        )
     }
 
     pub(crate) fn from_core(
-        mut core: DriverCore,
+        core: DriverCore,
         session: S,
         config: Arc<dyn DriverConfig>,
+        soft: SoftInterruptHandle,
+        cancellation: Option<CancellationHandle>,
     ) -> Self {
         let session_id = core.session_id.clone();
-        core.emit(|| AgentEvent::RunStarted { session_id });
-        let mut driver = Self {
+        let driver = Self {
             core,
             session,
+            soft,
+            cancellation,
+            checkpoint: None,
             config,
             salvage: Arc::default(),
             background: std::sync::OnceLock::new(),
             last_catalog: None,
             tool_usage: ToolUsage::default(),
+            recording: None,
         };
-        driver.dispatch();
+        if driver.core.settings.observe_events {
+            notify(
+                driver.config.as_ref(),
+                AgentEvent::RunStarted { session_id },
+            );
+        }
         driver
     }
 
@@ -320,7 +345,7 @@ impl<S: ModelSession> LoopDriver<S> {
     /// taken before a snapshot keeps feeding the driver resumed from that
     /// snapshot in the same process.
     pub fn soft_interrupts(&self) -> SoftInterruptHandle {
-        self.core.soft.clone()
+        self.soft.clone()
     }
 
     /// The calls running in the background (see [`TaskRouting`](crate::TaskRouting)): list
@@ -350,9 +375,38 @@ impl<S: ModelSession> LoopDriver<S> {
             .unwrap_or_default()
     }
 
+    /// Starts recording every input of the core from here on (restarts a
+    /// recording in progress). See [`replay`](crate::replay).
+    pub fn record_inputs(&mut self) {
+        self.recording = Some(Box::new(crate::replay::LogHeader {
+            version: crate::replay::INPUT_LOG_VERSION,
+            settings: self.core.settings,
+            default_cache: self.core.default_cache.as_deref().cloned(),
+            start: crate::replay::core_snapshot(&self.core),
+        }));
+        self.core.recording = Some(Vec::new());
+    }
+
+    /// The inputs recorded so far, if [`record_inputs`](Self::record_inputs)
+    /// was called.
+    pub fn input_log(&self) -> Option<crate::replay::InputLog> {
+        Some(crate::replay::InputLog {
+            header: (**self.recording.as_ref()?).clone(),
+            inputs: self.core.recording.clone()?,
+        })
+    }
+
+    /// Stops recording and hands the log over.
+    pub fn take_input_log(&mut self) -> Option<crate::replay::InputLog> {
+        Some(crate::replay::InputLog {
+            header: *self.recording.take()?,
+            inputs: self.core.recording.take()?,
+        })
+    }
+
     /// Overrides the prompt-cache request of the next model call only.
     pub fn set_next_turn_cache(&mut self, cache: PromptCacheRequest) -> Result<(), LoopError> {
-        self.core.next_turn_cache = Some(Box::new(cache));
+        self.core.on_next_call_cache(cache);
         Ok(())
     }
 
@@ -400,8 +454,7 @@ impl<S: ModelSession> LoopDriver<S> {
         );
         let result = self.run().instrument(span).await;
         if let Err(err) = &result {
-            let message = err.to_string();
-            self.core.emit(|| AgentEvent::RunFailed { message });
+            self.core.on_failed(err.to_string());
             self.dispatch();
         }
         result
@@ -415,19 +468,41 @@ impl<S: ModelSession> LoopDriver<S> {
         // are answered as interrupted rather than run twice.
         let salvaged = std::mem::take(&mut *self.salvage.lock().unwrap_or_else(|e| e.into_inner()));
         for (index, call_id, outcome) in salvaged {
+            let outcome = ToolOutcome::of(&call_id, outcome);
             self.core.on_tool_done(index, &call_id, outcome);
         }
         self.core.on_calls_lost();
         let mut running = Running::new(self.salvage.clone());
         loop {
-            for finished in self.finished_background() {
-                self.core
-                    .on_background_finished(finished.info, finished.outcome);
-            }
-            if let Some(usage) = self.tool_usage.take() {
-                self.core.on_tool_usage(&usage);
-            }
-            let action = self.core.poll();
+            self.feed();
+            // Actions the shell answers without awaiting are answered at
+            // once: nothing can have happened meanwhile, so there is
+            // nothing to feed before the next poll.
+            let mut action = self.core.poll();
+            let action = loop {
+                action = match action {
+                    Action::TakeQueued { follow_ups } => {
+                        let messages = self
+                            .soft
+                            .drain(follow_ups)
+                            .map(|(item, messages)| QueuedMessages { item, messages });
+                        self.core.on_queued(messages);
+                        self.core.poll()
+                    }
+                    Action::Preflight(indices) => {
+                        self.preflight(indices);
+                        self.core.poll()
+                    }
+                    Action::StartTools(calls) => {
+                        for call in calls {
+                            running.push(self.start_call(call));
+                        }
+                        self.core.poll()
+                    }
+                    other => break other,
+                };
+            };
+            self.sync_checkpoint();
             self.dispatch();
             if !self.core.round_open() && !running.is_empty() {
                 // The round ended (skipped, cancelled): stop what still runs.
@@ -437,22 +512,63 @@ impl<S: ModelSession> LoopDriver<S> {
                 Action::Yield(step) => return Ok(step),
                 Action::Fail(reason) => return Err(LoopError::InvalidState(reason)),
                 Action::CallModel(call) => self.model_call(call).await?,
-                Action::StartTools(calls) => {
-                    for call in calls {
-                        running.push(self.start_call(call));
-                    }
+                // Answered above.
+                Action::TakeQueued { .. } | Action::Preflight(_) | Action::StartTools(_) => {}
+                Action::AwaitTools { wake_on_urgent } => {
+                    self.await_calls(&mut running, wake_on_urgent).await
                 }
-                Action::AwaitTools => self.await_calls(&mut running).await,
                 Action::RunMutators(point) => self.run_mutators(point).await?,
             }
         }
     }
 
+    /// Tells the core what happened outside it since it was last asked:
+    /// finished background tasks, usage reported by running calls, a
+    /// cancellation, an urgent message.
+    fn feed(&mut self) {
+        self.collect_background();
+        if let Some(usage) = self.tool_usage.take() {
+            self.core.on_tool_usage(usage);
+        }
+        if let Some((_, checkpoint)) = &self.checkpoint
+            && checkpoint.is_cancelled()
+            && self
+                .core
+                .turn_number()
+                .is_some_and(|(_, cancelled)| !cancelled)
+        {
+            self.core.on_cancelled();
+        }
+        if self.core.wants_urgent() && self.soft.has_urgent() {
+            self.core.on_urgent_queued();
+        }
+    }
+
+    /// A user turn the core began gets its cancellation checkpoint.
+    fn sync_checkpoint(&mut self) {
+        match self.core.turn_number() {
+            None => self.checkpoint = None,
+            Some((number, _)) => {
+                if self.checkpoint.as_ref().map(|(n, _)| *n) != Some(number) {
+                    self.checkpoint = self
+                        .cancellation
+                        .as_ref()
+                        .map(|handle| (number, handle.checkpoint()));
+                }
+            }
+        }
+    }
+
+    /// The turn's cancellation checkpoint, for the model and the tools.
+    pub(crate) fn turn_cancellation(&self) -> Option<TurnCancellation> {
+        self.checkpoint.as_ref().map(|(_, c)| c.clone())
+    }
+
     /// Hands finished background tasks to the core.
     fn collect_background(&mut self) {
         for finished in self.finished_background() {
-            self.core
-                .on_background_finished(finished.info, finished.outcome);
+            let result = machine::background_result(&finished.info, finished.outcome);
+            self.core.on_background_finished(finished.info, result);
         }
     }
 
@@ -497,11 +613,7 @@ impl<S: ModelSession> LoopDriver<S> {
         let mutators = self.config.shared().mutators.to_vec();
         for mutator in mutators {
             let name = mutator.name().to_owned();
-            let started = name.clone();
-            self.core.emit(|| AgentEvent::MutationStarted {
-                point,
-                mutator: started,
-            });
+            self.core.on_mutator_started(point, name.clone());
             self.dispatch();
             let ctx = self.core.mutation_context(point);
             let view = self.core.log.view();
@@ -520,31 +632,22 @@ impl<S: ModelSession> LoopDriver<S> {
                     return Err(fail(MutatorError::Panicked(panic_message(&*panic))));
                 }
             };
-            let dirty = rewritten.is_some();
-            if let Some(rewrite) = rewritten {
-                validate_transcript(&rewrite.items)
-                    .map_err(|err| fail(MutatorError::InvalidTranscript(err)))?;
-                let items_after = rewrite.items.len();
-                self.core.replace_transcript(rewrite.items);
-                if let Some(report) = rewrite.compaction {
-                    let mutator = name.clone();
-                    self.core.emit(|| AgentEvent::CompactionApplied {
-                        point,
-                        mutator,
+            let rewrite = match rewritten {
+                Some(rewrite) => {
+                    validate_transcript(&rewrite.items)
+                        .map_err(|err| fail(MutatorError::InvalidTranscript(err)))?;
+                    Some(RecordedRewrite {
+                        items: rewrite.items,
                         items_before,
-                        items_after,
-                        report,
-                    });
+                        compaction: rewrite.compaction,
+                    })
                 }
-            }
-            self.core.emit(|| AgentEvent::MutationFinished {
-                point,
-                mutator: name,
-                dirty,
-            });
+                None => None,
+            };
+            self.core.on_mutator_finished(point, name, rewrite);
             self.dispatch();
         }
-        self.core.mutators_done();
+        self.core.on_mutators_done();
         Ok(())
     }
 }

@@ -1,45 +1,30 @@
 //! One model call: build the request, stream the answer, hand it to the core.
 //!
-//! Nothing is appended to the transcript until the stream has finished, so
-//! a failed or dropped call leaves the transcript as it was and the phase at
-//! `ModelCallDue`: calling `next()` again simply retries.
+//! The shell's half is I/O only: each stream event is fed into the core as
+//! it arrives (the core folds the deltas and decides). Nothing is appended
+//! to the transcript until the stream has finished, so a failed or dropped
+//! call leaves the transcript as it was and the call due again: calling
+//! `next()` again simply retries.
 
-use super::core::{AfterFailure, ModelAnswer, ModelCall, tool_error_result};
-use super::state::CallState;
-use super::{LoopDriver, notify};
+use super::LoopDriver;
+use super::machine::{AfterFailure, ModelCall, Validated, Verdict, tool_error_result};
 use crate::error::panic_message;
 use crate::{
-    AgentEvent, LoopError, ModelError, ModelErrorKind, ModelSession, ModelTurn, ModelTurnEvent,
-    TurnRequest,
+    LoopError, ModelError, ModelErrorKind, ModelSession, ModelTurn, ModelTurnEvent, TurnRequest,
 };
-use agentkit_core::{
-    DeltaFolder, FinishReason, MetadataMap, Part, ToolCallPart, TurnCancellation, Usage,
-};
-use agentkit_tools_core::{Preflight, ToolError, ToolRequest};
+use agentkit_core::{MetadataMap, Part, ToolCallPart, TurnCancellation};
+use agentkit_tools_core::{Preflight, ToolError};
 use std::panic::AssertUnwindSafe;
 use tracing::Instrument;
 
-/// What the stream produced.
-enum StreamOutcome {
-    Finished {
-        parts: Vec<Part>,
-        calls: Vec<ToolCallPart>,
-        finish_reason: FinishReason,
-        metadata: MetadataMap,
-    },
-    Cancelled {
-        parts: Vec<Part>,
-        calls: Vec<ToolCallPart>,
-    },
-}
-
 impl<S: ModelSession> LoopDriver<S> {
-    /// Performs the core's `CallModel` action.
+    /// Performs the core's `CallModel` action: every stream event is fed
+    /// into the core as it arrives.
     pub(super) async fn model_call(&mut self, call: ModelCall) -> Result<(), LoopError> {
         let catalog = match self.catalog() {
             Ok(catalog) => catalog,
             Err(err) => {
-                self.core.on_model_failed(call.one_off_cache, None);
+                self.core.on_model_failed(false, err.to_string());
                 return Err(err);
             }
         };
@@ -48,7 +33,7 @@ impl<S: ModelSession> LoopDriver<S> {
         {
             let change = catalog.diff_from(previous, "agent");
             if !change.is_empty() {
-                self.core.emit(|| AgentEvent::ToolCatalogChanged { change });
+                self.core.on_catalog_changed(change);
                 self.dispatch();
             }
         }
@@ -58,7 +43,6 @@ impl<S: ModelSession> LoopDriver<S> {
         }
         let shared = self.config.shared();
         let (output_schema, record_content) = (shared.output_schema.clone(), shared.record_content);
-        let executor = shared.executor.clone();
         let session_id = self.core.session_id.clone();
         let request = TurnRequest {
             session_id: session_id.clone(),
@@ -69,7 +53,7 @@ impl<S: ModelSession> LoopDriver<S> {
             cache: call.cache,
             output_schema,
         };
-        let cancellation = self.core.turn.as_ref().and_then(|t| t.cancellation.clone());
+        let cancellation = self.turn_cancellation();
         let span = tracing::info_span!(
             "chat",
             gen_ai.operation.name = "chat",
@@ -83,61 +67,47 @@ impl<S: ModelSession> LoopDriver<S> {
             .stream(request, cancellation)
             .instrument(span.clone())
             .await;
-        let (outcome, usage) = match streamed {
-            Ok(streamed) => streamed,
-            Err(err) => {
-                let kind = match &err {
-                    LoopError::Model(model) => Some(model.kind),
-                    _ => None,
-                };
-                // The retry should use the same one-off cache request.
-                let after = self.core.on_model_failed(call.one_off_cache, kind);
-                self.dispatch();
-                return match after {
-                    AfterFailure::CompactAndRetry => {
-                        let message = format!("{err}; compacting and retrying once");
-                        self.core.emit(|| AgentEvent::Warning { message });
-                        self.dispatch();
-                        Ok(())
-                    }
-                    AfterFailure::Report | AfterFailure::Abandoned => Err(err),
-                };
-            }
-        };
-        span.record("gen_ai.usage.input_tokens", usage.tokens.input_tokens);
-        span.record("gen_ai.usage.output_tokens", usage.tokens.output_tokens);
-        if record_content && let StreamOutcome::Finished { parts, .. } = &outcome {
-            let text: String = parts.iter().filter_map(Part::as_text).collect();
-            span.record("gen_ai.output.messages", text.as_str());
-        }
-        match outcome {
-            StreamOutcome::Cancelled { parts, calls } => {
-                self.core.on_model_cancelled(parts, calls, usage);
-            }
-            StreamOutcome::Finished {
-                parts,
-                calls,
-                finish_reason,
-                metadata,
-            } => {
-                // A background task that finished while the model spoke is
-                // delivered at point B.
-                self.collect_background();
-                let mut preflight = |call: &ToolCallPart| preflight(executor.as_ref(), call);
-                self.core.on_model_answer(
-                    ModelAnswer {
-                        parts,
-                        calls,
-                        finish_reason,
-                        metadata,
-                        usage,
-                    },
-                    &mut preflight,
-                );
-            }
-        }
         self.dispatch();
+        let (input_tokens, output_tokens) = match streamed {
+            Ok(Some(tokens)) => tokens,
+            Ok(None) => return Ok(()),
+            Err(err) => return self.model_failed(err),
+        };
+        span.record("gen_ai.usage.input_tokens", input_tokens);
+        span.record("gen_ai.usage.output_tokens", output_tokens);
+        if record_content {
+            let text = self.core.log.with(|items| {
+                items
+                    .last()
+                    .filter(|item| item.kind == agentkit_core::ItemKind::Assistant)
+                    .map(|item| {
+                        item.parts
+                            .iter()
+                            .filter_map(Part::as_text)
+                            .collect::<String>()
+                    })
+            });
+            if let Some(text) = text {
+                span.record("gen_ai.output.messages", text.as_str());
+            }
+        }
         Ok(())
+    }
+
+    /// Tells the core the call failed; the error goes to the host unless
+    /// the core retries at once (a context overflow it can compact).
+    fn model_failed(&mut self, err: StreamError) -> Result<(), LoopError> {
+        let err = match err {
+            StreamError::Told(err) => return Err(err.into()),
+            StreamError::Untold(err) => LoopError::from(err),
+        };
+        let overflow = matches!(&err, LoopError::Model(model) if model.kind == ModelErrorKind::ContextLengthExceeded);
+        let after = self.core.on_model_failed(overflow, err.to_string());
+        self.dispatch();
+        match after {
+            AfterFailure::CompactAndRetry => Ok(()),
+            AfterFailure::Report | AfterFailure::Abandoned => Err(err),
+        }
     }
 
     /// The tool catalog; a panicking tool source or `spec` is caught.
@@ -152,18 +122,14 @@ impl<S: ModelSession> LoopDriver<S> {
         }
     }
 
-    fn observe(&self, event: impl FnOnce() -> AgentEvent) {
-        if self.core.settings.observe_events {
-            notify(self.config.as_ref(), event());
-        }
-    }
-
-    /// Streams one turn; the transcript is not touched here.
+    /// Streams one call into the core. `Ok(Some(tokens))`: the answer is
+    /// complete (the usage tokens, for the span); `Ok(None)`: the turn was
+    /// cancelled and the core told.
     async fn stream(
         &mut self,
         request: TurnRequest,
         cancellation: Option<TurnCancellation>,
-    ) -> Result<(StreamOutcome, Usage), LoopError> {
+    ) -> Result<Option<(u64, u64)>, StreamError> {
         let cancelled = async {
             match &cancellation {
                 Some(token) => token.cancelled().await,
@@ -179,78 +145,76 @@ impl<S: ModelSession> LoopDriver<S> {
         let mut turn = match begun {
             Some(Ok(turn)) => turn,
             // The adapter saw the interrupt before we did: still a cancellation.
-            Some(Err(err)) if !cancelled_by(&err, &cancellation) => return Err(err.into()),
+            Some(Err(err)) if !cancelled_by(&err, &cancellation) => {
+                return Err(StreamError::Untold(err));
+            }
             None | Some(Err(_)) => {
-                return Ok((
-                    StreamOutcome::Cancelled {
-                        parts: Vec::new(),
-                        calls: Vec::new(),
-                    },
-                    Usage::default(),
-                ));
+                self.core.on_cancelled();
+                return Ok(None);
             }
         };
-        let mut folder = DeltaFolder::new();
-        let mut calls = Vec::new();
-        let mut usage = Usage::default();
+        let mut tokens = (0, 0);
         loop {
             let next = turn.next_event(cancellation.clone());
             let event = match unless_cancelled(cancelled.as_mut(), next).await {
                 Some(Ok(event)) => event,
-                Some(Err(err)) if !cancelled_by(&err, &cancellation) => return Err(err.into()),
+                Some(Err(err)) if !cancelled_by(&err, &cancellation) => {
+                    return Err(StreamError::Untold(err));
+                }
                 None | Some(Err(_)) => {
-                    return Ok((
-                        StreamOutcome::Cancelled {
-                            parts: folder.finish_partial(),
-                            calls,
-                        },
-                        usage,
-                    ));
+                    self.core.on_cancelled();
+                    return Ok(None);
                 }
             };
             match event {
-                Some(ModelTurnEvent::Delta(delta)) => {
-                    folder
-                        .apply(&delta)
-                        .map_err(|err| protocol_error(format!("malformed delta stream: {err}")))?;
-                    self.observe(|| AgentEvent::ContentDelta { delta });
+                Some(ModelTurnEvent::Delta(delta)) => self
+                    .core
+                    .on_model_delta(delta)
+                    .map_err(|message| StreamError::Told(protocol_error(message)))?,
+                Some(ModelTurnEvent::ToolCall(call)) => self.core.on_model_tool_call(call),
+                Some(ModelTurnEvent::Usage(usage)) => {
+                    tokens = (usage.tokens.input_tokens, usage.tokens.output_tokens);
+                    self.core.on_model_usage(usage);
                 }
-                Some(ModelTurnEvent::ToolCall(call)) => {
-                    self.observe(|| AgentEvent::ToolCallRequested { call: call.clone() });
-                    calls.push(call);
-                }
-                Some(ModelTurnEvent::Usage(reported)) => {
-                    self.observe(|| AgentEvent::UsageUpdated {
-                        usage: reported.clone(),
-                    });
-                    usage = reported;
-                }
-                Some(ModelTurnEvent::Warning(message)) => {
-                    self.observe(|| AgentEvent::Warning { message })
-                }
+                Some(ModelTurnEvent::Warning(message)) => self.core.on_model_warning(message),
                 Some(ModelTurnEvent::Finished(result)) => {
-                    let parts = folder
-                        .finish_reserving(calls.len())
-                        .map_err(|err| protocol_error(format!("malformed delta stream: {err}")))?;
-                    return Ok((
-                        StreamOutcome::Finished {
-                            parts,
-                            calls,
-                            finish_reason: result.finish_reason,
-                            metadata: result.metadata,
-                        },
-                        usage,
-                    ));
+                    // A background task that finished while the model spoke
+                    // is delivered at the turn-complete point.
+                    self.collect_background();
+                    self.core
+                        .on_model_finished(result.finish_reason, result.metadata)
+                        .map_err(|message| StreamError::Told(protocol_error(message)))?;
+                    return Ok(Some(tokens));
                 }
                 None => {
-                    return Err(protocol_error(
+                    return Err(StreamError::Untold(protocol_error(
                         "the model stream ended without a finish event".into(),
-                    )
-                    .into());
+                    )));
                 }
             }
+            self.dispatch();
         }
     }
+
+    /// Performs the core's `Preflight` action: the permission preflight of
+    /// each call, fed back as a verdict.
+    pub(super) fn preflight(&mut self, indices: std::ops::Range<usize>) {
+        let executor = self.config.shared().executor.clone();
+        for index in indices {
+            let Some(call) = self.core.round_call(index) else {
+                continue;
+            };
+            let (verdict, validated) = preflight(executor.as_ref(), call);
+            self.core.on_checked(index, verdict, validated);
+        }
+    }
+}
+
+/// How a stream failed: `Told` when the core found the fault itself (a
+/// malformed stream) and already made the call due again.
+enum StreamError {
+    Told(ModelError),
+    Untold(ModelError),
 }
 
 /// `next`'s output, or `None` if `cancelled` resolves first (it is polled
@@ -282,34 +246,37 @@ fn protocol_error(message: String) -> ModelError {
     ModelError::new(ModelErrorKind::Protocol, message)
 }
 
-/// The request a tool receives for a call part.
-pub(super) fn tool_request(call: &ToolCallPart) -> ToolRequest {
-    ToolRequest {
-        call_id: call.id.clone(),
-        tool_name: call.name.clone(),
-        input: call.input.clone(),
-        metadata: call.metadata.clone(),
-    }
-}
-
 /// The permission preflight of one call; a panic in the tool's
 /// `proposed_requests` or in the permission checker becomes an error result.
-fn preflight(executor: &dyn agentkit_tools_core::ToolExecutor, call: &ToolCallPart) -> CallState {
-    let request = tool_request(call);
+fn preflight(
+    executor: &dyn agentkit_tools_core::ToolExecutor,
+    call: &ToolCallPart,
+) -> (Verdict, Option<Validated>) {
+    let request = super::machine::tool_request(call);
     let checked =
         std::panic::catch_unwind(AssertUnwindSafe(|| executor.preflight_validated(&request)));
     match checked {
         Ok((Preflight::Ready, validated)) => {
-            CallState::Queued(validated.map(|spec| (request, spec)))
+            (Verdict::Ready, validated.map(|spec| (request, spec)))
         }
-        Ok((Preflight::NeedsApproval(approval), _)) => CallState::AwaitingApproval(approval),
-        Ok((Preflight::Rejected(err), _)) => CallState::Rejected(tool_error_result(&call.id, &err)),
+        Ok((Preflight::NeedsApproval(request), _)) => (Verdict::NeedsApproval { request }, None),
+        Ok((Preflight::Rejected(err), _)) => (
+            Verdict::Rejected {
+                result: tool_error_result(&call.id, &err),
+            },
+            None,
+        ),
         Err(panic) => {
             let err = ToolError::Internal(format!(
                 "the permission check panicked: {}",
                 panic_message(&*panic)
             ));
-            CallState::Rejected(tool_error_result(&call.id, &err))
+            (
+                Verdict::Rejected {
+                    result: tool_error_result(&call.id, &err),
+                },
+                None,
+            )
         }
     }
 }

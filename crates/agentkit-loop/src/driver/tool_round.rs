@@ -6,10 +6,9 @@
 //! dropped `next()` loses none) and waits for the first of: a call
 //! finishing, the turn being cancelled, or (with several calls at once) an
 //! urgent message. With one call at a time an urgent message waits for the
-//! running call: point C is *between* tools.
+//! running call: the between-tools point is *between* tools.
 
-use super::core::StartCall;
-use super::model_call::tool_request;
+use super::machine::{StartCall, ToolOutcome};
 use super::{LoopDriver, Running, RunningCall, notify};
 use crate::background::AbandonOnDrop;
 use crate::{AgentEvent, BackgroundTasks, ModelSession, TaskRouting, ToolJob};
@@ -23,13 +22,14 @@ impl<S: ModelSession> LoopDriver<S> {
     pub(super) fn start_call(&mut self, start: StartCall) -> RunningCall {
         let StartCall {
             index,
+            turn_id,
             approval,
             resume,
+            request,
             validated,
         } = start;
         let shared = self.config.shared();
-        let entry = &self.core.round[index];
-        let call_id = entry.call.id.clone();
+        let call_id = request.call_id.clone();
         let progress = if shared.observers.is_empty() {
             ProgressSink::none()
         } else {
@@ -45,20 +45,13 @@ impl<S: ModelSession> LoopDriver<S> {
                 )
             })
         };
-        let (request, validated) = match validated {
-            Some((request, spec)) => (request, Some(spec)),
-            None => (tool_request(&entry.call), None),
-        };
         // Built whole: a chain of `with_*` moves the context once per call.
         let ctx = ToolContext {
             call_id: call_id.clone(),
             session_id: self.core.session_id.clone(),
-            turn_id: self.core.current_turn_id(),
+            turn_id,
             cancellation: self
-                .core
-                .turn
-                .as_ref()
-                .and_then(|t| t.cancellation.clone())
+                .turn_cancellation()
                 .unwrap_or_else(agentkit_core::TurnCancellation::never),
             resources: shared.resources.clone(),
             progress,
@@ -159,16 +152,17 @@ impl<S: ModelSession> LoopDriver<S> {
         }
     }
 
-    /// Waits until a call finishes, the turn is cancelled, or (with several
-    /// calls at once) an urgent message is queued; the core sorts it out.
-    pub(super) async fn await_calls(&mut self, running: &mut Running) {
+    /// Waits until a call finishes, the turn is cancelled, or (when the
+    /// core says so: several calls run at once) an urgent message is
+    /// queued; the core sorts it out.
+    pub(super) async fn await_calls(&mut self, running: &mut Running, wake_on_urgent: bool) {
         if running.is_empty() {
             self.core.on_calls_lost();
             return;
         }
-        let cancellation = self.core.turn.as_ref().and_then(|t| t.cancellation.clone());
-        let soft = self.core.soft.clone();
-        let parallel = self.core.settings.parallel > 1;
+        let cancellation = self.turn_cancellation();
+        let soft = self.soft.clone();
+        let parallel = wake_on_urgent;
         let cancelled = async {
             match &cancellation {
                 Some(token) => token.cancelled().await,
@@ -187,12 +181,14 @@ impl<S: ModelSession> LoopDriver<S> {
             _ = cancelled => {}
             _ = urgent => {}
             Some((index, call_id, outcome)) = std::future::poll_fn(|cx| running.poll_next(cx)) => {
+                let outcome = ToolOutcome::of(&call_id, outcome);
                 self.core.on_tool_done(index, &call_id, outcome);
             }
         }
         // Calls that finished in the same instant as a cancellation or an
         // urgent message keep their real results.
         for (index, call_id, outcome) in running.ready() {
+            let outcome = ToolOutcome::of(&call_id, outcome);
             self.core.on_tool_done(index, &call_id, outcome);
         }
         self.dispatch();
@@ -240,6 +236,6 @@ fn started_result(task_id: &str, after: Option<std::time::Duration>) -> ToolResu
     let mut result = ToolResult::new(text);
     result
         .metadata
-        .insert("agentkit.background_task".into(), task_id.into());
+        .insert(agentkit_core::keys::BACKGROUND_TASK.into(), task_id.into());
     result
 }

@@ -146,7 +146,7 @@ impl LoopMutator for RedactResults {
         &self,
         ctx: &MutationContext,
         transcript: TranscriptView,
-    ) -> Result<Option<Vec<Item>>, String> {
+    ) -> Result<Option<Vec<Item>>, agentkit_loop::MutateError> {
         if ctx.point != MutationPoint::AfterToolResult {
             return Ok(None);
         }

@@ -1,0 +1,589 @@
+//! The sans-IO heart of the driver, in the manner of quinn-proto's
+//! `Connection`.
+//!
+//! [`DriverCore`] holds the whole state of a session as plain data. It has
+//! no `.await`, reads no lock, atomic or clock, and calls no callback:
+//! everything it learns enters through an `on_*` method (one per
+//! [`Input`]): host input, a queued message, a cancellation, each model
+//! stream event, a preflight verdict, a tool outcome, a mutator's rewrite.
+//! [`DriverCore::poll`] says what to do next (an [`Action`]), and events for
+//! observers leave through one outbox the shell drains. `LoopDriver::next`
+//! is the thin async shell that performs the actions.
+//!
+//! Because the core is a deterministic function of its inputs, a recording
+//! core keeps them in an input log that replays into a fresh core (see
+//! `crate::replay`).
+//!
+//! The transitions are split by concept: `model` (a model call, streamed
+//! and answered), `round` (a tool round), `turn` (beginning and ending a
+//! user turn, safe points), `log` (the transcript and its ids).
+
+mod input;
+mod log;
+mod model;
+pub(crate) mod restore;
+mod round;
+pub(crate) mod state;
+mod turn;
+
+pub use input::{Input, QueuedMessages, RecordedRewrite, ToolOutcome, Validated, Verdict};
+pub(crate) use log::turn_id;
+
+use crate::background::BackgroundTaskInfo;
+use crate::transcript::TranscriptLog;
+use crate::{
+    AgentEvent, InputRequest, InvalidStateReason, LastCallUsage, LoopInterrupt, LoopStep,
+    MutationContext, MutationPoint, PromptCacheRequest, ToolRoundInfo,
+};
+use agentkit_core::{Item, MetadataMap, SessionId, ToolCallId, ToolResultPart, TurnId};
+use agentkit_tools_core::{ApprovalRequest, ToolError, ToolResult, ToolResume};
+use state::{AfterRound, Phase, Step, Turn};
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+pub(crate) const DROPPED: &str =
+    "the tool call was interrupted before it finished (the loop stopped waiting for it)";
+pub(crate) const SKIPPED: &str =
+    "the tool call was skipped because the user interrupted with a new message";
+pub(crate) const CANCELLED: &str =
+    "the tool call was cancelled because the user interrupted the turn";
+pub(crate) const ABANDONED: &str = "the tool call was abandoned because the turn was given up";
+
+/// The default step limit: model calls per user turn.
+pub const DEFAULT_MAX_MODEL_CALLS: u32 = 100;
+
+/// What the shell should do next.
+#[derive(Debug)]
+pub(crate) enum Action {
+    /// Return this step to the host.
+    Yield(LoopStep),
+    /// Refuse the host's `next()`.
+    Fail(InvalidStateReason),
+    /// Take the deliverable messages of the soft-interrupt queue (all of
+    /// them with `follow_ups`, else not the follow-ups) and report them
+    /// with [`DriverCore::on_queued`].
+    TakeQueued { follow_ups: bool },
+    /// Call the model once and feed its stream in.
+    CallModel(ModelCall),
+    /// Run the permission preflight of the unchecked calls in this range
+    /// of the round and report each verdict with [`DriverCore::on_checked`]
+    /// (a range, not a list: no allocation per round).
+    Preflight(std::ops::Range<usize>),
+    /// Start these calls of the round, in this order.
+    StartTools(Vec<StartCall>),
+    /// Wait for a running call to finish or a cancellation (and, with
+    /// `wake_on_urgent`, an urgent message), then poll again.
+    AwaitTools { wake_on_urgent: bool },
+    /// Run every mutator at this point, then report with
+    /// [`DriverCore::on_mutators_done`].
+    RunMutators(MutationPoint),
+}
+
+/// The model call the core asks for.
+#[derive(Debug)]
+pub(crate) struct ModelCall {
+    pub(crate) turn_id: TurnId,
+    /// The cache request of this call.
+    pub(crate) cache: Option<PromptCacheRequest>,
+}
+
+/// A call the shell should start.
+#[derive(Debug)]
+pub(crate) struct StartCall {
+    /// Its index in the round.
+    pub(crate) index: usize,
+    /// The model call whose round it belongs to.
+    pub(crate) turn_id: TurnId,
+    /// The host's approval, if it needed one.
+    pub(crate) approval: Option<Box<ApprovalRequest>>,
+    /// The host's answer, when the call paused for an approval mid-run.
+    pub(crate) resume: Option<Box<ToolResume>>,
+    /// The request the tool receives.
+    pub(crate) request: agentkit_tools_core::ToolRequest,
+    /// The spec the preflight validated the request's input against.
+    pub(crate) validated: Option<Arc<agentkit_tools_core::ToolSpec>>,
+}
+
+/// Something the shell must tell observers, in order.
+#[derive(Debug)]
+pub(crate) enum Note {
+    Event(AgentEvent),
+    /// The item at this index of the transcript was appended.
+    Appended(usize),
+    /// A mutator rewrote the transcript; these items are no longer in it.
+    Rewritten(Vec<Item>),
+}
+
+/// What to do after a failed model call.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum AfterFailure {
+    /// Return the error; `next()` retries when called again.
+    Report,
+    /// The request was too long: compaction runs in forced mode and the
+    /// call is retried at once.
+    CompactAndRetry,
+    /// Too long even after a forced compaction: the turn was abandoned.
+    Abandoned,
+}
+
+/// Settings the core needs from the agent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct CoreSettings {
+    /// The step limit: model calls per user turn.
+    pub max_model_calls: u32,
+    /// Calls of a round that run at once.
+    pub parallel: usize,
+    /// The agent has mutators.
+    pub has_mutators: bool,
+    /// Events are queued for observers.
+    #[serde(skip, default = "yes")]
+    pub observe_events: bool,
+    /// Appended items are reported to transcript observers.
+    #[serde(skip)]
+    pub observe_items: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// The whole state of one session.
+pub(crate) struct DriverCore {
+    pub(crate) session_id: SessionId,
+    pub(crate) log: TranscriptLog,
+    pub(crate) pending_input: Vec<Item>,
+    pub(crate) phase: Phase,
+    pub(crate) next_turn_index: u64,
+    pub(crate) next_item_index: u64,
+    /// User turns begun in this core (numbers the turns for the shell's
+    /// cancellation checkpoints).
+    pub(crate) user_turns: u64,
+    /// Boxed, as most sessions set neither.
+    pub(crate) default_cache: Option<Box<PromptCacheRequest>>,
+    pub(crate) next_turn_cache: Option<Box<PromptCacheRequest>>,
+    pub(crate) settings: CoreSettings,
+    /// Every tool-call id of the transcript after its starting transcript
+    /// (whose ids the log shares), built when first needed.
+    call_ids: Option<crate::transcript::CallIds>,
+    outbox: VecDeque<Note>,
+    /// The provider's usage of the last model call.
+    pub(crate) last_call: Option<LastCallUsage>,
+    /// Results of background tasks waiting for a safe point.
+    pub(crate) notifications: Vec<(BackgroundTaskInfo, ToolResultPart)>,
+    /// The input log, when recording.
+    pub(crate) recording: Option<Vec<Input>>,
+}
+
+impl DriverCore {
+    pub(crate) fn new(
+        session_id: SessionId,
+        settings: CoreSettings,
+        default_cache: Option<PromptCacheRequest>,
+    ) -> Self {
+        Self {
+            session_id,
+            log: TranscriptLog::new(Vec::new()),
+            pending_input: Vec::new(),
+            phase: Phase::IDLE,
+            next_turn_index: 0,
+            next_item_index: 0,
+            user_turns: 0,
+            default_cache: default_cache.map(Box::new),
+            next_turn_cache: None,
+            settings,
+            call_ids: None,
+            outbox: VecDeque::new(),
+            last_call: None,
+            notifications: Vec::new(),
+            recording: None,
+        }
+    }
+
+    /// Writes `input` to the log when recording.
+    #[inline]
+    fn record(&mut self, input: impl FnOnce() -> Input) {
+        if let Some(log) = self.recording.as_mut() {
+            log.push(input());
+        }
+    }
+
+    /// The turn in progress.
+    pub(crate) fn turn(&self) -> Option<&Turn> {
+        match &self.phase {
+            Phase::InTurn(turn) => Some(turn),
+            _ => None,
+        }
+    }
+
+    fn turn_mut(&mut self) -> Option<&mut Turn> {
+        match &mut self.phase {
+            Phase::InTurn(turn) => Some(turn),
+            _ => None,
+        }
+    }
+
+    /// The number of the user turn in progress and whether it was
+    /// cancelled.
+    pub(crate) fn turn_number(&self) -> Option<(u64, bool)> {
+        self.turn().map(|t| (t.number, t.cancelled))
+    }
+
+    /// What the mutators at `point` are told.
+    pub(crate) fn mutation_context(&self, point: MutationPoint) -> MutationContext {
+        let forced = match self.turn().map(|t| &t.step) {
+            Some(Step::ModelCallDue(due)) => due.forced,
+            _ => false,
+        };
+        MutationContext::new(self.session_id.clone(), point)
+            .with_forced(point == MutationPoint::BeforeModelCall && forced)
+            .with_last_call(self.last_call.clone())
+    }
+
+    /// The mutation owed before anything else happens, derived from the
+    /// phase.
+    pub(crate) fn mutation_due(&self) -> Option<MutationPoint> {
+        if !self.settings.has_mutators {
+            return None;
+        }
+        match &self.phase {
+            Phase::TurnEnding { mutated: false, .. } => Some(MutationPoint::AfterTurnEnded),
+            Phase::InTurn(turn) => match &turn.step {
+                Step::AfterRound(AfterRound {
+                    skipped: None,
+                    mutated: false,
+                    ..
+                }) => Some(MutationPoint::AfterToolResult),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// `true` when notes wait for [`take_note`](Self::take_note).
+    pub(crate) fn has_notes(&self) -> bool {
+        !self.outbox.is_empty()
+    }
+
+    /// Observer notes queued since the last call.
+    pub(crate) fn take_note(&mut self) -> Option<Note> {
+        self.outbox.pop_front()
+    }
+
+    fn emit(&mut self, event: impl FnOnce() -> AgentEvent) {
+        if self.settings.observe_events {
+            self.outbox.push_back(Note::Event(event()));
+        }
+    }
+
+    /// `true` while a tool round has calls to answer; the shell drops its
+    /// running futures otherwise.
+    pub(crate) fn round_open(&self) -> bool {
+        matches!(self.turn().map(|t| &t.step), Some(Step::ToolRound(_)))
+    }
+
+    /// `true` when an urgent message would cut the open round short and
+    /// the core was not told of one yet.
+    pub(crate) fn wants_urgent(&self) -> bool {
+        matches!(self.turn().map(|t| &t.step), Some(Step::ToolRound(round)) if !round.urgent)
+    }
+
+    // ----- deciding -------------------------------------------------------
+
+    /// What to do next.
+    pub(crate) fn poll(&mut self) -> Action {
+        self.record(|| Input::Poll);
+        loop {
+            let turn = match &mut self.phase {
+                Phase::Idle { asked } => {
+                    if !self.pending_input.is_empty() {
+                        self.begin_turn();
+                        continue;
+                    }
+                    if !*asked {
+                        // Messages typed while idle are the next input.
+                        return Action::TakeQueued { follow_ups: true };
+                    }
+                    self.phase = Phase::IDLE;
+                    return Action::Yield(LoopStep::Interrupt(LoopInterrupt::AwaitingInput(
+                        InputRequest {
+                            session_id: self.session_id.clone(),
+                            reason: "the model finished and no input is queued".into(),
+                        },
+                    )));
+                }
+                Phase::TurnEnding { mutated, .. } => {
+                    if !*mutated && self.settings.has_mutators {
+                        return Action::RunMutators(MutationPoint::AfterTurnEnded);
+                    }
+                    let Phase::TurnEnding { result, .. } =
+                        std::mem::replace(&mut self.phase, Phase::IDLE)
+                    else {
+                        continue;
+                    };
+                    return Action::Yield(LoopStep::Finished(self.deliver(*result)));
+                }
+                Phase::InTurn(turn) => turn,
+            };
+            // A cancellation ends the turn where the original checks it:
+            // before a model call and inside a round (a stream being
+            // cancelled ends at once, in `on_cancelled`).
+            if turn.cancelled && matches!(turn.step, Step::ModelCallDue(_) | Step::ToolRound(_)) {
+                self.cancel_turn(None);
+                continue;
+            }
+            match &mut turn.step {
+                Step::ModelCallDue(due) => {
+                    if turn.model_calls >= self.settings.max_model_calls {
+                        let mut metadata = MetadataMap::new();
+                        metadata.insert(
+                            agentkit_core::keys::MAX_MODEL_CALLS.into(),
+                            self.settings.max_model_calls.into(),
+                        );
+                        self.end_turn(agentkit_core::FinishReason::StepLimit, metadata);
+                        continue;
+                    }
+                    let mutated = due.mutated;
+                    // Pending input first (stores rely on it being the first
+                    // thing a step appends), then background results.
+                    self.merge_pending_input();
+                    self.deliver_notifications();
+                    if self.settings.has_mutators && !mutated {
+                        return Action::RunMutators(MutationPoint::BeforeModelCall);
+                    }
+                    return Action::CallModel(self.begin_model_call());
+                }
+                Step::Streaming(_) => {
+                    // The shell polls only after a stream ended; a stream
+                    // it dropped is made due again.
+                    self.stream_lost();
+                    continue;
+                }
+                Step::TurnComplete { .. } => return Action::TakeQueued { follow_ups: true },
+                Step::ToolRound(_) => match self.poll_round() {
+                    Some(action) => return action,
+                    None => continue,
+                },
+                Step::AfterRound(after) => {
+                    if after.skipped.is_some() {
+                        return Action::TakeQueued { follow_ups: false };
+                    }
+                    if !after.mutated && self.settings.has_mutators {
+                        return Action::RunMutators(MutationPoint::AfterToolResult);
+                    }
+                    if !after.drained {
+                        // The after-tools point: everything typed during the round, after
+                        // all results and mutators.
+                        return Action::TakeQueued { follow_ups: false };
+                    }
+                    let turn_id = turn.turn_id.clone();
+                    turn.step = Step::ModelCallDue(Default::default());
+                    return Action::Yield(LoopStep::Interrupt(LoopInterrupt::AfterToolResult(
+                        ToolRoundInfo {
+                            session_id: self.session_id.clone(),
+                            turn_id,
+                            transcript_len: self.log.len(),
+                        },
+                    )));
+                }
+            }
+        }
+    }
+
+    // ----- taking events in -----------------------------------------------
+
+    /// The mutators of the owed point all ran.
+    pub(crate) fn on_mutators_done(&mut self) {
+        self.record(|| Input::MutatorsDone);
+        match &mut self.phase {
+            Phase::TurnEnding { mutated, .. } => *mutated = true,
+            Phase::InTurn(turn) => match &mut turn.step {
+                Step::ModelCallDue(due) => {
+                    due.mutated = true;
+                    due.forced = false;
+                }
+                Step::AfterRound(after) => after.mutated = true,
+                _ => {}
+            },
+            Phase::Idle { .. } => {}
+        }
+    }
+
+    /// A mutator is about to run.
+    pub(crate) fn on_mutator_started(&mut self, point: MutationPoint, mutator: String) {
+        self.record(|| Input::MutatorStarted {
+            point,
+            mutator: mutator.clone(),
+        });
+        self.emit(|| AgentEvent::MutationStarted { point, mutator });
+    }
+
+    /// A mutator ran; its rewrite (validated by the shell) replaces the
+    /// transcript.
+    pub(crate) fn on_mutator_finished(
+        &mut self,
+        point: MutationPoint,
+        mutator: String,
+        rewrite: Option<RecordedRewrite>,
+    ) {
+        self.record(|| Input::MutatorFinished {
+            point,
+            mutator: mutator.clone(),
+            rewrite: rewrite.clone(),
+        });
+        let dirty = rewrite.is_some();
+        if let Some(rewrite) = rewrite {
+            let items_after = rewrite.items.len();
+            self.replace_transcript(rewrite.items);
+            if let Some(report) = rewrite.compaction {
+                let mutator = mutator.clone();
+                self.emit(|| AgentEvent::CompactionApplied {
+                    point,
+                    mutator,
+                    items_before: rewrite.items_before,
+                    items_after,
+                    report,
+                });
+            }
+        }
+        self.emit(|| AgentEvent::MutationFinished {
+            point,
+            mutator,
+            dirty,
+        });
+    }
+
+    /// The tool catalog changed since the last model call.
+    pub(crate) fn on_catalog_changed(&mut self, change: agentkit_tools_core::ToolCatalogEvent) {
+        self.record(|| Input::CatalogChanged {
+            change: change.clone(),
+        });
+        self.emit(|| AgentEvent::ToolCatalogChanged { change });
+    }
+
+    /// `next()` failed.
+    pub(crate) fn on_failed(&mut self, message: String) {
+        self.record(|| Input::Failed {
+            message: message.clone(),
+        });
+        self.emit(|| AgentEvent::RunFailed { message });
+    }
+
+    /// The host set the cache request of the next model call.
+    pub(crate) fn on_next_call_cache(&mut self, cache: PromptCacheRequest) {
+        self.record(|| Input::NextCallCache {
+            cache: cache.clone(),
+        });
+        self.next_turn_cache = Some(Box::new(cache));
+    }
+
+    /// Feeds one recorded input (replay).
+    pub(crate) fn apply(&mut self, input: Input) -> Option<Action> {
+        match input {
+            Input::Poll => return Some(self.poll()),
+            Input::Submit { items } => {
+                let _ = self.submit_input(items);
+            }
+            Input::Approval { call_id, decision } => {
+                let _ = self.resolve_approval(call_id, decision);
+            }
+            Input::NextCallCache { cache } => self.on_next_call_cache(cache),
+            Input::Abandon { reason } => {
+                let _ = self.abandon_turn(reason);
+            }
+            Input::Queued { messages } => self.on_queued(messages),
+            Input::UrgentQueued => self.on_urgent_queued(),
+            Input::Cancelled => self.on_cancelled(),
+            Input::ModelDelta { delta } => {
+                let _ = self.on_model_delta(delta);
+            }
+            Input::ModelToolCall { call } => self.on_model_tool_call(call),
+            Input::ModelUsage { usage } => self.on_model_usage(usage),
+            Input::ModelWarning { message } => self.on_model_warning(message),
+            Input::ModelFinished {
+                finish_reason,
+                metadata,
+            } => {
+                let _ = self.on_model_finished(finish_reason, metadata);
+            }
+            Input::ModelFailed {
+                context_overflow,
+                message,
+            } => {
+                self.on_model_failed(context_overflow, message);
+            }
+            Input::Checked {
+                index,
+                verdict,
+                validated,
+            } => self.on_checked(index, verdict, validated),
+            Input::ToolDone {
+                index,
+                call_id,
+                outcome,
+            } => self.on_tool_done(index, &call_id, outcome),
+            Input::ToolUsage { usage } => self.on_tool_usage(usage),
+            Input::CallsLost => self.on_calls_lost(),
+            Input::BackgroundFinished { info, result } => self.on_background_finished(info, result),
+            Input::CatalogChanged { change } => self.on_catalog_changed(change),
+            Input::MutatorStarted { point, mutator } => self.on_mutator_started(point, mutator),
+            Input::MutatorFinished {
+                point,
+                mutator,
+                rewrite,
+            } => self.on_mutator_finished(point, mutator, rewrite),
+            Input::MutatorsDone => self.on_mutators_done(),
+            Input::Failed { message } => self.on_failed(message),
+        }
+        None
+    }
+}
+
+/// The error result for a failed call. An auth request travels in the
+/// metadata (`agentkit.auth_request`), so a host watching the transcript or
+/// `ToolResultReceived` events can resolve it out of band.
+pub(crate) fn tool_error_result(call_id: &ToolCallId, err: &ToolError) -> ToolResultPart {
+    let part = ToolResultPart::error(call_id.clone(), err.to_string())
+        .with_metadata(agentkit_core::keys::ERROR_KIND, err.kind());
+    match err {
+        ToolError::AuthRequired(request) => match serde_json::to_value(request) {
+            Ok(value) => part.with_metadata(agentkit_core::keys::AUTH_REQUEST, value),
+            Err(_) => part,
+        },
+        _ => part,
+    }
+}
+
+/// The result of a background task, answering (late) its original call.
+pub(crate) fn background_result(
+    info: &BackgroundTaskInfo,
+    outcome: Result<ToolResult, ToolError>,
+) -> ToolResultPart {
+    result_part(&info.call_id, outcome)
+        .with_metadata(agentkit_core::keys::BACKGROUND_TASK, info.task_id.as_str())
+}
+
+/// The request a tool receives for a call part.
+pub(crate) fn tool_request(call: &agentkit_core::ToolCallPart) -> agentkit_tools_core::ToolRequest {
+    agentkit_tools_core::ToolRequest {
+        call_id: call.id.clone(),
+        tool_name: call.name.clone(),
+        input: call.input.clone(),
+        metadata: call.metadata.clone(),
+    }
+}
+
+/// The result part answering `call_id` with a call's outcome.
+fn result_part(call_id: &ToolCallId, outcome: Result<ToolResult, ToolError>) -> ToolResultPart {
+    match outcome {
+        Ok(result) => {
+            let mut part = ToolResultPart::success(call_id.clone(), result.output);
+            part.is_error = result.is_error;
+            part.metadata = result.metadata;
+            part
+        }
+        Err(err) => tool_error_result(call_id, &err),
+    }
+}
+
+#[cfg(test)]
+mod tests;

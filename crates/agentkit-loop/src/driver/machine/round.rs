@@ -1,0 +1,416 @@
+//! A tool round: preflight, approvals, starting calls, answers in order.
+//!
+//! Every call of the round ends `Answered` exactly once, and answers are
+//! appended in the order the model emitted the calls, whatever order the
+//! calls finish in. The between-tools point (an urgent message) answers what has not
+//! finished with a stub and keeps every real result.
+
+use super::input::{Input, ToolOutcome, Validated, Verdict};
+use super::state::{AfterRound, CallState, Phase, Round, RoundCall, Step};
+use super::{Action, DriverCore, LoopInterrupt, LoopStep, Note, SKIPPED, StartCall};
+use crate::{AgentEvent, InvalidStateReason, PendingApproval};
+use agentkit_core::{ToolCallId, ToolCallPart, ToolResultPart, Usage};
+use agentkit_tools_core::{ApprovalDecision, ToolResume};
+
+impl DriverCore {
+    fn round_mut(&mut self) -> Option<&mut Round> {
+        match self.turn_mut().map(|t| &mut t.step) {
+            Some(Step::ToolRound(round)) => Some(round),
+            _ => None,
+        }
+    }
+
+    fn round(&self) -> Option<&Round> {
+        match self.turn().map(|t| &t.step) {
+            Some(Step::ToolRound(round)) => Some(round),
+            _ => None,
+        }
+    }
+
+    /// The call at `index` of the open round.
+    pub(crate) fn round_call(&self, index: usize) -> Option<&ToolCallPart> {
+        self.round()?.calls.get(index).map(|c| &c.call)
+    }
+
+    /// The calls of the open round, in order.
+    pub(crate) fn round_calls(&self) -> &[RoundCall] {
+        self.round().map_or(&[], |r| &r.calls)
+    }
+
+    /// The next action inside a round; `None` when the round closed.
+    pub(super) fn poll_round(&mut self) -> Option<Action> {
+        let parallel = self.settings.parallel;
+        let round = self.round_mut()?;
+        let unchecked = |c: &RoundCall| matches!(c.state, CallState::Unchecked);
+        if let Some(first) = round.calls.iter().position(unchecked) {
+            let end = round
+                .calls
+                .iter()
+                .rposition(unchecked)
+                .map_or(first, |last| last)
+                + 1;
+            return Some(Action::Preflight(first..end));
+        }
+        if let Some(call_id) = &round.surfaced {
+            return Some(Action::Fail(InvalidStateReason::ApprovalPending {
+                call_id: call_id.clone(),
+            }));
+        }
+        if let Some(pending) = self.surface_next_approval() {
+            return Some(Action::Yield(LoopStep::Interrupt(
+                LoopInterrupt::ApprovalRequest(pending),
+            )));
+        }
+        self.flush_answers();
+        let round = self.round_mut()?;
+        if round
+            .calls
+            .iter()
+            .all(|c| matches!(c.state, CallState::Answered))
+        {
+            self.close_round(None);
+            return None;
+        }
+        // The between-tools point: an urgent message skips what has not finished.
+        if round.urgent {
+            let skipped = self.answer_all(SKIPPED, "skipped");
+            self.close_round(Some(skipped));
+            return None;
+        }
+        let start = self.start_calls();
+        if !start.is_empty() {
+            return Some(Action::StartTools(start));
+        }
+        Some(Action::AwaitTools {
+            wake_on_urgent: parallel > 1,
+        })
+    }
+
+    fn surface_next_approval(&mut self) -> Option<PendingApproval> {
+        let round = self.round_mut()?;
+        // A call that paused mid-run waits until no other call runs: the
+        // host's pause must not cut the running ones short.
+        let idle = !round
+            .calls
+            .iter()
+            .any(|c| matches!(c.state, CallState::Running));
+        let entry = round.calls.iter().find_map(|c| match &c.state {
+            CallState::AwaitingApproval(request) => Some(PendingApproval {
+                request: request.clone(),
+                call: c.call.clone(),
+            }),
+            CallState::Suspended(request) if idle => Some(PendingApproval {
+                request: request.clone(),
+                call: c.call.clone(),
+            }),
+            _ => None,
+        })?;
+        round.surfaced = Some(entry.call.id.clone());
+        let request = entry.request.clone();
+        self.emit(|| AgentEvent::ApprovalRequired { request });
+        Some(entry)
+    }
+
+    /// Marks calls `Running` up to the parallelism and reports them.
+    fn start_calls(&mut self) -> Vec<StartCall> {
+        let parallel = self.settings.parallel.max(1);
+        let observe = self.settings.observe_events;
+        // The fields apart: the round is borrowed while events are queued.
+        let Phase::InTurn(turn) = &mut self.phase else {
+            return Vec::new();
+        };
+        let outbox = &mut self.outbox;
+        let turn_id = turn.turn_id.clone();
+        let Step::ToolRound(round) = &mut turn.step else {
+            return Vec::new();
+        };
+        let running = round
+            .calls
+            .iter()
+            .filter(|c| matches!(c.state, CallState::Running))
+            .count();
+        let free = parallel.saturating_sub(running);
+        let runnable = |c: &RoundCall| c.state.is_runnable();
+        let count = round
+            .calls
+            .iter()
+            .filter(|c| runnable(c))
+            .take(free)
+            .count();
+        let mut started = Vec::with_capacity(count);
+        for (index, entry) in round.calls.iter_mut().enumerate() {
+            if started.len() == count {
+                break;
+            }
+            if !runnable(entry) {
+                continue;
+            }
+            let (approval, resume, validated) =
+                match std::mem::replace(&mut entry.state, CallState::Running) {
+                    CallState::Approved(request) => (Some(Box::new(request)), None, None),
+                    CallState::Resumed(request, decision) => {
+                        (None, Some(Box::new(ToolResume { request, decision })), None)
+                    }
+                    CallState::Queued(validated) => (None, None, validated),
+                    _ => (None, None, None),
+                };
+            if observe {
+                outbox.push_back(Note::Event(AgentEvent::ToolStarted {
+                    call_id: entry.call.id.clone(),
+                    tool_name: entry.call.name.clone(),
+                }));
+            }
+            let (request, validated) = match validated {
+                Some((request, spec)) => (request, Some(spec)),
+                None => (super::tool_request(&entry.call), None),
+            };
+            started.push(StartCall {
+                index,
+                turn_id: turn_id.clone(),
+                approval,
+                resume,
+                request,
+                validated,
+            });
+        }
+        started
+    }
+
+    /// Appends, in call order, every answer that is ready.
+    fn flush_answers(&mut self) {
+        let len = self.round().map_or(0, |r| r.calls.len());
+        for index in 0..len {
+            let Some(entry) = self.round().and_then(|r| r.calls.get(index)) else {
+                return;
+            };
+            match entry.state {
+                CallState::Answered => {}
+                CallState::Running
+                | CallState::Unchecked
+                | CallState::Queued(_)
+                | CallState::Approved(_)
+                | CallState::AwaitingApproval(_)
+                | CallState::Suspended(_)
+                | CallState::Resumed(..) => return,
+                _ => {
+                    self.answer(index, None);
+                }
+            }
+        }
+    }
+
+    /// Answers call `index`: with its own outcome when it has one
+    /// (finished, denied, rejected, interrupted), else with `stub`.
+    /// Returns `true` when the stub was used.
+    fn answer(&mut self, index: usize, stub: Option<(&str, &str)>) -> bool {
+        let Some(entry) = self.round_mut().and_then(|r| r.calls.get_mut(index)) else {
+            return false;
+        };
+        let call_id = entry.call.id.clone();
+        let state = std::mem::replace(&mut entry.state, CallState::Answered);
+        let (part, stubbed) = match state {
+            CallState::Answered => return false,
+            CallState::Finished(part) => (part, false),
+            CallState::Rejected(part) => (part, false),
+            CallState::Denied(reason) => {
+                let message = match reason {
+                    Some(reason) => format!("permission denied by the user: {reason}"),
+                    None => "permission denied by the user".to_owned(),
+                };
+                let part = ToolResultPart::error(call_id, message)
+                    .with_metadata(agentkit_core::keys::ERROR_KIND, "permission_denied");
+                (part, false)
+            }
+            CallState::Interrupted => (
+                ToolResultPart::error(call_id, super::DROPPED)
+                    .with_metadata(agentkit_core::keys::ERROR_KIND, "interrupted"),
+                false,
+            ),
+            other @ (CallState::Unchecked
+            | CallState::Queued(_)
+            | CallState::Approved(_)
+            | CallState::AwaitingApproval(_)
+            | CallState::Suspended(_)
+            | CallState::Resumed(..)
+            | CallState::Running) => match stub {
+                Some((message, kind)) => (
+                    ToolResultPart::error(call_id, message)
+                        .with_metadata(agentkit_core::keys::ERROR_KIND, kind),
+                    true,
+                ),
+                None => {
+                    entry.state = other;
+                    return false;
+                }
+            },
+        };
+        self.append_result(part);
+        stubbed
+    }
+
+    /// Answers every open call of the round in order: real outcomes where
+    /// they exist, `stub` for the rest. Returns how many got the stub.
+    pub(super) fn answer_all(&mut self, message: &str, kind: &str) -> usize {
+        let len = self.round().map_or(0, |r| r.calls.len());
+        let mut stubbed = 0;
+        for index in 0..len {
+            if self.answer(index, Some((message, kind))) {
+                stubbed += 1;
+            }
+        }
+        stubbed
+    }
+
+    /// Every call is answered: the turn moves past the round, keeping the
+    /// round's vector for the next one.
+    fn close_round(&mut self, skipped: Option<usize>) {
+        if let Some(turn) = self.turn_mut() {
+            let step = std::mem::replace(
+                &mut turn.step,
+                Step::AfterRound(AfterRound {
+                    skipped,
+                    ..AfterRound::default()
+                }),
+            );
+            if let Step::ToolRound(round) = step {
+                turn.spare_round = round.calls;
+                turn.spare_round.clear();
+            }
+        }
+    }
+
+    /// The permission preflight of call `index`.
+    pub(crate) fn on_checked(
+        &mut self,
+        index: usize,
+        verdict: Verdict,
+        validated: Option<Validated>,
+    ) {
+        self.record(|| Input::Checked {
+            index,
+            verdict: verdict.clone(),
+            validated: None,
+        });
+        let Some(entry) = self.round_mut().and_then(|r| r.calls.get_mut(index)) else {
+            return;
+        };
+        if !matches!(entry.state, CallState::Unchecked) {
+            return;
+        }
+        entry.state = match verdict {
+            Verdict::Ready => CallState::Queued(validated),
+            Verdict::NeedsApproval { request } => CallState::AwaitingApproval(request),
+            Verdict::Rejected { result } => CallState::Rejected(result),
+        };
+    }
+
+    /// An urgent message is queued: the between-tools point comes at the next transition.
+    pub(crate) fn on_urgent_queued(&mut self) {
+        self.record(|| Input::UrgentQueued);
+        if let Some(round) = self.round_mut() {
+            round.urgent = true;
+        }
+    }
+
+    /// A call finished.
+    pub(crate) fn on_tool_done(
+        &mut self,
+        index: usize,
+        call_id: &ToolCallId,
+        outcome: ToolOutcome,
+    ) {
+        self.record(|| Input::ToolDone {
+            index,
+            call_id: call_id.clone(),
+            outcome: outcome.clone(),
+        });
+        let Some(entry) = self.round_mut().and_then(|r| r.calls.get_mut(index)) else {
+            return;
+        };
+        if &entry.call.id != call_id || !matches!(entry.state, CallState::Running) {
+            return;
+        }
+        let warning = match outcome {
+            ToolOutcome::Paused { request } => {
+                entry.state = CallState::Suspended(request);
+                return;
+            }
+            ToolOutcome::Finished { result } => {
+                entry.state = CallState::Finished(result);
+                return;
+            }
+            ToolOutcome::Failed { result, warning } => {
+                entry.state = CallState::Finished(result);
+                warning
+            }
+        };
+        self.emit(|| AgentEvent::Warning { message: warning });
+    }
+
+    /// A running call reported model usage it spent (a sub-agent's); it
+    /// counts in the turn in progress.
+    pub(crate) fn on_tool_usage(&mut self, usage: Usage) {
+        self.record(|| Input::ToolUsage {
+            usage: usage.clone(),
+        });
+        if let Some(turn) = self.turn_mut() {
+            turn.usage.accumulate(&usage);
+        }
+    }
+
+    /// The shell lost the futures of running calls (a `next()` was dropped
+    /// mid-round): answer them as interrupted rather than run them twice.
+    pub(crate) fn on_calls_lost(&mut self) {
+        let any = self.round().is_some_and(|r| {
+            r.calls
+                .iter()
+                .any(|c| matches!(c.state, CallState::Running))
+        });
+        if !any {
+            return;
+        }
+        self.record(|| Input::CallsLost);
+        if let Some(round) = self.round_mut() {
+            for entry in &mut round.calls {
+                if matches!(entry.state, CallState::Running) {
+                    entry.state = CallState::Interrupted;
+                }
+            }
+        }
+    }
+
+    pub(crate) fn resolve_approval(
+        &mut self,
+        call_id: ToolCallId,
+        decision: ApprovalDecision,
+    ) -> Result<(), InvalidStateReason> {
+        self.record(|| Input::Approval {
+            call_id: call_id.clone(),
+            decision: decision.clone(),
+        });
+        let Some(round) = self.round_mut() else {
+            return Err(InvalidStateReason::NoSuchApproval { call_id });
+        };
+        let Some(entry) = round.calls.iter_mut().find(|c| c.call.id == call_id) else {
+            return Err(InvalidStateReason::NoSuchApproval { call_id });
+        };
+        let approved = matches!(decision, ApprovalDecision::Approve);
+        entry.state = match (&entry.state, decision) {
+            (CallState::AwaitingApproval(request), ApprovalDecision::Approve) => {
+                CallState::Approved(request.clone())
+            }
+            (CallState::AwaitingApproval(_), ApprovalDecision::Deny { reason }) => {
+                CallState::Denied(reason)
+            }
+            (CallState::Suspended(request), decision) => {
+                CallState::Resumed(request.clone(), decision)
+            }
+            _ => return Err(InvalidStateReason::NotAwaitingApproval { call_id }),
+        };
+        if round.surfaced.as_ref() == Some(&call_id) {
+            round.surfaced = None;
+        }
+        self.emit(|| AgentEvent::ApprovalResolved { call_id, approved });
+        Ok(())
+    }
+}

@@ -1,0 +1,266 @@
+//! The core alone: no runtime, no clock, no model, no tools. Each test
+//! feeds events in the order it wants, so every interleaving is exact.
+
+use super::log::item_id;
+use super::*;
+use agentkit_core::{FinishReason, Part, ToolCallPart};
+use agentkit_tools_core::ApprovalDecision;
+
+#[test]
+fn item_ids_are_written_like_format_would() {
+    for index in [0, 7, 10, 99, 12_345, u64::MAX] {
+        assert_eq!(item_id(index).as_str(), format!("item-{index}"));
+        assert_eq!(turn_id(index).as_str(), format!("turn-{index}"));
+    }
+}
+
+fn core(parallel: usize) -> DriverCore {
+    let settings = CoreSettings {
+        max_model_calls: 5,
+        parallel,
+        has_mutators: false,
+        observe_events: true,
+        observe_items: false,
+    };
+    let mut core = DriverCore::new(SessionId::new("s"), settings, None);
+    core.pending_input.push(Item::user("go"));
+    core
+}
+
+fn call(id: &str) -> ToolCallPart {
+    ToolCallPart::new(id, "t", serde_json::json!({}))
+}
+
+/// Polls, telling the core the queue is empty whenever it asks.
+fn poll(core: &mut DriverCore) -> Action {
+    loop {
+        match core.poll() {
+            Action::TakeQueued { .. } => core.on_queued(None),
+            action => return action,
+        }
+    }
+}
+
+/// Polls to the model call and answers it with `calls`, which pass the
+/// preflight.
+fn answer_with(core: &mut DriverCore, calls: Vec<ToolCallPart>) {
+    assert!(matches!(poll(core), Action::CallModel(_)));
+    let count = calls.len();
+    for call in calls {
+        core.on_model_tool_call(call);
+    }
+    core.on_model_finished(FinishReason::ToolCall, MetadataMap::new())
+        .unwrap();
+    let Action::Preflight(unchecked) = core.poll() else {
+        panic!("the preflight comes first")
+    };
+    assert_eq!(unchecked.len(), count);
+    for index in unchecked {
+        core.on_checked(index, Verdict::Ready, None);
+    }
+}
+
+fn done(call_id: &ToolCallId, text: &str) -> ToolOutcome {
+    ToolOutcome::of(call_id, Ok(ToolResult::new(text)))
+}
+
+fn results(core: &DriverCore) -> Vec<(String, Option<String>)> {
+    core.log.with(|items| {
+        items
+            .iter()
+            .flat_map(|i| i.parts.iter())
+            .filter_map(Part::as_tool_result)
+            .map(|r| {
+                let kind = r.metadata.get(agentkit_core::keys::ERROR_KIND);
+                (
+                    r.call_id.to_string(),
+                    kind.and_then(|k| k.as_str()).map(str::to_owned),
+                )
+            })
+            .collect()
+    })
+}
+
+#[test]
+fn an_urgent_message_keeps_a_finished_later_call() {
+    let mut core = core(4);
+    answer_with(&mut core, vec![call("a"), call("b"), call("c")]);
+    let Action::StartTools(started) = poll(&mut core) else {
+        panic!()
+    };
+    assert_eq!(started.len(), 3);
+    assert!(matches!(poll(&mut core), Action::AwaitTools { .. }));
+    // b finishes first; it waits for a.
+    core.on_tool_done(1, &"b".into(), done(&"b".into(), "b done"));
+    assert!(matches!(poll(&mut core), Action::AwaitTools { .. }));
+    assert!(results(&core).is_empty(), "b waits for a");
+    core.on_urgent_queued();
+    let Action::TakeQueued { follow_ups: false } = core.poll() else {
+        panic!("the between-tools point takes the urgent messages")
+    };
+    core.on_queued(Some(QueuedMessages {
+        item: Item::user("stop"),
+        messages: Vec::new(),
+    }));
+    let Action::Yield(LoopStep::Interrupt(LoopInterrupt::AfterToolResult(_))) = poll(&mut core)
+    else {
+        panic!()
+    };
+    assert_eq!(
+        results(&core),
+        [
+            ("a".into(), Some("skipped".into())),
+            ("b".into(), None),
+            ("c".into(), Some("skipped".into())),
+        ]
+    );
+    // A late completion of a skipped call is ignored.
+    core.on_tool_done(0, &"a".into(), done(&"a".into(), "late"));
+    assert_eq!(results(&core).len(), 3);
+}
+
+#[test]
+fn lost_calls_are_answered_as_interrupted_in_order() {
+    let mut core = core(2);
+    answer_with(&mut core, vec![call("a"), call("b"), call("c")]);
+    let Action::StartTools(started) = poll(&mut core) else {
+        panic!()
+    };
+    assert_eq!(started.len(), 2, "bounded by the parallelism");
+    core.on_tool_done(1, &"b".into(), done(&"b".into(), "b done"));
+    core.on_calls_lost();
+    // a is answered as interrupted, b keeps its result, c still runs.
+    let Action::StartTools(next) = poll(&mut core) else {
+        panic!()
+    };
+    assert_eq!(next.iter().map(|s| s.index).collect::<Vec<_>>(), [2]);
+    assert_eq!(
+        results(&core),
+        [("a".into(), Some("interrupted".into())), ("b".into(), None)]
+    );
+}
+
+#[test]
+fn the_step_limit_ends_the_turn() {
+    let mut core = core(1);
+    for round in 0..5 {
+        answer_with(&mut core, vec![call(&format!("c{round}"))]);
+        let Action::StartTools(_) = poll(&mut core) else {
+            panic!()
+        };
+        let id = ToolCallId::new(format!("c{round}"));
+        core.on_tool_done(0, &id, done(&id, "x"));
+        assert!(matches!(poll(&mut core), Action::Yield(_)));
+    }
+    let Action::Yield(LoopStep::Finished(result)) = poll(&mut core) else {
+        panic!()
+    };
+    assert_eq!(result.finish_reason, FinishReason::StepLimit);
+    core.log.with(agentkit_core::validate_transcript).unwrap();
+}
+
+#[test]
+fn a_call_paused_for_approval_waits_for_its_siblings_then_runs_again() {
+    let mut core = core(2);
+    answer_with(&mut core, vec![call("a"), call("b")]);
+    let Action::StartTools(started) = poll(&mut core) else {
+        panic!()
+    };
+    assert_eq!(started.len(), 2);
+    let request = agentkit_tools_core::ApprovalRequest {
+        task_id: None,
+        call_id: None,
+        id: agentkit_core::ApprovalId::new("inner"),
+        request_kind: "filesystem.write".into(),
+        reason: agentkit_tools_core::ApprovalReason::PolicyRequiresConfirmation,
+        summary: "child writes".into(),
+        metadata: MetadataMap::new(),
+    };
+    core.on_tool_done(
+        0,
+        &"a".into(),
+        ToolOutcome::of(
+            &"a".into(),
+            Err(ToolError::NeedsApproval(Box::new(request))),
+        ),
+    );
+    // b still runs: the approval is not shown yet.
+    assert!(matches!(poll(&mut core), Action::AwaitTools { .. }));
+    core.on_tool_done(1, &"b".into(), done(&"b".into(), "b done"));
+    let Action::Yield(LoopStep::Interrupt(LoopInterrupt::ApprovalRequest(pending))) =
+        poll(&mut core)
+    else {
+        panic!()
+    };
+    assert_eq!(pending.call.id.as_str(), "a");
+    assert_eq!(pending.request.call_id.as_ref().unwrap().as_str(), "a");
+    // A denial runs the call again too, with the answer.
+    core.resolve_approval("a".into(), ApprovalDecision::deny_with_reason("no"))
+        .unwrap();
+    let Action::StartTools(again) = poll(&mut core) else {
+        panic!()
+    };
+    let resume = again[0].resume.as_ref().unwrap();
+    assert_eq!(resume.decision, ApprovalDecision::deny_with_reason("no"));
+    assert!(again[0].approval.is_none());
+    core.on_tool_done(0, &"a".into(), done(&"a".into(), "child went on"));
+    assert!(matches!(
+        poll(&mut core),
+        Action::Yield(LoopStep::Interrupt(LoopInterrupt::AfterToolResult(_)))
+    ));
+    assert_eq!(results(&core), [("a".into(), None), ("b".into(), None)]);
+}
+
+#[test]
+fn a_turn_keeps_its_items_when_a_mutator_rewrites_the_log() {
+    let mut core = core(1);
+    answer_with(&mut core, vec![call("a")]);
+    let Action::StartTools(_) = poll(&mut core) else {
+        panic!()
+    };
+    core.on_tool_done(0, &"a".into(), done(&"a".into(), "a done"));
+    assert!(matches!(poll(&mut core), Action::Yield(_)));
+    let appended: Vec<Item> = core.log.with(|items| items[1..].to_vec());
+    // A compaction drops the round from the log mid-turn.
+    core.replace_transcript(vec![Item::user("summary")]);
+    assert!(matches!(poll(&mut core), Action::CallModel(_)));
+    let part = agentkit_core::PartId::new("p");
+    core.on_model_delta(agentkit_core::Delta::BeginPart {
+        part_id: part.clone(),
+        kind: agentkit_core::PartKind::Text,
+    })
+    .unwrap();
+    core.on_model_delta(agentkit_core::Delta::AppendText {
+        part_id: part.clone(),
+        chunk: "done".into(),
+    })
+    .unwrap();
+    core.on_model_delta(agentkit_core::Delta::CommitPart { part_id: part })
+        .unwrap();
+    core.on_model_finished(FinishReason::Completed, MetadataMap::new())
+        .unwrap();
+    let Action::Yield(LoopStep::Finished(result)) = poll(&mut core) else {
+        panic!()
+    };
+    assert_eq!(result.items.len(), 3);
+    assert_eq!(
+        result.items[..2],
+        appended[..],
+        "as appended, not as rewritten"
+    );
+    assert_eq!(result.items[2].text_content(), "done");
+    let last = core.log.with(|items| items.last().cloned());
+    assert_eq!(last.as_ref(), Some(&result.items[2]));
+}
+
+#[test]
+fn repeated_ids_get_fresh_ones() {
+    let mut core = core(1);
+    answer_with(&mut core, vec![call("x"), call("x"), call("x_2")]);
+    let ids: Vec<String> = core
+        .round_calls()
+        .iter()
+        .map(|c| c.call.id.to_string())
+        .collect();
+    assert_eq!(ids, ["x", "x_2", "x_2_2"]);
+}
