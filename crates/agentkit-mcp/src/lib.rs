@@ -131,7 +131,7 @@ pub use events::{McpEvents, McpLogMessage, McpServerEvent};
 pub use manager::{McpServerManager, ServerState, ServerStatus};
 pub use naming::exposed_tool_name;
 #[cfg(feature = "oauth")]
-pub use oauth::{OAuthConfig, OAuthGrant};
+pub use oauth::{ClientKey, ClientKeyError, EnterpriseIdp, JwsAlgorithm, OAuthConfig, OAuthGrant};
 pub use protocol::{PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
 pub use sampling::{SamplingError, SamplingHandler, SamplingRequest, SamplingResponse};
 
