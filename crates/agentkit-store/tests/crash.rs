@@ -10,13 +10,13 @@ mod support;
 use agentkit_core::{Item, validate_transcript};
 use agentkit_loop::{Agent, LoopInterrupt, LoopStep};
 use agentkit_store::{NewSession, PgStore, SessionLease, SessionStore, SqliteStore, StoreError};
+use agentkit_testkit::pg::TempCluster;
 use agentkit_testkit::{ScriptedModel, ScriptedTurn};
 use agentkit_tools_core::ToolRegistry;
 use serde_json::json;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::pg::TempCluster;
 use support::tools::Slow;
 
 const BACKEND: &str = "AGENTKIT_STORE_CRASH_BACKEND";
