@@ -103,6 +103,7 @@ mod oauth;
 mod plain;
 mod process;
 mod protocol;
+mod roots;
 mod tool;
 
 pub use auth::{AuthOperation, AuthRequest, AuthResolution, McpAuthResponder, McpCredentials};
@@ -124,8 +125,9 @@ pub use error::McpError;
 pub use manager::{McpServerManager, ServerState, ServerStatus};
 pub use naming::exposed_tool_name;
 #[cfg(feature = "oauth")]
-pub use oauth::{OAuthConfig, OAuthGrant};
+pub use oauth::{ClientKey, ClientKeyError, EnterpriseIdp, JwsAlgorithm, OAuthConfig, OAuthGrant};
 pub use protocol::{PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
+pub use roots::McpRoot;
 
 // The README's example is compiled with the doc-tests.
 #[cfg(doctest)]

@@ -100,6 +100,8 @@ pub(crate) struct Inner {
     responder: Mutex<Option<Arc<dyn McpAuthResponder>>>,
     /// Answers servers' `elicitation/create`; `None` declines them.
     elicitation: Mutex<Option<Arc<dyn ElicitationHandler>>>,
+    /// The roots offered to servers (`set_roots`).
+    roots: Arc<crate::roots::Roots>,
 }
 
 /// One registered server.
@@ -145,6 +147,7 @@ impl McpServerManager {
                 pending_auth: Mutex::new(Vec::new()),
                 responder: Mutex::new(None),
                 elicitation: Mutex::new(None),
+                roots: Arc::default(),
             }),
         }
     }
@@ -481,6 +484,43 @@ impl McpServerManager {
         *self.inner.elicitation.lock().expect("elicitation lock") = Some(handler);
     }
 
+    /// Sets the roots offered to servers (a coding agent's workspace), and
+    /// tells the connected servers they changed
+    /// (`notifications/roots/list_changed`). Set them before servers
+    /// connect: the `roots` capability is announced in the handshake, so
+    /// servers connected before roots were first set see a client without
+    /// it until they reconnect.
+    ///
+    /// ```
+    /// use agentkit_mcp::{McpRoot, McpServerManager};
+    ///
+    /// # async fn run() {
+    /// let manager = McpServerManager::new();
+    /// manager
+    ///     .set_roots(vec![McpRoot::directory("/home/ada/project").name("project")])
+    ///     .await;
+    /// # }
+    /// ```
+    pub async fn set_roots(&self, roots: Vec<crate::McpRoot>) {
+        if !self.inner.roots.set(roots) {
+            return;
+        }
+        let live: Vec<_> = self
+            .inner
+            .servers
+            .lock()
+            .expect("servers lock")
+            .iter()
+            .filter_map(|server| {
+                let connection = server.live.lock().expect("live lock").clone()?;
+                Some((server.config.name.clone(), connection))
+            })
+            .collect();
+        for (name, connection) in live {
+            crate::roots::notify_changed(&name, connection).await;
+        }
+    }
+
     /// Registers a responder asked whenever any server wants credentials
     /// and has no responder of its own (see
     /// [`set_server_auth_responder`](Self::set_server_auth_responder)).
@@ -547,6 +587,7 @@ impl Inner {
     pub(crate) fn hooks(&self) -> crate::connection::Hooks {
         crate::connection::Hooks {
             elicitation: self.elicitation.lock().expect("elicitation lock").clone(),
+            roots: self.roots.clone(),
         }
     }
 
