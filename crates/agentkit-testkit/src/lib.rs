@@ -38,6 +38,8 @@
 pub mod cassette;
 mod drive;
 mod echo;
+#[cfg(feature = "postgres")]
+pub mod pg;
 pub mod process;
 mod script;
 mod snapshot;
