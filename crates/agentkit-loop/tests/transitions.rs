@@ -277,11 +277,11 @@ async fn observers_see_the_taxonomy_and_every_item_once_in_order() {
         [
             "run_started",
             "input_accepted",
-            "turn_started",
+            "model_call_started",
             "tool_call_requested",
             "tool_started",
             "tool_result_received",
-            "turn_started",
+            "model_call_started",
             "content_delta",
             "content_delta",
             "content_delta",

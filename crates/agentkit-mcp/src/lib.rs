@@ -124,7 +124,7 @@ pub use error::McpError;
 pub use manager::{McpServerManager, ServerState, ServerStatus};
 pub use naming::exposed_tool_name;
 #[cfg(feature = "oauth")]
-pub use oauth::{OAuthConfig, OAuthGrant};
+pub use oauth::{ClientKey, ClientKeyError, EnterpriseIdp, JwsAlgorithm, OAuthConfig, OAuthGrant};
 pub use protocol::{PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
 
 // The README's example is compiled with the doc-tests.
