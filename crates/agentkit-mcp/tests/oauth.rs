@@ -9,8 +9,8 @@
 mod common;
 
 use agentkit_mcp::{
-    AuthResolution, McpCredentials, McpError, McpServerConfig, McpServerManager, OAuthConfig,
-    ServerState,
+    AuthResolution, ClientKey, JwsAlgorithm, McpCredentials, McpError, McpServerConfig,
+    McpServerManager, OAuthConfig, ServerState,
 };
 use common::oauth_server::{AuthServer, browse};
 use common::rmcp_server::{HttpServer, whoami};
@@ -214,6 +214,61 @@ async fn reauthorization_reuses_discovery_and_registration() {
         assert_eq!(auth.state.metadata_requests.load(Ordering::SeqCst), 2);
         assert_eq!(auth.state.registrations(), 2);
         assert_ne!(client_id(&third), client_id(&fourth));
+    })
+    .await;
+}
+
+/// A P-256 key pair: the private key as PKCS #8 PEM, the public key.
+fn p256() -> (String, Vec<u8>) {
+    use base64::Engine as _;
+    use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair};
+    let rng = ring::rand::SystemRandom::new();
+    let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
+    let pair =
+        EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng).unwrap();
+    let pem = format!(
+        "-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n",
+        base64::engine::general_purpose::STANDARD.encode(pkcs8.as_ref())
+    );
+    (pem, pair.public_key().as_ref().to_vec())
+}
+
+/// A machine client with a private key (`private_key_jwt`) connects on
+/// its own: the authorization server verifies the signed assertion and
+/// issues a token; nobody is asked and nothing is registered. Signed with
+/// another key, the grant is refused and the connect fails with nobody
+/// sent to a browser.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_credentials_with_a_private_key() {
+    within(60, "the private_key_jwt grant", async {
+        let (pem, public) = p256();
+        let key = ClientKey::from_pem(JwsAlgorithm::Es256, &pem).unwrap();
+        let (_server, auth, manager) =
+            secured(OAuthConfig::client_credentials_jwt("machine", key)).await;
+        *auth.state.machine_key.lock().unwrap() = Some(public);
+        manager.connect("secure").await.expect("connects by itself");
+        assert_eq!(auth.state.client_credentials.load(Ordering::SeqCst), 1);
+        assert_eq!(
+            whoami(&manager, "c1").await.unwrap().output.to_text(),
+            "authorized"
+        );
+        assert!(manager.pending_auth().is_empty());
+
+        let (other_pem, _) = p256();
+        let other = ClientKey::from_pem(JwsAlgorithm::Es256, &other_pem).unwrap();
+        let (_server, auth, manager) =
+            secured(OAuthConfig::client_credentials_jwt("machine", other)).await;
+        let (_, public) = p256();
+        *auth.state.machine_key.lock().unwrap() = Some(public);
+        let refused = manager.connect("secure").await;
+        assert!(
+            matches!(&refused, Err(McpError::AuthRequired(request))
+                if !request.metadata.contains_key("mcp.authorization_url")),
+            "{refused:?}"
+        );
+        assert_eq!(auth.state.refused.load(Ordering::SeqCst), 1);
+        assert_eq!(auth.state.client_credentials.load(Ordering::SeqCst), 0);
+        assert_eq!(auth.state.registrations(), 0);
     })
     .await;
 }

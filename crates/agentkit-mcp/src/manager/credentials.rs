@@ -91,6 +91,8 @@ impl Inner {
         #[cfg(feature = "oauth")]
         if let crate::config::McpTransport::Http(http) = &server.config.transport
             && let Some(config) = &http.oauth
+            // A machine client has no user to send anywhere.
+            && !config.grant.is_machine()
         {
             let url = server
                 .oauth

@@ -271,6 +271,26 @@ mod tests {
     }
 
     #[test]
+    fn secrets_stay_out_of_debug_output() {
+        let (pem, _) = p256_pem();
+        let key = ClientKey::from_pem(JwsAlgorithm::Es256, &pem).unwrap();
+        let idp = crate::EnterpriseIdp::new("https://idp", "https://idp/token", "c", "id-tok3n")
+            .client_secret("idp-s3cret");
+        let configs = [
+            crate::OAuthConfig::client_credentials("c", "cc-s3cret"),
+            crate::OAuthConfig::client_credentials_jwt("c", key.clone()),
+            crate::OAuthConfig::cross_app_access("c", "as-s3cret", idp),
+        ];
+        let body = pem.lines().nth(1).unwrap().to_owned();
+        for config in configs {
+            let text = format!("{config:?}");
+            for secret in ["s3cret", "id-tok3n", body.as_str()] {
+                assert!(!text.contains(secret), "{secret} leaks through {text}");
+            }
+        }
+    }
+
+    #[test]
     fn keys_that_do_not_fit_are_refused() {
         let (pem, _) = p256_pem();
         assert_eq!(

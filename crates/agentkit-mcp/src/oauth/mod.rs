@@ -51,7 +51,7 @@ pub(crate) use flow::OAuthFlow;
 ///         .scopes(["tickets:read"]),
 /// );
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct OAuthConfig {
     /// Where the authorization server sends the user's browser back to,
@@ -175,6 +175,26 @@ impl std::fmt::Debug for EnterpriseIdp {
             .field("token_endpoint", &self.token_endpoint)
             .field("client_id", &self.client_id)
             .finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for OAuthConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Configurations end up in logs through `{:?}`: no secret in them.
+        f.debug_struct("OAuthConfig")
+            .field("redirect_uri", &self.redirect_uri)
+            .field("client_id", &self.client_id)
+            .field("client_name", &self.client_name)
+            .field("scopes", &self.scopes)
+            .field(
+                "client_secret",
+                &self.client_secret.as_ref().map(|_| "<redacted>"),
+            )
+            .field("client_metadata_url", &self.client_metadata_url)
+            .field("client_key", &self.client_key)
+            .field("enterprise_idp", &self.enterprise_idp)
+            .field("grant", &self.grant)
+            .finish()
     }
 }
 

@@ -43,9 +43,51 @@ pub struct AuthState {
     pub last_scope: Mutex<Option<String>>,
     /// How many times its metadata was fetched (discovery).
     pub metadata_requests: AtomicUsize,
+    /// The P-256 public key (uncompressed point) of the machine client
+    /// `machine`, which authenticates with `private_key_jwt`.
+    pub machine_key: Mutex<Option<Vec<u8>>>,
+    /// How many `client_credentials` grants it issued.
+    pub client_credentials: AtomicUsize,
 }
 
 impl AuthState {
+    /// Checks a `private_key_jwt` client assertion: signed with the
+    /// machine client's key, from and about `machine`, addressed to
+    /// `issuer`, not expired.
+    fn assertion_valid(&self, jwt: &str, issuer: &str) -> bool {
+        use ring::signature::{ECDSA_P256_SHA256_FIXED, UnparsedPublicKey};
+        let Some(key) = self.machine_key.lock().unwrap().clone() else {
+            return false;
+        };
+        let parts: Vec<&str> = jwt.split('.').collect();
+        let [header, claims, signature] = parts[..] else {
+            return false;
+        };
+        let Ok(signature) = URL_SAFE_NO_PAD.decode(signature) else {
+            return false;
+        };
+        let signed = format!("{header}.{claims}");
+        if UnparsedPublicKey::new(&ECDSA_P256_SHA256_FIXED, key)
+            .verify(signed.as_bytes(), &signature)
+            .is_err()
+        {
+            return false;
+        }
+        let claims: serde_json::Value = URL_SAFE_NO_PAD
+            .decode(claims)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .unwrap_or_default();
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        claims["iss"] == "machine"
+            && claims["sub"] == "machine"
+            && claims["aud"] == issuer
+            && claims["exp"].as_u64().is_some_and(|exp| exp > now)
+    }
+
     /// How many clients registered themselves.
     pub fn registrations(&self) -> usize {
         self.clients.lock().unwrap().len()
@@ -200,9 +242,11 @@ impl AuthServer {
         };
         let token = {
             let state = state.clone();
+            let issuer = url.clone();
             move |body: Bytes| {
                 let state = state.clone();
                 let resource = resource.clone();
+                let issuer = issuer.clone();
                 async move {
                     let params = form(&String::from_utf8_lossy(&body));
                     match params.get("grant_type").map(String::as_str) {
@@ -232,6 +276,17 @@ impl AuthServer {
                                 return token_error(&state, "invalid_grant");
                             }
                             state.refreshes.fetch_add(1, Ordering::SeqCst);
+                        }
+                        Some("client_credentials") => {
+                            let valid = params.get("client_assertion_type").map(String::as_str)
+                                == Some("urn:ietf:params:oauth:client-assertion-type:jwt-bearer")
+                                && params
+                                    .get("client_assertion")
+                                    .is_some_and(|jwt| state.assertion_valid(jwt, &issuer));
+                            if !valid {
+                                return token_error(&state, "invalid_client");
+                            }
+                            state.client_credentials.fetch_add(1, Ordering::SeqCst);
                         }
                         _ => return token_error(&state, "unsupported_grant_type"),
                     }
