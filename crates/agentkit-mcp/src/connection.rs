@@ -104,6 +104,8 @@ fn tool_progress(params: &ProgressNotificationParam) -> ToolProgress {
 #[derive(Clone, Default)]
 pub(crate) struct Hooks {
     pub(crate) elicitation: Option<std::sync::Arc<dyn ElicitationHandler>>,
+    /// The host's roots (see `roots.rs`).
+    pub(crate) roots: std::sync::Arc<crate::roots::Roots>,
     pub(crate) sampling: Option<std::sync::Arc<dyn crate::sampling::SamplingHandler>>,
     /// Where notifications for the host go (resource updates, list
     /// changes, log messages).
@@ -210,8 +212,17 @@ impl ClientHandler for Handler {
             .map_err(|err| rmcp::ErrorData::internal_error(err.to_string(), None))
     }
 
+    #[allow(deprecated)] // roots: see roots.rs
+    async fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ListRootsResult, rmcp::ErrorData> {
+        self.hooks.roots.list_result()
+    }
+
     fn get_info(&self) -> ClientConfig {
         let mut capabilities = ClientCapabilities::default();
+        capabilities.roots = self.hooks.roots.capability();
         if self.hooks.elicitation.is_some() {
             capabilities.elicitation = Some(
                 ElicitationCapability::new()

@@ -104,6 +104,7 @@ mod oauth;
 mod plain;
 mod process;
 mod protocol;
+mod roots;
 mod resource_tools;
 // Sampling is deprecated in rmcp (SEP-2577) like logging; the revisions
 // this client speaks still have it and servers still use it.
@@ -133,6 +134,7 @@ pub use naming::exposed_tool_name;
 #[cfg(feature = "oauth")]
 pub use oauth::{ClientKey, ClientKeyError, EnterpriseIdp, JwsAlgorithm, OAuthConfig, OAuthGrant};
 pub use protocol::{PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
+pub use roots::McpRoot;
 pub use sampling::{SamplingError, SamplingHandler, SamplingRequest, SamplingResponse};
 
 // The README's example is compiled with the doc-tests.

@@ -105,6 +105,8 @@ pub(crate) struct Inner {
     responder: Mutex<Option<Arc<dyn McpAuthResponder>>>,
     /// Answers servers' `elicitation/create`; `None` declines them.
     elicitation: Mutex<Option<Arc<dyn ElicitationHandler>>>,
+    /// The roots offered to servers (`set_roots`).
+    roots: Arc<crate::roots::Roots>,
     /// Answers servers' `sampling/createMessage`; `None` refuses them.
     sampling: Mutex<Option<Arc<dyn SamplingHandler>>>,
     /// Servers' notifications for the host.
@@ -158,6 +160,7 @@ impl McpServerManager {
                 pending_auth: Mutex::new(Vec::new()),
                 responder: Mutex::new(None),
                 elicitation: Mutex::new(None),
+                roots: Arc::default(),
                 sampling: Mutex::new(None),
                 events: tokio::sync::broadcast::channel(crate::events::EVENT_BUFFER).0,
                 resource_tools: Default::default(),
@@ -486,6 +489,43 @@ impl McpServerManager {
         *self.inner.elicitation.lock().expect("elicitation lock") = Some(handler);
     }
 
+    /// Sets the roots offered to servers (a coding agent's workspace), and
+    /// tells the connected servers they changed
+    /// (`notifications/roots/list_changed`). Set them before servers
+    /// connect: the `roots` capability is announced in the handshake, so
+    /// servers connected before roots were first set see a client without
+    /// it until they reconnect.
+    ///
+    /// ```
+    /// use agentkit_mcp::{McpRoot, McpServerManager};
+    ///
+    /// # async fn run() {
+    /// let manager = McpServerManager::new();
+    /// manager
+    ///     .set_roots(vec![McpRoot::directory("/home/ada/project").name("project")])
+    ///     .await;
+    /// # }
+    /// ```
+    pub async fn set_roots(&self, roots: Vec<crate::McpRoot>) {
+        if !self.inner.roots.set(roots) {
+            return;
+        }
+        let live: Vec<_> = self
+            .inner
+            .servers
+            .lock()
+            .expect("servers lock")
+            .iter()
+            .filter_map(|server| {
+                let connection = server.live.lock().expect("live lock").clone()?;
+                Some((server.config.name.clone(), connection))
+            })
+            .collect();
+        for (name, connection) in live {
+            crate::roots::notify_changed(&name, connection).await;
+        }
+    }
+
     /// Sets who answers servers' `sampling/createMessage` requests (the
     /// host's model, after the host's approval; see [`SamplingHandler`]).
     /// Without one, sampling is not announced and servers' requests are
@@ -560,6 +600,7 @@ impl Inner {
     pub(crate) fn hooks(&self) -> crate::connection::Hooks {
         crate::connection::Hooks {
             elicitation: self.elicitation.lock().expect("elicitation lock").clone(),
+            roots: self.roots.clone(),
             sampling: self.sampling.lock().expect("sampling lock").clone(),
             events: Some(self.events.clone()),
         }
