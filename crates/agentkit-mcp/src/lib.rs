@@ -104,8 +104,8 @@ mod oauth;
 mod plain;
 mod process;
 mod protocol;
-mod roots;
 mod resource_tools;
+mod roots;
 // Sampling is deprecated in rmcp (SEP-2577) like logging; the revisions
 // this client speaks still have it and servers still use it.
 #[allow(deprecated)]
