@@ -277,3 +277,59 @@ async fn resources_and_prompts_can_be_offered_to_the_model_as_tools() {
 fn request(name: &str, input: serde_json::Value) -> ToolRequest {
     ToolRequest::new("call-1", name, input)
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_resource_list_is_reported_and_followed() {
+    within(60, "the resource list change test", async {
+        let manager = McpServerManager::new();
+        manager.register(everything("everything")).unwrap();
+        manager.connect("everything").await.unwrap();
+        manager.set_resource_tools(true);
+        let mut events = manager.events();
+        let uri = "demo://resource/session/hello.gz";
+        assert!(
+            !manager
+                .resources("everything")
+                .unwrap()
+                .iter()
+                .any(|r| r.uri == uri)
+        );
+
+        // The tool registers a new resource (its input is a data: URI, so
+        // nothing leaves the machine); the server announces the change.
+        manager
+            .call_tool(
+                "everything",
+                "gzip-file-as-resource",
+                json!({ "name": "hello.gz", "data": "data:text/plain;base64,aGVsbG8=" }),
+                ToolContext::detached(),
+            )
+            .await
+            .unwrap();
+        loop {
+            if let Some(McpServerEvent::ResourcesChanged { server }) = events.recv().await {
+                assert_eq!(server, "everything");
+                break;
+            }
+        }
+        // The manager re-lists by itself: the kept list and the model's
+        // read_resource tool know the new resource.
+        common::eventually(30, "the re-listed resources", || {
+            manager
+                .resources("everything")
+                .unwrap()
+                .iter()
+                .any(|r| r.uri == uri)
+        })
+        .await;
+        let source = manager.source();
+        common::eventually(30, "the updated tool description", || {
+            tool(&source, "mcp_everything_read_resource")
+                .spec()
+                .description
+                .contains(uri)
+        })
+        .await;
+    })
+    .await;
+}

@@ -15,6 +15,7 @@ use super::McpServerManager;
 use crate::convert;
 use crate::discovery::{McpPrompt, McpResource, McpResourceTemplate, from_json_list};
 use crate::error::McpError;
+use crate::events::McpServerEvent;
 use agentkit_core::{Item, Part};
 use agentkit_tools_core::AuthOperation;
 use rmcp::RoleClient;
@@ -199,6 +200,66 @@ impl McpServerManager {
             })
             .await?;
         Ok(convert::prompt_items(&result))
+    }
+}
+
+/// Re-lists a server's resources or prompts whenever it says they
+/// changed, for as long as its connection lives, so the kept lists (and the
+/// optional resource tools' descriptions) follow the server.
+pub(super) async fn follow_list_changes(
+    manager: std::sync::Weak<super::Inner>,
+    server: std::sync::Weak<super::Server>,
+    connection: std::sync::Weak<crate::connection::Connection>,
+    mut events: tokio::sync::broadcast::Receiver<McpServerEvent>,
+) {
+    while let Some(event) = crate::events::next_event(&mut events).await {
+        let (Some(manager), Some(server), Some(connection)) =
+            (manager.upgrade(), server.upgrade(), connection.upgrade())
+        else {
+            return;
+        };
+        if connection.is_closed() {
+            return;
+        }
+        let name = server.config.name.as_str();
+        let resources = match &event {
+            McpServerEvent::ResourcesChanged { server } if server == name => true,
+            McpServerEvent::PromptsChanged { server } if server == name => false,
+            _ => continue,
+        };
+        let peer = connection.peer().clone();
+        let limit = server.config.call_timeout;
+        let listed = if resources {
+            connection
+                .host_request(limit, async move { peer.list_all_resources().await })
+                .await
+        } else {
+            connection
+                .host_request(limit, async move { peer.list_all_prompts().await })
+                .await
+        };
+        let list = match listed {
+            Ok(list) => list,
+            Err(err) => {
+                tracing::warn!(server = name, %err, "re-listing after a change failed");
+                continue;
+            }
+        };
+        let current = server
+            .live
+            .lock()
+            .expect("live lock")
+            .as_ref()
+            .is_some_and(|c| std::sync::Arc::ptr_eq(c, &connection));
+        if !current {
+            return;
+        }
+        if resources {
+            *server.resources.lock().expect("resources lock") = from_json_list(list);
+        } else {
+            *server.prompts.lock().expect("prompts lock") = from_json_list(list);
+        }
+        manager.rebuild_catalog();
     }
 }
 

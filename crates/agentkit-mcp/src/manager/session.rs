@@ -121,12 +121,21 @@ impl Inner {
             server.config.call_timeout,
         );
 
-        let task = tokio::spawn(follow_tool_changes(
+        let tools = follow_tool_changes(
             self.weak.clone(),
             Arc::downgrade(server),
             Arc::downgrade(connection),
             connection.tools_changed.clone(),
-        ));
+        );
+        let lists = super::resources::follow_list_changes(
+            self.weak.clone(),
+            Arc::downgrade(server),
+            Arc::downgrade(connection),
+            self.events.subscribe(),
+        );
+        let task = tokio::spawn(async move {
+            futures::join!(tools, lists);
+        });
         if let Some(old) = server
             .refresher
             .lock()
