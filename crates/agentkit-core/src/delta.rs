@@ -302,6 +302,38 @@ impl DeltaFolder {
             .collect()
     }
 
+    /// [`apply`](Self::apply) for a delta the caller no longer needs: a
+    /// part's id and kind, and the first chunk of its text, are moved into
+    /// the folder instead of copied (no allocation and no free per part).
+    ///
+    /// ```
+    /// use agentkit_core::{Delta, DeltaFolder, Part, PartId, PartKind};
+    ///
+    /// let id = PartId::new("p0");
+    /// let mut folder = DeltaFolder::new();
+    /// folder.apply_owned(Delta::BeginPart { part_id: id.clone(), kind: PartKind::Text })?;
+    /// folder.apply_owned(Delta::AppendText { part_id: id.clone(), chunk: "Hel".into() })?;
+    /// folder.apply_owned(Delta::AppendText { part_id: id.clone(), chunk: "lo".into() })?;
+    /// folder.apply_owned(Delta::CommitPart { part_id: id })?;
+    /// assert_eq!(folder.finish()?, vec![Part::text("Hello")]);
+    /// # Ok::<(), agentkit_core::DeltaError>(())
+    /// ```
+    pub fn apply_owned(&mut self, delta: Delta) -> Result<(), DeltaError> {
+        match delta {
+            Delta::BeginPart { part_id, kind } => self.begin_owned(part_id, kind),
+            Delta::AppendText { part_id, chunk } => {
+                let slot = self.open_slot(&part_id)?;
+                match &mut slot.buffer {
+                    Buffer::Text(text) if text.is_empty() => *text = chunk,
+                    Buffer::Text(text) => text.push_str(&chunk),
+                    _ => return self.apply(&Delta::AppendText { part_id, chunk }),
+                }
+                Ok(())
+            }
+            other => self.apply(&other),
+        }
+    }
+
     /// Applies one delta.
     pub fn apply(&mut self, delta: &Delta) -> Result<(), DeltaError> {
         if let Delta::BeginPart { part_id, kind } = delta {
@@ -373,10 +405,14 @@ impl DeltaFolder {
     }
 
     fn begin(&mut self, part_id: &PartId, kind: &PartKind) -> Result<(), DeltaError> {
-        if self.find(part_id).is_some() {
-            return Err(DeltaError::DuplicatePart(part_id.clone()));
+        self.begin_owned(part_id.clone(), kind.clone())
+    }
+
+    fn begin_owned(&mut self, part_id: PartId, kind: PartKind) -> Result<(), DeltaError> {
+        if self.find(&part_id).is_some() {
+            return Err(DeltaError::DuplicatePart(part_id));
         }
-        let buffer = match kind {
+        let buffer = match &kind {
             PartKind::Text => Buffer::Text(String::new()),
             PartKind::Reasoning => Buffer::Reasoning {
                 summary: String::new(),
@@ -399,8 +435,8 @@ impl DeltaFolder {
             None => {}
         }
         self.slots.push(Slot {
-            id: part_id.clone(),
-            kind: kind.clone(),
+            id: part_id,
+            kind,
             buffer,
             metadata: MetadataMap::new(),
             committed: false,

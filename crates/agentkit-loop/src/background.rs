@@ -82,6 +82,10 @@ struct Inner {
     /// taking the lock. Written only under that lock.
     any_finished: AtomicBool,
     notifier: Mutex<Option<Notifier>>,
+    /// Bumped by every change a snapshot would show (a task registered,
+    /// detached, abandoned, finished, its result taken): part of
+    /// [`LoopDriver::generation`](crate::LoopDriver::generation).
+    changes: AtomicU64,
 }
 
 /// The background tasks of one session: `Clone + Send + Sync`.
@@ -107,6 +111,15 @@ impl std::fmt::Debug for BackgroundTasks {
 impl BackgroundTasks {
     fn lock_tasks(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Entry>> {
         self.inner.tasks.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn changed(&self) {
+        self.inner.changes.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// How many times the tasks changed.
+    pub(crate) fn changes(&self) -> u64 {
+        self.inner.changes.load(Ordering::Relaxed)
     }
 
     fn notify(&self, event: AgentEvent) {
@@ -190,6 +203,7 @@ impl BackgroundTasks {
                 mode,
             },
         );
+        self.changed();
         if background {
             self.started(&info);
         }
@@ -216,6 +230,7 @@ impl BackgroundTasks {
             match &entry.mode {
                 Mode::Foreground(Some(_)) => {
                     entry.mode = Mode::Background;
+                    self.changed();
                     entry.info.clone()
                 }
                 _ => return false,
@@ -234,6 +249,7 @@ impl BackgroundTasks {
         {
             entry.controller.interrupt();
             tasks.remove(task_id);
+            self.changed();
         }
     }
 
@@ -242,6 +258,7 @@ impl BackgroundTasks {
         let Some(mut entry) = self.lock_tasks().remove(task_id) else {
             return;
         };
+        self.changed();
         match &mut entry.mode {
             Mode::Foreground(sender) => {
                 if let Some(sender) = sender.take() {
@@ -291,6 +308,7 @@ impl BackgroundTasks {
             .lock()
             .unwrap_or_else(|e| e.into_inner());
         self.inner.any_finished.store(false, Ordering::Relaxed);
+        self.changed();
         std::mem::take(&mut *finished)
     }
 }

@@ -49,8 +49,11 @@ pub use crate::driver::machine::{
     CoreSettings, Input, QueuedMessages, RecordedRewrite, ToolOutcome, Verdict,
 };
 
-/// The input-log format this version writes and reads.
-pub const INPUT_LOG_VERSION: u32 = 1;
+/// The input-log format this version writes and reads. Version 2: each
+/// poll starts at most one call of a round (version 1 started every call
+/// the parallelism allowed in one poll, so its logs of parallel rounds do
+/// not replay).
+pub const INPUT_LOG_VERSION: u32 = 2;
 
 /// The first line of an input log: where the recording began.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -127,6 +127,9 @@ struct Shared {
     /// between two steps of a round costs a load, not a lock. Set under the
     /// lock when one is queued; cleared under it when a check finds none.
     maybe_urgent: std::sync::atomic::AtomicBool,
+    /// Bumped by every change of the queue (push, withdraw, drain,
+    /// restore): part of [`LoopDriver::generation`](crate::LoopDriver::generation).
+    changes: AtomicU64,
 }
 
 impl Drop for Shared {
@@ -172,6 +175,7 @@ impl Default for SoftInterruptHandle {
             queue: Mutex::new(Queue::default()),
             urgent: Notify::new(),
             maybe_urgent: std::sync::atomic::AtomicBool::new(false),
+            changes: AtomicU64::new(0),
         });
         registry()
             .lock()
@@ -195,6 +199,7 @@ impl SoftInterruptHandle {
             queue
                 .messages
                 .push(SoftInterruptMessage { id, item, delivery });
+            self.changed();
             if delivery == DeliveryMode::Urgent {
                 self.shared.maybe_urgent.store(true, Ordering::Release);
             }
@@ -236,12 +241,22 @@ impl SoftInterruptHandle {
     pub fn withdraw(&self, id: u64) -> Option<SoftInterruptMessage> {
         let mut queue = self.lock();
         let index = queue.messages.iter().position(|m| m.id == id)?;
+        self.changed();
         Some(queue.messages.remove(index))
     }
 
     /// `true` when nothing is waiting.
     pub fn is_empty(&self) -> bool {
         self.lock().messages.is_empty()
+    }
+
+    fn changed(&self) {
+        self.shared.changes.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// How many times the queue changed.
+    pub(crate) fn changes(&self) -> u64 {
+        self.shared.changes.load(Ordering::Relaxed)
     }
 
     pub(crate) fn queue_id(&self) -> u64 {
@@ -289,6 +304,7 @@ impl SoftInterruptHandle {
                 // Every safe point asks; almost always nothing was typed.
                 return None;
             }
+            self.changed();
             if all {
                 std::mem::take(&mut queue.messages)
             } else {
@@ -312,6 +328,7 @@ impl SoftInterruptHandle {
     /// Adds saved messages the queue does not hold yet, keeping id order.
     pub(crate) fn restore(&self, messages: Vec<SoftInterruptMessage>) {
         let mut queue = self.lock();
+        self.changed();
         for message in messages {
             if !queue.messages.iter().any(|m| m.id == message.id) {
                 queue.messages.push(message);

@@ -70,6 +70,15 @@ impl Recorder {
         };
     }
 
+    /// `true` when items wait to be archived.
+    pub(crate) fn has_archived(&self) -> bool {
+        !self
+            .archive
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_empty()
+    }
+
     /// The items to archive with the next checkpoint.
     pub(crate) fn take_archived(&self) -> Vec<Item> {
         std::mem::take(&mut *self.archive.lock().unwrap_or_else(|e| e.into_inner()))

@@ -155,7 +155,7 @@ impl SessionLease {
             usage: stored.info.usage,
             has_title: stored.info.title.is_some(),
             saved: None,
-            touched: false,
+            saved_snapshot: None,
             lost,
             heartbeat,
         };
@@ -216,11 +216,13 @@ pub struct Session<S: ModelSession> {
     recorder: Arc<Recorder>,
     usage: Usage,
     has_title: bool,
-    /// What the last checkpoint held, to skip saving an unchanged one.
-    saved: Option<String>,
-    /// The host had the driver mutably since the last save (an approval,
-    /// input): save before the next step.
-    touched: bool,
+    /// The driver's [`generation`](LoopDriver::generation) at the last
+    /// checkpoint: an unchanged driver is not even serialized again.
+    saved: Option<u64>,
+    /// What the last checkpoint held: a driver whose generation moved
+    /// without changing its snapshot (a step that only yielded) is not
+    /// written again.
+    saved_snapshot: Option<String>,
     lost: Arc<AtomicBool>,
     heartbeat: tokio::task::JoinHandle<()>,
 }
@@ -234,7 +236,9 @@ impl<S: ModelSession> Session<S> {
     /// saved; [`StoreError::LeaseLost`] means another worker owns the
     /// session now and this one must stop.
     pub async fn next(&mut self) -> StoreResult<LoopStep> {
-        if self.touched {
+        if self.saved != Some(self.driver.generation()) {
+            // The host changed the driver (an approval, input): keep that
+            // before the step.
             self.save().await?;
         }
         let result = self.driver.next().await;
@@ -257,14 +261,21 @@ impl<S: ModelSession> Session<S> {
             self.recorder.mark_broken();
             return Err(self.note(err));
         }
+        let generation = self.driver.generation();
+        let state = self.recorder.state();
+        let view = self.driver.transcript();
+        let len = view.len();
+        let rows_current = !state.broken && state.next_index == len;
+        if rows_current && self.saved == Some(generation) && !self.recorder.has_archived() {
+            // Nothing happened since the last checkpoint: no snapshot is
+            // built.
+            return Ok(());
+        }
         // The items are in the rows already, but for those the recorder has
         // not written: copy only those, so a save costs the same at any
         // transcript length.
         let snapshot = self.driver.snapshot_without_transcript();
         let snapshot_json = serde_json::to_string(&snapshot)?;
-        let state = self.recorder.state();
-        let view = self.driver.transcript();
-        let len = view.len();
         let (first, tail, derived) = {
             let transcript = view.read();
             let first = if state.broken || state.next_index > len {
@@ -288,7 +299,8 @@ impl<S: ModelSession> Session<S> {
             serde_json::to_string(&self.usage)?
         );
         let archived = self.recorder.take_archived();
-        if items.is_none() && archived.is_empty() && self.saved.as_ref() == Some(&key) {
+        if items.is_none() && archived.is_empty() && self.saved_snapshot.as_ref() == Some(&key) {
+            self.saved = Some(generation);
             return Ok(());
         }
         let title = derived;
@@ -307,8 +319,8 @@ impl<S: ModelSession> Session<S> {
         }
         self.has_title |= title.is_some();
         self.recorder.reset(len);
-        self.saved = Some(key);
-        self.touched = false;
+        self.saved = Some(generation);
+        self.saved_snapshot = Some(key);
         Ok(())
     }
 
@@ -337,7 +349,6 @@ impl<S: ModelSession> Session<S> {
     /// The driver, to resolve approvals or submit input. Changes are saved
     /// by the next [`Session::next`] or [`Session::save`].
     pub fn driver_mut(&mut self) -> &mut LoopDriver<S> {
-        self.touched = true;
         &mut self.driver
     }
 
@@ -362,7 +373,6 @@ impl<S: ModelSession> std::ops::Deref for Session<S> {
 
 impl<S: ModelSession> std::ops::DerefMut for Session<S> {
     fn deref_mut(&mut self) -> &mut LoopDriver<S> {
-        self.touched = true;
         &mut self.driver
     }
 }

@@ -340,6 +340,33 @@ impl<S: ModelSession> LoopDriver<S> {
         self.core.log.view()
     }
 
+    /// A number that changes whenever the session's state might have: any
+    /// input the core took in (a step, the host's input or approval), a
+    /// change of the soft-interrupt queue or of the background tasks. Equal
+    /// generations mean an equal [`snapshot`](Self::snapshot), so a host
+    /// that saves sessions skips a save without building one:
+    ///
+    /// ```
+    /// # use agentkit_loop::{Agent, SessionConfig};
+    /// # use agentkit_testkit::{ScriptedModel, ScriptedTurn};
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// # let agent = Agent::builder().model(ScriptedModel::new([ScriptedTurn::text("hi")])).build()?;
+    /// let driver = agent.start(SessionConfig::new("demo")).await?;
+    /// let saved = driver.generation();
+    /// assert_eq!(driver.generation(), saved, "nothing happened");
+    /// driver.soft_interrupts().push_text("also this");
+    /// assert_ne!(driver.generation(), saved);
+    /// # Ok::<(), agentkit_loop::LoopError>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn generation(&self) -> u64 {
+        let background = self.background.get().map_or(0, BackgroundTasks::changes);
+        self.core
+            .generation
+            .wrapping_add(self.soft.changes())
+            .wrapping_add(background)
+    }
+
     /// The soft-interrupt queue: push messages to it from any task while
     /// `next()` runs; they are injected at the next safe point. A handle
     /// taken before a snapshot keeps feeding the driver resumed from that
@@ -493,10 +520,8 @@ impl<S: ModelSession> LoopDriver<S> {
                         self.preflight(indices);
                         self.core.poll()
                     }
-                    Action::StartTools(calls) => {
-                        for call in calls {
-                            running.push(self.start_call(call));
-                        }
+                    Action::StartTool(call) => {
+                        running.push(self.start_call(call));
                         self.core.poll()
                     }
                     other => break other,
@@ -513,7 +538,7 @@ impl<S: ModelSession> LoopDriver<S> {
                 Action::Fail(reason) => return Err(LoopError::InvalidState(reason)),
                 Action::CallModel(call) => self.model_call(call).await?,
                 // Answered above.
-                Action::TakeQueued { .. } | Action::Preflight(_) | Action::StartTools(_) => {}
+                Action::TakeQueued { .. } | Action::Preflight(_) | Action::StartTool(_) => {}
                 Action::AwaitTools { wake_on_urgent } => {
                     self.await_calls(&mut running, wake_on_urgent).await
                 }

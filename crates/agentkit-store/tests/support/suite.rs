@@ -182,6 +182,9 @@ pub async fn queued_input_and_messages_survive_a_restart(backend: &impl Backend)
     };
     info.submit(&mut session, vec![Item::user("extra input")])
         .unwrap();
+    session.save().await.unwrap();
+    // Only the queue changes after that save: the driver's generation
+    // moves, so closing saves again.
     session
         .soft_interrupts()
         .push(Item::user("typed meanwhile"));

@@ -69,8 +69,9 @@ pub(crate) enum Action {
     /// of the round and report each verdict with [`DriverCore::on_checked`]
     /// (a range, not a list: no allocation per round).
     Preflight(std::ops::Range<usize>),
-    /// Start these calls of the round, in this order.
-    StartTools(Vec<StartCall>),
+    /// Start this call of the round, then poll again (the next call to
+    /// start, if the parallelism allows, comes from that poll).
+    StartTool(StartCall),
     /// Wait for a running call to finish or a cancellation (and, with
     /// `wake_on_urgent`, an urgent message), then poll again.
     AwaitTools { wake_on_urgent: bool },
@@ -172,6 +173,9 @@ pub(crate) struct DriverCore {
     pub(crate) notifications: Vec<(BackgroundTaskInfo, ToolResultPart)>,
     /// The input log, when recording.
     pub(crate) recording: Option<Vec<Input>>,
+    /// Inputs taken in so far: every change of the core's state comes
+    /// with one (see `LoopDriver::generation`).
+    pub(crate) generation: u64,
 }
 
 impl DriverCore {
@@ -196,12 +200,14 @@ impl DriverCore {
             last_call: None,
             notifications: Vec::new(),
             recording: None,
+            generation: 0,
         }
     }
 
     /// Writes `input` to the log when recording.
     #[inline]
     fn record(&mut self, input: impl FnOnce() -> Input) {
+        self.generation = self.generation.wrapping_add(1);
         if let Some(log) = self.recording.as_mut() {
             log.push(input());
         }

@@ -72,15 +72,24 @@ impl DriverCore {
         self.record(|| Input::ModelDelta {
             delta: delta.clone(),
         });
+        let observe = self.settings.observe_events;
         let Some(stream) = self.stream_mut() else {
             return Ok(());
         };
-        if let Err(err) = stream.folder.apply(&delta) {
+        let (applied, delta) = if observe {
+            (stream.folder.apply(&delta), Some(delta))
+        } else {
+            // Nobody reads the delta: its strings move into the folder.
+            (stream.folder.apply_owned(delta), None)
+        };
+        if let Err(err) = applied {
             let message = format!("malformed delta stream: {err}");
             self.fail_stream();
             return Err(message);
         }
-        self.emit(|| AgentEvent::ContentDelta { delta });
+        if let Some(delta) = delta {
+            self.emit(|| AgentEvent::ContentDelta { delta });
+        }
         Ok(())
     }
 
@@ -150,7 +159,7 @@ impl DriverCore {
         let reported = usage.tokens.input_tokens + usage.tokens.output_tokens > 0;
         metadata.insert(
             agentkit_core::keys::FINISH_REASON.into(),
-            serde_json::to_value(&finish_reason).unwrap_or_default(),
+            finish_reason_value(&finish_reason),
         );
         let has_calls = !calls.is_empty();
         let Some(turn) = self.turn_mut() else {
@@ -295,6 +304,35 @@ impl DriverCore {
             });
         }
         self.cancel_turn(partial);
+    }
+}
+
+/// `finish_reason` as it serializes, without the serializer for the
+/// reasons every answer ends with.
+fn finish_reason_value(finish_reason: &FinishReason) -> serde_json::Value {
+    let name = match finish_reason {
+        FinishReason::Completed => "completed",
+        FinishReason::ToolCall => "tool_call",
+        FinishReason::MaxTokens => "max_tokens",
+        other => return serde_json::to_value(other).unwrap_or_default(),
+    };
+    serde_json::Value::String(name.to_owned())
+}
+
+#[cfg(test)]
+#[test]
+fn finish_reasons_are_written_as_they_serialize() {
+    for reason in [
+        FinishReason::Completed,
+        FinishReason::ToolCall,
+        FinishReason::MaxTokens,
+        FinishReason::Blocked,
+        FinishReason::Other("x".into()),
+    ] {
+        assert_eq!(
+            finish_reason_value(&reason),
+            serde_json::to_value(&reason).unwrap()
+        );
     }
 }
 

@@ -77,9 +77,8 @@ impl DriverCore {
             self.close_round(Some(skipped));
             return None;
         }
-        let start = self.start_calls();
-        if !start.is_empty() {
-            return Some(Action::StartTools(start));
+        if let Some(start) = self.start_next() {
+            return Some(Action::StartTool(start));
         }
         Some(Action::AwaitTools {
             wake_on_urgent: parallel > 1,
@@ -111,69 +110,60 @@ impl DriverCore {
         Some(entry)
     }
 
-    /// Marks calls `Running` up to the parallelism and reports them.
-    fn start_calls(&mut self) -> Vec<StartCall> {
+    /// Marks the next runnable call `Running`, if the parallelism allows,
+    /// and reports it. One call per poll: the shell starts it and polls
+    /// again, so a round allocates no list of calls to start.
+    fn start_next(&mut self) -> Option<StartCall> {
         let parallel = self.settings.parallel.max(1);
         let observe = self.settings.observe_events;
         // The fields apart: the round is borrowed while events are queued.
         let Phase::InTurn(turn) = &mut self.phase else {
-            return Vec::new();
+            return None;
         };
         let outbox = &mut self.outbox;
-        let turn_id = turn.turn_id.clone();
         let Step::ToolRound(round) = &mut turn.step else {
-            return Vec::new();
+            return None;
         };
         let running = round
             .calls
             .iter()
             .filter(|c| matches!(c.state, CallState::Running))
             .count();
-        let free = parallel.saturating_sub(running);
-        let runnable = |c: &RoundCall| c.state.is_runnable();
-        let count = round
-            .calls
-            .iter()
-            .filter(|c| runnable(c))
-            .take(free)
-            .count();
-        let mut started = Vec::with_capacity(count);
-        for (index, entry) in round.calls.iter_mut().enumerate() {
-            if started.len() == count {
-                break;
-            }
-            if !runnable(entry) {
-                continue;
-            }
-            let (approval, resume, validated) =
-                match std::mem::replace(&mut entry.state, CallState::Running) {
-                    CallState::Approved(request) => (Some(Box::new(request)), None, None),
-                    CallState::Resumed(request, decision) => {
-                        (None, Some(Box::new(ToolResume { request, decision })), None)
-                    }
-                    CallState::Queued(validated) => (None, None, validated),
-                    _ => (None, None, None),
-                };
-            if observe {
-                outbox.push_back(Note::Event(AgentEvent::ToolStarted {
-                    call_id: entry.call.id.clone(),
-                    tool_name: entry.call.name.clone(),
-                }));
-            }
-            let (request, validated) = match validated {
-                Some((request, spec)) => (request, Some(spec)),
-                None => (super::tool_request(&entry.call), None),
-            };
-            started.push(StartCall {
-                index,
-                turn_id: turn_id.clone(),
-                approval,
-                resume,
-                request,
-                validated,
-            });
+        if running >= parallel {
+            return None;
         }
-        started
+        let (index, entry) = round
+            .calls
+            .iter_mut()
+            .enumerate()
+            .find(|(_, c)| c.state.is_runnable())?;
+        let (approval, resume, validated) =
+            match std::mem::replace(&mut entry.state, CallState::Running) {
+                CallState::Approved(request) => (Some(Box::new(request)), None, None),
+                CallState::Resumed(request, decision) => {
+                    (None, Some(Box::new(ToolResume { request, decision })), None)
+                }
+                CallState::Queued(validated) => (None, None, validated),
+                _ => (None, None, None),
+            };
+        if observe {
+            outbox.push_back(Note::Event(AgentEvent::ToolStarted {
+                call_id: entry.call.id.clone(),
+                tool_name: entry.call.name.clone(),
+            }));
+        }
+        let (request, validated) = match validated {
+            Some((request, spec)) => (request, Some(spec)),
+            None => (super::tool_request(&entry.call), None),
+        };
+        Some(StartCall {
+            index,
+            turn_id: turn.turn_id.clone(),
+            approval,
+            resume,
+            request,
+            validated,
+        })
     }
 
     /// Appends, in call order, every answer that is ready.

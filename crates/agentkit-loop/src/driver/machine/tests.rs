@@ -41,6 +41,16 @@ fn poll(core: &mut DriverCore) -> Action {
     }
 }
 
+/// Polls while the core starts calls; the calls it started, in order.
+fn start_all(core: &mut DriverCore) -> Vec<super::StartCall> {
+    let mut started = Vec::new();
+    while let Action::StartTool(call) = poll(core) {
+        started.push(call);
+    }
+    assert!(!started.is_empty(), "a call starts");
+    started
+}
+
 /// Polls to the model call and answers it with `calls`, which pass the
 /// preflight.
 fn answer_with(core: &mut DriverCore, calls: Vec<ToolCallPart>) {
@@ -85,9 +95,7 @@ fn results(core: &DriverCore) -> Vec<(String, Option<String>)> {
 fn an_urgent_message_keeps_a_finished_later_call() {
     let mut core = core(4);
     answer_with(&mut core, vec![call("a"), call("b"), call("c")]);
-    let Action::StartTools(started) = poll(&mut core) else {
-        panic!()
-    };
+    let started = start_all(&mut core);
     assert_eq!(started.len(), 3);
     assert!(matches!(poll(&mut core), Action::AwaitTools { .. }));
     // b finishes first; it waits for a.
@@ -123,16 +131,12 @@ fn an_urgent_message_keeps_a_finished_later_call() {
 fn lost_calls_are_answered_as_interrupted_in_order() {
     let mut core = core(2);
     answer_with(&mut core, vec![call("a"), call("b"), call("c")]);
-    let Action::StartTools(started) = poll(&mut core) else {
-        panic!()
-    };
+    let started = start_all(&mut core);
     assert_eq!(started.len(), 2, "bounded by the parallelism");
     core.on_tool_done(1, &"b".into(), done(&"b".into(), "b done"));
     core.on_calls_lost();
     // a is answered as interrupted, b keeps its result, c still runs.
-    let Action::StartTools(next) = poll(&mut core) else {
-        panic!()
-    };
+    let next = start_all(&mut core);
     assert_eq!(next.iter().map(|s| s.index).collect::<Vec<_>>(), [2]);
     assert_eq!(
         results(&core),
@@ -145,9 +149,7 @@ fn the_step_limit_ends_the_turn() {
     let mut core = core(1);
     for round in 0..5 {
         answer_with(&mut core, vec![call(&format!("c{round}"))]);
-        let Action::StartTools(_) = poll(&mut core) else {
-            panic!()
-        };
+        let _ = start_all(&mut core);
         let id = ToolCallId::new(format!("c{round}"));
         core.on_tool_done(0, &id, done(&id, "x"));
         assert!(matches!(poll(&mut core), Action::Yield(_)));
@@ -163,9 +165,7 @@ fn the_step_limit_ends_the_turn() {
 fn a_call_paused_for_approval_waits_for_its_siblings_then_runs_again() {
     let mut core = core(2);
     answer_with(&mut core, vec![call("a"), call("b")]);
-    let Action::StartTools(started) = poll(&mut core) else {
-        panic!()
-    };
+    let started = start_all(&mut core);
     assert_eq!(started.len(), 2);
     let request = agentkit_tools_core::ApprovalRequest {
         task_id: None,
@@ -197,9 +197,7 @@ fn a_call_paused_for_approval_waits_for_its_siblings_then_runs_again() {
     // A denial runs the call again too, with the answer.
     core.resolve_approval("a".into(), ApprovalDecision::deny_with_reason("no"))
         .unwrap();
-    let Action::StartTools(again) = poll(&mut core) else {
-        panic!()
-    };
+    let again = start_all(&mut core);
     let resume = again[0].resume.as_ref().unwrap();
     assert_eq!(resume.decision, ApprovalDecision::deny_with_reason("no"));
     assert!(again[0].approval.is_none());
@@ -215,9 +213,7 @@ fn a_call_paused_for_approval_waits_for_its_siblings_then_runs_again() {
 fn a_turn_keeps_its_items_when_a_mutator_rewrites_the_log() {
     let mut core = core(1);
     answer_with(&mut core, vec![call("a")]);
-    let Action::StartTools(_) = poll(&mut core) else {
-        panic!()
-    };
+    let _ = start_all(&mut core);
     core.on_tool_done(0, &"a".into(), done(&"a".into(), "a done"));
     assert!(matches!(poll(&mut core), Action::Yield(_)));
     let appended: Vec<Item> = core.log.with(|items| items[1..].to_vec());
