@@ -104,7 +104,9 @@ impl<D: SseDecoder> DecodedStream<D> {
             if let Some(item) = self.queue.pop_front() {
                 return Poll::Ready(Ok(Some(item)));
             }
-            if let Some(error) = self.failed.take() {
+            if let Some(mut error) = self.failed.take() {
+                // An error event may quote the key the request carried.
+                crate::redact_secrets(&mut error.message, self.events.secrets());
                 return Poll::Ready(Err(error));
             }
             if self.done {

@@ -30,6 +30,7 @@ use futures::{Stream, StreamExt, stream};
 use std::collections::VecDeque;
 use std::ops::ControlFlow;
 use std::pin::Pin;
+use std::sync::Arc;
 
 /// One decoded server-sent event.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -560,6 +561,9 @@ pub struct SseStream {
     /// An error met after the events in `ready`: reported once they are out.
     failed: Option<ProviderError>,
     received: u64,
+    /// The credentials the request carried, removed from the errors a
+    /// decoder makes of this stream's events.
+    secrets: Arc<[String]>,
 }
 
 impl std::fmt::Debug for SseStream {
@@ -593,7 +597,23 @@ impl SseStream {
             ready: VecDeque::new(),
             failed: None,
             received: 0,
+            secrets: Arc::new([]),
         }
+    }
+
+    /// The credentials the request carried: [`DecodedStream`](crate::DecodedStream)
+    /// removes them (with [`redact_secrets`](crate::redact_secrets)) from
+    /// every error it hands out, such as a stream's error event quoting the
+    /// key. [`HttpClient`](crate::HttpClient) sets them from the request's
+    /// credential headers.
+    pub fn with_secrets(mut self, secrets: impl IntoIterator<Item = String>) -> Self {
+        self.secrets = secrets.into_iter().collect();
+        self
+    }
+
+    /// The credentials set with [`with_secrets`](Self::with_secrets).
+    pub fn secrets(&self) -> &[String] {
+        &self.secrets
     }
 
     /// A stream over bytes already in memory, handed over in one piece.

@@ -40,6 +40,8 @@ mod drive;
 #[cfg(feature = "cassette")]
 mod dropped;
 mod echo;
+#[cfg(feature = "postgres")]
+pub mod pg;
 pub mod process;
 mod script;
 mod snapshot;
