@@ -62,6 +62,9 @@ pub struct EncodedTranscript {
     blocks: Vec<Block>,
     /// Per item, the end of its blocks in `blocks`.
     items: Vec<usize>,
+    /// How many leading items the previous sync held too, unchanged and
+    /// in the same place.
+    stable: usize,
 }
 
 impl std::fmt::Debug for EncodedTranscript {
@@ -118,6 +121,7 @@ impl EncodedTranscript {
         if same_log && self.items.len() <= items.len() {
             // The same append-only log, grown: encode the tail.
             let start = self.items.len();
+            self.stable = start;
             for item in &items[start..] {
                 self.encode_one(item, &mut encode);
             }
@@ -129,6 +133,7 @@ impl EncodedTranscript {
             // An older, shorter view of the same log.
             let keep = items.len();
             self.truncate(keep);
+            self.stable = keep;
             drop(items);
             self.source = Some(view.clone());
             return 0;
@@ -139,8 +144,14 @@ impl EncodedTranscript {
             Some(source) => {
                 let previous = source.read();
                 let mut matcher = Matcher::new(&previous);
-                for item in items.iter() {
-                    match matcher.find(item) {
+                let mut in_place = true;
+                for (index, item) in items.iter().enumerate() {
+                    let found = matcher.find(item);
+                    in_place &= found == Some(index);
+                    if in_place {
+                        self.stable = index + 1;
+                    }
+                    match found {
                         Some(at) => self.copy_from(&old, at),
                         None => {
                             self.encode_one(item, &mut encode);
@@ -192,6 +203,34 @@ impl EncodedTranscript {
         self.blocks.truncate(blocks);
         let bytes = self.blocks.last().map_or(0, |b| b.end);
         self.bytes.truncate(bytes);
+    }
+
+    /// How many leading items the previous [`sync`](Self::sync) held too,
+    /// unchanged and in the same place: the prefix the provider saw in the
+    /// previous request, where a prompt cache can be read from. All of the
+    /// previous items while the log only grows; fewer after a rewrite such
+    /// as a compaction; zero on the first sync.
+    ///
+    /// ```
+    /// use agentkit_core::Item;
+    /// use agentkit_loop::{EncodedTranscript, TranscriptView};
+    ///
+    /// let mut encoded = EncodedTranscript::new();
+    /// let encode = |item: &Item, out: &mut agentkit_loop::BlockWriter<'_>| {
+    ///     out.block(0, |buf| buf.extend_from_slice(item.text_content().as_bytes()));
+    /// };
+    /// let view = TranscriptView::from_items(vec![Item::user("a"), Item::assistant("b")]);
+    /// encoded.sync(&view, encode);
+    /// assert_eq!(encoded.stable_prefix(), 0);
+    /// encoded.sync(&view.appended([Item::user("c")]), encode);
+    /// assert_eq!(encoded.stable_prefix(), 2);
+    /// // A rewritten transcript (a compaction kept the first item).
+    /// let rewritten = TranscriptView::from_items(vec![Item::user("a"), Item::user("summary")]);
+    /// encoded.sync(&rewritten, encode);
+    /// assert_eq!(encoded.stable_prefix(), 1);
+    /// ```
+    pub fn stable_prefix(&self) -> usize {
+        self.stable
     }
 
     /// The number of items encoded.

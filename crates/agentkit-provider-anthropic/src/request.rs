@@ -17,7 +17,11 @@
 //!
 //! Prompt caching is explicit here: up to four `cache_control` breakpoints,
 //! placed after the tools, the system prompt, or a transcript item, as the
-//! [`PromptCacheRequest`] asks.
+//! [`PromptCacheRequest`] asks. The automatic strategy marks the tools, the
+//! system prompt, the end of the stable prefix (what the previous request
+//! sent and this one repeats unchanged, so it is read from the cache however
+//! many blocks were added since) and the last item (written for the next
+//! turn).
 //!
 //! Each item's content blocks are encoded once and kept in the session's
 //! [`EncodedTranscript`]; a turn encodes only new or changed items, lays the
@@ -157,11 +161,18 @@ pub(crate) fn request_body(
         marker = cache_marker(cache.retention);
         let breakpoints = match &cache.strategy {
             PromptCacheStrategy::Explicit { breakpoints } => breakpoints.clone(),
-            _ => vec![
-                CacheBreakpoint::Tools,
-                CacheBreakpoint::System,
-                CacheBreakpoint::LastItem,
-            ],
+            // The tools, the system prompt, the end of the prefix the
+            // previous request sent (read from the cache whatever was added
+            // since), and the end (written for the next turn).
+            _ => {
+                let mut automatic = vec![CacheBreakpoint::Tools, CacheBreakpoint::System];
+                let stable = encoded.stable_prefix();
+                if stable > 0 && stable < encoded.len() {
+                    automatic.push(CacheBreakpoint::Item { index: stable - 1 });
+                }
+                automatic.push(CacheBreakpoint::LastItem);
+                automatic
+            }
         };
         let mut placed = 0;
         for breakpoint in &breakpoints {

@@ -54,6 +54,100 @@ fn body(session: &mut AnthropicSession, request: &TurnRequest) -> Value {
     serde_json::from_slice(&session.request_body(request)).unwrap()
 }
 
+/// The body without its cache marks: the automatic strategy also marks the
+/// prefix the session sent before, which a fresh session has not.
+fn unmarked(mut body: Value) -> Value {
+    fn strip(value: &mut Value) {
+        match value {
+            Value::Object(map) => {
+                map.remove("cache_control");
+                map.values_mut().for_each(strip);
+            }
+            Value::Array(values) => values.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    strip(&mut body);
+    body
+}
+
+/// Where the body's cache marks are: (message index, block index).
+fn marks(body: &Value) -> Vec<(usize, usize)> {
+    let mut found = Vec::new();
+    for (m, message) in body["messages"].as_array().unwrap().iter().enumerate() {
+        for (b, block) in message["content"].as_array().unwrap().iter().enumerate() {
+            if block.get("cache_control").is_some() {
+                found.push((m, b));
+            }
+        }
+    }
+    found
+}
+
+/// The message index holding transcript item `index`'s last block, in a
+/// body built without history (an Anthropic body of the same items).
+fn message_of(items: &[Item], index: usize) -> usize {
+    let fresh = body(
+        &mut session(),
+        &request(TranscriptView::from_items(items[..=index].to_vec()), None),
+    );
+    fresh["messages"].as_array().unwrap().len() - 1
+}
+
+#[test]
+fn automatic_breakpoints_read_the_stable_prefix_as_the_transcript_grows_and_after_compaction() {
+    let cache = Some(PromptCacheRequest::automatic());
+    let mut items = vec![Item::system("Be careful."), Item::user("Fix it.")];
+    items.extend(round(0));
+    let mut session = session();
+    let mut view = TranscriptView::from_items(items.clone());
+    // The first request: the system prompt and the last item (no tools).
+    let first = body(&mut session, &request(view.clone(), cache.clone()));
+    assert!(first["system"][0].get("cache_control").is_some());
+    let last_message = first["messages"].as_array().unwrap().len() - 1;
+    assert_eq!(marks(&first).len(), 1);
+    assert_eq!(marks(&first)[0].0, last_message);
+    for i in 1..4 {
+        // Each turn adds a round; the previous end is marked (a cache
+        // read) beside the new end (a cache write).
+        let sent = items.len();
+        let more = round(i);
+        items.extend(more.iter().cloned());
+        view = view.appended(more);
+        let grown = body(&mut session, &request(view.clone(), cache.clone()));
+        let found = marks(&grown);
+        assert_eq!(found.len(), 2, "turn {i}: {found:?}");
+        assert_eq!(found[0].0, message_of(&items, sent - 1), "turn {i}");
+        assert_eq!(
+            found[1].0,
+            grown["messages"].as_array().unwrap().len() - 1,
+            "turn {i}"
+        );
+        assert!(grown["system"][0].get("cache_control").is_some());
+    }
+    // A compaction keeps the first two items and replaces the rest: the
+    // stable prefix ends after item 1, whatever came after is new.
+    let mut compacted = items[..2].to_vec();
+    compacted.push(Item::assistant("Summary: files 0 to 3 read."));
+    compacted.push(Item::user("Go on."));
+    let after = body(
+        &mut session,
+        &request(TranscriptView::from_items(compacted.clone()), cache.clone()),
+    );
+    let found = marks(&after);
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert_eq!(found[0].0, message_of(&compacted, 1));
+    assert_eq!(found[1].0, after["messages"].as_array().unwrap().len() - 1);
+    // Nothing unchanged but the system prompt: only the end is marked.
+    let rewritten = vec![items[0].clone(), Item::user("Start over.")];
+    let fresh_start = body(
+        &mut session,
+        &request(TranscriptView::from_items(rewritten), cache),
+    );
+    assert_eq!(marks(&fresh_start), [(0, 0)]);
+    assert!(fresh_start["system"][0].get("cache_control").is_some());
+}
+
 #[test]
 fn grown_transcripts_give_the_same_body_as_a_fresh_session() {
     let mut items = vec![Item::system("Be careful."), Item::user("Fix it.")];
@@ -77,7 +171,11 @@ fn grown_transcripts_give_the_same_body_as_a_fresh_session() {
                 &mut session(),
                 &request(TranscriptView::from_items(all.clone()), cache.clone()),
             );
-            assert_eq!(first, fresh, "turn {i}, cache {cache:?}");
+            assert_eq!(
+                unmarked(first),
+                unmarked(fresh),
+                "turn {i}, cache {cache:?}"
+            );
             let more = round(i);
             all.extend(more.iter().cloned());
             // A developer note mid session stays in place as user text.
@@ -94,9 +192,13 @@ fn grown_transcripts_give_the_same_body_as_a_fresh_session() {
         let last = body(&mut incremental, &request(view, cache.clone()));
         let fresh = body(
             &mut session(),
-            &request(TranscriptView::from_items(all), cache),
+            &request(TranscriptView::from_items(all), cache.clone()),
         );
-        assert_eq!(last, fresh);
+        if cache == Some(PromptCacheRequest::automatic()) {
+            assert_eq!(unmarked(last.clone()), unmarked(fresh));
+        } else {
+            assert_eq!(last, fresh);
+        }
         // Consecutive tool results and the next assistant turn keep the
         // roles alternating.
         let roles: Vec<&str> = last["messages"]
@@ -132,6 +234,6 @@ fn a_rewritten_transcript_gives_the_same_body_as_a_fresh_session() {
         &mut session(),
         &request(TranscriptView::from_items(rewritten), cache),
     );
-    assert_eq!(after, fresh);
+    assert_eq!(unmarked(after.clone()), unmarked(fresh));
     assert_eq!(after["messages"][2]["content"][0]["content"], "(elided)");
 }
