@@ -49,6 +49,7 @@ mod retry;
 mod sse;
 #[cfg(feature = "test-server")]
 pub mod testing;
+mod tls;
 
 pub use client::{HttpClient, HttpConfig, StreamRequest, StreamResponse};
 pub use decoded::{DecodedStream, SseDecoder};
@@ -60,6 +61,7 @@ pub use limits::{
 pub use pricing::{ModelPrice, PriceTable};
 pub use retry::{RetryNotice, RetryPolicy, parse_retry_after};
 pub use sse::{SseEvent, SseEventRef, SseParser, SseStream};
+pub use tls::install_tls_provider;
 
 // The README's example is compiled with the doc-tests.
 #[cfg(doctest)]

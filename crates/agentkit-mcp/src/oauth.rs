@@ -156,6 +156,7 @@ async fn discover(
     server_url: &str,
     challenge: Option<&str>,
 ) -> Result<AuthorizationManager, String> {
+    crate::http::install_tls_provider();
     let mut manager = AuthorizationManager::new(server_url)
         .await
         .map_err(|err| describe(&err))?;
