@@ -1,12 +1,15 @@
 //! `cargo xtask soak --minutes N [--seed S]`: sessions under random faults
 //! for N minutes (not part of `ci`).
 //!
-//! Runs the ignored `soak` test of `agentkit-provider-openai`
-//! (`tests/soak.rs`): sessions one after another against the local test
-//! server with connection resets, stalls, 429 and 500 answers, malformed
-//! events and panicking or failing tools; every transcript must stay valid
-//! and complete, and resident memory flat after warm-up. The figures it
-//! prints go to the reliability chapter.
+//! Two phases. Four fifths of the time, the ignored `soak` test of
+//! `agentkit-provider-openai` (`tests/soak.rs`): sessions one after another
+//! against the local test server with connection resets, stalls, 429 and
+//! 500 answers, malformed events and panicking or failing tools; every
+//! transcript must stay valid and complete, and resident memory flat after
+//! warm-up. The last fifth, the ignored `soak_killed_store_writers` test of
+//! `agentkit-store` (`tests/crash.rs`): processes writing a session to a
+//! SQLite file SIGKILLed mid-round, each session then loaded, resumed and
+//! validated. The figures both print go to the reliability chapter.
 
 use crate::run::cargo_with_env;
 
@@ -21,10 +24,11 @@ pub fn run(args: &[String]) -> Result<(), String> {
             other => return Err(format!("soak: unknown argument {other:?}")),
         }
     }
-    minutes
-        .parse::<f64>()
+    let total: f64 = minutes
+        .parse()
         .map_err(|_| format!("--minutes {minutes:?} is not a number"))?;
-    let mut env = vec![("AGENTKIT_SOAK_MINUTES", minutes.as_str())];
+    let (faults, writers) = (format!("{}", total * 0.8), format!("{}", total * 0.2));
+    let mut env = vec![("AGENTKIT_SOAK_MINUTES", faults.as_str())];
     if let Some(seed) = &seed {
         env.push(("AGENTKIT_SOAK_SEED", seed.as_str()));
     }
@@ -40,6 +44,21 @@ pub fn run(args: &[String]) -> Result<(), String> {
             "--ignored",
             "--exact",
             "soak",
+            "--nocapture",
+        ],
+    )?;
+    cargo_with_env(
+        &[("AGENTKIT_SOAK_STORE_MINUTES", writers.as_str())],
+        &[
+            "test",
+            "-p",
+            "agentkit-store",
+            "--test",
+            "crash",
+            "--",
+            "--ignored",
+            "--exact",
+            "soak_killed_store_writers",
             "--nocapture",
         ],
     )

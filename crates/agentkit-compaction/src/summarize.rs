@@ -81,7 +81,7 @@ impl<M: ModelAdapter> Summarizer for ModelSummarizer<M> {
         };
         let mut turn = session.begin_turn(request, None).await?;
         let mut folder = DeltaFolder::new();
-        while let Some(event) = turn.next_event(None).await? {
+        while let Some(event) = turn.next_event().await? {
             match event {
                 ModelTurnEvent::Delta(delta) => apply(&mut folder, &delta)?,
                 ModelTurnEvent::Finished(_) => break,

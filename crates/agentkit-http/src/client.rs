@@ -7,6 +7,7 @@
 //! get back the decoded event stream plus the list of retries that happened,
 //! which they report to the host as warnings.
 
+use crate::redact::{REDACTED, header_secret, redact_secrets};
 use crate::retry::{duration_from_secs, parse_retry_after};
 use crate::{ProviderError, ProviderErrorKind, RetryNotice, RetryPolicy, SseLimits, SseStream};
 use agentkit_core::TurnCancellation;
@@ -108,7 +109,7 @@ impl std::fmt::Debug for StreamRequest {
             .iter()
             .map(|(name, value)| {
                 let shown = if is_secret_header(name) {
-                    "<redacted>"
+                    REDACTED
                 } else {
                     value.as_str()
                 };
@@ -135,24 +136,21 @@ fn is_secret_header(name: &str) -> bool {
     .any(|secret| name.eq_ignore_ascii_case(secret))
 }
 
-/// Removes the request's credentials from an error message: a server (or a
-/// proxy) that echoes the key it was sent must not put it in a log line or
-/// a transcript.
+/// The credentials a request carries (the values of its credential
+/// headers, without `Bearer `).
+fn credentials(headers: &[(String, String)]) -> Vec<String> {
+    headers
+        .iter()
+        .filter(|(name, _)| is_secret_header(name))
+        .map(|(_, value)| header_secret(value).to_owned())
+        .collect()
+}
+
+/// Removes the request's credentials (and key-shaped words) from an error
+/// message: a server (or a proxy) that echoes the key it was sent must not
+/// put it in a log line or a transcript.
 fn redact_credentials(message: &mut String, headers: &[(String, String)]) {
-    for (name, value) in headers {
-        if !is_secret_header(name) {
-            continue;
-        }
-        let token = value
-            .strip_prefix("Bearer ")
-            .or_else(|| value.strip_prefix("bearer "))
-            .unwrap_or(value)
-            .trim();
-        // Too short to be a key; replacing it would garble the message.
-        if token.len() >= 8 && message.contains(token) {
-            *message = message.replace(token, "<redacted>");
-        }
-    }
+    redact_secrets(message, &credentials(headers));
 }
 
 impl StreamRequest {
@@ -374,7 +372,8 @@ impl HttpClient {
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.starts_with("application/json"));
         if is_json {
-            let text = read_error_body(response).await;
+            let mut text = read_error_body(response).await;
+            redact_credentials(&mut text, headers);
             let mut error = ProviderError::from_stream_error(&text);
             if !text.contains("\"error\"") {
                 error = ProviderError::protocol(
@@ -404,7 +403,8 @@ impl HttpClient {
         let events = SseStream::with_limits(
             stream::iter(first.map(Ok)).chain(rest),
             self.config.sse_limits,
-        );
+        )
+        .with_secrets(credentials(headers));
         Ok(StreamResponse {
             status,
             request_id,

@@ -18,9 +18,9 @@
 //! per-event cost of the async plumbing is paid per read instead.
 
 use crate::{ProviderError, ProviderErrorKind, SseEventRef, SseStream};
-use agentkit_core::TurnCancellation;
 use std::collections::VecDeque;
 use std::ops::ControlFlow;
+use std::task::{Context, Poll};
 
 /// Turns a provider's SSE events into its own events.
 pub trait SseDecoder {
@@ -89,66 +89,78 @@ impl<D: SseDecoder> DecodedStream<D> {
 
     /// The next decoded item, `Ok(None)` at the end. After an error the
     /// stream is closed and yields nothing more.
-    pub async fn next(
+    pub async fn next(&mut self) -> Result<Option<D::Output>, ProviderError> {
+        std::future::poll_fn(|cx| self.poll_next(cx)).await
+    }
+
+    /// Polls for the next decoded item: `Ready(Ok(None))` at the end. After
+    /// an error the stream is closed and yields nothing more. Cancelling is
+    /// dropping the stream (the connection closes with it).
+    pub fn poll_next(
         &mut self,
-        cancellation: Option<&TurnCancellation>,
-    ) -> Result<Option<D::Output>, ProviderError> {
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<Option<D::Output>, ProviderError>> {
         loop {
             if let Some(item) = self.queue.pop_front() {
-                return Ok(Some(item));
+                return Poll::Ready(Ok(Some(item)));
             }
-            if let Some(error) = self.failed.take() {
-                return Err(error);
+            if let Some(mut error) = self.failed.take() {
+                // An error event may quote the key the request carried.
+                crate::redact_secrets(&mut error.message, self.events.secrets());
+                return Poll::Ready(Err(error));
             }
             if self.done {
-                return Ok(None);
+                return Poll::Ready(Ok(None));
             }
-            self.read(cancellation).await;
+            if self.poll_read(cx).is_pending() {
+                return Poll::Pending;
+            }
         }
     }
 
     /// Reads and decodes the next piece of the body.
-    async fn read(&mut self, cancellation: Option<&TurnCancellation>) {
+    fn poll_read(&mut self, cx: &mut Context<'_>) -> Poll<()> {
         let (decoder, queue) = (&mut self.decoder, &mut self.queue);
         let (bytes, parts) = (&mut self.bytes, &mut self.parts);
         let limits = self.events.limits();
         let mut failed = None;
-        let read = self
-            .events
-            .read_with(cancellation, |event| {
-                *bytes += event.data.len() as u64;
-                if *bytes > limits.max_answer_bytes {
-                    failed = Some(answer_too_large(
-                        "bytes of event data",
-                        limits.max_answer_bytes,
-                        "max_answer_bytes",
-                    ));
-                    return ControlFlow::Break(());
-                }
-                let before = queue.len();
-                let decoded = decoder.on_event(event, queue);
-                *parts += (queue.len() - before) as u64;
-                if decoded.is_ok() && *parts > limits.max_answer_parts {
+        let read = self.events.poll_read_with(cx, |event| {
+            *bytes += event.data.len() as u64;
+            if *bytes > limits.max_answer_bytes {
+                failed = Some(answer_too_large(
+                    "bytes of event data",
+                    limits.max_answer_bytes,
+                    "max_answer_bytes",
+                ));
+                return ControlFlow::Break(());
+            }
+            let before = queue.len();
+            let decoded = decoder.on_event(event, queue);
+            *parts += (queue.len() - before) as u64;
+            if decoded.is_ok() && *parts > limits.max_answer_parts {
+                queue.truncate(before);
+                failed = Some(answer_too_large(
+                    "parts",
+                    limits.max_answer_parts,
+                    "max_answer_parts",
+                ));
+                return ControlFlow::Break(());
+            }
+            match decoded {
+                Ok(()) if decoder.is_finished() => ControlFlow::Break(()),
+                Ok(()) => ControlFlow::Continue(()),
+                Err(error) => {
+                    // What the failing event produced is dropped.
                     queue.truncate(before);
-                    failed = Some(answer_too_large(
-                        "parts",
-                        limits.max_answer_parts,
-                        "max_answer_parts",
-                    ));
-                    return ControlFlow::Break(());
+                    failed = Some(error);
+                    ControlFlow::Break(())
                 }
-                match decoded {
-                    Ok(()) if decoder.is_finished() => ControlFlow::Break(()),
-                    Ok(()) => ControlFlow::Continue(()),
-                    Err(error) => {
-                        // What the failing event produced is dropped.
-                        queue.truncate(before);
-                        failed = Some(error);
-                        ControlFlow::Break(())
-                    }
-                }
-            })
-            .await;
+            }
+        });
+        let read = match read {
+            Poll::Pending => return Poll::Pending,
+            Poll::Ready(read) => read,
+        };
         let outcome = match (read, failed) {
             (_, Some(error)) | (Err(error), None) => Err(error),
             (Ok(_), None) if self.decoder.is_finished() => {
@@ -172,6 +184,7 @@ impl<D: SseDecoder> DecodedStream<D> {
             self.events.close();
             self.failed = Some(error);
         }
+        Poll::Ready(())
     }
 }
 
@@ -235,15 +248,11 @@ mod tests {
         let mut stream = DecodedStream::new(events, Echo::default());
         let mut items = Vec::new();
         loop {
-            match block_on(stream.next(None)) {
+            match block_on(stream.next()) {
                 Ok(Some(item)) => items.push(item),
                 Ok(None) => return (items, None),
                 Err(error) => {
-                    assert_eq!(
-                        block_on(stream.next(None)),
-                        Ok(None),
-                        "nothing after an error"
-                    );
+                    assert_eq!(block_on(stream.next()), Ok(None), "nothing after an error");
                     assert!(stream.is_done());
                     return (items, Some(error.kind));
                 }
@@ -282,11 +291,11 @@ mod tests {
         let mut stream = DecodedStream::new(events, Echo::default());
         let mut parts = 0;
         loop {
-            match block_on(stream.next(None)) {
+            match block_on(stream.next()) {
                 Ok(Some(_)) => parts += 1,
                 Ok(None) => panic!("an endless body ended"),
                 Err(error) => {
-                    assert_eq!(block_on(stream.next(None)), Ok(None));
+                    assert_eq!(block_on(stream.next()), Ok(None));
                     return (parts, error);
                 }
             }

@@ -44,6 +44,7 @@ pub mod json;
 mod limits;
 
 mod pricing;
+mod redact;
 mod replay;
 mod retry;
 mod sse;
@@ -59,6 +60,7 @@ pub use limits::{
     DEFAULT_MAX_LINE_BYTES, SseLimits,
 };
 pub use pricing::{ModelPrice, PriceTable};
+pub use redact::{REDACTED, redact_secrets};
 pub use retry::{RetryNotice, RetryPolicy, parse_retry_after};
 pub use sse::{SseEvent, SseEventRef, SseParser, SseStream};
 pub use tls::install_tls_provider;

@@ -30,6 +30,7 @@ use futures::{Stream, StreamExt, stream};
 use std::collections::VecDeque;
 use std::ops::ControlFlow;
 use std::pin::Pin;
+use std::sync::Arc;
 
 /// One decoded server-sent event.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -560,6 +561,9 @@ pub struct SseStream {
     /// An error met after the events in `ready`: reported once they are out.
     failed: Option<ProviderError>,
     received: u64,
+    /// The credentials the request carried, removed from the errors a
+    /// decoder makes of this stream's events.
+    secrets: Arc<[String]>,
 }
 
 impl std::fmt::Debug for SseStream {
@@ -593,7 +597,23 @@ impl SseStream {
             ready: VecDeque::new(),
             failed: None,
             received: 0,
+            secrets: Arc::new([]),
         }
+    }
+
+    /// The credentials the request carried: [`DecodedStream`](crate::DecodedStream)
+    /// removes them (with [`redact_secrets`](crate::redact_secrets)) from
+    /// every error it hands out, such as a stream's error event quoting the
+    /// key. [`HttpClient`](crate::HttpClient) sets them from the request's
+    /// credential headers.
+    pub fn with_secrets(mut self, secrets: impl IntoIterator<Item = String>) -> Self {
+        self.secrets = secrets.into_iter().collect();
+        self
+    }
+
+    /// The credentials set with [`with_secrets`](Self::with_secrets).
+    pub fn secrets(&self) -> &[String] {
+        &self.secrets
     }
 
     /// A stream over bytes already in memory, handed over in one piece.
@@ -618,39 +638,45 @@ impl SseStream {
         self.failed = None;
     }
 
-    /// Reads the next piece of the body and hands every event it completes
-    /// to `on_event`, borrowed (events an earlier [`next_event`](Self::next_event)
-    /// decoded and did not hand out go first). `Ok(false)` once the body is
-    /// over. `on_event` may stop the read with [`ControlFlow::Break`]; the
-    /// rest of the piece is then not decoded, and the stream must be closed.
+    /// Polls for the next piece of the body and hands every event it
+    /// completes to `on_event`, borrowed (events an earlier
+    /// [`next_event`](Self::next_event) decoded and did not hand out go
+    /// first, and alone: the body is polled on the next call).
+    /// `Ready(Ok(false))` once the body is over. `on_event` may stop the
+    /// read with [`ControlFlow::Break`]; the rest of the piece is then not
+    /// decoded, and the stream must be closed.
     ///
-    /// The cancellation is checked before the read, as `next_event` does.
-    pub(crate) async fn read_with<F>(
+    /// There is no cancellation token: whoever owns the stream cancels it
+    /// by dropping it, which closes the connection.
+    pub(crate) fn poll_read_with<F>(
         &mut self,
-        cancellation: Option<&TurnCancellation>,
+        cx: &mut std::task::Context<'_>,
         mut on_event: F,
-    ) -> Result<bool, ProviderError>
+    ) -> std::task::Poll<Result<bool, ProviderError>>
     where
         F: FnMut(SseEventRef<'_>) -> ControlFlow<()>,
     {
-        while let Some(event) = self.ready.pop_front() {
-            self.received += 1;
-            if on_event(event.as_event_ref()).is_break() {
-                return Ok(true);
+        use std::task::Poll;
+        if !self.ready.is_empty() {
+            while let Some(event) = self.ready.pop_front() {
+                self.received += 1;
+                if on_event(event.as_event_ref()).is_break() {
+                    break;
+                }
             }
+            return Poll::Ready(Ok(true));
         }
         if let Some(error) = self.failed.take() {
             self.close();
-            return Err(error);
-        }
-        if cancellation.is_some_and(TurnCancellation::is_cancelled) {
-            self.close();
-            return Err(ProviderError::cancelled());
+            return Poll::Ready(Err(error));
         }
         let Some(body) = self.body.as_mut() else {
-            return Ok(false);
+            return Poll::Ready(Ok(false));
         };
-        let next = read(body, cancellation).await;
+        let next = match body.as_mut().poll_next(cx) {
+            Poll::Pending => return Poll::Pending,
+            Poll::Ready(next) => next,
+        };
         let received = &mut self.received;
         let parsed = match next {
             Some(Ok(chunk)) => self.parser.feed_with(&chunk, |event| {
@@ -660,13 +686,13 @@ impl SseStream {
             Some(Err(error)) => Err(error),
             None => {
                 self.body = None;
-                return self.parser.finish(&mut self.ready).map(|()| false);
+                return Poll::Ready(self.parser.finish(&mut self.ready).map(|()| false));
             }
         };
         if parsed.is_err() {
             self.body = None;
         }
-        parsed.map(|_| true)
+        Poll::Ready(parsed.map(|_| true))
     }
 
     /// The next event, `Ok(None)` at the end of the stream.

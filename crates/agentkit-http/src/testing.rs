@@ -16,6 +16,7 @@
 
 use std::collections::VecDeque;
 use std::io;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -172,6 +173,8 @@ struct Shared {
     upstream: Option<Upstream>,
     /// What the upstream answered, one per request, in proxy mode.
     answers: Mutex<Vec<ScriptedResponse>>,
+    /// Stalled responses whose client closed the connection.
+    hung_up: AtomicUsize,
 }
 
 struct Upstream {
@@ -292,6 +295,24 @@ impl TestServer {
     pub fn remaining(&self) -> usize {
         lock(&self.shared.script).len()
     }
+
+    /// How many [stalled](Ending::Stall) responses saw their client close
+    /// the connection: a dropped (cancelled) turn shows up here.
+    pub fn hung_up(&self) -> usize {
+        self.shared.hung_up.load(Ordering::SeqCst)
+    }
+
+    /// Waits until [`hung_up`](Self::hung_up) reaches `count`; `false` if
+    /// it did not within `deadline` (keep it generous: this is for tests on
+    /// a loaded machine, not a measurement).
+    pub async fn wait_for_hang_ups(&self, count: usize, deadline: Duration) -> bool {
+        let waited = tokio::time::timeout(deadline, async {
+            while self.hung_up() < count {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        });
+        waited.await.is_ok()
+    }
 }
 
 impl Drop for TestServer {
@@ -333,7 +354,7 @@ async fn answer(mut socket: TcpStream, shared: Arc<Shared>) {
             requests.push(request);
             answers.push(response.clone());
         }
-        let _ = write_response(&mut socket, &response).await;
+        let _ = write_response(&mut socket, &response, &shared).await;
         return;
     }
     lock(&shared.requests).push(request);
@@ -343,7 +364,7 @@ async fn answer(mut socket: TcpStream, shared: Arc<Shared>) {
             r#"{"error":{"message":"the test script has no more responses"}}"#,
         )
     });
-    let _ = write_response(&mut socket, &response).await;
+    let _ = write_response(&mut socket, &response, &shared).await;
 }
 
 /// Sends `request` to the upstream and reads its whole answer; a failure
@@ -438,7 +459,11 @@ async fn read_request(socket: &mut TcpStream) -> io::Result<RecordedRequest> {
     })
 }
 
-async fn write_response(socket: &mut TcpStream, response: &ScriptedResponse) -> io::Result<()> {
+async fn write_response(
+    socket: &mut TcpStream,
+    response: &ScriptedResponse,
+    shared: &Shared,
+) -> io::Result<()> {
     let mut head = format!(
         "HTTP/1.1 {} {}\r\n",
         response.status,
@@ -470,10 +495,16 @@ async fn write_response(socket: &mut TcpStream, response: &ScriptedResponse) -> 
         }
         Ending::Abort => Ok(()),
         Ending::Stall => {
-            // Hold the connection open (the client's idle timeout or
-            // cancellation ends the wait); the task is aborted with the
-            // server.
-            tokio::time::sleep(Duration::from_secs(3_600)).await;
+            // Hold the connection open until the client closes it (its
+            // idle timeout, or a dropped turn), counting that; the task is
+            // aborted with the server.
+            let mut byte = [0u8; 1];
+            let closed = tokio::time::timeout(Duration::from_secs(3_600), async {
+                while let Ok(1..) = socket.read(&mut byte).await {}
+            });
+            if closed.await.is_ok() {
+                shared.hung_up.fetch_add(1, Ordering::SeqCst);
+            }
             Ok(())
         }
     }

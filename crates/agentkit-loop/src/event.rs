@@ -21,8 +21,9 @@ pub enum AgentEvent {
         /// The session.
         session_id: SessionId,
     },
-    /// A model call is about to start.
-    TurnStarted {
+    /// A model call is about to start (one per model request; a user turn
+    /// makes one or more, see `TurnFinished`).
+    ModelCallStarted {
         /// The session.
         session_id: SessionId,
         /// The model call's turn id.

@@ -81,7 +81,7 @@ pub use cache::{
 };
 pub use model::{
     ModelAdapter, ModelError, ModelErrorKind, ModelSession, ModelTurn, ModelTurnEvent,
-    ModelTurnResult, OutputSchema, SessionConfig, TurnRequest,
+    ModelTurnResult, NextEvent, OutputSchema, SessionConfig, TurnRequest,
 };
 pub use transcript::{TranscriptGuard, TranscriptView};
 

@@ -11,7 +11,10 @@ use agentkit_core::{
     Delta, FinishReason, MetadataMap, SessionId, ToolCallPart, TurnCancellation, TurnId, Usage,
 };
 use agentkit_tools_core::ToolSpec;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 /// How a session is opened.
@@ -271,13 +274,88 @@ pub trait ModelSession: Send + 'static {
     ) -> Result<Self::Turn, ModelError>;
 }
 
-/// A streaming model turn.
-#[async_trait::async_trait]
+/// A streaming model turn: a stream of [`ModelTurnEvent`]s polled one at a
+/// time, with no future allocated per event.
+///
+/// An implementor writes [`poll_next_event`](Self::poll_next_event); a
+/// caller awaits [`next_event`](Self::next_event). Cancelling a turn is
+/// dropping it: the connection closes with it, and nothing else has to be
+/// told.
+///
+/// ```
+/// use agentkit_loop::{ModelError, ModelTurn, ModelTurnEvent, ModelTurnResult};
+/// use agentkit_core::FinishReason;
+/// use std::task::{Context, Poll};
+///
+/// /// A turn that only finishes.
+/// struct Done(bool);
+///
+/// impl ModelTurn for Done {
+///     fn poll_next_event(
+///         &mut self,
+///         _cx: &mut Context<'_>,
+///     ) -> Poll<Result<Option<ModelTurnEvent>, ModelError>> {
+///         let first = !std::mem::replace(&mut self.0, true);
+///         Poll::Ready(Ok(first.then(|| {
+///             ModelTurnEvent::Finished(ModelTurnResult::new(FinishReason::Completed))
+///         })))
+///     }
+/// }
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let mut turn = Done(false);
+/// assert!(matches!(turn.next_event().await, Ok(Some(ModelTurnEvent::Finished(_)))));
+/// assert_eq!(turn.next_event().await, Ok(None));
+/// # });
+/// ```
 pub trait ModelTurn: Send {
-    /// The next event; `Ok(None)` once the stream is over. A stream that ends
-    /// without `Finished` is treated as a protocol error by the driver.
-    async fn next_event(
+    /// Polls for the next event: `Ready(Ok(None))` once the stream is over.
+    /// A stream that ends without `Finished` is treated as a protocol error
+    /// by the driver. Like a `Stream`, it registers `cx`'s waker when it
+    /// returns `Pending`.
+    fn poll_next_event(
         &mut self,
-        cancellation: Option<TurnCancellation>,
-    ) -> Result<Option<ModelTurnEvent>, ModelError>;
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<Option<ModelTurnEvent>, ModelError>>;
+
+    /// The next event; `Ok(None)` once the stream is over.
+    fn next_event(&mut self) -> NextEvent<'_, Self>
+    where
+        Self: Sized,
+    {
+        NextEvent { turn: self }
+    }
+}
+
+impl<T: ModelTurn + ?Sized> ModelTurn for Box<T> {
+    fn poll_next_event(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<Option<ModelTurnEvent>, ModelError>> {
+        (**self).poll_next_event(cx)
+    }
+}
+
+impl<T: ModelTurn + ?Sized> ModelTurn for &mut T {
+    fn poll_next_event(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<Option<ModelTurnEvent>, ModelError>> {
+        (**self).poll_next_event(cx)
+    }
+}
+
+/// The future of [`ModelTurn::next_event`].
+#[derive(Debug)]
+#[must_use = "futures do nothing unless awaited"]
+pub struct NextEvent<'a, T: ?Sized> {
+    turn: &'a mut T,
+}
+
+impl<T: ModelTurn + ?Sized> Future for NextEvent<'_, T> {
+    type Output = Result<Option<ModelTurnEvent>, ModelError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.turn.poll_next_event(cx)
+    }
 }

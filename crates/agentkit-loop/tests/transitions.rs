@@ -277,11 +277,11 @@ async fn observers_see_the_taxonomy_and_every_item_once_in_order() {
         [
             "run_started",
             "input_accepted",
-            "turn_started",
+            "model_call_started",
             "tool_call_requested",
             "tool_started",
             "tool_result_received",
-            "turn_started",
+            "model_call_started",
             "content_delta",
             "content_delta",
             "content_delta",
@@ -522,26 +522,25 @@ impl agentkit_loop::ModelSession for RacingSession {
     }
 }
 
-#[async_trait::async_trait]
 impl agentkit_loop::ModelTurn for RacingTurn {
-    async fn next_event(
+    fn poll_next_event(
         &mut self,
-        _cancellation: Option<agentkit_core::TurnCancellation>,
-    ) -> Result<Option<agentkit_loop::ModelTurnEvent>, ModelError> {
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<Option<agentkit_loop::ModelTurnEvent>, ModelError>> {
         if !self.1 {
             self.1 = true;
-            return Ok(Some(agentkit_loop::ModelTurnEvent::Delta(
+            return std::task::Poll::Ready(Ok(Some(agentkit_loop::ModelTurnEvent::Delta(
                 agentkit_core::Delta::BeginPart {
                     part_id: "p".into(),
                     kind: agentkit_core::PartKind::Text,
                 },
-            )));
+            ))));
         }
         self.0.interrupt();
-        Err(ModelError::new(
+        std::task::Poll::Ready(Err(ModelError::new(
             ModelErrorKind::Cancelled,
             "the request was aborted",
-        ))
+        )))
     }
 }
 

@@ -10,6 +10,7 @@
 use crate::convert::{RemoteTool, tool_spec};
 use crate::manager::Inner;
 use crate::naming::NameAllocator;
+use crate::resource_tools::HostTool;
 use crate::tool::McpTool;
 use agentkit_tools_core::{CatalogSnapshot, Tool, ToolCatalogEvent, ToolSource, ToolSpec};
 use std::collections::BTreeMap;
@@ -58,12 +59,20 @@ impl CatalogState {
                 let exposed = names.allocate(server, &remote.name);
                 let spec = Arc::new(tool_spec(server, &exposed, remote));
                 specs.insert(exposed, spec.clone());
-                tools.push(Arc::new(McpTool {
-                    spec,
-                    server: server.clone(),
-                    tool: remote.name.clone(),
-                    manager: manager.clone(),
-                }));
+                tools.push(match remote.host {
+                    Some(request) => Arc::new(HostTool {
+                        spec,
+                        server: server.clone(),
+                        request,
+                        manager: manager.clone(),
+                    }),
+                    None => Arc::new(McpTool {
+                        spec,
+                        server: server.clone(),
+                        tool: remote.name.clone(),
+                        manager: manager.clone(),
+                    }),
+                });
             }
         }
         let mut event = ToolCatalogEvent {
@@ -113,26 +122,12 @@ impl CatalogEvents {
     /// falls more than 64 events behind skips the oldest ones; the source's
     /// snapshot is always current, whatever was skipped.
     pub async fn recv(&mut self) -> Option<ToolCatalogEvent> {
-        loop {
-            match self.receiver.recv().await {
-                Ok(event) => return Some(event),
-                Err(broadcast::error::RecvError::Lagged(skipped)) => {
-                    tracing::debug!(skipped, "catalog subscriber lagged");
-                }
-                Err(broadcast::error::RecvError::Closed) => return None,
-            }
-        }
+        crate::events::next_event(&mut self.receiver).await
     }
 
     /// The next change if one is already waiting.
     pub fn try_recv(&mut self) -> Option<ToolCatalogEvent> {
-        loop {
-            match self.receiver.try_recv() {
-                Ok(event) => return Some(event),
-                Err(broadcast::error::TryRecvError::Lagged(_)) => continue,
-                Err(_) => return None,
-            }
-        }
+        crate::events::waiting_event(&mut self.receiver)
     }
 }
 

@@ -60,6 +60,10 @@ pub struct McpServerConfig {
 /// How the manager talks to a server.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "built once per server and matched by hosts; a box would only get in their way"
+)]
 pub enum McpTransport {
     /// A child process speaking MCP on its stdin and stdout.
     Stdio(StdioConfig),

@@ -16,6 +16,7 @@ use crate::config::{McpServerConfig, McpTransport};
 use crate::discovery::{Discovery, discover};
 use crate::elicitation::{self, ElicitationHandler};
 use crate::error::McpError;
+use crate::events::McpServerEvent;
 use crate::framing::{Garbled, StdioLines, next_violation};
 use crate::http::{http_config, init_challenge, service_challenge};
 use crate::process::{self, ServerProcess};
@@ -103,6 +104,21 @@ fn tool_progress(params: &ProgressNotificationParam) -> ToolProgress {
 #[derive(Clone, Default)]
 pub(crate) struct Hooks {
     pub(crate) elicitation: Option<std::sync::Arc<dyn ElicitationHandler>>,
+    /// The host's roots (see `roots.rs`).
+    pub(crate) roots: std::sync::Arc<crate::roots::Roots>,
+    pub(crate) sampling: Option<std::sync::Arc<dyn crate::sampling::SamplingHandler>>,
+    /// Where notifications for the host go (resource updates, list
+    /// changes, log messages).
+    pub(crate) events: Option<tokio::sync::broadcast::Sender<McpServerEvent>>,
+}
+
+impl Handler {
+    /// Passes a notification on to the host (nobody listening is fine).
+    fn publish(&self, event: McpServerEvent) {
+        if let Some(events) = &self.hooks.events {
+            let _ = events.send(event);
+        }
+    }
 }
 
 impl ClientHandler for Handler {
@@ -138,7 +154,41 @@ impl ClientHandler for Handler {
         params: rmcp::model::LoggingMessageNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
-        crate::logging::record(&self.server, &params);
+        let message = crate::logging::record(&self.server, &params);
+        self.publish(McpServerEvent::Log(message));
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: rmcp::model::ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.publish(McpServerEvent::ResourceUpdated {
+            server: self.server.clone(),
+            uri: params.uri,
+        });
+    }
+
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.publish(McpServerEvent::ResourcesChanged {
+            server: self.server.clone(),
+        });
+    }
+
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.publish(McpServerEvent::PromptsChanged {
+            server: self.server.clone(),
+        });
+    }
+
+    // Deprecated in rmcp (SEP-2577); see `sampling.rs`.
+    #[allow(deprecated)]
+    async fn create_message(
+        &self,
+        params: rmcp::model::CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::CreateMessageResult, rmcp::ErrorData> {
+        crate::sampling::answer(&self.server, self.hooks.sampling.as_deref(), params).await
     }
 
     async fn create_elicitation(
@@ -162,14 +212,26 @@ impl ClientHandler for Handler {
             .map_err(|err| rmcp::ErrorData::internal_error(err.to_string(), None))
     }
 
+    #[allow(deprecated)] // roots: see roots.rs
+    async fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ListRootsResult, rmcp::ErrorData> {
+        self.hooks.roots.list_result()
+    }
+
     fn get_info(&self) -> ClientConfig {
         let mut capabilities = ClientCapabilities::default();
+        capabilities.roots = self.hooks.roots.capability();
         if self.hooks.elicitation.is_some() {
             capabilities.elicitation = Some(
                 ElicitationCapability::new()
                     .with_form(FormElicitationCapability::new().with_schema_validation(true))
                     .with_url(UrlElicitationCapability::new()),
             );
+        }
+        if self.hooks.sampling.is_some() {
+            capabilities.sampling = Some(Default::default());
         }
         ClientConfig::new(
             capabilities,
@@ -216,7 +278,12 @@ pub(crate) enum CallError {
     /// reset, session gone); the session is not to be trusted any more.
     Broken(String),
     /// The server answered with a JSON-RPC error.
-    Rejected(String),
+    Rejected {
+        /// The JSON-RPC error code.
+        code: i32,
+        /// The server's message.
+        message: String,
+    },
     /// Anything else that broke the exchange.
     Protocol(String),
 }
@@ -231,7 +298,7 @@ impl std::fmt::Display for CallError {
             CallError::Cancelled => f.write_str("cancelled"),
             CallError::Auth(_) => f.write_str("the server wants credentials"),
             CallError::Broken(why) => write!(f, "the connection broke: {why}"),
-            CallError::Rejected(message) => write!(f, "the server refused: {message}"),
+            CallError::Rejected { message, .. } => write!(f, "the server refused: {message}"),
             CallError::Protocol(message) => f.write_str(message),
         }
     }
@@ -525,6 +592,44 @@ impl Connection {
         }
     }
 
+    /// A host request (`request` made on [`peer`](Self::peer)) within
+    /// `limit`, its answer as MCP JSON.
+    pub(crate) async fn host_request<T: serde::Serialize>(
+        &self,
+        limit: Duration,
+        request: impl Future<Output = Result<T, ServiceError>>,
+    ) -> Result<Value, CallError> {
+        if self.is_closed() {
+            return Err(CallError::NotSent("the session is closed".into()));
+        }
+        match self.guarded(limit, request).await {
+            Err(err) => Err(err),
+            Ok(Err(ServiceError::TransportClosed)) => Err(CallError::Lost),
+            Ok(Err(err)) => Err(classify(err)),
+            Ok(Ok(result)) => serde_json::to_value(&result)
+                .map_err(|err| CallError::Protocol(crate::plain::describe(&err))),
+        }
+    }
+
+    /// `true` when the server announced `capability` (`resources`,
+    /// `prompts`, ...) in the handshake; `sub` names a flag inside it
+    /// (`subscribe`), `None` asks only for the capability.
+    pub(crate) fn offers(&self, capability: &str, sub: Option<&str>) -> bool {
+        let capabilities = self
+            .peer
+            .peer_info()
+            .and_then(|info| serde_json::to_value(&info.capabilities).ok())
+            .unwrap_or(Value::Null);
+        let offered = capabilities.get(capability).filter(|v| !v.is_null());
+        match sub {
+            None => offered.is_some(),
+            Some(flag) => offered
+                .and_then(|v| v.get(flag))
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+        }
+    }
+
     /// `resources/read`, within `limit`, as MCP JSON.
     pub(crate) async fn read_resource(
         &self,
@@ -532,12 +637,8 @@ impl Connection {
         limit: Duration,
     ) -> Result<Value, CallError> {
         let params = ReadResourceRequestParams::new(uri);
-        match self.guarded(limit, self.peer.read_resource(params)).await {
-            Err(err) => Err(err),
-            Ok(Err(err)) => Err(classify(err)),
-            Ok(Ok(result)) => serde_json::to_value(&result)
-                .map_err(|err| CallError::Protocol(crate::plain::describe(&err))),
-        }
+        self.host_request(limit, self.peer.read_resource(params))
+            .await
     }
 
     /// `prompts/get`, within `limit`, as MCP JSON.
@@ -653,7 +754,10 @@ fn classify(err: ServiceError) -> CallError {
             tracing::debug!(message = %data.message, "response stream closed for good");
             CallError::Lost
         }
-        ServiceError::McpError(data) => CallError::Rejected(data.message.into_owned()),
+        ServiceError::McpError(data) => CallError::Rejected {
+            code: data.code.0,
+            message: data.message.into_owned(),
+        },
         ServiceError::TransportClosed => CallError::Lost,
         ServiceError::TransportSend(error) => CallError::Broken(crate::plain::describe(&error)),
         other => CallError::Protocol(crate::plain::describe(&other)),

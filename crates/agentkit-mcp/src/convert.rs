@@ -20,12 +20,28 @@ use serde_json::{Value, json};
 pub(crate) struct RemoteTool {
     pub(crate) name: String,
     pub(crate) definition: Value,
+    /// `Some` for a host request offered as a tool (see
+    /// `resource_tools.rs`), `None` for the server's own tools.
+    pub(crate) host: Option<crate::resource_tools::HostRequest>,
 }
 
 impl RemoteTool {
     pub(crate) fn from_json(definition: Value) -> Option<Self> {
         let name = definition.get("name")?.as_str()?.to_owned();
-        Some(Self { name, definition })
+        Some(Self {
+            name,
+            definition,
+            host: None,
+        })
+    }
+
+    /// A host request as a tool, with the definition we wrote for it.
+    pub(crate) fn host(definition: Value, request: crate::resource_tools::HostRequest) -> Self {
+        Self {
+            name: request.name().to_owned(),
+            definition,
+            host: Some(request),
+        }
     }
 }
 

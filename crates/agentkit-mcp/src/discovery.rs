@@ -28,6 +28,24 @@ pub struct McpResource {
     pub mime_type: Option<String>,
 }
 
+/// A family of resources a server offers, named by a URI template
+/// (RFC 6570: `file:///{path}`); fill it in and
+/// [`read_resource`](crate::McpServerManager::read_resource) the URI.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct McpResourceTemplate {
+    /// The URI template.
+    pub uri_template: String,
+    /// Its name.
+    pub name: String,
+    /// What it is, when the server says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The MIME type of what it names, when the server says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+}
+
 /// A prompt template a server offers.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -128,6 +146,17 @@ pub(crate) async fn discover(
         resources,
         prompts,
     })
+}
+
+/// A JSON list of MCP objects as ours, skipping entries that do not fit.
+pub(crate) fn from_json_list<U: for<'de> Deserialize<'de>>(list: Value) -> Vec<U> {
+    match list {
+        Value::Array(items) => items
+            .into_iter()
+            .filter_map(|item| serde_json::from_value(item).ok())
+            .collect(),
+        _ => Vec::new(),
+    }
 }
 
 /// rmcp's type to ours through MCP's JSON; see `convert.rs` for why.

@@ -92,6 +92,28 @@ pub enum McpError {
         /// The version the server named.
         version: String,
     },
+    /// The server answered a host request (reading a resource, getting a
+    /// prompt, subscribing) with a JSON-RPC error: an unknown resource
+    /// (MCP uses code -32002), a missing prompt argument (-32602).
+    #[error("MCP server {server:?} refused the request ({code}): {message}")]
+    Rejected {
+        /// The server's name.
+        server: String,
+        /// The JSON-RPC error code.
+        code: i32,
+        /// The server's message.
+        message: String,
+    },
+    /// The server did not announce what the request needs (resources,
+    /// resource subscriptions, prompts); nothing was sent.
+    #[error("MCP server {server:?} does not offer {feature}")]
+    Unsupported {
+        /// The server's name.
+        server: String,
+        /// What it lacks, in words (`resources`, `resource subscriptions`,
+        /// `prompts`).
+        feature: String,
+    },
     /// The server answered with something that breaks the protocol, or a
     /// request failed after connecting.
     #[error("MCP server {server:?}: {message}")]
@@ -126,6 +148,10 @@ impl McpError {
         match self {
             McpError::AuthRequired(request) => ToolError::AuthRequired(request),
             McpError::UnknownServer(name) => ToolError::NotFound(name),
+            // The server is fine; it refused this request.
+            rejected @ McpError::Rejected { .. } => {
+                ToolError::ExecutionFailed(rejected.to_string())
+            }
             other => ToolError::Unavailable(other.to_string()),
         }
     }

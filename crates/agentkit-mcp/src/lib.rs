@@ -90,6 +90,7 @@ mod convert;
 mod discovery;
 mod elicitation;
 mod error;
+mod events;
 mod framing;
 mod http;
 // MCP logging is deprecated in rmcp (SEP-2577), but the protocol revisions
@@ -103,6 +104,12 @@ mod oauth;
 mod plain;
 mod process;
 mod protocol;
+mod resource_tools;
+mod roots;
+// Sampling is deprecated in rmcp (SEP-2577) like logging; the revisions
+// this client speaks still have it and servers still use it.
+#[allow(deprecated)]
+mod sampling;
 mod tool;
 
 pub use auth::{AuthOperation, AuthRequest, AuthResolution, McpAuthResponder, McpCredentials};
@@ -115,17 +122,20 @@ pub use config::{
 /// the [`ToolResult`](agentkit_tools_core::ToolResult) a call returns;
 /// public for hosts that talk to MCP servers themselves, and for fuzzing.
 pub use convert::tool_result as convert_tool_result;
-pub use discovery::{McpPrompt, McpPromptArgument, McpResource};
+pub use discovery::{McpPrompt, McpPromptArgument, McpResource, McpResourceTemplate};
 pub use elicitation::{
     ElicitationError, ElicitationHandler, ElicitationKind, ElicitationRequest, ElicitationResponse,
     complete_form,
 };
 pub use error::McpError;
+pub use events::{McpEvents, McpLogMessage, McpServerEvent};
 pub use manager::{McpServerManager, ServerState, ServerStatus};
 pub use naming::exposed_tool_name;
 #[cfg(feature = "oauth")]
-pub use oauth::{OAuthConfig, OAuthGrant};
+pub use oauth::{ClientKey, ClientKeyError, EnterpriseIdp, JwsAlgorithm, OAuthConfig, OAuthGrant};
 pub use protocol::{PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
+pub use roots::McpRoot;
+pub use sampling::{SamplingError, SamplingHandler, SamplingRequest, SamplingResponse};
 
 // The README's example is compiled with the doc-tests.
 #[cfg(doctest)]

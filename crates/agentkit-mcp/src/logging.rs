@@ -1,4 +1,5 @@
-//! A server's log messages (`notifications/message`) as tracing records.
+//! A server's log messages (`notifications/message`) as tracing records
+//! and host events.
 //!
 //! Servers log through MCP instead of stderr when they want the client to
 //! see it. Each message becomes a record under the target
@@ -6,10 +7,11 @@
 //! the server's name and its logger, so a host's subscriber can filter and
 //! show them like its own logs.
 
+use crate::events::McpLogMessage;
 use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
 
-/// Records one server log message.
-pub(crate) fn record(server: &str, params: &LoggingMessageNotificationParam) {
+/// Records one server log message; the same message as a host event.
+pub(crate) fn record(server: &str, params: &LoggingMessageNotificationParam) -> McpLogMessage {
     let logger = params.logger.as_deref().unwrap_or("");
     let data = match &params.data {
         serde_json::Value::String(text) => text.clone(),
@@ -25,5 +27,14 @@ pub(crate) fn record(server: &str, params: &LoggingMessageNotificationParam) {
         LoggingLevel::Info | LoggingLevel::Notice => at!(info),
         LoggingLevel::Warning => at!(warn),
         _ => at!(error),
+    }
+    McpLogMessage {
+        server: server.to_owned(),
+        level: serde_json::to_value(params.level)
+            .ok()
+            .and_then(|level| level.as_str().map(str::to_owned))
+            .unwrap_or_default(),
+        logger: params.logger.clone(),
+        data: params.data.clone(),
     }
 }

@@ -16,6 +16,7 @@ use agentkit_loop::{
     PromptCacheRequest, SessionConfig, TurnRequest,
 };
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
 struct Shared {
     config: AnthropicConfig,
@@ -152,18 +153,14 @@ impl AnthropicTurn {
     }
 }
 
-#[async_trait::async_trait]
 impl ModelTurn for AnthropicTurn {
-    async fn next_event(
+    fn poll_next_event(
         &mut self,
-        cancellation: Option<TurnCancellation>,
-    ) -> Result<Option<ModelTurnEvent>, ModelError> {
-        self.stream
-            .next(cancellation.as_ref())
-            .await
-            .map_err(|error| {
-                tracing::debug!(%error, "Messages API turn failed");
-                model_error(error)
-            })
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<Option<ModelTurnEvent>, ModelError>> {
+        self.stream.poll_next(cx).map_err(|error| {
+            tracing::debug!(%error, "Messages API turn failed");
+            model_error(error)
+        })
     }
 }

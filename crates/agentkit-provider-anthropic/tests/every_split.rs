@@ -15,7 +15,7 @@ async fn decode(body: &Bytes, cut: usize) -> Vec<Part> {
         AnthropicTurn::from_events(SseStream::from_byte_stream(futures::stream::iter(pieces)));
     let mut folder = DeltaFolder::new();
     let mut finished = false;
-    while let Some(event) = turn.next_event(None).await.expect("decodes") {
+    while let Some(event) = turn.next_event().await.expect("decodes") {
         match event {
             ModelTurnEvent::Delta(delta) => folder.apply(&delta).expect("fits"),
             ModelTurnEvent::Finished(_) => finished = true,
@@ -56,7 +56,7 @@ async fn blocks_left_open_are_named_in_index_order() {
     for _ in 0..20 {
         let mut turn = AnthropicTurn::from_events(SseStream::from_bytes(body));
         let error = loop {
-            match turn.next_event(None).await {
+            match turn.next_event().await {
                 Ok(Some(_)) => {}
                 Ok(None) => panic!("the open blocks are an error"),
                 Err(error) => break error,

@@ -20,7 +20,7 @@ async fn replay(name: &str, piece: usize) -> (Vec<Part>, Vec<(String, String)>, 
     let events = SseStream::from_pieces(body, piece);
     let mut turn = AnthropicTurn::from_events(events);
     let (mut folder, mut calls, mut reason) = (DeltaFolder::new(), Vec::new(), None);
-    while let Some(event) = turn.next_event(None).await.expect("decodes") {
+    while let Some(event) = turn.next_event().await.expect("decodes") {
         match event {
             ModelTurnEvent::Delta(delta) => folder.apply(&delta).expect("fits"),
             ModelTurnEvent::ToolCall(call) => {

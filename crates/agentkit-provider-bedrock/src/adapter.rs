@@ -22,6 +22,7 @@ use futures::StreamExt;
 use futures::stream::BoxStream;
 use std::collections::VecDeque;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::SystemTime;
 
 struct Shared {
@@ -304,58 +305,55 @@ impl BedrockTurn {
         }
     }
 
-    async fn next_inner(&mut self) -> Result<Option<ModelTurnEvent>, ModelError> {
+    fn poll_inner(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<Option<ModelTurnEvent>, ModelError>> {
         loop {
             if let Some(event) = self.queue.pop_front() {
-                return Ok(Some(event));
+                return Poll::Ready(Ok(Some(event)));
             }
             if self.decoder.is_finished() {
-                return Ok(None);
+                return Poll::Ready(Ok(None));
             }
-            let frame = self
-                .frames
-                .next_frame()
-                .map_err(|err| ModelError::new(M::Protocol, err.to_string()))?;
+            let frame = match self.frames.next_frame() {
+                Ok(frame) => frame,
+                Err(err) => return Poll::Ready(Err(ModelError::new(M::Protocol, err.to_string()))),
+            };
             if let Some(frame) = frame {
-                self.decoder.on_frame(&frame, &mut self.queue)?;
+                if let Err(err) = self.decoder.on_frame(&frame, &mut self.queue) {
+                    return Poll::Ready(Err(err));
+                }
                 continue;
             }
-            match self.body.next().await {
+            match std::task::ready!(self.body.poll_next_unpin(cx)) {
                 Some(Ok(bytes)) => self.frames.push(&bytes),
                 Some(Err(err)) => {
-                    return Err(ModelError::new(
+                    return Poll::Ready(Err(ModelError::new(
                         M::Transport,
                         format!("the stream was interrupted: {err}"),
-                    ));
+                    )));
                 }
                 None => {
-                    self.frames
-                        .finish()
-                        .map_err(|err| ModelError::new(M::Protocol, err.to_string()))?;
-                    return Err(ModelError::new(
+                    if let Err(err) = self.frames.finish() {
+                        return Poll::Ready(Err(ModelError::new(M::Protocol, err.to_string())));
+                    }
+                    return Poll::Ready(Err(ModelError::new(
                         M::Protocol,
                         "the stream ended before its metadata event",
-                    ));
+                    )));
                 }
             }
         }
     }
 }
 
-#[async_trait::async_trait]
 impl ModelTurn for BedrockTurn {
-    async fn next_event(
+    fn poll_next_event(
         &mut self,
-        cancellation: Option<TurnCancellation>,
-    ) -> Result<Option<ModelTurnEvent>, ModelError> {
-        match cancellation {
-            Some(token) => tokio::select! {
-                biased;
-                () = token.cancelled() => Err(ModelError::new(M::Cancelled, "the turn was cancelled")),
-                result = self.next_inner() => result,
-            },
-            None => self.next_inner().await,
-        }
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<Option<ModelTurnEvent>, ModelError>> {
+        self.poll_inner(cx)
     }
 }
 

@@ -218,7 +218,7 @@ async fn drain(mut turn: BedrockTurn) -> Result<Outcome, ModelError> {
         finished: None,
     };
     let mut folder = DeltaFolder::new();
-    while let Some(event) = turn.next_event(None).await? {
+    while let Some(event) = turn.next_event().await? {
         match event {
             ModelTurnEvent::Delta(delta) => folder.apply(&delta).unwrap(),
             ModelTurnEvent::ToolCall(call) => outcome.calls.push(call),

@@ -16,6 +16,7 @@ use agentkit_loop::{
     SessionConfig, TurnRequest,
 };
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
 /// The HTTP layer's error as the loop's: the kinds match one to one, and an
 /// account out of quota is refused like a bad key (never retried).
@@ -176,15 +177,11 @@ impl GeminiTurn {
     }
 }
 
-#[async_trait::async_trait]
 impl ModelTurn for GeminiTurn {
-    async fn next_event(
+    fn poll_next_event(
         &mut self,
-        cancellation: Option<TurnCancellation>,
-    ) -> Result<Option<ModelTurnEvent>, ModelError> {
-        self.stream
-            .next(cancellation.as_ref())
-            .await
-            .map_err(model_error)
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<Option<ModelTurnEvent>, ModelError>> {
+        self.stream.poll_next(cx).map_err(model_error)
     }
 }

@@ -42,7 +42,7 @@
 //! );
 //! let mut turn = session.begin_turn(request, None).await?;
 //! let mut answer = String::new();
-//! while let Some(event) = turn.next_event(None).await? {
+//! while let Some(event) = turn.next_event().await? {
 //!     if let ModelTurnEvent::Delta(Delta::AppendText { chunk, .. }) = event {
 //!         answer.push_str(&chunk);
 //!     }

@@ -66,7 +66,7 @@ async fn run(adapter: &GeminiAdapter, request: TurnRequest) -> Result<Outcome, M
         finished: None,
     };
     let mut folder = DeltaFolder::new();
-    while let Some(event) = turn.next_event(None).await? {
+    while let Some(event) = turn.next_event().await? {
         match event {
             ModelTurnEvent::Delta(delta) => folder.apply(&delta).unwrap(),
             ModelTurnEvent::ToolCall(call) => outcome.calls.push(call),

@@ -28,7 +28,7 @@ async fn replay(name: &str, piece: usize) -> Decoded {
     let mut turn = GeminiTurn::from_events(SseStream::from_pieces(body, piece));
     let (mut folder, mut calls, mut usage, mut finished) =
         (DeltaFolder::new(), Vec::new(), None, None);
-    while let Some(event) = turn.next_event(None).await.expect("decodes") {
+    while let Some(event) = turn.next_event().await.expect("decodes") {
         match event {
             ModelTurnEvent::Delta(delta) => folder.apply(&delta).expect("fits"),
             ModelTurnEvent::ToolCall(call) => calls.push(call),

@@ -77,7 +77,7 @@ fn chunks(body: &Bytes, size: usize) -> Vec<Result<Bytes, agentkit_http::Provide
 /// Drains a turn; returns the number of text appends, checked by the caller.
 async fn drain(mut turn: impl ModelTurn) -> usize {
     let mut appends = 0;
-    while let Some(event) = turn.next_event(None).await.expect("decodes") {
+    while let Some(event) = turn.next_event().await.expect("decodes") {
         if let ModelTurnEvent::Delta(agentkit_core::Delta::AppendText { .. }) = event {
             appends += 1;
         }

@@ -57,7 +57,7 @@
 //! );
 //! let mut turn = session.begin_turn(request, None).await?;
 //! let mut answer = String::new();
-//! while let Some(event) = turn.next_event(None).await? {
+//! while let Some(event) = turn.next_event().await? {
 //!     match event {
 //!         ModelTurnEvent::Delta(Delta::AppendText { chunk, .. }) => answer.push_str(&chunk),
 //!         ModelTurnEvent::Finished(result) => println!("[{:?}]", result.finish_reason),

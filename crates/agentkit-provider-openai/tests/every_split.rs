@@ -15,7 +15,7 @@ async fn decode(body: &Bytes, cut: usize) -> Vec<Part> {
         OpenAiTurn::from_events(SseStream::from_byte_stream(futures::stream::iter(pieces)));
     let mut folder = DeltaFolder::new();
     let mut finished = false;
-    while let Some(event) = turn.next_event(None).await.expect("decodes") {
+    while let Some(event) = turn.next_event().await.expect("decodes") {
         match event {
             ModelTurnEvent::Delta(delta) => folder.apply(&delta).expect("fits"),
             ModelTurnEvent::Finished(_) => finished = true,

@@ -42,7 +42,7 @@ async fn web_search_and_code_interpreter_items_become_parts() {
         let mut turn = ResponsesTurn::from_events(SseStream::from_pieces(body.clone(), piece));
         let mut folder = DeltaFolder::new();
         let mut reason = None;
-        while let Some(event) = turn.next_event(None).await.unwrap() {
+        while let Some(event) = turn.next_event().await.unwrap() {
             match event {
                 ModelTurnEvent::Delta(delta) => folder.apply(&delta).unwrap(),
                 ModelTurnEvent::Finished(result) => reason = Some(result.finish_reason),

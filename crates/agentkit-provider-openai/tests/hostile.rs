@@ -153,6 +153,20 @@ async fn a_key_the_server_echoes_appears_nowhere_the_session_writes() {
             429,
             format!(r#"{{"error":{{"message":"slow down {KEY}"}}}}"#),
         ),
+        // Inside the stream: an error event after a first delta ...
+        ScriptedResponse::sse(format!(
+            "{}data: {{\"error\":{{\"message\":\"Incorrect API key provided: {KEY}\",\"code\":\"invalid_api_key\"}}}}\n\n",
+            chunk("Hel")
+        )),
+        // ... a named `error` event quoting the header ...
+        ScriptedResponse::sse(format!(
+            "event: error\ndata: {{\"error\":{{\"message\":\"bad header Bearer {KEY}\"}}}}\n\n"
+        )),
+        // ... and a plain JSON error sent with status 200.
+        ScriptedResponse::json(
+            200,
+            format!(r#"{{"error":{{"message":"key {KEY} has no quota"}}}}"#),
+        ),
     ];
     let captured = Captured::default();
     let _guard = tracing::subscriber::set_default(captured.clone());

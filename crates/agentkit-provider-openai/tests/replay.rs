@@ -50,7 +50,7 @@ async fn replay(api: Api, name: &str, piece: usize) -> Decoded {
         error: None,
     };
     loop {
-        match turn.next_event(None).await {
+        match turn.next_event().await {
             Ok(Some(ModelTurnEvent::Delta(delta))) => folder.apply(&delta).expect("fits"),
             Ok(Some(ModelTurnEvent::ToolCall(call))) => decoded.calls.push(call),
             Ok(Some(ModelTurnEvent::Usage(usage))) => decoded.usage = Some(usage),

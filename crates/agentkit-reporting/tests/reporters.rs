@@ -184,5 +184,8 @@ async fn channel_observer_forwards_in_order() {
     }
     assert_eq!(names.first().map(String::as_str), Some("run_started"));
     assert_eq!(names.last().map(String::as_str), Some("turn_finished"));
-    assert_eq!(names.iter().filter(|n| *n == "turn_started").count(), 2);
+    assert_eq!(
+        names.iter().filter(|n| *n == "model_call_started").count(),
+        2
+    );
 }

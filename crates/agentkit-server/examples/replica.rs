@@ -108,8 +108,13 @@ fn env(name: &str) -> String {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // Bound first: the leases this replica takes name the URL the others
+    // forward requests for its sessions to.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let address = listener.local_addr()?;
     let store = PgStore::builder(&env("REPLICA_PG"))
         .max_connections(8)
+        .lease_holder(format!("http://{address}"))
         .connect()
         .await?;
     let lease_ms: u64 = std::env::var("REPLICA_LEASE_MS")
@@ -136,8 +141,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .tenant(env("REPLICA_TOKEN"), "acme")
         .lease_ttl(Duration::from_millis(lease_ms))
         .build()?;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    println!("listening on {}", listener.local_addr()?);
+    println!("listening on {address}");
     std::io::stdout().flush()?;
     server.serve(listener).await?;
     Ok(())

@@ -30,6 +30,17 @@ pub enum ServerError {
     /// Another replica holds the session's lease (503, retry later).
     #[error("session `{0}` is served by another replica")]
     Busy(String),
+    /// Another replica, which advertised the URL `holder`, holds the
+    /// session's lease. The server forwards the request there; this error
+    /// reaches a client (503, retry later) only when the holder cannot be
+    /// reached.
+    #[error("session `{thread}` is served by the replica at {holder}")]
+    HeldElsewhere {
+        /// The session's thread id.
+        thread: String,
+        /// The holder's advertised URL.
+        holder: String,
+    },
     /// The session store failed (500).
     #[error("session store: {0}")]
     Store(#[from] agentkit_store::StoreError),
@@ -46,7 +57,9 @@ impl ServerError {
             ServerError::NotFound(_) => StatusCode::NOT_FOUND,
             ServerError::BadRequest(_) => StatusCode::BAD_REQUEST,
             ServerError::Conflict(_) => StatusCode::CONFLICT,
-            ServerError::Busy(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ServerError::Busy(_) | ServerError::HeldElsewhere { .. } => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             ServerError::Store(_) | ServerError::Agent(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -58,7 +71,7 @@ impl ServerError {
             ServerError::NotFound(_) => "not_found",
             ServerError::BadRequest(_) => "bad_request",
             ServerError::Conflict(_) => "conflict",
-            ServerError::Busy(_) => "busy",
+            ServerError::Busy(_) | ServerError::HeldElsewhere { .. } => "busy",
             ServerError::Store(_) => "store",
             ServerError::Agent(_) => "agent",
         }
@@ -84,6 +97,15 @@ impl IntoResponse for ServerError {
                     axum::http::header::RETRY_AFTER,
                     axum::http::HeaderValue::from_static("1"),
                 );
+            }
+            ServerError::HeldElsewhere { holder, .. } => {
+                headers.insert(
+                    axum::http::header::RETRY_AFTER,
+                    axum::http::HeaderValue::from_static("1"),
+                );
+                if let Some((name, value)) = crate::forward::holder_header(&holder) {
+                    headers.insert(name, value);
+                }
             }
             _ => {}
         }

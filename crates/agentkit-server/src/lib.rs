@@ -47,6 +47,7 @@
 
 mod agui;
 mod error;
+mod forward;
 mod host;
 mod hub;
 mod page;

@@ -105,6 +105,10 @@ pub enum BuildError {
     /// A tenant's name or token is unusable.
     #[error("bad tenant: {0}")]
     BadTenant(String),
+    /// The HTTP client that forwards requests to other replicas could not
+    /// be built (no TLS backend).
+    #[error("cannot build the forwarding client: {0}")]
+    Forwarder(String),
 }
 
 impl ServerBuilder {
@@ -182,6 +186,19 @@ impl ServerBuilder {
                     idle_release: self.idle_release.unwrap_or(Duration::from_secs(30)),
                 },
                 hosted: tokio::sync::Mutex::new(HashMap::new()),
+                // Replicas reach each other directly, never through a proxy
+                // from the environment. reqwest is built without a rustls
+                // provider (no aws-lc-sys): ring is installed first.
+                forwarder: {
+                    if rustls::crypto::CryptoProvider::get_default().is_none() {
+                        let _ = rustls::crypto::ring::default_provider().install_default();
+                    }
+                    reqwest::Client::builder()
+                        .no_proxy()
+                        .connect_timeout(Duration::from_secs(5))
+                        .build()
+                        .map_err(|err| BuildError::Forwarder(err.to_string()))?
+                },
             }),
         })
     }
@@ -202,7 +219,15 @@ where
     let thread_id = tenant.thread_of(&id).unwrap_or_default().to_owned();
     let lease = match SessionLease::acquire_with_ttl(stores.sessions, &id, limits.lease_ttl).await {
         Ok(lease) => lease,
-        Err(StoreError::Busy { .. }) => return Err(ServerError::Busy(thread_id)),
+        Err(StoreError::Busy { owner, .. }) => {
+            return Err(match crate::forward::holder_of(&owner) {
+                Some(holder) => ServerError::HeldElsewhere {
+                    thread: thread_id,
+                    holder: holder.to_owned(),
+                },
+                None => ServerError::Busy(thread_id),
+            });
+        }
         Err(StoreError::NotFound(_)) => return Err(ServerError::NotFound(thread_id)),
         Err(err) => return Err(err.into()),
     };
@@ -248,6 +273,8 @@ struct Inner {
     tenants: Tenants,
     limits: Limits,
     hosted: tokio::sync::Mutex<HashMap<SessionId, Arc<Hosted>>>,
+    /// Sends requests on to the replica that holds their session.
+    forwarder: reqwest::Client,
 }
 
 impl AgentServer {
@@ -273,6 +300,11 @@ impl AgentServer {
             .route("/sessions/{thread}/messages", post(message))
             .route("/sessions/{thread}/cancel", post(cancel))
             .with_state(self.inner.clone())
+            // A request for a session another replica holds goes there.
+            .layer(axum::middleware::from_fn({
+                let client = self.inner.forwarder.clone();
+                move |request, next| crate::forward::forward(client.clone(), request, next)
+            }))
     }
 }
 

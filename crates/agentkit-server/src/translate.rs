@@ -54,7 +54,7 @@ impl LoopObserver for Translator {
     fn handle_event(&self, event: AgentEvent) {
         match event {
             AgentEvent::ContentDelta { delta } => self.delta(&delta),
-            AgentEvent::TurnStarted { .. } => self.hub.end_text(),
+            AgentEvent::ModelCallStarted { .. } => self.hub.end_text(),
             AgentEvent::ToolCallRequested { call } => {
                 let id = call.id.to_string();
                 self.hub.emit_all([

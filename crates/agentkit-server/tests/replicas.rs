@@ -1,13 +1,12 @@
 //! Two server processes (`examples/replica.rs`) on one real PostgreSQL
-//! database. A turn runs on replica A; a request for its session on B is
-//! refused while A holds the lease (never run twice); A is killed with
+//! database. A turn runs on replica A; requests for its session that land
+//! on B are forwarded to A (the lease row names A's URL), so they are
+//! served and nothing runs twice; A is killed with
 //! SIGKILL in the middle of the turn's tool call; the client reconnects to
 //! B with `Last-Event-ID`, and B, once A's lease expired, resumes the
 //! session: the interrupted call is answered (not run again), the model
 //! answers, and the client's stream goes on under the same run id.
 
-#[path = "../../agentkit-store/tests/support/pg.rs"]
-mod pg;
 mod support;
 
 use serde_json::json;
@@ -88,7 +87,7 @@ fn marks(dir: &Path) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_replicas_turn_is_finished_by_the_other_and_the_stream_goes_on() {
-    let cluster = pg::TempCluster::start();
+    let cluster = agentkit_testkit::pg::TempCluster::start();
     let dir = tempfile::tempdir().unwrap();
     let mut a = Replica::start(&cluster.conninfo(), dir.path());
     let b = Replica::start(&cluster.conninfo(), dir.path());
@@ -111,16 +110,40 @@ async fn a_killed_replicas_turn_is_finished_by_the_other_and_the_stream_goes_on(
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 
-    // B does not run A's session while A holds it.
-    let refused = http
+    // A request for A's session that lands on B is served: B forwards it
+    // to A (the lease names A's URL), A queues the message on its run.
+    let forwarded = http
         .post(format!("{}/sessions/t1/messages", b.url))
         .bearer_auth(TOKEN)
         .json(&json!({ "text": "hurry" }))
         .send()
         .await
         .unwrap();
-    assert_eq!(refused.status(), 503);
-    assert_eq!(refused.headers()["retry-after"], "1");
+    assert!(
+        forwarded.status().is_success(),
+        "{}: {}",
+        forwarded.status(),
+        forwarded.text().await.unwrap()
+    );
+    assert!(
+        forwarded.headers().get("x-agentkit-holder").is_none(),
+        "the holder's address stays between the replicas"
+    );
+    // Reading the session's events through B streams A's run (the same
+    // events, the same ids), never a second run of it.
+    let through_b = http
+        .get(format!("{}/sessions/t1/events", b.url))
+        .bearer_auth(TOKEN)
+        .header("last-event-id", "0")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(through_b.status(), 200);
+    let mut mirrored = Events::new(through_b);
+    let started = mirrored.until("RUN_STARTED").await;
+    assert_eq!(started.data["runId"], "run-1");
+    assert_eq!(marks(dir.path()).len(), 1, "the job ran once");
+    drop(mirrored);
 
     a.kill();
     let last = events.seen.last().unwrap().id.unwrap();

@@ -5,9 +5,6 @@
 //! Run with `cargo xtask bench` or `cargo bench -p agentkit-store --bench
 //! store`. Each figure is the median of several repetitions.
 
-#[path = "../tests/support/pg.rs"]
-mod pg;
-
 use agentkit_core::{FinishReason, Item, ItemKind, Part, ToolCallPart, ToolResultPart, Usage};
 use agentkit_loop::{Agent, LoopInterrupt, LoopStep, SessionConfig};
 use agentkit_store::{
@@ -232,7 +229,7 @@ fn main() {
             }),
         )
         .await;
-        let cluster = Arc::new(pg::TempCluster::start());
+        let cluster = Arc::new(agentkit_testkit::pg::TempCluster::start());
         run(
             "PostgreSQL (Unix socket)",
             Box::new(move || {

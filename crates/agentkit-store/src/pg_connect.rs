@@ -40,6 +40,7 @@ pub struct PgStoreBuilder {
     conninfo: String,
     tls: Option<Arc<rustls::ClientConfig>>,
     max_connections: usize,
+    holder: Option<String>,
 }
 
 impl PgStoreBuilder {
@@ -48,6 +49,7 @@ impl PgStoreBuilder {
             conninfo: conninfo.to_owned(),
             tls: None,
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            holder: None,
         }
     }
 
@@ -81,6 +83,17 @@ impl PgStoreBuilder {
         self
     }
 
+    /// Names the holder of the leases this store takes (one word, such as
+    /// the URL other replicas reach this one at): a worker that finds a
+    /// session leased gets it back at the start of
+    /// [`StoreError::Busy`]'s `owner` (`"<holder> <token>"`), and can send
+    /// its request there instead of waiting for the lease.
+    pub fn lease_holder(mut self, holder: impl Into<String>) -> Self {
+        let holder: String = holder.into();
+        self.holder = Some(holder.split_whitespace().collect::<Vec<_>>().join("_"));
+        self
+    }
+
     /// Connects (one connection, to migrate the schema) and returns the
     /// store.
     pub async fn connect(self) -> StoreResult<PgStore> {
@@ -101,6 +114,6 @@ impl PgStoreBuilder {
             .max_size(self.max_connections)
             .build()
             .map_err(|err| StoreError::database("postgres", err))?;
-        PgStore::from_pool(pool).await
+        PgStore::from_pool(pool, self.holder).await
     }
 }

@@ -104,6 +104,8 @@ fn db(err: tokio_postgres::Error) -> StoreError {
 #[derive(Clone)]
 pub struct PgStore {
     pool: Pool,
+    /// What the leases this store takes say about their holder.
+    holder: Option<String>,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -126,12 +128,12 @@ impl PgStore {
     }
 
     /// A store over a pool of connections; migrates the database first.
-    pub(crate) async fn from_pool(pool: Pool) -> StoreResult<Self> {
+    pub(crate) async fn from_pool(pool: Pool, holder: Option<String>) -> StoreResult<Self> {
         let mut object = get(&pool).await?;
         let client: &mut Client = &mut object;
         migrate(client).await?;
         drop(object);
-        Ok(Self { pool })
+        Ok(Self { pool, holder })
     }
 
     async fn conn(&self) -> StoreResult<Object> {
@@ -338,7 +340,10 @@ impl SessionStore for PgStore {
         let mut object = self.conn().await?;
         let client: &mut Client = &mut object;
         info(&*client, id).await?;
-        let owner = fresh_token("lease");
+        let owner = match &self.holder {
+            Some(holder) => format!("{holder} {}", fresh_token("lease")),
+            None => fresh_token("lease"),
+        };
         let taken = client
             .execute(
                 "INSERT INTO agentkit_leases (session_id, owner, expires_at)

@@ -133,7 +133,7 @@ impl LoopObserver for Recorder {
                 self.mark(Mark::InputAccepted { count: items.len() })
             }
             AgentEvent::SoftInterruptInjected { .. } => self.mark(Mark::SoftInterruptsDrained),
-            AgentEvent::TurnStarted { .. } => self.mark(Mark::TurnStarted),
+            AgentEvent::ModelCallStarted { .. } => self.mark(Mark::ModelCallStarted),
             AgentEvent::ToolStarted { call_id, .. } => self.mark(Mark::ToolStarted { call_id }),
             AgentEvent::MutationFinished { dirty: true, .. } => self.mark_broken(),
             _ => {}

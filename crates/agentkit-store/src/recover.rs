@@ -33,8 +33,10 @@ pub enum Mark {
     },
     /// The soft-interrupt queue was drained into the transcript.
     SoftInterruptsDrained,
-    /// A model call began (the turn counter moved).
-    TurnStarted,
+    /// A model call began (the turn counter moved). Stores written before
+    /// the rename hold it as `turn_started`.
+    #[serde(alias = "turn_started")]
+    ModelCallStarted,
     /// A tool call started executing: after a crash it may have had its
     /// effect, so it is never run again without the model asking.
     ToolStarted {
@@ -90,14 +92,14 @@ pub(crate) fn recover(
                 snapshot.pending_input.clear();
             }
             Mark::SoftInterruptsDrained => snapshot.soft_interrupts.clear(),
-            Mark::TurnStarted => snapshot.next_turn_index += 1,
+            Mark::ModelCallStarted => snapshot.next_turn_index += 1,
             Mark::ToolStarted { .. } => {}
         }
     }
     if extra > 0 {
         let model_calls = marks
             .iter()
-            .filter(|mark| matches!(mark, Mark::TurnStarted))
+            .filter(|mark| matches!(mark, Mark::ModelCallStarted))
             .count() as u32;
         snapshot.round = open_round(&snapshot.transcript, &snapshot.round);
         snapshot.phase = if !snapshot.round.is_empty() {
@@ -276,7 +278,7 @@ mod tests {
             call_item(&["a", "b"]),
             Item::tool_result(ToolResultPart::success("a", "done")),
         ];
-        let marks = [Mark::InputAccepted { count: 1 }, Mark::TurnStarted];
+        let marks = [Mark::InputAccepted { count: 1 }, Mark::ModelCallStarted];
         let resumed = recover(&"s".into(), Some(saved), items, &marks)
             .unwrap()
             .unwrap();
@@ -291,6 +293,14 @@ mod tests {
             resumed.round[0].arguments_hash,
             arguments_hash(&json!({ "ms": 5 }))
         );
+    }
+
+    #[test]
+    fn marks_written_before_the_rename_are_read() {
+        let old: Mark = serde_json::from_str(r#"{"mark":"turn_started"}"#).unwrap();
+        assert_eq!(old, Mark::ModelCallStarted);
+        let new = serde_json::to_string(&Mark::ModelCallStarted).unwrap();
+        assert_eq!(new, r#"{"mark":"model_call_started"}"#);
     }
 
     #[test]

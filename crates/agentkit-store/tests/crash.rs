@@ -10,13 +10,13 @@ mod support;
 use agentkit_core::{Item, validate_transcript};
 use agentkit_loop::{Agent, LoopInterrupt, LoopStep};
 use agentkit_store::{NewSession, PgStore, SessionLease, SessionStore, SqliteStore, StoreError};
+use agentkit_testkit::pg::TempCluster;
 use agentkit_testkit::{ScriptedModel, ScriptedTurn};
 use agentkit_tools_core::ToolRegistry;
 use serde_json::json;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::pg::TempCluster;
 use support::tools::Slow;
 
 const BACKEND: &str = "AGENTKIT_STORE_CRASH_BACKEND";
@@ -70,7 +70,10 @@ async fn crash_worker() {
     panic!("the worker should have been killed during the long call");
 }
 
-fn crash_and_resume(backend: &str, location: &str) {
+/// SIGKILLs a writer, then resumes and checks its session (see the tests
+/// below); returns how long the round took.
+fn crash_and_resume(backend: &str, location: &str) -> Duration {
+    let started = Instant::now();
     let mut worker = Command::new(std::env::current_exe().unwrap())
         .args(["--ignored", "--exact", "crash_worker", "--nocapture"])
         .env(BACKEND, backend)
@@ -161,6 +164,7 @@ fn crash_and_resume(backend: &str, location: &str) {
         let stored = observer.load(&SESSION.into()).await.unwrap();
         assert_eq!(stored.items, transcript);
     });
+    started.elapsed()
 }
 
 #[test]
@@ -174,4 +178,30 @@ fn sqlite_a_killed_worker_loses_nothing() {
 fn postgres_a_killed_worker_loses_nothing() {
     let cluster = TempCluster::start();
     crash_and_resume("postgres", &cluster.conninfo());
+}
+
+/// `cargo xtask soak`'s store phase: for `AGENTKIT_SOAK_STORE_MINUTES`,
+/// round after round, a process writing a session to a SQLite file is
+/// SIGKILLed in the middle of a tool round, and the session is loaded,
+/// resumed and validated (every assertion of the test above, each round).
+#[test]
+#[ignore = "a soak: run by cargo xtask soak"]
+fn soak_killed_store_writers() {
+    let minutes: f64 = std::env::var("AGENTKIT_SOAK_STORE_MINUTES")
+        .ok()
+        .and_then(|m| m.parse().ok())
+        .unwrap_or(1.0);
+    let until = Instant::now() + Duration::from_secs_f64(minutes * 60.0);
+    let mut rounds = 0u32;
+    let mut slowest = Duration::ZERO;
+    while Instant::now() < until {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sessions.db");
+        slowest = slowest.max(crash_and_resume("sqlite", path.to_str().unwrap()));
+        rounds += 1;
+    }
+    println!(
+        "store soak: {rounds} writers SIGKILLed mid-round, {rounds} sessions loaded, resumed and valid; slowest round {:.1} s",
+        slowest.as_secs_f64()
+    );
 }

@@ -1,12 +1,12 @@
 //! The shared suite against a real PostgreSQL server that the test starts
-//! (see `support/pg.rs`): one throwaway cluster per test.
+//! (see `agentkit_testkit::pg`): one throwaway cluster per test.
 
 mod support;
 
 use agentkit_store::{PgStore, SessionStore, StoreResult};
+use agentkit_testkit::pg::TempCluster;
 use std::sync::Arc;
 use support::Backend;
-use support::pg::TempCluster;
 
 struct Postgres {
     cluster: TempCluster,

@@ -6,7 +6,7 @@
 mod support;
 
 use agentkit_store::{NewSession, PgStore, SessionStore, StoreError};
-use support::pg::TempCluster;
+use agentkit_testkit::pg::TempCluster;
 
 fn self_signed(host: &str) -> (String, String) {
     let key = rcgen::generate_simple_self_signed(vec![host.to_owned()]).unwrap();

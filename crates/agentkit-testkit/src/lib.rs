@@ -37,7 +37,11 @@
 #[cfg(feature = "cassette")]
 pub mod cassette;
 mod drive;
+#[cfg(feature = "cassette")]
+mod dropped;
 mod echo;
+#[cfg(feature = "postgres")]
+pub mod pg;
 pub mod process;
 mod script;
 mod snapshot;
@@ -45,6 +49,8 @@ mod snapshot;
 pub use drive::{
     Approvals, DriveError, MAX_STEPS, Run, error_kind, results_by_call, run_to_finish,
 };
+#[cfg(feature = "cassette")]
+pub use dropped::assert_drop_closes_connection;
 pub use echo::EchoTool;
 pub use script::{ScriptStep, ScriptedModel, ScriptedSession, ScriptedTurn, ScriptedTurnStream};
 pub use snapshot::normalized;

@@ -7,7 +7,10 @@ use agentkit_loop::{
 };
 use serde_json::Value;
 use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 /// One step of a scripted turn.
@@ -342,6 +345,7 @@ impl ModelSession for ScriptedSession {
         }
         Ok(ScriptedTurnStream {
             steps: turn.steps.into(),
+            delay: None,
         })
     }
 }
@@ -349,21 +353,29 @@ impl ModelSession for ScriptedSession {
 /// The stream of one scripted turn.
 pub struct ScriptedTurnStream {
     steps: VecDeque<ScriptStep>,
+    /// The delay being waited out, if any.
+    delay: Option<Pin<Box<tokio::time::Sleep>>>,
 }
 
-#[async_trait::async_trait]
 impl ModelTurn for ScriptedTurnStream {
-    async fn next_event(
+    fn poll_next_event(
         &mut self,
-        _cancellation: Option<TurnCancellation>,
-    ) -> Result<Option<ModelTurnEvent>, ModelError> {
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<Option<ModelTurnEvent>, ModelError>> {
         loop {
-            match self.steps.pop_front() {
-                None => return Ok(None),
-                Some(ScriptStep::Event(event)) => return Ok(Some(event)),
-                Some(ScriptStep::Fail(error)) => return Err(error),
-                Some(ScriptStep::Delay(duration)) => tokio::time::sleep(duration).await,
+            if let Some(delay) = &mut self.delay {
+                std::task::ready!(delay.as_mut().poll(cx));
+                self.delay = None;
             }
+            return Poll::Ready(match self.steps.pop_front() {
+                None => Ok(None),
+                Some(ScriptStep::Event(event)) => Ok(Some(event)),
+                Some(ScriptStep::Fail(error)) => Err(error),
+                Some(ScriptStep::Delay(duration)) => {
+                    self.delay = Some(Box::pin(tokio::time::sleep(duration)));
+                    continue;
+                }
+            });
         }
     }
 }
@@ -388,7 +400,7 @@ mod tests {
 
     async fn first_event(session: &mut ScriptedSession) -> Option<ModelTurnEvent> {
         let mut turn = session.begin_turn(request(), None).await.unwrap();
-        turn.next_event(None).await.unwrap()
+        turn.next_event().await.unwrap()
     }
 
     #[tokio::test]
@@ -431,7 +443,7 @@ mod tests {
         );
         let mut turn = session.begin_turn(request(), None).await.unwrap();
         assert_eq!(
-            turn.next_event(None).await.unwrap_err().kind,
+            turn.next_event().await.unwrap_err().kind,
             ModelErrorKind::Protocol
         );
     }

@@ -18,20 +18,28 @@
 //! returns, and it kills every process carrying any of the host's call tags
 //! (with one `grep` over `/proc/*/environ`) and exits.
 //!
-//! Why not the alternatives: a child subreaper is a property of the process
-//! that sets it and is not inherited, so it would have to be set in the
-//! child between `fork` and `exec` (which needs `unsafe` `pre_exec`, which
-//! this workspace forbids) or on the host itself (which would then inherit
-//! every orphan of every child, and still lose them all when it is killed);
-//! `PR_SET_PDEATHSIG` has the same problem and fires when the *thread* that
-//! forked exits; a cgroup per call needs a delegated cgroup tree that an
-//! ordinary user session does not give to a terminal program.
+//! A process that clears its environment (`env -i`) *and* leaves the group
+//! carries no tag. For that case a host can make itself a child subreaper
+//! ([`adopt_orphans`](crate::adopt_orphans)): an orphaned descendant of any
+//! command is then re-parented to the host instead of to init, and the
+//! sweep also kills the host's children that started after the call's shell
+//! and live in another session (the host's own children never leave its
+//! session; an escaped command did, with `setsid`). It reaps them too, as a
+//! subreaper must. This is process-wide, so it is the host's choice, not
+//! the tool's: a subreaper inherits every orphan of every child.
 //!
-//! Limits (documented in the book's reliability chapter): a process that
-//! clears its environment (`env -i`) *and* leaves the group, or makes
-//! itself unreadable (`prctl(PR_SET_DUMPABLE, 0)`, a set-uid program), is
-//! not found; the Landlock sandbox still bounds what it can write. Off
-//! Linux (no `/proc`), only the process group is killed.
+//! Why not the alternatives: a subreaper or `PR_SET_PDEATHSIG` set in the
+//! child would need `unsafe` `pre_exec` (forbidden here); a cgroup per call
+//! needs a delegated cgroup tree that an ordinary user session does not
+//! give to a terminal program.
+//!
+//! Limits (documented in the book's reliability chapter): without
+//! `adopt_orphans`, a process that clears its environment and leaves the
+//! group, or makes itself unreadable (`prctl(PR_SET_DUMPABLE, 0)`, a
+//! set-uid program), is not found; with it, an escaped process of one call
+//! may be killed by the sweep of another call that runs at the same time
+//! and ends first. The Landlock sandbox still bounds what it can write.
+//! Off Linux (no `/proc`), only the process group is killed.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -72,9 +80,12 @@ fn host_prefix() -> &'static str {
     })
 }
 
-/// Kills every process tagged with `tag`; returns how many were signalled.
-/// Blocks (reads `/proc`); call it off the async threads.
-pub(crate) fn sweep(tag: &CallTag) -> usize {
+/// Kills every process tagged with `tag` and, if the host adopts orphans
+/// and the call's shell `root` is known, every orphan of the call the host
+/// adopted (then reaps them); returns how many were signalled. Blocks
+/// (reads `/proc`); call it off the async threads.
+pub(crate) fn sweep(tag: &CallTag, root: Option<Root>) -> usize {
+    let root = root.filter(|_| crate::host::adopts_orphans());
     let needle = format!("{TAG_VAR}={}", tag.value());
     let mut killed = 0;
     // A process in the middle of `execve` shows an empty environment for a
@@ -82,7 +93,15 @@ pub(crate) fn sweep(tag: &CallTag) -> usize {
     // a sweep ends only after two empty scans some milliseconds apart.
     let mut empty_scans = 0;
     for round in 0..MAX_ROUNDS {
-        let found = tagged(needle.as_bytes());
+        let mut found = tagged(needle.as_bytes());
+        if let Some(root) = root {
+            found.extend(
+                adopted_orphans(root)
+                    .into_iter()
+                    .filter(|o| o.live)
+                    .map(|o| o.pid),
+            );
+        }
         if found.is_empty() {
             empty_scans += 1;
             if empty_scans == 2 {
@@ -98,6 +117,9 @@ pub(crate) fn sweep(tag: &CallTag) -> usize {
         }
         // Let the killed die, so that their orphans show up, not themselves.
         std::thread::sleep(Duration::from_millis(5 + 2 * u64::from(round)));
+    }
+    if let Some(root) = root {
+        reap(root);
     }
     if killed > 0 {
         tracing::debug!(
@@ -131,6 +153,124 @@ fn tagged(_needle: &[u8]) -> Vec<u32> {
     Vec::new()
 }
 
+/// A child of the host that some command left behind.
+struct Orphan {
+    pid: u32,
+    /// `false` for a zombie (it only needs reaping).
+    live: bool,
+}
+
+/// The fields of `/proc/<pid>/stat` the sweep needs.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+struct Stat {
+    state: char,
+    ppid: u32,
+    group: u32,
+    session: u32,
+    /// Clock ticks after boot.
+    start: u64,
+}
+
+#[cfg(target_os = "linux")]
+fn stat(pid: u32) -> Option<Stat> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may hold spaces and parentheses: fields start after
+    // the last `)`.
+    let fields: Vec<&str> = text
+        .get(text.rfind(')')? + 1..)?
+        .split_whitespace()
+        .collect();
+    Some(Stat {
+        state: fields.first()?.chars().next()?,
+        ppid: fields.get(1)?.parse().ok()?,
+        group: fields.get(2)?.parse().ok()?,
+        session: fields.get(3)?.parse().ok()?,
+        start: fields.get(19)?.parse().ok()?,
+    })
+}
+
+/// A call's shell: the leader of its process group, and when it started.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Root {
+    pid: u32,
+    /// Clock ticks after boot.
+    start: u64,
+}
+
+impl Root {
+    /// The shell `pid`, while it runs (`None` off Linux).
+    #[cfg(target_os = "linux")]
+    pub(crate) fn of(pid: u32) -> Option<Self> {
+        stat(pid).map(|stat| Self {
+            pid,
+            start: stat.start,
+        })
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    pub(crate) fn of(_pid: u32) -> Option<Self> {
+        None
+    }
+}
+
+/// The host's children, other than the call's shell and started after it,
+/// that live in another session than the host or in the call's process
+/// group: descendants of the command, re-parented to the host (a
+/// subreaper) after their parent died.
+#[cfg(target_os = "linux")]
+fn adopted_orphans(root: Root) -> Vec<Orphan> {
+    let me = std::process::id();
+    let Some(mine) = stat(me) else {
+        return Vec::new();
+    };
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|pid| Some((pid, stat(pid)?)))
+        .filter(|(pid, stat)| {
+            *pid != root.pid
+                && stat.ppid == me
+                && stat.start >= root.start
+                && (stat.session != mine.session || stat.group == root.pid)
+        })
+        .map(|(pid, stat)| Orphan {
+            pid,
+            live: stat.state != 'Z',
+        })
+        .collect()
+}
+
+#[cfg(not(target_os = "linux"))]
+fn adopted_orphans(_root: Root) -> Vec<Orphan> {
+    Vec::new()
+}
+
+/// Collects the exit status of the adopted orphans that ended (a subreaper
+/// that does not leaves zombies). Only those: the host's other children
+/// belong to whoever spawned them.
+#[cfg(unix)]
+fn reap(root: Root) {
+    use rustix::process::{Pid, WaitOptions, waitpid};
+    // The killed may take a moment to become zombies.
+    for _ in 0..50 {
+        let orphans = adopted_orphans(root);
+        if orphans.is_empty() {
+            return;
+        }
+        for orphan in orphans.iter().filter(|o| !o.live) {
+            if let Some(pid) = i32::try_from(orphan.pid).ok().and_then(Pid::from_raw) {
+                let _ = waitpid(Some(pid), WaitOptions::NOHANG);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[cfg(not(unix))]
+fn reap(_root: Root) {}
+
 #[cfg(unix)]
 fn kill(pid: u32) -> bool {
     i32::try_from(pid)
@@ -148,27 +288,30 @@ fn kill(_pid: u32) -> bool {
 
 /// Sweeps `tag` when dropped unless [`disarm`](SweepOnDrop::disarm)ed: an
 /// abandoned call (its future dropped) cleans up from a short-lived thread.
-pub(crate) struct SweepOnDrop(Option<CallTag>);
+pub(crate) struct SweepOnDrop(Option<CallTag>, Option<Root>);
 
 impl SweepOnDrop {
-    pub(crate) fn new(tag: CallTag) -> Self {
-        Self(Some(tag))
+    /// Sweeps `tag` and the orphans of the call's shell `root` (a pid).
+    pub(crate) fn new(tag: CallTag, root: Option<u32>) -> Self {
+        Self(Some(tag), root.and_then(Root::of))
     }
 
     /// Sweeps now, off the async threads, and no more on drop.
     pub(crate) async fn sweep_now(mut self) {
+        let root = self.1;
         if let Some(tag) = self.0.take() {
-            let _ = tokio::task::spawn_blocking(move || sweep(&tag)).await;
+            let _ = tokio::task::spawn_blocking(move || sweep(&tag, root)).await;
         }
     }
 }
 
 impl Drop for SweepOnDrop {
     fn drop(&mut self) {
+        let root = self.1;
         if let Some(tag) = self.0.take() {
             let _ = std::thread::Builder::new()
                 .name("agentkit-shell-sweep".into())
-                .spawn(move || sweep(&tag));
+                .spawn(move || sweep(&tag, root));
         }
     }
 }
@@ -252,7 +395,7 @@ mod tests {
         let deadline = std::time::Instant::now() + Duration::from_secs(20);
         let mut killed = 0;
         while killed == 0 && std::time::Instant::now() < deadline {
-            killed = sweep(&tag);
+            killed = sweep(&tag, None);
         }
         assert_eq!(killed, 1);
         assert!(

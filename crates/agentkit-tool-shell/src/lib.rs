@@ -58,11 +58,13 @@ mod capture;
 mod config;
 mod contain;
 mod exec;
+mod host;
 mod run;
 mod sandbox;
 
 pub use config::ShellConfig;
 pub use exec::ShellExecTool;
+pub use host::{adopt_orphans, hide_host_environment};
 pub use sandbox::{SECRET_HOME_PATHS, ShellSandbox, WhenUnavailable};
 
 use agentkit_tools_core::ToolRegistry;

@@ -67,7 +67,7 @@ pub(crate) async fn run(
     tag: CallTag,
 ) -> io::Result<Finished> {
     // Declared first, dropped last: an abandoned run still sweeps.
-    let sweep = SweepOnDrop::new(tag);
+    let sweep = SweepOnDrop::new(tag, child.id());
     let max_output_bytes = limits.kept;
     let started = Instant::now();
     let deadline = started + timeout;

@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::is_dead;
+use common::{assert_none_left, with_marker};
 
 const DEADLINE: Duration = Duration::from_secs(60);
 
@@ -62,33 +62,6 @@ fn marker() -> String {
         std::process::id(),
         NEXT.fetch_add(1, Ordering::Relaxed)
     )
-}
-
-/// The live processes whose command line contains `marker`.
-fn with_marker(marker: &str) -> Vec<u32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|&pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline"))
-                .is_ok_and(|line| line.windows(marker.len()).any(|w| w == marker.as_bytes()))
-                && !is_dead(pid)
-        })
-        .collect()
-}
-
-async fn assert_none_left(row: &str, marker: &str) {
-    let until = Instant::now() + DEADLINE;
-    loop {
-        let left = with_marker(marker);
-        if left.is_empty() {
-            return;
-        }
-        assert!(Instant::now() < until, "{row}: {left:?} survived the call");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 fn executor(dir: &Path) -> BasicToolExecutor {

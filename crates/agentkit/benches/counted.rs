@@ -166,7 +166,7 @@ fn s1_model_only() -> String {
                 .begin_turn(request.clone(), None)
                 .await
                 .expect("a turn");
-            while let Some(event) = turn.next_event(None).await.expect("an event") {
+            while let Some(event) = turn.next_event().await.expect("an event") {
                 std::hint::black_box(&event);
             }
         })
@@ -628,7 +628,7 @@ fn sse_decode(wire: Wire) -> String {
 /// Drains a turn: (text appends, tool calls).
 async fn drain(mut turn: impl ModelTurn) -> (usize, usize) {
     let (mut texts, mut calls) = (0, 0);
-    while let Some(event) = turn.next_event(None).await.expect("the stream decodes") {
+    while let Some(event) = turn.next_event().await.expect("the stream decodes") {
         match event {
             ModelTurnEvent::Delta(agentkit::core::Delta::AppendText { .. }) => texts += 1,
             ModelTurnEvent::ToolCall(_) => calls += 1,

@@ -149,7 +149,7 @@ async fn a_structured_answer_is_parsed_into_the_type() {
     .with_output_schema(schema);
     let mut turn = session.begin_turn(request, None).await.unwrap();
     let mut folder = DeltaFolder::new();
-    while let Some(event) = turn.next_event(None).await.unwrap() {
+    while let Some(event) = turn.next_event().await.unwrap() {
         if let ModelTurnEvent::Delta(delta) = event {
             folder.apply(&delta).unwrap();
         }

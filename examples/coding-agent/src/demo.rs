@@ -138,7 +138,7 @@ impl LoopObserver for Director {
                 seen.user.push(item.text_content());
                 seen.urgent |= skipped_tools > 0;
             }
-            AgentEvent::TurnStarted { .. } => {
+            AgentEvent::ModelCallStarted { .. } => {
                 let seen = std::mem::take(seen);
                 // A call skipped by an urgent message or cancelled by
                 // Ctrl-C did not happen: its step is done again later.

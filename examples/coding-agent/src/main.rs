@@ -73,6 +73,15 @@ fn fail(message: impl std::fmt::Display) -> ExitCode {
 }
 
 fn main() -> ExitCode {
+    // What the shell tool cannot set up for itself (the book's reliability
+    // chapter): adopt the commands' orphans, so that one that cleared its
+    // environment and left its session is still killed, and hide this
+    // process's environment (the keys) from /proc readers. Best effort.
+    #[cfg(target_os = "linux")]
+    {
+        let _ = agentkit_tool_shell::adopt_orphans();
+        let _ = agentkit_tool_shell::hide_host_environment();
+    }
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
         Err(error) => return fail(format!("cannot start the async runtime: {error}")),

@@ -22,7 +22,7 @@ struct State {
     reasoning: HashSet<PartId>,
     /// Calls of the round without a result, in call order.
     waiting: VecDeque<ToolCallPart>,
-    /// Between `TurnStarted` and `TurnFinished`.
+    /// Between `ModelCallStarted` and `TurnFinished`.
     turn_running: bool,
     /// Parts whose text is on screen but not committed: a failed call
     /// leaves them cut off.
@@ -81,7 +81,7 @@ impl LoopObserver for View {
         let mut state = self.lock();
         let mut screen = self.screen.lock().unwrap_or_else(|e| e.into_inner());
         match event {
-            AgentEvent::TurnStarted { .. } => {
+            AgentEvent::ModelCallStarted { .. } => {
                 state.turn_running = true;
                 state.waiting.clear();
                 screen.set_activity(Some("thinking".into()));

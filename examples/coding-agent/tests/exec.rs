@@ -102,7 +102,7 @@ fn the_prompt_comes_from_stdin_and_json_lines_describe_the_turn() {
         .collect();
     let names: Vec<&str> = events.iter().filter_map(|e| e["event"].as_str()).collect();
     assert_eq!(names.len(), events.len(), "every line names its event");
-    assert!(names.contains(&"turn_started"), "{names:?}");
+    assert!(names.contains(&"model_call_started"), "{names:?}");
     assert!(names.contains(&"tool_call_requested"), "{names:?}");
     let last = events.last().unwrap();
     assert_eq!(last["event"], "exec_finished");

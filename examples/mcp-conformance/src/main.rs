@@ -8,9 +8,9 @@
 //! anything fails, with the reason on stderr.
 
 use agentkit_mcp::{
-    AuthRequest, AuthResolution, ElicitationHandler, ElicitationKind, ElicitationRequest,
-    ElicitationResponse, McpAuthResponder, McpCredentials, McpServerConfig, McpServerManager,
-    OAuthConfig,
+    AuthRequest, AuthResolution, ClientKey, ClientKeyError, ElicitationHandler, ElicitationKind,
+    ElicitationRequest, ElicitationResponse, EnterpriseIdp, JwsAlgorithm, McpAuthResponder,
+    McpCredentials, McpServerConfig, McpServerManager, OAuthConfig,
 };
 use agentkit_tools_core::ToolContext;
 use serde_json::{Value, json};
@@ -45,7 +45,7 @@ async fn main() -> ExitCode {
 
 async fn run(url: &str, scenario: &str) -> Result<(), String> {
     let manager = McpServerManager::new();
-    let config = McpServerConfig::http(SERVER, url).oauth(oauth_config(scenario));
+    let config = McpServerConfig::http(SERVER, url).oauth(oauth_config(scenario)?);
     manager.register(config).map_err(|e| e.to_string())?;
     manager.set_auth_responder(Arc::new(Browser::new()?));
     manager.set_elicitation_handler(Arc::new(AcceptDefaults));
@@ -73,19 +73,40 @@ async fn run(url: &str, scenario: &str) -> Result<(), String> {
 
 /// The client's OAuth identity: a pre-registered one when the suite hands
 /// one over in `MCP_CONFORMANCE_CONTEXT` (a machine client for the
-/// client-credentials scenarios), else a public client with a metadata
+/// client-credentials scenarios, with a secret or a private key; a
+/// cross-app access client with the identity provider's ID token), else a public client with a metadata
 /// document URL, registering dynamically where that is not supported.
-fn oauth_config(scenario: &str) -> OAuthConfig {
+fn oauth_config(scenario: &str) -> Result<OAuthConfig, String> {
     let context: Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
         .ok()
         .and_then(|text| serde_json::from_str(&text).ok())
         .unwrap_or(Value::Null);
     let field = |key: &str| context.get(key).and_then(Value::as_str).map(str::to_owned);
     let (client_id, secret) = (field("client_id"), field("client_secret"));
+    // A machine client with a private key (`private_key_jwt`).
+    if let (Some(id), Some(pem)) = (&client_id, field("private_key_pem")) {
+        let algorithm: JwsAlgorithm = field("signing_algorithm")
+            .as_deref()
+            .unwrap_or("ES256")
+            .parse()
+            .map_err(|e: ClientKeyError| e.to_string())?;
+        let key = ClientKey::from_pem(algorithm, &pem).map_err(|e| e.to_string())?;
+        return Ok(OAuthConfig::client_credentials_jwt(id, key));
+    }
+    // Cross-app access: the enterprise identity provider's ID token.
+    if let (Some(id), Some(secret), Some(id_token)) = (&client_id, &secret, field("idp_id_token")) {
+        let idp = EnterpriseIdp::new(
+            field("idp_issuer").unwrap_or_default(),
+            field("idp_token_endpoint").unwrap_or_default(),
+            field("idp_client_id").unwrap_or_default(),
+            id_token,
+        );
+        return Ok(OAuthConfig::cross_app_access(id, secret, idp));
+    }
     if scenario.starts_with("auth/client-credentials")
         && let (Some(id), Some(secret)) = (&client_id, &secret)
     {
-        return OAuthConfig::client_credentials(id, secret);
+        return Ok(OAuthConfig::client_credentials(id, secret));
     }
     let mut config = OAuthConfig::new(REDIRECT_URI).client_metadata_url(CLIENT_METADATA_URL);
     if let Some(id) = client_id {
@@ -94,7 +115,7 @@ fn oauth_config(scenario: &str) -> OAuthConfig {
     if let Some(secret) = secret {
         config = config.client_secret(secret);
     }
-    config
+    Ok(config)
 }
 
 /// The arguments a tool of the suite expects.

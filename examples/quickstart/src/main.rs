@@ -96,7 +96,7 @@ impl LoopObserver for PrintEvents {
             AgentEvent::ToolResultReceived { result } => {
                 println!("  result {}", result.output.to_text())
             }
-            AgentEvent::TurnStarted { turn_id, .. } => println!("[{turn_id}]"),
+            AgentEvent::ModelCallStarted { turn_id, .. } => println!("[{turn_id}]"),
             _ => {}
         }
     }

@@ -63,7 +63,9 @@ impl LoopObserver for Printer {
                 "{at:>5} ms  injected at {point:?} ({skipped_tools} tools skipped): {:?}",
                 item.text_content()
             ),
-            AgentEvent::TurnStarted { turn_id, .. } => println!("{at:>5} ms  model    {turn_id}"),
+            AgentEvent::ModelCallStarted { turn_id, .. } => {
+                println!("{at:>5} ms  model    {turn_id}")
+            }
             _ => {}
         }
     }

@@ -112,7 +112,7 @@ fn decode(adapter: Adapter, pieces: &[&[u8]]) -> Decoded {
     // here, so the count is bounded by the input.
     let bound = 16 + pieces.iter().map(|p| p.len()).sum::<usize>() * 4;
     loop {
-        match futures::executor::block_on(turn.next_event(None)) {
+        match futures::executor::block_on(turn.next_event()) {
             Ok(Some(event)) => events.push(without_random_ids(event)),
             Ok(None) => {
                 return Decoded {

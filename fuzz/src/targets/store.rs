@@ -51,7 +51,7 @@ fn valid_rows() -> &'static [Value] {
                     "transcript_len": len,
                     "usage": "{}",
                     "items": items,
-                    "marks": ["{\"mark\":\"turn_started\"}"],
+                    "marks": ["{\"mark\":\"model_call_started\"}"],
                     "created_at": 1_700_000_000_000i64,
                     "forked_at": null,
                 })

@@ -155,7 +155,8 @@ impl<S: ModelSession> LoopDriver<S> {
         };
         let mut tokens = (0, 0);
         loop {
-            let next = turn.next_event(cancellation.clone());
+            // Cancelling the turn is dropping it (on return).
+            let next = turn.next_event();
             let event = match unless_cancelled(cancelled.as_mut(), next).await {
                 Some(Ok(event)) => event,
                 Some(Err(err)) if !cancelled_by(&err, &cancellation) => {

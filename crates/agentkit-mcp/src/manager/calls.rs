@@ -127,9 +127,9 @@ impl Inner {
                         }
                         Err(self.surface_auth(&server, request).await.into_tool_error())
                     }
-                    Err(CallError::Rejected(message)) => Err(ToolError::ExecutionFailed(format!(
-                        "MCP server {server_name} rejected the call: {message}"
-                    ))),
+                    Err(CallError::Rejected { message, .. }) => Err(ToolError::ExecutionFailed(
+                        format!("MCP server {server_name} rejected the call: {message}"),
+                    )),
                     Err(CallError::Protocol(message)) => Err(ToolError::ExecutionFailed(format!(
                         "MCP server {server_name}: {message}"
                     ))),
@@ -189,11 +189,13 @@ impl Inner {
                     self.discard(&server, &connection).await;
                     Err(failed(err.to_string()))
                 }
+                Err(CallError::Rejected { code, message }) => Err(McpError::Rejected {
+                    server: server_name.to_owned(),
+                    code,
+                    message,
+                }),
                 Err(
-                    err @ (CallError::Timeout(_)
-                    | CallError::Cancelled
-                    | CallError::Rejected(_)
-                    | CallError::Protocol(_)),
+                    err @ (CallError::Timeout(_) | CallError::Cancelled | CallError::Protocol(_)),
                 ) => Err(failed(err.to_string())),
             };
         }

@@ -21,15 +21,15 @@ impl Inner {
         #[cfg(feature = "oauth")]
         if let crate::config::McpTransport::Http(http) = &server.config.transport
             && let Some(config) = &http.oauth
-            && config.grant == crate::oauth::OAuthGrant::ClientCredentials
+            && config.grant.is_machine()
         {
             // A machine client needs nobody: it asks for a token itself.
             let outcome = server
                 .oauth
-                .client_credentials(&http.url, config, request.challenge.as_deref())
+                .machine_grant(&http.url, config, request.challenge.as_deref())
                 .await;
             if let Err(reason) = &outcome {
-                tracing::warn!(server = %server.config.name, %reason, "client_credentials grant failed");
+                tracing::warn!(server = %server.config.name, %reason, grant = ?config.grant, "OAuth grant failed");
             }
             return outcome.is_ok();
         }

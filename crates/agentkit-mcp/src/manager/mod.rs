@@ -16,6 +16,11 @@
 
 mod calls;
 mod credentials;
+// Resource subscriptions are legacy-only in rmcp (the 2026 revision
+// replaces them with `subscriptions/listen`); the revisions this client
+// speaks still have them.
+#[allow(deprecated)]
+mod resources;
 mod session;
 mod status;
 
@@ -25,16 +30,16 @@ use crate::auth::{AuthResolution, McpAuthResponder, McpCredentials};
 use crate::catalog::{CatalogEvents, CatalogState, McpToolSource};
 use crate::config::McpServerConfig;
 use crate::connection::Connection;
-use crate::convert::{self, RemoteTool};
+use crate::convert::RemoteTool;
 use crate::discovery::{McpPrompt, McpResource};
 use crate::elicitation::ElicitationHandler;
 use crate::error::McpError;
-use agentkit_core::{Item, Part};
+use crate::events::{McpEvents, McpServerEvent};
+use crate::sampling::SamplingHandler;
 use agentkit_tools_core::{
     AuthOperation, AuthRequest, CatalogSnapshot, ToolContext, ToolError, ToolResult,
 };
 use serde_json::Value;
-use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, Weak};
 use tokio::task::AbortHandle;
 
@@ -100,6 +105,14 @@ pub(crate) struct Inner {
     responder: Mutex<Option<Arc<dyn McpAuthResponder>>>,
     /// Answers servers' `elicitation/create`; `None` declines them.
     elicitation: Mutex<Option<Arc<dyn ElicitationHandler>>>,
+    /// The roots offered to servers (`set_roots`).
+    roots: Arc<crate::roots::Roots>,
+    /// Answers servers' `sampling/createMessage`; `None` refuses them.
+    sampling: Mutex<Option<Arc<dyn SamplingHandler>>>,
+    /// Servers' notifications for the host.
+    events: tokio::sync::broadcast::Sender<McpServerEvent>,
+    /// Whether resources and prompts are offered to the model as tools.
+    resource_tools: std::sync::atomic::AtomicBool,
 }
 
 /// One registered server.
@@ -120,6 +133,8 @@ struct Server {
     tools: Mutex<Vec<RemoteTool>>,
     resources: Mutex<Vec<McpResource>>,
     prompts: Mutex<Vec<McpPrompt>>,
+    /// The resources the host subscribed to, renewed on reconnect.
+    subscriptions: Mutex<std::collections::BTreeSet<String>>,
     refresher: Mutex<Option<AbortHandle>>,
     /// The OAuth flow, for servers configured with OAuth.
     #[cfg(feature = "oauth")]
@@ -145,8 +160,29 @@ impl McpServerManager {
                 pending_auth: Mutex::new(Vec::new()),
                 responder: Mutex::new(None),
                 elicitation: Mutex::new(None),
+                roots: Arc::default(),
+                sampling: Mutex::new(None),
+                events: tokio::sync::broadcast::channel(crate::events::EVENT_BUFFER).0,
+                resource_tools: Default::default(),
             }),
         }
+    }
+
+    /// Another handle on the manager behind `inner`.
+    pub(crate) fn from_inner(inner: Arc<Inner>) -> Self {
+        Self { inner }
+    }
+
+    /// Offers each server's resources and prompts to the model as tools
+    /// (`mcp_<server>_read_resource`, `mcp_<server>_get_prompt`, listing
+    /// what the server offers in their descriptions), or stops offering
+    /// them. Off by default: MCP meant resources and prompts for the host.
+    /// The catalog changes at once for servers already connected.
+    pub fn set_resource_tools(&self, on: bool) {
+        self.inner
+            .resource_tools
+            .store(on, std::sync::atomic::Ordering::Relaxed);
+        self.inner.rebuild_catalog();
     }
 
     /// Registers a server; it connects on [`connect`](Self::connect),
@@ -174,6 +210,7 @@ impl McpServerManager {
             tools: Mutex::new(Vec::new()),
             resources: Mutex::new(Vec::new()),
             prompts: Mutex::new(Vec::new()),
+            subscriptions: Mutex::new(Default::default()),
             refresher: Mutex::new(None),
             #[cfg(feature = "oauth")]
             oauth: crate::oauth::OAuthFlow::default(),
@@ -232,6 +269,11 @@ impl McpServerManager {
         server.tools.lock().expect("tools lock").clear();
         server.resources.lock().expect("resources lock").clear();
         server.prompts.lock().expect("prompts lock").clear();
+        server
+            .subscriptions
+            .lock()
+            .expect("subscriptions lock")
+            .clear();
         self.inner.rebuild_catalog();
         Ok(())
     }
@@ -275,6 +317,15 @@ impl McpServerManager {
     /// Catalog changes from now on.
     pub fn subscribe(&self) -> CatalogEvents {
         self.inner.catalog.lock().expect("catalog lock").subscribe()
+    }
+
+    /// What servers tell the host from now on: updates of subscribed
+    /// resources, changed resource and prompt lists, log messages. Each
+    /// call gives an independent stream.
+    pub fn events(&self) -> McpEvents {
+        McpEvents {
+            receiver: self.inner.events.subscribe(),
+        }
     }
 
     /// What the manager knows about a server.
@@ -348,49 +399,6 @@ impl McpServerManager {
         self.inner
             .call_tool(server, tool, arguments, None, ctx)
             .await
-    }
-
-    /// Reads a resource of a server (connecting it if needed), within the
-    /// server's call timeout. Each content entry becomes a file part named
-    /// by its URI.
-    pub async fn read_resource(&self, server: &str, uri: &str) -> Result<Vec<Part>, McpError> {
-        let operation = AuthOperation::ReadResource {
-            uri: uri.to_owned(),
-        };
-        let result = self
-            .inner
-            .request(server, operation, |connection, limit| async move {
-                connection.read_resource(uri, limit).await
-            })
-            .await?;
-        Ok(convert::resource_contents(&result))
-    }
-
-    /// Fetches a prompt of a server (connecting it if needed), within the
-    /// server's call timeout, as transcript items (user and assistant
-    /// messages).
-    pub async fn get_prompt(
-        &self,
-        server: &str,
-        name: &str,
-        arguments: BTreeMap<String, String>,
-    ) -> Result<Vec<Item>, McpError> {
-        let operation = AuthOperation::GetPrompt {
-            name: name.to_owned(),
-        };
-        let arguments: serde_json::Map<String, Value> = arguments
-            .into_iter()
-            .map(|(key, value)| (key, Value::String(value)))
-            .collect();
-        let arguments = (!arguments.is_empty()).then_some(arguments);
-        let result = self
-            .inner
-            .request(server, operation, |connection, limit| {
-                let arguments = arguments.clone();
-                async move { connection.get_prompt(name, arguments, limit).await }
-            })
-            .await?;
-        Ok(convert::prompt_items(&result))
     }
 
     /// Answers an auth request. Resolving answers every pending request of
@@ -481,6 +489,51 @@ impl McpServerManager {
         *self.inner.elicitation.lock().expect("elicitation lock") = Some(handler);
     }
 
+    /// Sets the roots offered to servers (a coding agent's workspace), and
+    /// tells the connected servers they changed
+    /// (`notifications/roots/list_changed`). Set them before servers
+    /// connect: the `roots` capability is announced in the handshake, so
+    /// servers connected before roots were first set see a client without
+    /// it until they reconnect.
+    ///
+    /// ```
+    /// use agentkit_mcp::{McpRoot, McpServerManager};
+    ///
+    /// # async fn run() {
+    /// let manager = McpServerManager::new();
+    /// manager
+    ///     .set_roots(vec![McpRoot::directory("/home/ada/project").name("project")])
+    ///     .await;
+    /// # }
+    /// ```
+    pub async fn set_roots(&self, roots: Vec<crate::McpRoot>) {
+        if !self.inner.roots.set(roots) {
+            return;
+        }
+        let live: Vec<_> = self
+            .inner
+            .servers
+            .lock()
+            .expect("servers lock")
+            .iter()
+            .filter_map(|server| {
+                let connection = server.live.lock().expect("live lock").clone()?;
+                Some((server.config.name.clone(), connection))
+            })
+            .collect();
+        for (name, connection) in live {
+            crate::roots::notify_changed(&name, connection).await;
+        }
+    }
+
+    /// Sets who answers servers' `sampling/createMessage` requests (the
+    /// host's model, after the host's approval; see [`SamplingHandler`]).
+    /// Without one, sampling is not announced and servers' requests are
+    /// refused. Like elicitation, set it before servers connect.
+    pub fn set_sampling_handler(&self, handler: Arc<dyn SamplingHandler>) {
+        *self.inner.sampling.lock().expect("sampling lock") = Some(handler);
+    }
+
     /// Registers a responder asked whenever any server wants credentials
     /// and has no responder of its own (see
     /// [`set_server_auth_responder`](Self::set_server_auth_responder)).
@@ -547,6 +600,9 @@ impl Inner {
     pub(crate) fn hooks(&self) -> crate::connection::Hooks {
         crate::connection::Hooks {
             elicitation: self.elicitation.lock().expect("elicitation lock").clone(),
+            roots: self.roots.clone(),
+            sampling: self.sampling.lock().expect("sampling lock").clone(),
+            events: Some(self.events.clone()),
         }
     }
 
@@ -559,13 +615,23 @@ impl Inner {
         // read, so two rebuilds racing (a refresh and a connect) cannot
         // publish an older view after a newer one.
         let mut catalog = self.catalog.lock().expect("catalog lock");
+        let offer_host_tools = self
+            .resource_tools
+            .load(std::sync::atomic::Ordering::Relaxed);
         let lists: Vec<(String, Vec<RemoteTool>)> = self
             .servers
             .lock()
             .expect("servers lock")
             .iter()
             .map(|s| {
-                let tools = s.tools.lock().expect("tools lock").clone();
+                let mut tools = s.tools.lock().expect("tools lock").clone();
+                if offer_host_tools {
+                    tools.extend(crate::resource_tools::host_tools(
+                        &s.config.name,
+                        &s.resources.lock().expect("resources lock"),
+                        &s.prompts.lock().expect("prompts lock"),
+                    ));
+                }
                 (s.config.name.clone(), tools)
             })
             .collect();
@@ -590,7 +656,12 @@ mod tests {
         assert_send(&manager.disconnect("x"));
         assert_send(&manager.call_tool("x", "t", Value::Null, ToolContext::detached()));
         assert_send(&manager.read_resource("x", "u"));
-        assert_send(&manager.get_prompt("x", "p", BTreeMap::new()));
+        assert_send(&manager.get_prompt("x", "p", Default::default()));
+        assert_send(&manager.list_resources("x"));
+        assert_send(&manager.list_resource_templates("x"));
+        assert_send(&manager.subscribe_resource("x", "u"));
+        assert_send(&manager.unsubscribe_resource("x", "u"));
+        assert_send(&manager.list_prompts("x"));
         assert_send(&manager.set_credentials("x", McpCredentials::bearer("t")));
     }
 

@@ -107,6 +107,19 @@ impl Inner {
         *server.prompts.lock().expect("prompts lock") = discovery.prompts.clone();
         *server.live.lock().expect("live lock") = Some(connection.clone());
         self.rebuild_catalog();
+        let renew: Vec<String> = server
+            .subscriptions
+            .lock()
+            .expect("subscriptions lock")
+            .iter()
+            .cloned()
+            .collect();
+        super::resources::renew_subscriptions(
+            &server.config.name,
+            connection,
+            renew,
+            server.config.call_timeout,
+        );
 
         let task = tokio::spawn(follow_tool_changes(
             self.weak.clone(),

@@ -41,6 +41,21 @@ pub struct AuthState {
     pub refused: AtomicUsize,
     /// The scope parameter of the last authorization request.
     pub last_scope: Mutex<Option<String>>,
+    /// How many times its metadata was fetched (discovery).
+    pub metadata_requests: AtomicUsize,
+}
+
+impl AuthState {
+    /// How many clients registered themselves.
+    pub fn registrations(&self) -> usize {
+        self.clients.lock().unwrap().len()
+    }
+
+    /// Forgets every refresh token issued so far: the next refresh is
+    /// refused, and the client has to authorize again.
+    pub fn revoke_refresh_tokens(&self) {
+        self.refresh_tokens.lock().unwrap().clear();
+    }
 }
 
 /// The running authorization server; stopped on drop.
@@ -104,8 +119,10 @@ impl AuthServer {
 
         let metadata = {
             let url = url.clone();
+            let state = state.clone();
             move || {
                 let url = url.clone();
+                state.metadata_requests.fetch_add(1, Ordering::SeqCst);
                 async move {
                     json_response(json!({
                         "issuer": url,

@@ -33,6 +33,7 @@ use agentkit_loop::{
     PromptCacheRequest, SessionConfig, TurnRequest,
 };
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use stream::ResponsesDecoder;
 
 struct Shared {
@@ -180,18 +181,14 @@ impl ResponsesTurn {
     }
 }
 
-#[async_trait::async_trait]
 impl ModelTurn for ResponsesTurn {
-    async fn next_event(
+    fn poll_next_event(
         &mut self,
-        cancellation: Option<TurnCancellation>,
-    ) -> Result<Option<ModelTurnEvent>, ModelError> {
-        self.stream
-            .next(cancellation.as_ref())
-            .await
-            .map_err(|error| {
-                tracing::debug!(%error, "Responses turn failed");
-                model_error(error)
-            })
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<Option<ModelTurnEvent>, ModelError>> {
+        self.stream.poll_next(cx).map_err(|error| {
+            tracing::debug!(%error, "Responses turn failed");
+            model_error(error)
+        })
     }
 }

@@ -98,7 +98,7 @@ pub async fn run_turn_within<A: ModelAdapter>(
         let mut turn = session.begin_turn(request, None).await?;
         let mut events = Vec::new();
         loop {
-            match turn.next_event(None).await {
+            match turn.next_event().await {
                 Ok(Some(event)) => events.push(event),
                 Ok(None) => {
                     return Ok(Outcome {
@@ -108,7 +108,7 @@ pub async fn run_turn_within<A: ModelAdapter>(
                 }
                 Err(error) => {
                     // After an error the turn is over.
-                    assert_eq!(turn.next_event(None).await, Ok(None));
+                    assert_eq!(turn.next_event().await, Ok(None));
                     return Ok(Outcome {
                         events,
                         error: Some(error),

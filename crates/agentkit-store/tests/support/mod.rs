@@ -2,7 +2,6 @@
 #![allow(dead_code)]
 
 pub mod events;
-pub mod pg;
 pub mod suite;
 pub mod tools;
 

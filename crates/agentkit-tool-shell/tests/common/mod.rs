@@ -32,3 +32,34 @@ pub async fn assert_dies(pid: u32) {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+/// The live processes whose command line contains `marker`.
+#[allow(dead_code)] // Not every test file that shares this module uses it.
+pub fn with_marker(marker: &str) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|line| line.windows(marker.len()).any(|w| w == marker.as_bytes()))
+                && !is_dead(pid)
+        })
+        .collect()
+}
+
+/// Waits up to a minute for every process carrying `marker` to be gone;
+/// panics naming the `row` if one survives.
+#[allow(dead_code)] // Not every test file that shares this module uses it.
+pub async fn assert_none_left(row: &str, marker: &str) {
+    let until = Instant::now() + Duration::from_secs(60);
+    loop {
+        let left = with_marker(marker);
+        if left.is_empty() {
+            return;
+        }
+        assert!(Instant::now() < until, "{row}: {left:?} survived the call");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

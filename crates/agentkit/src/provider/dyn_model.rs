@@ -137,12 +137,11 @@ impl std::fmt::Debug for DynTurn {
     }
 }
 
-#[async_trait::async_trait]
 impl ModelTurn for DynTurn {
-    async fn next_event(
+    fn poll_next_event(
         &mut self,
-        cancellation: Option<TurnCancellation>,
-    ) -> Result<Option<ModelTurnEvent>, ModelError> {
-        self.0.next_event(cancellation).await
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<Option<ModelTurnEvent>, ModelError>> {
+        self.0.poll_next_event(cx)
     }
 }

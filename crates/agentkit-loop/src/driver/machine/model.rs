@@ -39,7 +39,7 @@ impl DriverCore {
         }
         let session_id = self.session_id.clone();
         let event_turn = turn_id.clone();
-        self.emit(|| AgentEvent::TurnStarted {
+        self.emit(|| AgentEvent::ModelCallStarted {
             session_id,
             turn_id: event_turn,
         });

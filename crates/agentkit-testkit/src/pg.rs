@@ -1,6 +1,14 @@
-//! A throwaway PostgreSQL server for tests: `initdb` into a temporary
-//! directory, listening only on a Unix socket in that directory, stopped
-//! and deleted when the guard drops.
+//! A throwaway PostgreSQL server for tests (feature `postgres`): `initdb`
+//! into a temporary directory, listening only on a Unix socket in that
+//! directory, stopped and deleted when the guard drops. The session store's
+//! tests and the server's replica tests share it, and so can a host's.
+//!
+//! ```no_run
+//! let cluster = agentkit_testkit::pg::TempCluster::start();
+//! // Hand this to `PgStore::connect`, `tokio-postgres` or `psql`.
+//! let conninfo = cluster.conninfo();
+//! assert!(conninfo.contains("dbname=postgres"));
+//! ```
 //!
 //! The server binaries come from the system (`cargo xtask fixtures`
 //! installs Debian's `postgresql` package when they are missing). If they
@@ -29,7 +37,6 @@ impl TempCluster {
 
     /// Starts a cluster that also listens on 127.0.0.1 (TCP, where
     /// PostgreSQL speaks TLS) with this certificate and key (PEM).
-    #[allow(dead_code)]
     pub fn start_with_tls(cert_pem: &str, key_pem: &str) -> Self {
         Self::start_with(Some((cert_pem, key_pem)))
     }
@@ -157,7 +164,6 @@ impl TempCluster {
 
     /// A connection string over TCP to `host` (which must resolve to
     /// 127.0.0.1) with this `sslmode`; only for clusters started with TLS.
-    #[allow(dead_code)]
     pub fn tcp_conninfo(&self, host: &str, sslmode: &str) -> String {
         let port = self.port.expect("a cluster started with TLS");
         format!("host={host} port={port} user=agentkit dbname=postgres sslmode={sslmode}")
