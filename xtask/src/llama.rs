@@ -4,8 +4,10 @@
 //! into a virtualenv (`target/llama-venv`, or `AGENTKIT_LLAMA_VENV`; the
 //! first install builds llama.cpp from source, about 6 minutes on 2 cores),
 //! serves SmolLM2-135M on 127.0.0.1 with `chatml-function-calling`, and runs
-//! the Chat Completions adapter's llama.cpp scenarios against it, recording
-//! their cassettes (`crates/agentkit-provider-openai/tests/cassettes/llama_cpp_*`).
+//! the Chat Completions adapter's llama.cpp scenarios and the coding agent's
+//! forced tool call against it, recording their cassettes
+//! (`crates/agentkit-provider-openai/tests/cassettes/llama_cpp_*`,
+//! `examples/coding-agent/tests/cassettes/llama_cpp_forced_tool.json`).
 //! CI replays those cassettes; this command is not part of `ci`.
 
 use crate::run::workspace_root;
@@ -79,24 +81,34 @@ pub fn run() -> Result<(), String> {
     let _server = Server(child);
     wait_ready(port, Duration::from_secs(180))?;
     let url = format!("http://127.0.0.1:{port}");
-    println!("    $ AGENTKIT_RECORD={url} cargo test -p agentkit-provider-openai --test llama_cpp");
-    let status = Command::new(env!("CARGO"))
-        .args([
-            "test",
-            "-p",
-            "agentkit-provider-openai",
-            "--test",
-            "llama_cpp",
-        ])
-        .env("AGENTKIT_RECORD", &url)
-        .current_dir(&root)
-        .status()
-        .map_err(|e| format!("could not run cargo test: {e}"))?;
-    if !status.success() {
-        return Err(format!(
-            "the llama.cpp scenarios failed ({status}); server log: {}",
-            log_path.display()
-        ));
+    // The adapter's scenarios, then the coding agent's forced tool call.
+    for (package, test) in [
+        ("agentkit-provider-openai", "llama_cpp"),
+        ("coding-agent", "llama_cpp"),
+    ] {
+        println!(
+            "    $ AGENTKIT_RECORD={url} cargo test -p {package} --test {test} -- --include-ignored"
+        );
+        let status = Command::new(env!("CARGO"))
+            .args([
+                "test",
+                "-p",
+                package,
+                "--test",
+                test,
+                "--",
+                "--include-ignored",
+            ])
+            .env("AGENTKIT_RECORD", &url)
+            .current_dir(&root)
+            .status()
+            .map_err(|e| format!("could not run cargo test: {e}"))?;
+        if !status.success() {
+            return Err(format!(
+                "the llama.cpp scenarios of {package} failed ({status}); server log: {}",
+                log_path.display()
+            ));
+        }
     }
     Ok(())
 }

@@ -32,6 +32,12 @@ pub enum AcpError {
     /// loader, if any, does not have).
     #[error("unknown session {0}")]
     UnknownSession(String),
+    /// `session/list` carried a cursor this server did not hand out.
+    #[error("unknown session/list cursor {0:?}")]
+    BadCursor(String),
+    /// The session store could not list its sessions.
+    #[error("cannot list the sessions: {0}")]
+    List(#[source] BoxError),
     /// The agent loop failed.
     #[error(transparent)]
     Loop(#[from] LoopError),

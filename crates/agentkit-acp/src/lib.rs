@@ -14,6 +14,9 @@
 //! | `session/prompt` during a turn | a soft interrupt (`driver.soft_interrupts()`) |
 //! | `session/cancel` | the turn's cancellation; it ends with `stopReason: cancelled` |
 //! | `session/set_mode` | the host's [`SessionModes`]: which approvals are given unasked |
+//! | `session/list` | (feature `store`) the stored sessions, by working directory |
+//! | `available_commands_update`, a `/command` prompt | the host's [`SlashCommand`]s and their handler |
+//! | `plan` | every call of the host's todo tool ([`AcpServer::plan_tool`]) |
 //! | `session/update` | text and reasoning deltas, tool calls and results |
 //! | `session/request_permission` | `PendingApproval`: allow once, allow always (scoped by [`ALWAYS_SCOPE`]), reject |
 //!
@@ -42,6 +45,7 @@
 //! # }
 //! ```
 
+mod commands;
 mod error;
 mod kind;
 mod loader;
@@ -52,6 +56,7 @@ mod session;
 mod store;
 mod updates;
 
+pub use commands::{CommandCall, SlashCommand};
 pub use error::{AcpError, BoxError};
 pub use kind::ToolKind;
 pub use loader::{MemorySessions, SessionLoader, SessionRecorder, StoredSession};

@@ -7,6 +7,7 @@
 //! module). Slow work never runs inside the connection's dispatch loop: it is
 //! spawned, so a `session/cancel` is read while a turn runs.
 
+use crate::commands::{CommandCall, Commands, SlashCommand};
 use crate::session::{Drive, Prompt, SessionHandle};
 #[cfg(feature = "store")]
 use crate::updates::replay_round;
@@ -123,6 +124,8 @@ pub struct AcpServer<M: ModelAdapter> {
     store: Option<crate::store::StoreConfig>,
     kinds: KindFn,
     modes: Option<SessionModes>,
+    commands: Option<Commands>,
+    plan_tool: Option<Arc<str>>,
     name: String,
     version: String,
 }
@@ -142,6 +145,8 @@ where
             store: None,
             kinds: Arc::new(ToolKind::guess),
             modes: None,
+            commands: None,
+            plan_tool: None,
             name: "agentkit".to_owned(),
             version: env!("CARGO_PKG_VERSION").to_owned(),
         }
@@ -209,6 +214,32 @@ where
         self
     }
 
+    /// Offers `commands` in every session (an `available_commands_update`
+    /// once it is open) and runs a prompt that is one of them (`/name
+    /// args`, alone) through `run` instead of the model: the text it
+    /// returns is the agent's answer and the turn ends (`end_turn`); an
+    /// error is the prompt's JSON-RPC error. See [`SlashCommand`].
+    pub fn slash_commands(
+        mut self,
+        commands: Vec<SlashCommand>,
+        run: impl Fn(&CommandCall) -> Result<String, BoxError> + Send + Sync + 'static,
+    ) -> Self {
+        self.commands = Some(Commands {
+            list: commands,
+            run: Arc::new(run),
+        });
+        self
+    }
+
+    /// Sends every call of the tool `name` as the session's `plan` (its
+    /// input `{"todos": [{"content", "status", "priority"}]}`, statuses
+    /// `pending`, `in_progress`, `completed`), so the editor shows the
+    /// agent's todo list.
+    pub fn plan_tool(mut self, name: impl Into<String>) -> Self {
+        self.plan_tool = Some(Arc::from(name.into()));
+        self
+    }
+
     /// Replaces the name-based guess of each tool's ACP kind.
     pub fn tool_kinds(mut self, kinds: impl Fn(&str) -> ToolKind + Send + Sync + 'static) -> Self {
         self.kinds = Arc::new(kinds);
@@ -242,7 +273,8 @@ where
             sessions: Mutex::new(HashMap::new()),
             counter: AtomicU64::new(0),
         });
-        let (s1, s2, s3, s4, s5, s6) = (
+        let (s1, s2, s3, s4, s5, s6, s7) = (
+            state.clone(),
             state.clone(),
             state.clone(),
             state.clone(),
@@ -263,8 +295,10 @@ where
                 async move |request: acp::NewSessionRequest, responder, cx| {
                     let state = s2.clone();
                     cx.clone().spawn(async move {
-                        let result = state.new_session(request, cx).await;
-                        responder.respond_with_result(result)
+                        let result = state.new_session(request, cx.clone()).await;
+                        let opened = result.as_ref().ok().map(|r| r.session_id.clone());
+                        responder.respond_with_result(result)?;
+                        state.advertise_commands(opened, &cx)
                     })
                 },
                 agent_client_protocol::on_receive_request!(),
@@ -273,21 +307,33 @@ where
                 async move |request: acp::LoadSessionRequest, responder, cx| {
                     let state = s3.clone();
                     cx.clone().spawn(async move {
-                        let result = state.load_session(request, cx).await;
-                        responder.respond_with_result(result)
+                        let id = request.session_id.clone();
+                        let result = state.load_session(request, cx.clone()).await;
+                        let opened = result.is_ok().then_some(id);
+                        responder.respond_with_result(result)?;
+                        state.advertise_commands(opened, &cx)
                     })
                 },
                 agent_client_protocol::on_receive_request!(),
             )
             .on_receive_request(
-                async move |request: acp::PromptRequest, responder, _cx| {
-                    s4.prompt(request, responder)
+                async move |request: acp::PromptRequest, responder, cx| {
+                    s4.prompt(request, responder, &cx)
                 },
                 agent_client_protocol::on_receive_request!(),
             )
             .on_receive_request(
                 async move |request: acp::SetSessionModeRequest, responder, cx| {
                     responder.respond_with_result(s6.set_mode(&request, &cx))
+                },
+                agent_client_protocol::on_receive_request!(),
+            )
+            .on_receive_request(
+                async move |request: acp::ListSessionsRequest, responder, cx| {
+                    let state = s7.clone();
+                    cx.spawn(
+                        async move { responder.respond_with_result(state.list(request).await) },
+                    )
                 },
                 agent_client_protocol::on_receive_request!(),
             )
@@ -332,8 +378,14 @@ where
     LoopDriver<M::Session>: Send,
 {
     fn initialize(&self, _request: &acp::InitializeRequest) -> acp::InitializeResponse {
+        let mut sessions = acp::SessionCapabilities::new();
+        #[cfg(feature = "store")]
+        if self.server.store.is_some() {
+            sessions = sessions.list(acp::SessionListCapabilities::new());
+        }
         let capabilities = acp::AgentCapabilities::new()
             .load_session(self.server.can_load())
+            .session_capabilities(sessions)
             .prompt_capabilities(acp::PromptCapabilities::new().embedded_context(true));
         acp::InitializeResponse::new(agent_client_protocol::schema::ProtocolVersion::V1)
             .agent_capabilities(capabilities)
@@ -413,6 +465,25 @@ where
         Ok(acp::LoadSessionResponse::new().modes(self.mode_state()))
     }
 
+    /// Answers `session/list` from the session store; without one the
+    /// capability is not offered and the method is not found.
+    async fn list(
+        &self,
+        request: acp::ListSessionsRequest,
+    ) -> Result<acp::ListSessionsResponse, Error> {
+        #[cfg(feature = "store")]
+        if let Some(config) = &self.server.store {
+            return crate::store::list(config, &request)
+                .await
+                .map_err(|err| match err {
+                    AcpError::BadCursor(_) => Error::invalid_params().data(err.to_string()),
+                    other => to_rpc_error(other),
+                });
+        }
+        let _ = request;
+        Err(Error::method_not_found())
+    }
+
     /// The modes a new or loaded session offers, in their default.
     fn mode_state(&self) -> Option<acp::SessionModeState> {
         let modes = self.server.modes.as_ref()?;
@@ -457,6 +528,7 @@ where
             cx.clone(),
             &request.session_id,
             self.server.kinds.clone(),
+            self.server.plan_tool.clone(),
         ));
         let builder = builder
             .cancellation(cancel.handle())
@@ -542,7 +614,7 @@ where
         if !loaded {
             config
                 .store
-                .create(NewSession::new().with_id(id.clone()))
+                .create(NewSession::new().with_id(id.clone()).with_cwd(cwd.clone()))
                 .await
                 .map_err(failed)?;
         }
@@ -570,11 +642,53 @@ where
         Ok(snapshot)
     }
 
+    /// Tells the editor the commands of a session that just opened.
+    fn advertise_commands(
+        &self,
+        opened: Option<acp::SessionId>,
+        cx: &ConnectionTo<Client>,
+    ) -> Result<(), Error> {
+        match (opened, &self.server.commands) {
+            (Some(id), Some(commands)) => {
+                cx.send_notification(acp::SessionNotification::new(id, commands.update()))
+            }
+            _ => Ok(()),
+        }
+    }
+
     fn prompt(
         &self,
         request: acp::PromptRequest,
         responder: agent_client_protocol::v1::Responder<acp::PromptResponse>,
+        cx: &ConnectionTo<Client>,
     ) -> Result<(), Error> {
+        let id = request.session_id.0.as_ref();
+        let command = self.server.commands.as_ref().and_then(|commands| {
+            let call = commands.parse(id, &request.prompt)?;
+            Some((commands.run.clone(), call))
+        });
+        if let Some((run, call)) = command
+            && self
+                .sessions
+                .lock()
+                .expect("sessions lock")
+                .contains_key(id)
+        {
+            return match run(&call) {
+                Ok(answer) => {
+                    cx.send_notification(acp::SessionNotification::new(
+                        request.session_id.clone(),
+                        acp::SessionUpdate::AgentMessageChunk(acp::ContentChunk::new(
+                            acp::ContentBlock::Text(acp::TextContent::new(answer)),
+                        )),
+                    ))?;
+                    responder.respond(acp::PromptResponse::new(acp::StopReason::EndTurn))
+                }
+                Err(err) => responder.respond_with_error(
+                    Error::internal_error().data(format!("/{}: {err}", call.name)),
+                ),
+            };
+        }
         let sessions = self.sessions.lock().expect("sessions lock");
         let Some(session) = sessions.get(request.session_id.0.as_ref()) else {
             return responder.respond_with_error(

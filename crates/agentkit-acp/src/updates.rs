@@ -10,6 +10,7 @@
 //! | `ToolCallRequested` | `tool_call` (status `pending`, kind, title, `rawInput`) |
 //! | `ApprovalResolved` (approved) | `tool_call_update` (status `in_progress`) |
 //! | `ToolResultReceived` | `tool_call_update` (`completed` or `failed`, the output as content and `rawOutput`) |
+//! | `ToolCallRequested` of the plan tool | also `plan` (the todo list) |
 //!
 //! Observers run inline and must not block: sending a notification only
 //! queues it on the connection. The same module replays a stored transcript
@@ -33,16 +34,24 @@ pub(crate) struct UpdateSink {
     cx: ConnectionTo<Client>,
     session_id: acp::SessionId,
     kinds: KindFn,
+    /// The todo tool whose calls are the session's plan.
+    plan_tool: Option<Arc<str>>,
     /// The kind of every open content part, to tell text from thought.
     parts: Mutex<HashMap<PartId, PartKind>>,
 }
 
 impl UpdateSink {
-    pub(crate) fn new(cx: ConnectionTo<Client>, session_id: &str, kinds: KindFn) -> Self {
+    pub(crate) fn new(
+        cx: ConnectionTo<Client>,
+        session_id: &str,
+        kinds: KindFn,
+        plan_tool: Option<Arc<str>>,
+    ) -> Self {
         Self {
             cx,
             session_id: acp::SessionId::new(session_id),
             kinds,
+            plan_tool,
             parts: Mutex::new(HashMap::new()),
         }
     }
@@ -91,6 +100,11 @@ impl LoopObserver for UpdateSink {
             AgentEvent::ContentDelta { delta } => self.on_delta(&delta),
             AgentEvent::ToolCallRequested { call } => {
                 self.send(acp::SessionUpdate::ToolCall(tool_call(&call, &self.kinds)));
+                if self.plan_tool.as_deref() == Some(call.name.as_str())
+                    && let Some(plan) = crate::commands::plan_of(&call.input)
+                {
+                    self.send(acp::SessionUpdate::Plan(plan));
+                }
             }
             AgentEvent::ApprovalResolved {
                 call_id,

@@ -217,6 +217,7 @@ struct AttemptError {
 impl HttpClient {
     /// A client with this configuration.
     pub fn new(config: HttpConfig) -> Result<Self, ProviderError> {
+        crate::install_tls_provider();
         let build = |proxied: bool| {
             let mut builder = reqwest::Client::builder()
                 .connect_timeout(config.connect_timeout)

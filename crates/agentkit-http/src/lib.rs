@@ -50,6 +50,7 @@ mod retry;
 mod sse;
 #[cfg(feature = "test-server")]
 pub mod testing;
+mod tls;
 
 pub use client::{HttpClient, HttpConfig, StreamRequest, StreamResponse};
 pub use decoded::{DecodedStream, SseDecoder};
@@ -62,6 +63,7 @@ pub use pricing::{ModelPrice, PriceTable};
 pub use redact::{REDACTED, redact_secrets};
 pub use retry::{RetryNotice, RetryPolicy, parse_retry_after};
 pub use sse::{SseEvent, SseEventRef, SseParser, SseStream};
+pub use tls::install_tls_provider;
 
 // The README's example is compiled with the doc-tests.
 #[cfg(doctest)]

@@ -257,6 +257,7 @@ impl TestServer {
     pub async fn proxy(upstream_base_url: impl Into<String>) -> io::Result<Self> {
         let listener = listen()?;
         let url = format!("http://{}", listener.local_addr()?);
+        crate::install_tls_provider();
         let client = reqwest::Client::builder()
             .no_proxy()
             .build()

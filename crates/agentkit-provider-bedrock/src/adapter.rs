@@ -48,6 +48,7 @@ impl std::fmt::Debug for BedrockAdapter {
 impl BedrockAdapter {
     /// An adapter with this configuration.
     pub fn new(config: BedrockConfig) -> Result<Self, ModelError> {
+        agentkit_http::install_tls_provider();
         let mut builder = reqwest::Client::builder()
             .connect_timeout(config.http.connect_timeout)
             .read_timeout(config.http.idle_timeout)

@@ -187,12 +187,18 @@ impl ServerBuilder {
                 },
                 hosted: tokio::sync::Mutex::new(HashMap::new()),
                 // Replicas reach each other directly, never through a proxy
-                // from the environment.
-                forwarder: reqwest::Client::builder()
-                    .no_proxy()
-                    .connect_timeout(Duration::from_secs(5))
-                    .build()
-                    .map_err(|err| BuildError::Forwarder(err.to_string()))?,
+                // from the environment. reqwest is built without a rustls
+                // provider (no aws-lc-sys): ring is installed first.
+                forwarder: {
+                    if rustls::crypto::CryptoProvider::get_default().is_none() {
+                        let _ = rustls::crypto::ring::default_provider().install_default();
+                    }
+                    reqwest::Client::builder()
+                        .no_proxy()
+                        .connect_timeout(Duration::from_secs(5))
+                        .build()
+                        .map_err(|err| BuildError::Forwarder(err.to_string()))?
+                },
             }),
         })
     }

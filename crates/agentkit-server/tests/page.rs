@@ -65,7 +65,7 @@ impl Driver {
             child,
             url: format!("http://127.0.0.1:{port}"),
         };
-        let http = reqwest::Client::new();
+        let http = support::http_client();
         let deadline = Instant::now() + PATIENCE;
         loop {
             let status = http.get(format!("{}/status", driver.url)).send().await;
@@ -104,7 +104,7 @@ impl Browser {
             "--disable-sync",
             &format!("--user-data-dir={}", profile.path().display()),
         ];
-        let http = reqwest::Client::new();
+        let http = support::http_client();
         let answer: Value = http
             .post(format!("{}/session", driver.url))
             .json(&json!({ "capabilities": { "alwaysMatch": {

@@ -91,7 +91,7 @@ async fn a_killed_replicas_turn_is_finished_by_the_other_and_the_stream_goes_on(
     let dir = tempfile::tempdir().unwrap();
     let mut a = Replica::start(&cluster.conninfo(), dir.path());
     let b = Replica::start(&cluster.conninfo(), dir.path());
-    let http = reqwest::Client::new();
+    let http = support::http_client();
 
     let input = json!({ "threadId": "t1", "runId": "run-1",
         "messages": [{ "id": "u1", "role": "user", "content": "run the job" }] });

@@ -77,6 +77,9 @@ CREATE TABLE agentkit_events (
     PRIMARY KEY (session_id, seq)
 );
 ",
+    "
+ALTER TABLE agentkit_sessions ADD COLUMN cwd TEXT;
+",
 ];
 
 /// The newest schema version this build writes.
@@ -176,7 +179,7 @@ async fn migrate(client: &mut Client) -> StoreResult<()> {
     tx.commit().await.map_err(db)
 }
 
-const INFO_COLUMNS: &str = "id, title, created_at, updated_at, usage, forked_from, forked_at,
+const INFO_COLUMNS: &str = "id, title, created_at, updated_at, usage, forked_from, forked_at, cwd,
     (SELECT COUNT(*) FROM agentkit_items WHERE agentkit_items.session_id = agentkit_sessions.id)";
 
 fn info_from_row(row: &Row) -> RawInfo {
@@ -188,7 +191,8 @@ fn info_from_row(row: &Row) -> RawInfo {
         usage: row.get(4),
         forked_from: row.get(5),
         forked_at: row.get(6),
-        item_count: row.get(7),
+        cwd: row.get(7),
+        item_count: row.get(8),
     }
 }
 
@@ -216,14 +220,15 @@ async fn insert_session(
         .unwrap_or_else(|| SessionId::new(fresh_token("session")));
     let inserted = client
         .execute(
-            "INSERT INTO agentkit_sessions (id, title, created_at, updated_at, forked_from, forked_at)
-             VALUES ($1, $2, $3, $3, $4, $5) ON CONFLICT (id) DO NOTHING",
+            "INSERT INTO agentkit_sessions (id, title, created_at, updated_at, forked_from, forked_at, cwd)
+             VALUES ($1, $2, $3, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING",
             &[
                 &id.as_str(),
                 &new.title,
                 &now_ms(),
                 &forked.map(|(parent, _)| parent.as_str()),
                 &forked.map(|(_, at)| at as i64),
+                &new.cwd_text(),
             ],
         )
         .await
@@ -541,6 +546,7 @@ impl SessionStore for PgStore {
         let checkpoint = read_checkpoint(id, snapshot, transcript_len, &items)?;
         let new = NewSession {
             title: new.title.or(parent.title),
+            cwd: new.cwd.or(parent.cwd),
             ..new
         };
         let child = insert_session(&tx, &new, Some((id, at))).await?;

@@ -75,6 +75,9 @@ CREATE TABLE events (
     PRIMARY KEY (session_id, seq)
 ) WITHOUT ROWID;
 ",
+    "
+ALTER TABLE sessions ADD COLUMN cwd TEXT;
+",
 ];
 
 /// The newest schema version this build writes.
@@ -182,7 +185,7 @@ fn migrate(conn: &mut Connection) -> StoreResult<()> {
     tx.commit().map_err(db)
 }
 
-const INFO_COLUMNS: &str = "id, title, created_at, updated_at, usage, forked_from, forked_at,
+const INFO_COLUMNS: &str = "id, title, created_at, updated_at, usage, forked_from, forked_at, cwd,
     (SELECT COUNT(*) FROM items WHERE items.session_id = sessions.id)";
 
 fn info_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RawInfo> {
@@ -194,7 +197,8 @@ fn info_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RawInfo> {
         usage: row.get(4)?,
         forked_from: row.get(5)?,
         forked_at: row.get(6)?,
-        item_count: row.get(7)?,
+        cwd: row.get(7)?,
+        item_count: row.get(8)?,
     })
 }
 
@@ -222,14 +226,15 @@ fn insert_session(
     let now = now_ms();
     let inserted = conn
         .execute(
-            "INSERT INTO sessions (id, title, created_at, updated_at, forked_from, forked_at)
-             VALUES (?1, ?2, ?3, ?3, ?4, ?5) ON CONFLICT (id) DO NOTHING",
+            "INSERT INTO sessions (id, title, created_at, updated_at, forked_from, forked_at, cwd)
+             VALUES (?1, ?2, ?3, ?3, ?4, ?5, ?6) ON CONFLICT (id) DO NOTHING",
             params![
                 id.as_str(),
                 new.title,
                 now,
                 forked.map(|(parent, _)| parent.as_str()),
-                forked.map(|(_, at)| at as i64)
+                forked.map(|(_, at)| at as i64),
+                new.cwd_text()
             ],
         )
         .map_err(db)?;
@@ -529,6 +534,7 @@ impl SessionStore for SqliteStore {
         let checkpoint = checkpoint(&tx, id, &items)?;
         let new = NewSession {
             title: new.title.or(parent.title),
+            cwd: new.cwd.or(parent.cwd),
             ..new
         };
         let child = insert_session(&tx, &new, Some((id, at)))?;
@@ -749,10 +755,14 @@ mod tests {
             .pragma_query_value(None, "user_version", |row| row.get(0))
             .unwrap();
         assert_eq!(version, SQLITE_SCHEMA_VERSION);
-        assert_eq!(SQLITE_SCHEMA_VERSION, 3);
+        assert_eq!(SQLITE_SCHEMA_VERSION, 4);
         let listed = store.list().await.unwrap();
         assert_eq!(listed.len(), 1);
         assert_eq!(listed[0].title.as_deref(), Some("from v1"));
+        assert_eq!(
+            listed[0].cwd, None,
+            "the added column is empty for old rows"
+        );
         assert!(store.archived(&"old".into()).await.unwrap().is_empty());
     }
 }

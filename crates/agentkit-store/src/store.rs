@@ -10,6 +10,7 @@
 use crate::{StoreResult, recover::Mark};
 use agentkit_core::{Item, SessionId, Usage};
 use agentkit_loop::LoopSnapshot;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -21,6 +22,10 @@ pub struct NewSession {
     /// A title for lists; when `None`, the first user message's first line
     /// becomes the title.
     pub title: Option<String>,
+    /// The working directory the session's agent runs in, for lists that
+    /// show (or filter by) the project a session belongs to. Stored as text:
+    /// a path that is not UTF-8 is kept lossily.
+    pub cwd: Option<PathBuf>,
 }
 
 impl NewSession {
@@ -39,6 +44,19 @@ impl NewSession {
     pub fn with_title(mut self, title: impl Into<String>) -> Self {
         self.title = Some(title.into());
         self
+    }
+
+    /// Sets the working directory.
+    pub fn with_cwd(mut self, cwd: impl Into<PathBuf>) -> Self {
+        self.cwd = Some(cwd.into());
+        self
+    }
+
+    /// The working directory as the backends store it.
+    pub(crate) fn cwd_text(&self) -> Option<String> {
+        self.cwd
+            .as_ref()
+            .map(|cwd| cwd.to_string_lossy().into_owned())
     }
 }
 
@@ -60,6 +78,9 @@ pub struct SessionInfo {
     pub usage: Usage,
     /// The session and item count this one was forked from.
     pub forked_from: Option<(SessionId, u64)>,
+    /// The working directory it was created with ([`NewSession::cwd`]); a
+    /// fork keeps its parent's unless given its own.
+    pub cwd: Option<PathBuf>,
 }
 
 /// A lease: the right to drive one session until `ttl` passes unrenewed.
@@ -366,6 +387,7 @@ pub(crate) struct RawInfo {
     pub(crate) forked_from: Option<String>,
     pub(crate) forked_at: Option<i64>,
     pub(crate) item_count: i64,
+    pub(crate) cwd: Option<String>,
 }
 
 impl RawInfo {
@@ -384,6 +406,7 @@ impl RawInfo {
                     self.forked_at.unwrap_or(0).max(0) as u64,
                 )
             }),
+            cwd: self.cwd.map(PathBuf::from),
             id,
         })
     }

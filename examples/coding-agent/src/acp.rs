@@ -9,7 +9,8 @@
 //! a stored session (one started in the terminal too) where it stopped,
 //! and `coding-agent --resume ID` continues one an editor started. The
 //! editor's mode picker offers the approval modes (ask, auto-edit,
-//! full-auto).
+//! full-auto), its prompt box the slash commands (`/compact`, `/clear`,
+//! `/help`), and its plan view the agent's todo list (`todo_write`).
 //!
 //! Standard output carries the protocol only: notes go to standard error.
 
@@ -18,9 +19,12 @@ use crate::context::{ContextControl, ContextKeeper};
 use crate::policy::ApprovalMode;
 use crate::policy::SessionAllowList;
 use crate::sessions::Sessions;
-use agentkit_acp::{AcpError, AcpServer, SessionMode, SessionModes};
+use crate::todo::TODO_TOOL;
+use agentkit_acp::{AcpError, AcpServer, CommandCall, SessionMode, SessionModes, SlashCommand};
 use agentkit_loop::ModelAdapter;
 use agentkit_mcp::McpServerManager;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 /// The approval modes as ACP session modes: the editor's mode picker
 /// chooses what runs without a permission request, as `exec --approval`
@@ -42,6 +46,50 @@ fn modes() -> SessionModes {
     })
 }
 
+/// Each session's `/compact` and `/clear` handle, by session id.
+type Controls = Arc<Mutex<HashMap<String, ContextControl>>>;
+
+/// The slash commands an editor offers, as the terminal has them.
+fn commands() -> Vec<SlashCommand> {
+    vec![
+        SlashCommand::new(
+            "compact",
+            "Summarize the conversation so far (before the next model call)",
+        ),
+        SlashCommand::new(
+            "clear",
+            "Start a fresh conversation (the next message goes alone)",
+        ),
+        SlashCommand::new("help", "List these commands"),
+    ]
+}
+
+/// Runs a slash command sent as a prompt; the text is the agent's answer.
+fn run_command(controls: &Controls, call: &CommandCall) -> Result<String, agentkit_acp::BoxError> {
+    let control = controls
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(&call.session_id)
+        .cloned()
+        .ok_or_else(|| format!("no session {}", call.session_id))?;
+    Ok(match call.name.as_str() {
+        "compact" => {
+            control.compact();
+            "The conversation will be summarized before the next model call.".to_owned()
+        }
+        "clear" => {
+            control.clear();
+            "Cleared: the next message starts a fresh conversation (the saved session stays)."
+                .to_owned()
+        }
+        _ => commands()
+            .iter()
+            .map(|c| format!("/{}: {}", c.name, c.description))
+            .collect::<Vec<_>>()
+            .join("\n"),
+    })
+}
+
 /// Serves ACP on stdio until the editor closes the connection.
 pub async fn serve<M>(
     model: M,
@@ -53,11 +101,18 @@ where
     M: ModelAdapter + Clone + Send + Sync + 'static,
     agentkit_loop::LoopDriver<M::Session>: Send,
 {
+    let controls = Controls::default();
+    let registered = controls.clone();
     AcpServer::new(move |request| {
         // "Always" in the terminal is a per-session allow-list; over ACP the
         // editor's "allow always" answers play that part.
         let always = SessionAllowList::default();
-        let keeper = ContextKeeper::new(model.clone(), window, ContextControl::default());
+        let control = ContextControl::default();
+        registered
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(request.session_id.clone(), control.clone());
+        let keeper = ContextKeeper::new(model.clone(), window, control);
         Ok(agent_builder(
             model.clone(),
             &request.cwd,
@@ -68,6 +123,8 @@ where
     })
     .agent_info("coding-agent", env!("CARGO_PKG_VERSION"))
     .session_modes(modes())
+    .slash_commands(commands(), move |call| run_command(&controls, call))
+    .plan_tool(TODO_TOOL)
     .session_store(sessions.store())
     .session_lease_ttl(sessions.lease_ttl())
     .serve_stdio()

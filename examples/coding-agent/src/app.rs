@@ -15,6 +15,7 @@ use crate::policy::{ALWAYS_KEY, CodingPolicy, SessionAllowList, describe_key};
 use crate::provider::ModelInfo;
 use crate::screen::{Line, Look, Screen};
 use crate::sessions::{SessionError, Sessions, shorten, system_item, tokens_known};
+use crate::todo::todo_tool;
 use crate::view::View;
 use agentkit_core::{CancellationController, FinishReason, Item, ItemKind, SessionId, Usage};
 use agentkit_loop::{
@@ -25,6 +26,7 @@ use agentkit_mcp::McpServerManager;
 use agentkit_store::{Session, StoreError};
 use agentkit_tool_fs::{FsToolsConfig, fs_tools};
 use agentkit_tool_shell::{ShellConfig, ShellSandbox, shell_tools};
+use agentkit_tools_core::ToolRegistry;
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -93,7 +95,8 @@ fn system_prompt(workspace: &Path) -> String {
         "You are a coding agent working in the directory {}. Use the fs_* tools to \
          read and change files there (paths are relative to it) and shell_exec to run \
          commands in it, such as the project's tests. Read before you change, keep changes \
-         small, and run the tests after changing code. Be concise.",
+         small, and run the tests after changing code. For a task of several steps, keep a \
+         todo list with todo_write. Be concise.",
         workspace.display()
     )
 }
@@ -386,6 +389,7 @@ pub fn agent_builder<M: ModelAdapter>(
         .add_tool_source(shell_tools(
             ShellConfig::new(workspace).with_sandbox(ShellSandbox::new().restrict_reads()),
         ))
+        .add_tool_source(ToolRegistry::new().with(todo_tool()))
         .permissions(CodingPolicy::new(workspace, always))
         .transcript(vec![system_item(system_prompt(workspace), workspace)]);
     match mcp {
@@ -434,7 +438,7 @@ pub async fn run<M: ModelAdapter + Clone + 'static>(
                 };
             setup.sessions.lease(id, note).await?
         }
-        None => setup.sessions.create().await?,
+        None => setup.sessions.create(&setup.workspace).await?,
     };
     // The store's recorder appends every item as it happens.
     let agent = lease.record(builder.observer_arc(view.clone())).build()?;

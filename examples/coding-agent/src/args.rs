@@ -63,6 +63,9 @@ Environment (no provider variable set: the offline demo runs):
   AGENTKIT_CONTEXT_WINDOW=<n>                 the model's context window in tokens
                                               (else from its name, else 8192); the
                                               conversation is summarized at 80%
+  CODING_AGENT_TOOL_CHOICE=required|<tool>    forces a tool call on every model call of
+                                              a compatible server (small models that
+                                              never call tools; use with --max-steps)
   CODING_AGENT_STATE_DIR=<dir>                where sessions are saved
   CODING_AGENT_LEASE_MS=<ms>                  when a killed process's session is
                                               free again (default 10000)

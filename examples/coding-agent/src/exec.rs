@@ -148,7 +148,7 @@ pub async fn run<M: ModelAdapter + Clone + 'static>(
     if let Some(observer) = exec.observer.clone() {
         builder = builder.observer_arc(observer);
     }
-    let lease = exec.sessions.create().await?;
+    let lease = exec.sessions.create(&exec.workspace).await?;
     let agent = lease.record(builder).build()?;
     let mut driver = lease.open(&agent).await?;
     let session_id = driver.session_id().to_string();

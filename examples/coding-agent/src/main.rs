@@ -30,6 +30,7 @@ mod probe;
 mod provider;
 mod screen;
 mod sessions;
+mod todo;
 mod view;
 
 use crate::provider::ModelInfo;

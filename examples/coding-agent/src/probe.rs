@@ -26,6 +26,7 @@ pub struct Probe {
 /// Asks the server at `base_url` (the `OPENAI_BASE_URL`, usually ending in
 /// `/v1`).
 pub async fn probe(base_url: &str) -> Probe {
+    agentkit::http::install_tls_provider();
     let Ok(client) = reqwest::Client::builder().timeout(TIMEOUT).build() else {
         return Probe::default();
     };

@@ -103,7 +103,10 @@ fn from_vars_probed(
         Err(ConfigError::NoProvider) => return Ok(None),
         Err(error) => return Err(error),
     };
-    let model = config.build()?;
+    let model = match set("CODING_AGENT_TOOL_CHOICE") {
+        Some(choice) => forced(&config, &choice)?,
+        None => config.build()?,
+    };
     let label = match (config.kind, &config.base_url) {
         (ProviderKind::Compatible, Some(url)) if defaulted => format!(
             "{} at {url} (a default name: the server listed no models; set AGENTKIT_MODEL)",
@@ -135,6 +138,43 @@ fn from_vars_probed(
         base_url: config.base_url.clone(),
     };
     Ok(Some((model, info)))
+}
+
+/// The adapter of an OpenAI-compatible server with `tool_choice` set on
+/// every request (`CODING_AGENT_TOOL_CHOICE`: `required`, `none`, `auto`
+/// or a tool's name). For models too small to call tools on their own
+/// (SmolLM2-135M) and the tests that need a real server to call one: with
+/// a forced choice every model call is a tool call, so pair it with
+/// `exec --max-steps`.
+fn forced(config: &ProviderConfig, choice: &str) -> Result<DynModel, ProviderError> {
+    use agentkit::openai::{OpenAiAdapter, OpenAiConfig, ToolChoice};
+    if config.kind != ProviderKind::Compatible {
+        return Err(ConfigError::Invalid {
+            variable: "CODING_AGENT_TOOL_CHOICE",
+            value: choice.to_owned(),
+            reason: "only for an OpenAI-compatible server (OPENAI_BASE_URL)".into(),
+        });
+    }
+    let choice = match choice.trim() {
+        "required" => ToolChoice::Required,
+        "none" => ToolChoice::None,
+        "auto" => ToolChoice::Auto,
+        tool => ToolChoice::Tool(tool.to_owned()),
+    };
+    let mut openai = OpenAiConfig::compatible(
+        config.base_url.clone().unwrap_or_default(),
+        config.model.clone(),
+    )
+    .with_tool_choice(choice);
+    openai.api_key = config.api_key.clone();
+    if let Some(max) = config.max_tokens {
+        openai = openai.with_max_tokens(max);
+    }
+    let adapter = OpenAiAdapter::new(openai).map_err(|source| ConfigError::Adapter {
+        provider: config.kind,
+        source,
+    })?;
+    Ok(DynModel::new(adapter))
 }
 
 /// List prices (USD per million input, output tokens) of a few well-known

@@ -144,11 +144,12 @@ impl Sessions {
         Ok((stored.info, workspace))
     }
 
-    /// Creates a session and leases it.
-    pub async fn create(&self) -> Result<SessionLease, SessionError> {
+    /// Creates a session for the workspace `cwd` (editors list sessions by
+    /// it) and leases it.
+    pub async fn create(&self, cwd: &Path) -> Result<SessionLease, SessionError> {
         let info = self
             .store
-            .create(NewSession::new().with_id(new_id()))
+            .create(NewSession::new().with_id(new_id()).with_cwd(cwd))
             .await?;
         Ok(SessionLease::acquire_with_ttl(self.store.clone(), &info.id, self.lease).await?)
     }
@@ -301,7 +302,7 @@ mod tests {
             sessions.find(None).await,
             Err(SessionError::NotFound(_))
         ));
-        let lease = sessions.create().await.unwrap();
+        let lease = sessions.create(Path::new("/work")).await.unwrap();
         let id = lease.session_id().clone();
         lease.release().await.unwrap();
         let (info, workspace) = sessions.find(None).await.unwrap();
@@ -326,7 +327,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut sessions = Sessions::open(dir.path()).unwrap();
         sessions.lease = Duration::from_millis(200);
-        let held = sessions.create().await.unwrap();
+        let held = sessions.create(Path::new("/work")).await.unwrap();
         let id = held.session_id().clone();
         // The holder keeps its lease alive by renewing it.
         let store = sessions.store.clone();

@@ -69,7 +69,7 @@ fn an_acp_client_drives_the_coding_agent_and_loads_its_stored_session() {
         sse(text_answer("You asked me to write notes.txt.")),
     ]);
 
-    run_client("coding-agent.mjs", &server, dir.path(), 11);
+    run_client("coding-agent.mjs", &server, dir.path(), 12);
 
     // The model's side: the request of the loaded session carried the whole
     // stored conversation, the tool call with its result.
@@ -172,4 +172,36 @@ fn session_modes_choose_what_runs_unasked() {
         sse(text_answer("Wrote it; touch was refused.")),
     ]);
     run_client("coding-agent-modes.mjs", &server, dir.path(), 4);
+}
+
+/// The editor's prompt box offers the slash commands, a command sent as a
+/// prompt runs without the model (`/help`, `/clear`), and the todo list is
+/// the editor's plan.
+#[test]
+fn slash_commands_and_plans_reach_the_editor() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("work")).unwrap();
+    let todos = json!({ "todos": [
+        { "content": "read the failing test", "status": "completed", "priority": "high" },
+        { "content": "fix the parser", "status": "in_progress" },
+        { "content": "run the tests", "status": "pending", "priority": "low" },
+    ]});
+    let server = Server::start(vec![
+        sse(tool_calls(&[("call_1", "todo_write", todos)])),
+        sse(text_answer("Planned.")),
+        sse(text_answer("Fresh start.")),
+    ]);
+    run_client("coding-agent-commands.mjs", &server, dir.path(), 4);
+    // `/help` and `/clear` never reached the model; after `/clear` the
+    // model saw the new message alone.
+    let messages = server.messages();
+    assert_eq!(messages.len(), 3);
+    assert_eq!(texts(&messages[0], "user"), ["plan the fix"]);
+    let result = texts(&messages[1], "tool").join("\n");
+    assert!(
+        result.contains("1 of 3 done; now: fix the parser"),
+        "{result}"
+    );
+    assert_eq!(texts(&messages[2], "user"), ["hello again"]);
+    assert!(texts(&messages[2], "assistant").is_empty());
 }

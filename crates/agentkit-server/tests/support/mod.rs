@@ -151,7 +151,7 @@ pub async fn start_with(
         model,
         deploy,
         gate,
-        http: reqwest::Client::new(),
+        http: http_client(),
         server,
         dir,
         serve,
@@ -368,4 +368,13 @@ pub fn contents(session: &Value) -> Vec<String> {
         .iter()
         .map(|m| m["content"].as_str().unwrap().to_owned())
         .collect()
+}
+
+/// A plain HTTP client. The workspace builds reqwest's rustls without a
+/// crypto provider (no aws-lc-sys), so ring is installed first.
+pub fn http_client() -> reqwest::Client {
+    if rustls::crypto::CryptoProvider::get_default().is_none() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
+    reqwest::Client::new()
 }

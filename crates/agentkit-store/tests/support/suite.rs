@@ -7,6 +7,7 @@ use agentkit_loop::{Agent, LoopInterrupt, LoopStep, ModelSession};
 use agentkit_store::{NewSession, Session, SessionLease, SessionStore, StoreError};
 use agentkit_testkit::{ScriptedModel, ScriptedTurn};
 use serde_json::json;
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -323,7 +324,10 @@ pub async fn list_fork_and_delete(backend: &impl Backend) {
     let store = open(backend).await;
     let lease = SessionLease::create(
         store.clone(),
-        NewSession::new().with_id("s-parent").with_title("Parent"),
+        NewSession::new()
+            .with_id("s-parent")
+            .with_title("Parent")
+            .with_cwd("/work/project"),
     )
     .await
     .unwrap();
@@ -361,11 +365,13 @@ pub async fn list_fork_and_delete(backend: &impl Backend) {
     assert_eq!(list.len(), 2);
     let parent = list.iter().find(|s| s.id.as_str() == "s-parent").unwrap();
     assert_eq!(parent.title.as_deref(), Some("Parent"));
+    assert_eq!(parent.cwd.as_deref(), Some(Path::new("/work/project")));
     assert_eq!(parent.item_count, 4);
     assert_eq!(parent.usage.tokens.input_tokens, 30);
     assert_eq!(parent.usage.tokens.output_tokens, 5);
     assert!(parent.last_activity >= parent.created_at);
     assert_eq!(other.item_count, 0);
+    assert_eq!(other.cwd, None, "no working directory was given");
 
     let id = parent.id.clone();
     assert!(matches!(
@@ -381,6 +387,11 @@ pub async fn list_fork_and_delete(backend: &impl Backend) {
         .await
         .unwrap();
     assert_eq!(fork.forked_from, Some((id.clone(), 1)));
+    assert_eq!(
+        fork.cwd.as_deref(),
+        Some(Path::new("/work/project")),
+        "a fork keeps its parent's working directory"
+    );
     assert_eq!(fork.title.as_deref(), Some("Parent"));
     assert_eq!(fork.item_count, 1);
 
