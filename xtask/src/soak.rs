@@ -1,15 +1,19 @@
 //! `cargo xtask soak --minutes N [--seed S]`: sessions under random faults
 //! for N minutes (not part of `ci`).
 //!
-//! Two phases. Four fifths of the time, the ignored `soak` test of
+//! Three phases. Seven tenths of the time, the ignored `soak` test of
 //! `agentkit-provider-openai` (`tests/soak.rs`): sessions one after another
 //! against the local test server with connection resets, stalls, 429 and
 //! 500 answers, malformed events and panicking or failing tools; every
 //! transcript must stay valid and complete, and resident memory flat after
-//! warm-up. The last fifth, the ignored `soak_killed_store_writers` test of
-//! `agentkit-store` (`tests/crash.rs`): processes writing a session to a
-//! SQLite file SIGKILLed mid-round, each session then loaded, resumed and
-//! validated. The figures both print go to the reliability chapter.
+//! warm-up. A tenth, the ignored `soak_killed_mcp_servers` test of
+//! `agentkit-mcp` (`tests/soak.rs`): sessions whose tools live in a real MCP
+//! server process, SIGKILLed while a call is in flight; each killed call is
+//! answered with an error and the manager reconnects. The last fifth, the
+//! ignored `soak_killed_store_writers` test of `agentkit-store`
+//! (`tests/crash.rs`): processes writing a session to a SQLite file
+//! SIGKILLed mid-round, each session then loaded, resumed and validated.
+//! The figures all three print go to the reliability chapter.
 
 use crate::run::cargo_with_env;
 
@@ -27,11 +31,20 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let total: f64 = minutes
         .parse()
         .map_err(|_| format!("--minutes {minutes:?} is not a number"))?;
-    let (faults, writers) = (format!("{}", total * 0.8), format!("{}", total * 0.2));
-    let mut env = vec![("AGENTKIT_SOAK_MINUTES", faults.as_str())];
-    if let Some(seed) = &seed {
-        env.push(("AGENTKIT_SOAK_SEED", seed.as_str()));
-    }
+    let (faults, mcp, writers) = (
+        format!("{}", total * 0.7),
+        format!("{}", total * 0.1),
+        format!("{}", total * 0.2),
+    );
+    // One seed for both seeded phases, printed by each, so a run replays.
+    let seed = seed.unwrap_or_else(|| {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+        format!("{}", now.map_or(1, |d| d.as_nanos() as u64 | 1))
+    });
+    let mut env = vec![
+        ("AGENTKIT_SOAK_MINUTES", faults.as_str()),
+        ("AGENTKIT_SOAK_SEED", seed.as_str()),
+    ];
     cargo_with_env(
         &env,
         &[
@@ -44,6 +57,22 @@ pub fn run(args: &[String]) -> Result<(), String> {
             "--ignored",
             "--exact",
             "soak",
+            "--nocapture",
+        ],
+    )?;
+    env[0] = ("AGENTKIT_SOAK_MCP_MINUTES", mcp.as_str());
+    cargo_with_env(
+        &env,
+        &[
+            "test",
+            "-p",
+            "agentkit-mcp",
+            "--test",
+            "soak",
+            "--",
+            "--ignored",
+            "--exact",
+            "soak_killed_mcp_servers",
             "--nocapture",
         ],
     )?;

@@ -19,28 +19,13 @@ use agentkit_http::testing::{Ending, ScriptedResponse, TestServer};
 use agentkit_http::{HttpConfig, RetryPolicy};
 use agentkit_loop::{Agent, LoopError, LoopInterrupt, LoopStep, SessionConfig};
 use agentkit_provider_openai::{OpenAiAdapter, OpenAiConfig};
+use agentkit_testkit::{SoakRng as Rng, soak_minutes};
 use agentkit_tools_core::{
     Tool, ToolContext, ToolError, ToolRegistry, ToolRequest, ToolResult, ToolSpec,
 };
 use serde_json::json;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// xorshift64*: reproducible from the printed seed, no dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 /// A tool that behaves as its name says: `echo` answers, `fail` fails,
 /// `panic` panics.
@@ -211,20 +196,9 @@ async fn run_session(rng: &mut Rng, session: u64) -> ([u64; 5], usize) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "minutes long; run by `cargo xtask soak --minutes N`"]
 async fn soak() {
-    let minutes: f64 = std::env::var("AGENTKIT_SOAK_MINUTES")
-        .ok()
-        .and_then(|m| m.parse().ok())
-        .unwrap_or(0.05);
-    let seed = std::env::var("AGENTKIT_SOAK_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64
-                | 1
-        });
+    let minutes = soak_minutes("AGENTKIT_SOAK_MINUTES", 0.05);
+    let mut rng = Rng::from_env();
+    let seed = rng.seed();
     println!("soak: {minutes} min, seed {seed}");
     // The panicking tool panics thousands of times on purpose; the loop
     // catches each one. Keep the log to the figures.
@@ -238,7 +212,6 @@ async fn soak() {
             default_hook(info);
         }
     }));
-    let mut rng = Rng(seed);
     let total = Duration::from_secs_f64(minutes * 60.0);
     let started = Instant::now();
     let (mut sessions, mut retries, mut faults) = (0u64, 0u64, [0u64; 5]);

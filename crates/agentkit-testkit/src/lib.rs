@@ -8,7 +8,8 @@
 //! [`assert_transcript_snapshot!`] make transcripts snapshot-stable. With
 //! the `cassette` feature, [`cassette`] records real
 //! provider exchanges and replays them offline through the real adapter and
-//! HTTP client.
+//! HTTP client. [`SoakRng`] and [`soak_minutes`] are what the soak tests
+//! behind `cargo xtask soak` share: a seeded random source and a duration.
 //!
 //! # Example
 //!
@@ -45,6 +46,7 @@ pub mod pg;
 pub mod process;
 mod script;
 mod snapshot;
+mod soak;
 
 pub use drive::{
     Approvals, DriveError, MAX_STEPS, Run, error_kind, results_by_call, run_to_finish,
@@ -54,6 +56,7 @@ pub use dropped::assert_drop_closes_connection;
 pub use echo::EchoTool;
 pub use script::{ScriptStep, ScriptedModel, ScriptedSession, ScriptedTurn, ScriptedTurnStream};
 pub use snapshot::normalized;
+pub use soak::{SoakRng, soak_minutes};
 
 #[doc(hidden)]
 pub use insta;
