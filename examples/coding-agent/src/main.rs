@@ -94,16 +94,18 @@ fn main() -> ExitCode {
 }
 
 /// Connects the MCP servers of `--mcp` (or the default config file, when
-/// it exists), telling `report` how each went.
+/// it exists), telling `report` how each went. `workspace` is offered to
+/// the servers as the client's root (MCP `roots`).
 async fn connect_mcp(
     args: &args::Args,
+    workspace: Option<&std::path::Path>,
     report: impl Fn(String),
 ) -> Result<Option<agentkit_mcp::McpServerManager>, String> {
     let Some(path) = args.mcp.clone().or_else(mcp::default_path) else {
         return Ok(None);
     };
     let servers = mcp::read(&path).map_err(|error| error.to_string())?;
-    let (manager, lines) = mcp::connect(servers)
+    let (manager, lines) = mcp::connect(servers, workspace)
         .await
         .map_err(|error| error.to_string())?;
     lines.into_iter().for_each(report);
@@ -130,7 +132,7 @@ async fn serve_acp(
         Ok(store) => store,
         Err(error) => return fail(error),
     };
-    let mcp = match connect_mcp(args, |line| eprintln!("coding-agent: {line}")).await {
+    let mcp = match connect_mcp(args, None, |line| eprintln!("coding-agent: {line}")).await {
         Ok(mcp) => mcp,
         Err(error) => return fail(error),
     };
@@ -283,7 +285,11 @@ async fn run() -> ExitCode {
             Ok(exec) => exec,
             Err(error) => return fail(error),
         };
-        exec.mcp = match connect_mcp(&args, |line| eprintln!("coding-agent: {line}")).await {
+        exec.mcp = match connect_mcp(&args, Some(&exec.workspace), |line| {
+            eprintln!("coding-agent: {line}")
+        })
+        .await
+        {
             Ok(mcp) => mcp,
             Err(error) => return fail(error),
         };
@@ -321,7 +327,11 @@ async fn run() -> ExitCode {
     let screen = Arc::new(Mutex::new(Screen::new(tty)));
     let say = |line: Line| screen.lock().unwrap_or_else(|e| e.into_inner()).line(line);
 
-    let mcp = match connect_mcp(&args, |line| say(Line::new(line, Look::Dim))).await {
+    let mcp = match connect_mcp(&args, Some(&workspace), |line| {
+        say(Line::new(line, Look::Dim))
+    })
+    .await
+    {
         Ok(mcp) => mcp,
         Err(error) => return fail(error),
     };

@@ -157,8 +157,17 @@ fn parse(text: &str, path: &Path) -> Result<Vec<McpServerConfig>, McpConfigError
 /// server saying how it went.
 pub async fn connect(
     servers: Vec<McpServerConfig>,
+    workspace: Option<&std::path::Path>,
 ) -> Result<(McpServerManager, Vec<String>), McpConfigError> {
     let manager = McpServerManager::new();
+    if let Some(workspace) = workspace {
+        // Announced in the handshake: set before the servers connect.
+        manager
+            .set_roots(vec![
+                agentkit_mcp::McpRoot::directory(workspace).name("workspace"),
+            ])
+            .await;
+    }
     for config in servers {
         let name = config.name.clone();
         manager
