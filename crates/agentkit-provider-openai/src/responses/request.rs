@@ -38,7 +38,7 @@ pub(crate) fn request_body(
 ) -> Vec<u8> {
     encoded.sync(&request.transcript, encode_item);
     let (previous, start) = match config.previous_response_id {
-        true => continuation(&request.transcript.read()),
+        true => continuation(request.transcript.read().items()),
         false => (None, 0),
     };
     let mut options = options(config, request, cache);
@@ -110,7 +110,7 @@ fn options(
 
 /// The last stored response of this adapter and the index of the first
 /// item after it.
-fn continuation(items: &[Item]) -> (Option<String>, usize) {
+fn continuation(items: agentkit_loop::TranscriptItems<'_>) -> (Option<String>, usize) {
     for (at, item) in items.iter().enumerate().rev() {
         if item.kind != ItemKind::Assistant {
             continue;
