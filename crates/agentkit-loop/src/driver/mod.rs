@@ -345,19 +345,24 @@ impl<S: ModelSession> LoopDriver<S> {
         self.core.log.view()
     }
 
-    /// A number that changes whenever the session's state might have: any
-    /// input the core took in (a step, the host's input or approval), a
-    /// change of the soft-interrupt queue or of the background tasks. Equal
-    /// generations mean an equal [`snapshot`](Self::snapshot), so a host
-    /// that saves sessions skips a save without building one:
+    /// A number that changes whenever the session's state does: an input
+    /// that changed the core (a step that did something, the host's input
+    /// or approval), a change of the soft-interrupt queue or of the
+    /// background tasks. A step that changes nothing (an idle session asked
+    /// again, an empty queue) keeps it. Equal generations mean an equal
+    /// [`snapshot`](Self::snapshot), so a host that saves sessions skips a
+    /// save without building one:
     ///
     /// ```
     /// # use agentkit_loop::{Agent, SessionConfig};
     /// # use agentkit_testkit::{ScriptedModel, ScriptedTurn};
     /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
     /// # let agent = Agent::builder().model(ScriptedModel::new([ScriptedTurn::text("hi")])).build()?;
-    /// let driver = agent.start(SessionConfig::new("demo")).await?;
+    /// let mut driver = agent.start(SessionConfig::new("demo")).await?;
     /// let saved = driver.generation();
+    /// for _ in 0..3 {
+    ///     driver.next().await?; // awaiting input: nothing happens
+    /// }
     /// assert_eq!(driver.generation(), saved, "nothing happened");
     /// driver.soft_interrupts().push_text("also this");
     /// assert_ne!(driver.generation(), saved);
@@ -426,6 +431,12 @@ impl<S: ModelSession> LoopDriver<S> {
             header: (**self.recording.as_ref()?).clone(),
             inputs: self.core.recording.clone()?,
         })
+    }
+
+    /// The recording in progress, borrowed: its header and the inputs so
+    /// far (a store appends the ones it has not written yet).
+    pub fn recorded_inputs(&self) -> Option<(&crate::replay::LogHeader, &[machine::Input])> {
+        Some((self.recording.as_deref()?, self.core.recording.as_deref()?))
     }
 
     /// Stops recording and hands the log over.
@@ -689,6 +700,15 @@ impl<S: ModelSession> LoopDriver<S> {
         }
         self.core.on_mutators_done();
         Ok(())
+    }
+}
+
+/// The interrupt handles ([`PendingApproval::approve`](crate::PendingApproval::approve),
+/// [`InputRequest::submit`](crate::InputRequest::submit), ...) take anything
+/// that holds a driver; the driver holds itself.
+impl<S: ModelSession> AsMut<LoopDriver<S>> for LoopDriver<S> {
+    fn as_mut(&mut self) -> &mut LoopDriver<S> {
+        self
     }
 }
 
