@@ -195,6 +195,10 @@ pub struct LoopDriver<S: ModelSession> {
     tool_usage: ToolUsage,
     /// Where the input recording began, when recording.
     recording: Option<Box<crate::replay::LogHeader>>,
+    /// The origin of the core's time (see [`Routed`](machine::Routed)):
+    /// read when a call first needs a timer, so a session without one
+    /// never reads the clock.
+    clock: Option<std::time::Instant>,
 }
 
 /// Model usage reported by running calls through their
@@ -320,6 +324,7 @@ impl<S: ModelSession> LoopDriver<S> {
             last_catalog: None,
             tool_usage: ToolUsage::default(),
             recording: None,
+            clock: None,
         };
         if driver.core.settings.observe_events {
             notify(
@@ -521,7 +526,14 @@ impl<S: ModelSession> LoopDriver<S> {
                         self.core.poll()
                     }
                     Action::StartTool(call) => {
-                        running.push(self.start_call(call));
+                        if let Some(call) = self.start_call(call) {
+                            running.push(call);
+                        }
+                        self.core.poll()
+                    }
+                    Action::Detach { index, task_id } => {
+                        let detached = self.background().detach(&task_id);
+                        self.core.on_detached(index, detached);
                         self.core.poll()
                     }
                     other => break other,
@@ -538,7 +550,10 @@ impl<S: ModelSession> LoopDriver<S> {
                 Action::Fail(reason) => return Err(LoopError::InvalidState(reason)),
                 Action::CallModel(call) => self.model_call(call).await?,
                 // Answered above.
-                Action::TakeQueued { .. } | Action::Preflight(_) | Action::StartTool(_) => {}
+                Action::TakeQueued { .. }
+                | Action::Preflight(_)
+                | Action::StartTool(_)
+                | Action::Detach { .. } => {}
                 Action::AwaitTools { wake_on_urgent } => {
                     self.await_calls(&mut running, wake_on_urgent).await
                 }

@@ -24,10 +24,12 @@ mod model;
 pub(crate) mod restore;
 mod round;
 pub(crate) mod state;
+mod timer;
 mod turn;
 
 pub use input::{Input, QueuedMessages, RecordedRewrite, ToolOutcome, Validated, Verdict};
 pub(crate) use log::turn_id;
+pub use timer::Routed;
 
 use crate::background::BackgroundTaskInfo;
 use crate::transcript::TranscriptLog;
@@ -75,6 +77,9 @@ pub(crate) enum Action {
     /// Wait for a running call to finish or a cancellation (and, with
     /// `wake_on_urgent`, an urgent message), then poll again.
     AwaitTools { wake_on_urgent: bool },
+    /// The timer of call `index` (a detach-after call) fired: detach its
+    /// background task and report with [`DriverCore::on_detached`].
+    Detach { index: usize, task_id: String },
     /// Run every mutator at this point, then report with
     /// [`DriverCore::on_mutators_done`].
     RunMutators(MutationPoint),
@@ -529,6 +534,9 @@ impl DriverCore {
             } => self.on_tool_done(index, &call_id, outcome),
             Input::ToolUsage { usage } => self.on_tool_usage(usage),
             Input::CallsLost => self.on_calls_lost(),
+            Input::Routed { index, routed } => self.on_routed(index, routed),
+            Input::Timeout { now } => self.on_timeout(now),
+            Input::Detached { index, detached } => self.on_detached(index, detached),
             Input::BackgroundFinished { info, result } => self.on_background_finished(info, result),
             Input::CatalogChanged { change } => self.on_catalog_changed(change),
             Input::MutatorStarted { point, mutator } => self.on_mutator_started(point, mutator),
