@@ -635,6 +635,16 @@ impl<S: ModelSession> LoopDriver<S> {
                 Note::Rewritten(archived) => {
                     let observers = self.config.shared().transcript_observers;
                     self.core.log.with(|items| {
+                        // A rewritten log is one run of items; the copy
+                        // is never made in practice.
+                        let copied;
+                        let items = match items.as_slice() {
+                            Some(items) => items,
+                            None => {
+                                copied = items.to_vec();
+                                &copied
+                            }
+                        };
                         for observer in observers {
                             guard("transcript observer", || {
                                 observer.on_transcript_rewritten(items, &archived)
