@@ -195,6 +195,10 @@ pub struct LoopDriver<S: ModelSession> {
     tool_usage: ToolUsage,
     /// Where the input recording began, when recording.
     recording: Option<Box<crate::replay::LogHeader>>,
+    /// The origin of the core's time (see [`Routed`](machine::Routed)):
+    /// read when a call first needs a timer, so a session without one
+    /// never reads the clock.
+    clock: Option<std::time::Instant>,
 }
 
 /// Model usage reported by running calls through their
@@ -320,6 +324,7 @@ impl<S: ModelSession> LoopDriver<S> {
             last_catalog: None,
             tool_usage: ToolUsage::default(),
             recording: None,
+            clock: None,
         };
         if driver.core.settings.observe_events {
             notify(
@@ -340,19 +345,24 @@ impl<S: ModelSession> LoopDriver<S> {
         self.core.log.view()
     }
 
-    /// A number that changes whenever the session's state might have: any
-    /// input the core took in (a step, the host's input or approval), a
-    /// change of the soft-interrupt queue or of the background tasks. Equal
-    /// generations mean an equal [`snapshot`](Self::snapshot), so a host
-    /// that saves sessions skips a save without building one:
+    /// A number that changes whenever the session's state does: an input
+    /// that changed the core (a step that did something, the host's input
+    /// or approval), a change of the soft-interrupt queue or of the
+    /// background tasks. A step that changes nothing (an idle session asked
+    /// again, an empty queue) keeps it. Equal generations mean an equal
+    /// [`snapshot`](Self::snapshot), so a host that saves sessions skips a
+    /// save without building one:
     ///
     /// ```
     /// # use agentkit_loop::{Agent, SessionConfig};
     /// # use agentkit_testkit::{ScriptedModel, ScriptedTurn};
     /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
     /// # let agent = Agent::builder().model(ScriptedModel::new([ScriptedTurn::text("hi")])).build()?;
-    /// let driver = agent.start(SessionConfig::new("demo")).await?;
+    /// let mut driver = agent.start(SessionConfig::new("demo")).await?;
     /// let saved = driver.generation();
+    /// for _ in 0..3 {
+    ///     driver.next().await?; // awaiting input: nothing happens
+    /// }
     /// assert_eq!(driver.generation(), saved, "nothing happened");
     /// driver.soft_interrupts().push_text("also this");
     /// assert_ne!(driver.generation(), saved);
@@ -421,6 +431,12 @@ impl<S: ModelSession> LoopDriver<S> {
             header: (**self.recording.as_ref()?).clone(),
             inputs: self.core.recording.clone()?,
         })
+    }
+
+    /// The recording in progress, borrowed: its header and the inputs so
+    /// far (a store appends the ones it has not written yet).
+    pub fn recorded_inputs(&self) -> Option<(&crate::replay::LogHeader, &[machine::Input])> {
+        Some((self.recording.as_deref()?, self.core.recording.as_deref()?))
     }
 
     /// Stops recording and hands the log over.
@@ -521,7 +537,14 @@ impl<S: ModelSession> LoopDriver<S> {
                         self.core.poll()
                     }
                     Action::StartTool(call) => {
-                        running.push(self.start_call(call));
+                        if let Some(call) = self.start_call(call) {
+                            running.push(call);
+                        }
+                        self.core.poll()
+                    }
+                    Action::Detach { index, task_id } => {
+                        let detached = self.background().detach(&task_id);
+                        self.core.on_detached(index, detached);
                         self.core.poll()
                     }
                     other => break other,
@@ -538,7 +561,10 @@ impl<S: ModelSession> LoopDriver<S> {
                 Action::Fail(reason) => return Err(LoopError::InvalidState(reason)),
                 Action::CallModel(call) => self.model_call(call).await?,
                 // Answered above.
-                Action::TakeQueued { .. } | Action::Preflight(_) | Action::StartTool(_) => {}
+                Action::TakeQueued { .. }
+                | Action::Preflight(_)
+                | Action::StartTool(_)
+                | Action::Detach { .. } => {}
                 Action::AwaitTools { wake_on_urgent } => {
                     self.await_calls(&mut running, wake_on_urgent).await
                 }
@@ -684,6 +710,15 @@ impl<S: ModelSession> LoopDriver<S> {
         }
         self.core.on_mutators_done();
         Ok(())
+    }
+}
+
+/// The interrupt handles ([`PendingApproval::approve`](crate::PendingApproval::approve),
+/// [`InputRequest::submit`](crate::InputRequest::submit), ...) take anything
+/// that holds a driver; the driver holds itself.
+impl<S: ModelSession> AsMut<LoopDriver<S>> for LoopDriver<S> {
+    fn as_mut(&mut self) -> &mut LoopDriver<S> {
+        self
     }
 }
 

@@ -27,6 +27,11 @@ impl DriverCore {
         }
     }
 
+    /// The call at `index` of the open round, with its state.
+    pub(super) fn round_call_mut(&mut self, index: usize) -> Option<&mut RoundCall> {
+        self.round_mut()?.calls.get_mut(index)
+    }
+
     /// The call at `index` of the open round.
     pub(crate) fn round_call(&self, index: usize) -> Option<&ToolCallPart> {
         self.round()?.calls.get(index).map(|c| &c.call)
@@ -77,6 +82,9 @@ impl DriverCore {
             self.close_round(Some(skipped));
             return None;
         }
+        if let Some(detach) = self.detach_due() {
+            return Some(detach);
+        }
         if let Some(start) = self.start_next() {
             return Some(Action::StartTool(start));
         }
@@ -92,7 +100,7 @@ impl DriverCore {
         let idle = !round
             .calls
             .iter()
-            .any(|c| matches!(c.state, CallState::Running));
+            .any(|c| matches!(c.state, CallState::Running(_)));
         let entry = round.calls.iter().find_map(|c| match &c.state {
             CallState::AwaitingApproval(request) => Some(PendingApproval {
                 request: request.clone(),
@@ -127,7 +135,7 @@ impl DriverCore {
         let running = round
             .calls
             .iter()
-            .filter(|c| matches!(c.state, CallState::Running))
+            .filter(|c| matches!(c.state, CallState::Running(_)))
             .count();
         if running >= parallel {
             return None;
@@ -138,7 +146,7 @@ impl DriverCore {
             .enumerate()
             .find(|(_, c)| c.state.is_runnable())?;
         let (approval, resume, validated) =
-            match std::mem::replace(&mut entry.state, CallState::Running) {
+            match std::mem::replace(&mut entry.state, CallState::Running(None)) {
                 CallState::Approved(request) => (Some(Box::new(request)), None, None),
                 CallState::Resumed(request, decision) => {
                     (None, Some(Box::new(ToolResume { request, decision })), None)
@@ -175,7 +183,7 @@ impl DriverCore {
             };
             match entry.state {
                 CallState::Answered => {}
-                CallState::Running
+                CallState::Running(_)
                 | CallState::Unchecked
                 | CallState::Queued(_)
                 | CallState::Approved(_)
@@ -222,7 +230,7 @@ impl DriverCore {
             | CallState::AwaitingApproval(_)
             | CallState::Suspended(_)
             | CallState::Resumed(..)
-            | CallState::Running) => match stub {
+            | CallState::Running(_)) => match stub {
                 Some((message, kind)) => (
                     ToolResultPart::error(call_id, message)
                         .with_metadata(agentkit_core::keys::ERROR_KIND, kind),
@@ -317,7 +325,7 @@ impl DriverCore {
         let Some(entry) = self.round_mut().and_then(|r| r.calls.get_mut(index)) else {
             return;
         };
-        if &entry.call.id != call_id || !matches!(entry.state, CallState::Running) {
+        if &entry.call.id != call_id || !matches!(entry.state, CallState::Running(_)) {
             return;
         }
         let warning = match outcome {
@@ -354,7 +362,7 @@ impl DriverCore {
         let any = self.round().is_some_and(|r| {
             r.calls
                 .iter()
-                .any(|c| matches!(c.state, CallState::Running))
+                .any(|c| matches!(c.state, CallState::Running(_)))
         });
         if !any {
             return;
@@ -362,7 +370,7 @@ impl DriverCore {
         self.record(|| Input::CallsLost);
         if let Some(round) = self.round_mut() {
             for entry in &mut round.calls {
-                if matches!(entry.state, CallState::Running) {
+                if matches!(entry.state, CallState::Running(_)) {
                     entry.state = CallState::Interrupted;
                 }
             }

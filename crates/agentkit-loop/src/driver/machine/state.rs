@@ -218,8 +218,9 @@ pub(crate) enum CallState {
     Denied(Option<String>),
     /// The preflight refused it; this is the error result the model reads.
     Rejected(ToolResultPart),
-    /// Handed to the task manager; its future is held by the driver.
-    Running,
+    /// Handed to the task manager; its future is held by the driver. A
+    /// detach-after call holds its timer (boxed: most calls have none).
+    Running(Option<Box<super::timer::DetachTimer>>),
     /// The tool paused mid-run for an approval
     /// (`ToolError::NeedsApproval`, a sub-agent's tool call); shown to the
     /// host once no other call of the round runs.
