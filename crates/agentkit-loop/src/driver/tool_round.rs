@@ -12,7 +12,10 @@ use super::machine::{StartCall, ToolOutcome};
 use super::{LoopDriver, Running, RunningCall, notify};
 use crate::background::AbandonOnDrop;
 use crate::{AgentEvent, BackgroundTasks, ModelSession, TaskRouting, ToolJob};
-use agentkit_tools_core::{EventSink, ProgressSink, ToolContext, ToolError, ToolResult};
+use agentkit_core::ToolCallId;
+use agentkit_tools_core::{
+    EventSink, HostAnswer, ProgressSink, ToolContext, ToolError, ToolResult,
+};
 use futures::FutureExt;
 use std::sync::Arc;
 use tracing::Instrument;
@@ -28,6 +31,7 @@ impl<S: ModelSession> LoopDriver<S> {
             request,
             validated,
         } = start;
+        let questions = self.question_sink();
         let shared = self.config.shared();
         let call_id = request.call_id.clone();
         let progress = if shared.observers.is_empty() {
@@ -61,6 +65,7 @@ impl<S: ModelSession> LoopDriver<S> {
             } else {
                 EventSink::default()
             },
+            questions,
             resume,
         };
         let job = ToolJob {
@@ -176,10 +181,18 @@ impl<S: ModelSession> LoopDriver<S> {
                 std::future::pending().await
             }
         };
+        let questions = self.questions.clone();
+        let asked = async {
+            match &questions {
+                Some(questions) => questions.asked().await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             biased;
             _ = cancelled => {}
             _ = urgent => {}
+            _ = asked => {}
             Some((index, call_id, outcome)) = std::future::poll_fn(|cx| running.poll_next(cx)) => {
                 let outcome = ToolOutcome::of(&call_id, outcome);
                 self.core.on_tool_done(index, &call_id, outcome);
@@ -191,7 +204,37 @@ impl<S: ModelSession> LoopDriver<S> {
             let outcome = ToolOutcome::of(&call_id, outcome);
             self.core.on_tool_done(index, &call_id, outcome);
         }
+        self.take_questions();
         self.dispatch();
+    }
+
+    /// The sink for a call's questions, made with the first call.
+    fn question_sink(&mut self) -> agentkit_tools_core::QuestionSink {
+        self.questions.get_or_insert_with(Default::default).sink()
+    }
+
+    /// Hands the questions running calls asked to the core; one it does
+    /// not take (no running call of the round asks it: a background task)
+    /// is declined at once.
+    fn take_questions(&mut self) {
+        let Some(questions) = &self.questions else {
+            return;
+        };
+        for (call_id, question, reply) in questions.take() {
+            if self.core.on_tool_question(&call_id, question) {
+                self.replies.push((call_id, reply));
+            } else {
+                let _ = reply.send(HostAnswer::Decline);
+            }
+        }
+    }
+
+    /// Sends the host's answer to the call waiting for it.
+    pub(super) fn reply(&mut self, call_id: &ToolCallId, answer: HostAnswer) {
+        if let Some(at) = self.replies.iter().position(|(id, _)| id == call_id) {
+            let (_, reply) = self.replies.swap_remove(at);
+            let _ = reply.send(answer);
+        }
     }
 }
 
