@@ -291,24 +291,40 @@ pub struct PendingApproval {
     pub call: ToolCallPart,
 }
 
+// The handles take anything that holds a driver (`&mut impl
+// AsMut<LoopDriver<S>>`): the driver itself, or a host's wrapper such as the
+// store's saving `Session`.
+
 impl PendingApproval {
     /// Lets the call run.
-    pub fn approve<S: ModelSession>(self, driver: &mut LoopDriver<S>) -> Result<(), LoopError> {
-        driver.resolve_approval_for(self.call.id, ApprovalDecision::Approve)
+    pub fn approve<S: ModelSession>(
+        self,
+        driver: &mut impl AsMut<LoopDriver<S>>,
+    ) -> Result<(), LoopError> {
+        driver
+            .as_mut()
+            .resolve_approval_for(self.call.id, ApprovalDecision::Approve)
     }
 
     /// Refuses the call; the model is told it was denied.
-    pub fn deny<S: ModelSession>(self, driver: &mut LoopDriver<S>) -> Result<(), LoopError> {
-        driver.resolve_approval_for(self.call.id, ApprovalDecision::deny())
+    pub fn deny<S: ModelSession>(
+        self,
+        driver: &mut impl AsMut<LoopDriver<S>>,
+    ) -> Result<(), LoopError> {
+        driver
+            .as_mut()
+            .resolve_approval_for(self.call.id, ApprovalDecision::deny())
     }
 
     /// Refuses the call with a reason the model will read.
     pub fn deny_with_reason<S: ModelSession>(
         self,
-        driver: &mut LoopDriver<S>,
+        driver: &mut impl AsMut<LoopDriver<S>>,
         reason: impl Into<String>,
     ) -> Result<(), LoopError> {
-        driver.resolve_approval_for(self.call.id, ApprovalDecision::deny_with_reason(reason))
+        driver
+            .as_mut()
+            .resolve_approval_for(self.call.id, ApprovalDecision::deny_with_reason(reason))
     }
 }
 
@@ -325,10 +341,10 @@ impl InputRequest {
     /// Queues these items as the next input; the following `next()` sends them.
     pub fn submit<S: ModelSession>(
         self,
-        driver: &mut LoopDriver<S>,
+        driver: &mut impl AsMut<LoopDriver<S>>,
         items: Vec<Item>,
     ) -> Result<(), LoopError> {
-        driver.submit_input(items)
+        driver.as_mut().submit_input(items)
     }
 }
 
@@ -348,10 +364,10 @@ impl ToolRoundInfo {
     /// see after the tool results. The handle is consumed: one submit per pause.
     pub fn submit<S: ModelSession>(
         self,
-        driver: &mut LoopDriver<S>,
+        driver: &mut impl AsMut<LoopDriver<S>>,
         items: Vec<Item>,
     ) -> Result<(), LoopError> {
-        driver.submit_input(items)
+        driver.as_mut().submit_input(items)
     }
 }
 

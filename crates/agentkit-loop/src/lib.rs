@@ -85,7 +85,7 @@ pub use model::{
     ModelAdapter, ModelError, ModelErrorKind, ModelSession, ModelTurn, ModelTurnEvent,
     ModelTurnResult, NextEvent, OutputSchema, SessionConfig, TurnRequest,
 };
-pub use transcript::{TranscriptGuard, TranscriptView};
+pub use transcript::{TranscriptGuard, TranscriptItems, TranscriptIter, TranscriptView};
 
 // The README's example is compiled and run with the doc-tests.
 #[cfg(doctest)]

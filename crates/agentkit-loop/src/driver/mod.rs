@@ -209,6 +209,10 @@ pub struct LoopDriver<S: ModelSession> {
     /// The running calls of a round that paused for a question: the
     /// asking call's future (and any other) lives on across the yield.
     parked: Option<Running>,
+    /// The origin of the core's time (see [`Routed`](machine::Routed)):
+    /// read when a call first needs a timer, so a session without one
+    /// never reads the clock.
+    clock: Option<std::time::Instant>,
 }
 
 /// Model usage reported by running calls through their
@@ -337,6 +341,7 @@ impl<S: ModelSession> LoopDriver<S> {
             questions: None,
             replies: Vec::new(),
             parked: None,
+            clock: None,
         };
         if driver.core.settings.observe_events {
             notify(
@@ -357,19 +362,24 @@ impl<S: ModelSession> LoopDriver<S> {
         self.core.log.view()
     }
 
-    /// A number that changes whenever the session's state might have: any
-    /// input the core took in (a step, the host's input or approval), a
-    /// change of the soft-interrupt queue or of the background tasks. Equal
-    /// generations mean an equal [`snapshot`](Self::snapshot), so a host
-    /// that saves sessions skips a save without building one:
+    /// A number that changes whenever the session's state does: an input
+    /// that changed the core (a step that did something, the host's input
+    /// or approval), a change of the soft-interrupt queue or of the
+    /// background tasks. A step that changes nothing (an idle session asked
+    /// again, an empty queue) keeps it. Equal generations mean an equal
+    /// [`snapshot`](Self::snapshot), so a host that saves sessions skips a
+    /// save without building one:
     ///
     /// ```
     /// # use agentkit_loop::{Agent, SessionConfig};
     /// # use agentkit_testkit::{ScriptedModel, ScriptedTurn};
     /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
     /// # let agent = Agent::builder().model(ScriptedModel::new([ScriptedTurn::text("hi")])).build()?;
-    /// let driver = agent.start(SessionConfig::new("demo")).await?;
+    /// let mut driver = agent.start(SessionConfig::new("demo")).await?;
     /// let saved = driver.generation();
+    /// for _ in 0..3 {
+    ///     driver.next().await?; // awaiting input: nothing happens
+    /// }
     /// assert_eq!(driver.generation(), saved, "nothing happened");
     /// driver.soft_interrupts().push_text("also this");
     /// assert_ne!(driver.generation(), saved);
@@ -438,6 +448,12 @@ impl<S: ModelSession> LoopDriver<S> {
             header: (**self.recording.as_ref()?).clone(),
             inputs: self.core.recording.clone()?,
         })
+    }
+
+    /// The recording in progress, borrowed: its header and the inputs so
+    /// far (a store appends the ones it has not written yet).
+    pub fn recorded_inputs(&self) -> Option<(&crate::replay::LogHeader, &[machine::Input])> {
+        Some((self.recording.as_deref()?, self.core.recording.as_deref()?))
     }
 
     /// Stops recording and hands the log over.
@@ -522,7 +538,8 @@ impl<S: ModelSession> LoopDriver<S> {
 
     /// Performs the core's actions until it yields.
     async fn run(&mut self) -> Result<LoopStep, LoopError> {
-        // Every normal return of `next()` leaves no call running, so calls
+        // Every normal return of `next()` leaves no call running (except
+        // a round paused for a question, whose calls are parked), so calls
         // the core still sees running belong to a `next()` that was
         // dropped: the finished ones keep their real results, the others
         // are answered as interrupted rather than run twice.
@@ -570,7 +587,14 @@ impl<S: ModelSession> LoopDriver<S> {
                         self.core.poll()
                     }
                     Action::StartTool(call) => {
-                        running.push(self.start_call(call));
+                        if let Some(call) = self.start_call(call) {
+                            running.push(call);
+                        }
+                        self.core.poll()
+                    }
+                    Action::Detach { index, task_id } => {
+                        let detached = self.background().detach(&task_id);
+                        self.core.on_detached(index, detached);
                         self.core.poll()
                     }
                     Action::AnswerQuestion { call_id, answer } => {
@@ -596,7 +620,8 @@ impl<S: ModelSession> LoopDriver<S> {
                 Action::TakeQueued { .. }
                 | Action::Preflight(_)
                 | Action::StartTool(_)
-                | Action::AnswerQuestion { .. } => {}
+                | Action::AnswerQuestion { .. }
+                | Action::Detach { .. } => {}
                 Action::AwaitTools { wake_on_urgent } => {
                     self.await_calls(running, wake_on_urgent).await
                 }
@@ -667,6 +692,16 @@ impl<S: ModelSession> LoopDriver<S> {
                 Note::Rewritten(archived) => {
                     let observers = self.config.shared().transcript_observers;
                     self.core.log.with(|items| {
+                        // A rewritten log is one run of items; the copy
+                        // is never made in practice.
+                        let copied;
+                        let items = match items.as_slice() {
+                            Some(items) => items,
+                            None => {
+                                copied = items.to_vec();
+                                &copied
+                            }
+                        };
                         for observer in observers {
                             guard("transcript observer", || {
                                 observer.on_transcript_rewritten(items, &archived)
@@ -732,6 +767,15 @@ impl<S: ModelSession> LoopDriver<S> {
         }
         self.core.on_mutators_done();
         Ok(())
+    }
+}
+
+/// The interrupt handles ([`PendingApproval::approve`](crate::PendingApproval::approve),
+/// [`InputRequest::submit`](crate::InputRequest::submit), ...) take anything
+/// that holds a driver; the driver holds itself.
+impl<S: ModelSession> AsMut<LoopDriver<S>> for LoopDriver<S> {
+    fn as_mut(&mut self) -> &mut LoopDriver<S> {
+        self
     }
 }
 

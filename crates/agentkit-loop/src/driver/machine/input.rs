@@ -133,6 +133,27 @@ pub enum Input {
     },
     /// The futures of running calls were lost.
     CallsLost,
+    /// The shell started a call of the round in the background, or with a
+    /// detach-after timer.
+    Routed {
+        /// The call's index in the round.
+        index: usize,
+        /// How it runs.
+        routed: super::Routed,
+    },
+    /// The shell's clock read `now` (a duration since its origin): timers
+    /// due by then fire.
+    Timeout {
+        /// The time.
+        now: std::time::Duration,
+    },
+    /// The shell tried to detach the task of a call whose timer fired.
+    Detached {
+        /// The call's index in the round.
+        index: usize,
+        /// `false` when the call had finished already.
+        detached: bool,
+    },
     /// A background task finished.
     BackgroundFinished {
         /// The task.

@@ -198,7 +198,7 @@ fn snapshot_call(entry: &RoundCall) -> SnapshotCall {
                 message: result.output.to_text(),
                 result: Some(result.clone()),
             },
-            CallState::Running | CallState::Interrupted => SnapshotCallState::Interrupted,
+            CallState::Running(_) | CallState::Interrupted => SnapshotCallState::Interrupted,
             CallState::Asking(question) => SnapshotCallState::Asking {
                 question: (**question).clone(),
             },

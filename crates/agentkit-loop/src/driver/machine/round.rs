@@ -27,6 +27,11 @@ impl DriverCore {
         }
     }
 
+    /// The call at `index` of the open round, with its state.
+    pub(super) fn round_call_mut(&mut self, index: usize) -> Option<&mut RoundCall> {
+        self.round_mut()?.calls.get_mut(index)
+    }
+
     /// The call at `index` of the open round.
     pub(crate) fn round_call(&self, index: usize) -> Option<&ToolCallPart> {
         self.round()?.calls.get(index).map(|c| &c.call)
@@ -57,7 +62,7 @@ impl DriverCore {
             .iter_mut()
             .find(|c| matches!(c.state, CallState::Replying(_)))
             && let CallState::Replying(answer) =
-                std::mem::replace(&mut entry.state, CallState::Running)
+                std::mem::replace(&mut entry.state, CallState::Running(None))
         {
             return Some(Action::AnswerQuestion {
                 call_id: entry.call.id.clone(),
@@ -102,6 +107,9 @@ impl DriverCore {
             self.close_round(Some(skipped));
             return None;
         }
+        if let Some(detach) = self.detach_due() {
+            return Some(detach);
+        }
         if let Some(start) = self.start_next() {
             return Some(Action::StartTool(start));
         }
@@ -117,7 +125,7 @@ impl DriverCore {
         let idle = !round
             .calls
             .iter()
-            .any(|c| matches!(c.state, CallState::Running));
+            .any(|c| matches!(c.state, CallState::Running(_)));
         let entry = round.calls.iter().find_map(|c| match &c.state {
             CallState::AwaitingApproval(request) => Some(PendingApproval {
                 request: request.clone(),
@@ -143,7 +151,7 @@ impl DriverCore {
         if round
             .calls
             .iter()
-            .any(|c| matches!(c.state, CallState::Running))
+            .any(|c| matches!(c.state, CallState::Running(_)))
         {
             return None;
         }
@@ -175,7 +183,7 @@ impl DriverCore {
         let running = round
             .calls
             .iter()
-            .filter(|c| matches!(c.state, CallState::Running))
+            .filter(|c| matches!(c.state, CallState::Running(_)))
             .count();
         if running >= parallel {
             return None;
@@ -186,7 +194,7 @@ impl DriverCore {
             .enumerate()
             .find(|(_, c)| c.state.is_runnable())?;
         let (approval, resume, validated) =
-            match std::mem::replace(&mut entry.state, CallState::Running) {
+            match std::mem::replace(&mut entry.state, CallState::Running(None)) {
                 CallState::Approved(request) => (Some(Box::new(request)), None, None),
                 CallState::Resumed(request, decision) => {
                     (None, Some(Box::new(ToolResume { request, decision })), None)
@@ -223,7 +231,7 @@ impl DriverCore {
             };
             match entry.state {
                 CallState::Answered => {}
-                CallState::Running
+                CallState::Running(_)
                 | CallState::Unchecked
                 | CallState::Queued(_)
                 | CallState::Approved(_)
@@ -274,7 +282,7 @@ impl DriverCore {
             | CallState::Asking(_)
             | CallState::Replying(_)
             | CallState::Resumed(..)
-            | CallState::Running) => match stub {
+            | CallState::Running(_)) => match stub {
                 Some((message, kind)) => (
                     ToolResultPart::error(call_id, message)
                         .with_metadata(agentkit_core::keys::ERROR_KIND, kind),
@@ -374,7 +382,7 @@ impl DriverCore {
         if &entry.call.id != call_id
             || !matches!(
                 entry.state,
-                CallState::Running | CallState::Asking(_) | CallState::Replying(_)
+                CallState::Running(_) | CallState::Asking(_) | CallState::Replying(_)
             )
         {
             return;
@@ -422,7 +430,7 @@ impl DriverCore {
         let live = |state: &CallState| {
             matches!(
                 state,
-                CallState::Running | CallState::Asking(_) | CallState::Replying(_)
+                CallState::Running(_) | CallState::Asking(_) | CallState::Replying(_)
             )
         };
         let any = self
@@ -460,7 +468,7 @@ impl DriverCore {
         else {
             return false;
         };
-        if !matches!(entry.state, CallState::Running) {
+        if !matches!(entry.state, CallState::Running(_)) {
             return false;
         }
         let event_question = question.clone();
