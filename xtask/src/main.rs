@@ -9,6 +9,7 @@ mod fixtures;
 mod fuzz;
 mod layers;
 mod llama;
+mod load_server;
 mod mcp_conformance;
 mod perf;
 mod run;
@@ -50,6 +51,12 @@ commands:
             (wall clock, not part of ci; ends with the counted figures)
   llama     live test against a real llama.cpp server, re-recording its
             cassettes (installs llama-cpp-python; not part of ci)
+  load-server
+            the agent server under load: `load-server [--sessions N]
+            [--replicas R] [--quick]`, N concurrent AG-UI sessions (1,000;
+            100 with --quick) across R replica processes (2) on a temporary
+            PostgreSQL, then the same with one replica SIGKILLed halfway;
+            fails if a session is lost or a tool runs twice (not part of ci)
   soak      sessions under random faults for a while: `soak [--minutes N]
             [--seed S]` (10 minutes by default; not part of ci)
 ";
@@ -71,6 +78,7 @@ fn main() -> ExitCode {
         "bench" => run::bench().and_then(|()| perf::report()),
         "perf" => perf::run(&std::env::args().skip(2).collect::<Vec<_>>()),
         "llama" => llama::run(),
+        "load-server" => load_server::run(&std::env::args().skip(2).collect::<Vec<_>>()),
         "soak" => soak::run(&std::env::args().skip(2).collect::<Vec<_>>()),
         "features" => run::features(),
         "examples" => run::examples(),

@@ -175,7 +175,12 @@ struct Shared {
     answers: Mutex<Vec<ScriptedResponse>>,
     /// Stalled responses whose client closed the connection.
     hung_up: AtomicUsize,
+    /// Answers each request from its content, in responder mode.
+    responder: Option<Responder>,
 }
+
+/// A function from a request to its answer.
+type Responder = Box<dyn Fn(&RecordedRequest) -> ScriptedResponse + Send + Sync>;
 
 struct Upstream {
     base_url: String,
@@ -241,6 +246,48 @@ impl TestServer {
         let url = format!("http://{}", listener.local_addr()?);
         let shared = Arc::new(Shared {
             script: Mutex::new(script.into_iter().collect()),
+            ..Shared::default()
+        });
+        let task = tokio::spawn(serve(listener, shared.clone()));
+        Ok(Self { url, shared, task })
+    }
+
+    /// Starts a server on a free port of 127.0.0.1 that answers each
+    /// request with what `respond` makes of it, for as many requests as
+    /// come: a model whose answer depends on the conversation (a tool call
+    /// for a user message, text after the tool's result), shared by many
+    /// sessions in any order, as a load test needs. Requests are not kept
+    /// ([`requests`](Self::requests) stays empty): a load test sends many;
+    /// `respond` sees each one.
+    ///
+    /// ```
+    /// use agentkit_http::testing::{ScriptedResponse, TestServer};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let server = TestServer::respond(|request| {
+    ///     let echo = format!("data: {}\n\n", request.json()["q"]);
+    ///     ScriptedResponse::sse(echo)
+    /// })
+    /// .await?;
+    /// agentkit_http::install_tls_provider();
+    /// let answer = reqwest::Client::new()
+    ///     .post(format!("{}/v1/echo", server.url()))
+    ///     .body(r#"{"q":7}"#)
+    ///     .send()
+    ///     .await?
+    ///     .text()
+    ///     .await?;
+    /// assert_eq!(answer, "data: 7\n\n");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn respond(
+        respond: impl Fn(&RecordedRequest) -> ScriptedResponse + Send + Sync + 'static,
+    ) -> io::Result<Self> {
+        let listener = listen()?;
+        let url = format!("http://{}", listener.local_addr()?);
+        let shared = Arc::new(Shared {
+            responder: Some(Box::new(respond)),
             ..Shared::default()
         });
         let task = tokio::spawn(serve(listener, shared.clone()));
@@ -354,6 +401,12 @@ async fn answer(mut socket: TcpStream, shared: Arc<Shared>) {
             requests.push(request);
             answers.push(response.clone());
         }
+        let _ = write_response(&mut socket, &response, &shared).await;
+        return;
+    }
+    if let Some(respond) = &shared.responder {
+        let response = respond(&request);
+        drop(request);
         let _ = write_response(&mut socket, &response, &shared).await;
         return;
     }

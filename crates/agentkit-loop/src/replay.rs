@@ -46,7 +46,7 @@ use agentkit_core::Item;
 use serde::{Deserialize, Serialize};
 
 pub use crate::driver::machine::{
-    CoreSettings, Input, QueuedMessages, RecordedRewrite, ToolOutcome, Verdict,
+    CoreSettings, Input, QueuedMessages, RecordedRewrite, Routed, ToolOutcome, Verdict,
 };
 
 /// The input-log format this version writes and reads. Version 2: each

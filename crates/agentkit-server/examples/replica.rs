@@ -4,17 +4,22 @@
 //! Configured by environment variables: `REPLICA_PG` (the connection
 //! string), `REPLICA_TOKEN` (tenant `acme`'s bearer token), `REPLICA_LEASE_MS`
 //! (the lease's time to live, default 10 000), `REPLICA_DIR` (where the
-//! `job` tool leaves its marks). It listens on a free port of 127.0.0.1 and
-//! prints `listening on <address>` once ready.
+//! `job` tool leaves its marks), `REPLICA_PROVIDER` (optional: the base URL
+//! of an OpenAI-compatible server, as the load test's local provider
+//! server). It listens on a free port of 127.0.0.1 and prints
+//! `listening on <address>` once ready.
 //!
 //! The agent: a model that answers a user message by calling `job`, and a
-//! tool result with "The job is done."; `job` writes
-//! `started-<call id>-<pid>` into `REPLICA_DIR`, then runs until a file
-//! `release` appears there (or the turn is cancelled).
+//! tool result with "The job is done." (in-process, or the provider at
+//! `REPLICA_PROVIDER` through the real Chat Completions adapter); `job`
+//! writes `started-<call id>-<pid>` into `REPLICA_DIR`, then runs until a
+//! file `release` appears there (or the turn is cancelled).
 
 use agentkit_core::ItemKind;
 use agentkit_core::TurnCancellation;
+use agentkit_http::{HttpConfig, RetryPolicy};
 use agentkit_loop::{Agent, ModelAdapter, ModelError, ModelSession, SessionConfig, TurnRequest};
+use agentkit_provider_openai::{OpenAiAdapter, OpenAiConfig};
 use agentkit_server::AgentServer;
 use agentkit_store::PgStore;
 use agentkit_testkit::{ScriptedModel, ScriptedTurn, ScriptedTurnStream};
@@ -108,9 +113,28 @@ fn env(name: &str) -> String {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    match std::env::var("REPLICA_PROVIDER") {
+        Ok(base_url) => {
+            let config = OpenAiConfig::compatible(format!("{base_url}/v1"), "gpt-load")
+                .with_http(HttpConfig::default().with_retry(RetryPolicy::none()));
+            serve(OpenAiAdapter::new(config)?).await
+        }
+        Err(_) => serve(JobModel).await,
+    }
+}
+
+/// Serves the agent with `model` until killed.
+async fn serve<M>(model: M) -> Result<(), Box<dyn std::error::Error>>
+where
+    M: ModelAdapter + Clone + Send + Sync + 'static,
+    M::Session: 'static,
+{
     // Bound first: the leases this replica takes name the URL the others
-    // forward requests for its sessions to.
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    // forward requests for its sessions to. The accept queue holds a
+    // thousand clients connecting at once (the load test).
+    let socket = tokio::net::TcpSocket::new_v4()?;
+    socket.bind((std::net::Ipv4Addr::LOCALHOST, 0).into())?;
+    let listener = socket.listen(4096)?;
     let address = listener.local_addr()?;
     let store = PgStore::builder(&env("REPLICA_PG"))
         .max_connections(8)
@@ -135,7 +159,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 dir: dir.clone(),
             };
             Agent::builder()
-                .model(JobModel)
+                .model(model.clone())
                 .add_tool_source(ToolRegistry::new().with(job))
         })
         .tenant(env("REPLICA_TOKEN"), "acme")

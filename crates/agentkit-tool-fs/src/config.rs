@@ -6,6 +6,7 @@
 //! checker (typically a `PathPolicy` with the same root). The root here only
 //! says what a relative path means.
 
+use crate::TextFiles;
 use crate::paths::CheckedPaths;
 use agentkit_tools_core::resolve_path;
 use std::path::{Path, PathBuf};
@@ -34,6 +35,8 @@ pub struct FsToolsConfig {
     /// What the permission checker saw, shared by every tool over this
     /// configuration (see `paths::CheckedPaths`).
     checked: Arc<CheckedPaths>,
+    /// The host's files the text tools use instead of the disk.
+    text_files: Option<Arc<dyn TextFiles>>,
 }
 
 impl FsToolsConfig {
@@ -71,7 +74,21 @@ impl FsToolsConfig {
             max_search_results: Self::DEFAULT_MAX_SEARCH_RESULTS,
             max_search_file_bytes: Self::DEFAULT_MAX_SEARCH_FILE_BYTES,
             checked: Arc::default(),
+            text_files: None,
         }
+    }
+
+    /// Reads and writes of `fs_read_file`, `fs_write_file` and
+    /// `fs_replace_in_file` go to `files` (an editor's buffers) instead of
+    /// the disk, after the same path checks; see [`TextFiles`].
+    pub fn with_text_files(mut self, files: Arc<dyn TextFiles>) -> Self {
+        self.text_files = Some(files);
+        self
+    }
+
+    /// The host's files set with [`with_text_files`](Self::with_text_files).
+    pub fn text_files(&self) -> Option<&Arc<dyn TextFiles>> {
+        self.text_files.as_ref()
     }
 
     /// The most text `fs_read_file` returns in one call; the rest is left for

@@ -72,10 +72,12 @@ mod config;
 mod input;
 mod paths;
 mod text;
+mod text_files;
 mod tools;
 mod walk;
 
 pub use config::FsToolsConfig;
+pub use text_files::TextFiles;
 pub use tools::{
     CreateDirectoryTool, DeleteTool, ListDirectoryTool, MoveTool, ReadFileTool, ReplaceInFileTool,
     SearchTool, WriteFileTool,

@@ -8,18 +8,21 @@
 //! urgent message. With one call at a time an urgent message waits for the
 //! running call: the between-tools point is *between* tools.
 
-use super::machine::{StartCall, ToolOutcome};
+use super::machine::{Routed, StartCall, ToolOutcome};
 use super::{LoopDriver, Running, RunningCall, notify};
 use crate::background::AbandonOnDrop;
 use crate::{AgentEvent, BackgroundTasks, ModelSession, TaskRouting, ToolJob};
-use agentkit_tools_core::{EventSink, ProgressSink, ToolContext, ToolError, ToolResult};
+use agentkit_core::ToolCallId;
+use agentkit_tools_core::{EventSink, HostAnswer, ProgressSink, ToolContext, ToolError};
 use futures::FutureExt;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 use tracing::Instrument;
 
 impl<S: ModelSession> LoopDriver<S> {
-    /// Hands a call of the round to the task manager; returns its future.
-    pub(super) fn start_call(&mut self, start: StartCall) -> RunningCall {
+    /// Hands a call of the round to the task manager; returns its future,
+    /// unless it runs in the background (the core answered it already).
+    pub(super) fn start_call(&mut self, start: StartCall) -> Option<RunningCall> {
         let StartCall {
             index,
             turn_id,
@@ -28,6 +31,7 @@ impl<S: ModelSession> LoopDriver<S> {
             request,
             validated,
         } = start;
+        let questions = self.question_sink();
         let shared = self.config.shared();
         let call_id = request.call_id.clone();
         let progress = if shared.observers.is_empty() {
@@ -61,6 +65,7 @@ impl<S: ModelSession> LoopDriver<S> {
             } else {
                 EventSink::default()
             },
+            questions,
             resume,
         };
         let job = ToolJob {
@@ -88,68 +93,69 @@ impl<S: ModelSession> LoopDriver<S> {
         let manager = Arc::clone(shared.task_manager);
         match manager.route(&job.request) {
             TaskRouting::Background => {
+                // The core answers the call at once; the task runs on.
                 let tasks = self.background().clone();
                 let tool_name = job.request.tool_name.clone();
-                async move {
-                    // Started on the first poll: a round that skips the call
-                    // before that never starts it.
-                    let (info, cancellation) = tasks.register(call_id.clone(), tool_name, None);
-                    spawn_task(
-                        tasks,
-                        manager,
-                        job,
-                        info.task_id.clone(),
-                        cancellation,
-                        span,
-                    );
-                    (index, call_id, Ok(started_result(&info.task_id, None)))
-                }
-                .boxed()
+                let (info, cancellation) = tasks.register(call_id, tool_name, None);
+                let task_id = info.task_id.clone();
+                spawn_task(tasks, manager, job, task_id.clone(), cancellation, span);
+                self.core.on_routed(index, Routed::Background { task_id });
+                None
             }
             TaskRouting::DetachAfter(wait) => {
+                // The round waits for the outcome until the core's timer
+                // fires and the core asks for the task to be detached.
                 let tasks = self.background().clone();
                 let tool_name = job.request.tool_name.clone();
-                async move {
-                    let (sender, mut receiver) = tokio::sync::oneshot::channel();
-                    let (info, cancellation) =
-                        tasks.register(call_id.clone(), tool_name, Some(sender));
-                    let task_id = info.task_id.clone();
-                    let _guard = AbandonOnDrop {
-                        tasks: tasks.clone(),
+                let (sender, receiver) = tokio::sync::oneshot::channel();
+                let (info, cancellation) = tasks.register(call_id.clone(), tool_name, Some(sender));
+                let task_id = info.task_id.clone();
+                spawn_task(
+                    tasks.clone(),
+                    manager,
+                    job,
+                    task_id.clone(),
+                    cancellation,
+                    span,
+                );
+                let now = self.now();
+                self.core.on_routed(
+                    index,
+                    Routed::DetachAfter {
                         task_id: task_id.clone(),
-                    };
-                    spawn_task(
-                        tasks.clone(),
-                        manager,
-                        job,
-                        task_id.clone(),
-                        cancellation,
-                        span,
-                    );
-                    let lost = || Err(ToolError::Internal("the background task was lost".into()));
-                    let outcome = tokio::select! {
-                        outcome = &mut receiver => outcome.unwrap_or_else(|_| lost()),
-                        _ = tokio::time::sleep(wait) => {
-                            if tasks.detach(&task_id) {
-                                Ok(started_result(&task_id, Some(wait)))
-                            } else {
-                                receiver.await.unwrap_or_else(|_| lost())
-                            }
-                        }
-                    };
+                        wait,
+                        now,
+                    },
+                );
+                Some(
+                    async move {
+                        let _guard = AbandonOnDrop { tasks, task_id };
+                        // A detached task drops its sender: the core, which
+                        // answered the call already, ignores this outcome.
+                        let outcome = receiver.await.unwrap_or_else(|_| {
+                            Err(ToolError::Internal("the background task was lost".into()))
+                        });
+                        (index, call_id, outcome)
+                    }
+                    .boxed(),
+                )
+            }
+            _ => Some(
+                async move {
+                    let outcome = manager.run(job).instrument(span.clone()).await;
+                    if record_content && let Ok(result) = &outcome {
+                        span.record("gen_ai.tool.call.result", result.output.to_text().as_str());
+                    }
                     (index, call_id, outcome)
                 }
-                .boxed()
-            }
-            _ => async move {
-                let outcome = manager.run(job).instrument(span.clone()).await;
-                if record_content && let Ok(result) = &outcome {
-                    span.record("gen_ai.tool.call.result", result.output.to_text().as_str());
-                }
-                (index, call_id, outcome)
-            }
-            .boxed(),
+                .boxed(),
+            ),
         }
+    }
+
+    /// The time on the core's clock: since the first time it was read.
+    fn now(&mut self) -> Duration {
+        self.clock.get_or_insert_with(Instant::now).elapsed()
     }
 
     /// Waits until a call finishes, the turn is cancelled, or (when the
@@ -176,22 +182,74 @@ impl<S: ModelSession> LoopDriver<S> {
                 std::future::pending().await
             }
         };
+        let questions = self.questions.clone();
+        let asked = async {
+            match &questions {
+                Some(questions) => questions.asked().await,
+                None => std::future::pending().await,
+            }
+        };
+        // The core's next deadline, on the clock it was given.
+        let deadline = self.core.poll_timeout().zip(self.clock);
+        let timer = async {
+            match deadline {
+                Some((at, origin)) => tokio::time::sleep_until((origin + at).into()).await,
+                None => std::future::pending().await,
+            }
+        };
+        let mut timed_out = false;
         tokio::select! {
             biased;
             _ = cancelled => {}
             _ = urgent => {}
+            _ = asked => {}
+            _ = timer => timed_out = true,
             Some((index, call_id, outcome)) = std::future::poll_fn(|cx| running.poll_next(cx)) => {
                 let outcome = ToolOutcome::of(&call_id, outcome);
                 self.core.on_tool_done(index, &call_id, outcome);
             }
         }
-        // Calls that finished in the same instant as a cancellation or an
-        // urgent message keep their real results.
+        // Calls that finished in the same instant as a cancellation, an
+        // urgent message or a deadline keep their real results.
         for (index, call_id, outcome) in running.ready() {
             let outcome = ToolOutcome::of(&call_id, outcome);
             self.core.on_tool_done(index, &call_id, outcome);
         }
+        self.take_questions();
+        if timed_out {
+            let now = self.now();
+            self.core.on_timeout(now);
+        }
         self.dispatch();
+    }
+
+    /// The sink for a call's questions, made with the first call.
+    fn question_sink(&mut self) -> agentkit_tools_core::QuestionSink {
+        self.questions.get_or_insert_with(Default::default).sink()
+    }
+
+    /// Hands the questions running calls asked to the core; one it does
+    /// not take (no running call of the round asks it: a background task)
+    /// is declined at once.
+    fn take_questions(&mut self) {
+        let Some(questions) = &self.questions else {
+            return;
+        };
+        for (call_id, question, reply) in questions.take() {
+            if self.core.on_tool_question(&call_id, question) {
+                self.replies.push((call_id, reply));
+            } else {
+                let _ = reply.send(HostAnswer::Decline);
+            }
+        }
+    }
+
+    /// Sends the host's answer to the call waiting for it.
+    pub(super) fn reply(&mut self, call_id: &ToolCallId, answer: HostAnswer) {
+        if let Some(at) = self.replies.iter().position(|(id, _)| id == call_id) {
+            let (_, reply) = self.replies.swap_remove(at);
+            let _ = reply.send(answer);
+        }
     }
 }
 
@@ -220,22 +278,4 @@ fn spawn_task(
         let outcome = manager.run(job).instrument(span).await;
         tasks.finish(&task_id, outcome);
     });
-}
-
-/// What the model reads for a call that went to the background.
-fn started_result(task_id: &str, after: Option<std::time::Duration>) -> ToolResult {
-    let text = match after {
-        None => format!(
-            "The call runs in the background as task {task_id}. Its result will be delivered as a notification when it finishes; do not call it again."
-        ),
-        Some(wait) => format!(
-            "The call did not finish within {:.1} s and now runs in the background as task {task_id}. Its result will be delivered as a notification when it finishes; do not call it again.",
-            wait.as_secs_f64()
-        ),
-    };
-    let mut result = ToolResult::new(text);
-    result
-        .metadata
-        .insert(agentkit_core::keys::BACKGROUND_TASK.into(), task_id.into());
-    result
 }

@@ -17,8 +17,9 @@ use agentkit_tools_core::{
 use schemars::JsonSchema;
 use serde::Deserialize;
 use std::fmt::Write as _;
+use std::path::Path;
 use std::sync::Arc;
-use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, BufReader};
 
 /// Reads a UTF-8 text file with line numbers; see the module docs.
 pub struct ReadFileTool(TypedTool);
@@ -71,24 +72,17 @@ async fn run(
 ) -> Result<ToolResult, ToolError> {
     let path = resolve_contained(&config, &input.path)?;
     let shown = display(&config, &path);
-    let root = config.root().to_path_buf();
-    let opened = path.clone();
-    let file = super::blocking(move || {
-        let file = beneath::open_read(&root, &opened)?;
-        let is_dir = file.metadata()?.is_dir();
-        Ok((file, is_dir))
-    })
-    .await
-    .map_err(|err| io_failure("read", &shown, &err))?;
-    let file = match file {
-        (_, true) => {
-            return Err(ToolError::ExecutionFailed(format!(
-                "cannot read {shown}: it is a directory; use fs_list_directory"
-            )));
+    let mut reader: Box<dyn AsyncBufRead + Unpin + Send> = match config.text_files() {
+        // The host's copy (an editor's buffer), after the same checks.
+        Some(files) => {
+            let text = files
+                .read_text(&path)
+                .await
+                .map_err(|err| io_failure("read", &shown, &err))?;
+            Box::new(std::io::Cursor::new(text.into_bytes()))
         }
-        (file, false) => tokio::fs::File::from_std(file),
+        None => Box::new(BufReader::new(open_local(&config, &path, &shown).await?)),
     };
-    let mut reader = BufReader::new(file);
     let head = reader
         .fill_buf()
         .await
@@ -157,6 +151,29 @@ async fn run(
         );
     }
     Ok(ToolResult::new(out))
+}
+
+/// The file beneath the root, refused if it is a directory.
+async fn open_local(
+    config: &FsToolsConfig,
+    path: &Path,
+    shown: &str,
+) -> Result<tokio::fs::File, ToolError> {
+    let root = config.root().to_path_buf();
+    let opened = path.to_path_buf();
+    let file = super::blocking(move || {
+        let file = beneath::open_read(&root, &opened)?;
+        let is_dir = file.metadata()?.is_dir();
+        Ok((file, is_dir))
+    })
+    .await
+    .map_err(|err| io_failure("read", shown, &err))?;
+    match file {
+        (_, true) => Err(ToolError::ExecutionFailed(format!(
+            "cannot read {shown}: it is a directory; use fs_list_directory"
+        ))),
+        (file, false) => Ok(tokio::fs::File::from_std(file)),
+    }
 }
 
 fn binary(shown: &str) -> ToolError {

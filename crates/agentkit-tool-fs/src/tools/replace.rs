@@ -18,6 +18,7 @@ use agentkit_tools_core::{
 use schemars::JsonSchema;
 use serde::Deserialize;
 use std::io::{Read as _, Write as _};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// Replaces exact text in a file; see the module docs.
@@ -88,23 +89,7 @@ async fn run(
     }
     let path = resolve_contained(&config, &input.path)?;
     let shown = display(&config, &path);
-    let root = config.root().to_path_buf();
-    let opened = path.clone();
-    let bytes = super::blocking(move || {
-        let mut bytes = Vec::new();
-        beneath::open_read(&root, &opened)?.read_to_end(&mut bytes)?;
-        Ok(bytes)
-    })
-    .await
-    .map_err(|err| io_failure("read", &shown, &err))?;
-    let text = match String::from_utf8(bytes) {
-        Ok(text) if !has_nul(text.as_bytes()) => text,
-        _ => {
-            return Err(ToolError::ExecutionFailed(format!(
-                "{shown} looks like a binary file (not UTF-8 text); it cannot be edited as text"
-            )));
-        }
-    };
+    let text = read_text(&config, &path, &shown).await?;
     check_cancelled(&ctx)?;
     let count = text.matches(input.old_string.as_str()).count();
     if count == 0 {
@@ -119,13 +104,7 @@ async fn run(
         )));
     }
     let updated = text.replace(input.old_string.as_str(), &input.new_string);
-    let root = config.root().to_path_buf();
-    super::blocking(move || {
-        let (mut file, _) = beneath::create_file(&root, &path)?;
-        file.write_all(updated.as_bytes())
-    })
-    .await
-    .map_err(|err| io_failure("write", &shown, &err))?;
+    write_text(&config, path, updated, &shown).await?;
     let noun = if count == 1 {
         "occurrence"
     } else {
@@ -134,4 +113,49 @@ async fn run(
     Ok(ToolResult::new(format!(
         "replaced {count} {noun} in {shown}"
     )))
+}
+
+/// The file's text, from the host's files if set, else from beneath the root.
+async fn read_text(config: &FsToolsConfig, path: &Path, shown: &str) -> Result<String, ToolError> {
+    let bytes = match config.text_files() {
+        Some(files) => files.read_text(path).await.map(String::into_bytes),
+        None => {
+            let root = config.root().to_path_buf();
+            let opened = path.to_path_buf();
+            super::blocking(move || {
+                let mut bytes = Vec::new();
+                beneath::open_read(&root, &opened)?.read_to_end(&mut bytes)?;
+                Ok(bytes)
+            })
+            .await
+        }
+    }
+    .map_err(|err| io_failure("read", shown, &err))?;
+    match String::from_utf8(bytes) {
+        Ok(text) if !has_nul(text.as_bytes()) => Ok(text),
+        _ => Err(ToolError::ExecutionFailed(format!(
+            "{shown} looks like a binary file (not UTF-8 text); it cannot be edited as text"
+        ))),
+    }
+}
+
+/// Writes the edited text where it was read from.
+async fn write_text(
+    config: &FsToolsConfig,
+    path: PathBuf,
+    text: String,
+    shown: &str,
+) -> Result<(), ToolError> {
+    match config.text_files() {
+        Some(files) => files.write_text(&path, &text).await,
+        None => {
+            let root = config.root().to_path_buf();
+            super::blocking(move || {
+                let (mut file, _) = beneath::create_file(&root, &path)?;
+                file.write_all(text.as_bytes())
+            })
+            .await
+        }
+    }
+    .map_err(|err| io_failure("write", shown, &err))
 }

@@ -71,6 +71,16 @@ async fn run(
     let shown = display(&config, &path);
     super::check_cancelled(&ctx)?;
     let content_len = input.content.len();
+    if let Some(files) = config.text_files() {
+        // The host's copy (an editor's buffer), after the same checks.
+        files
+            .write_text(&path, &input.content)
+            .await
+            .map_err(|err| io_failure("write", &shown, &err))?;
+        return Ok(ToolResult::new(format!(
+            "wrote {shown} ({content_len} bytes)"
+        )));
+    }
     // Opened beneath the root with symlinks refused: the file written is the
     // one the permission check saw.
     let root = config.root().to_path_buf();

@@ -12,8 +12,8 @@ use agentkit_core::{
     Delta, FinishReason, Item, MetadataMap, ToolCallId, ToolCallPart, ToolResultPart, Usage,
 };
 use agentkit_tools_core::{
-    ApprovalDecision, ApprovalRequest, ToolCatalogEvent, ToolError, ToolRequest, ToolResult,
-    ToolSpec,
+    ApprovalDecision, ApprovalRequest, HostAnswer, HostQuestion, ToolCatalogEvent, ToolError,
+    ToolRequest, ToolResult, ToolSpec,
 };
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -112,6 +112,20 @@ pub enum Input {
         /// How it ended.
         outcome: ToolOutcome,
     },
+    /// A running call asked the host a question.
+    ToolQuestion {
+        /// The call.
+        call_id: ToolCallId,
+        /// The question.
+        question: HostQuestion,
+    },
+    /// The host answered a call's question.
+    QuestionAnswered {
+        /// The call.
+        call_id: ToolCallId,
+        /// The answer, as the host gave it (checked by the core).
+        answer: HostAnswer,
+    },
     /// Running calls reported model usage they spent (a sub-agent's).
     ToolUsage {
         /// The usage.
@@ -119,6 +133,27 @@ pub enum Input {
     },
     /// The futures of running calls were lost.
     CallsLost,
+    /// The shell started a call of the round in the background, or with a
+    /// detach-after timer.
+    Routed {
+        /// The call's index in the round.
+        index: usize,
+        /// How it runs.
+        routed: super::Routed,
+    },
+    /// The shell's clock read `now` (a duration since its origin): timers
+    /// due by then fire.
+    Timeout {
+        /// The time.
+        now: std::time::Duration,
+    },
+    /// The shell tried to detach the task of a call whose timer fired.
+    Detached {
+        /// The call's index in the round.
+        index: usize,
+        /// `false` when the call had finished already.
+        detached: bool,
+    },
     /// A background task finished.
     BackgroundFinished {
         /// The task.

@@ -158,7 +158,9 @@ fn the_step_limit_ends_the_turn() {
         panic!()
     };
     assert_eq!(result.finish_reason, FinishReason::StepLimit);
-    core.log.with(agentkit_core::validate_transcript).unwrap();
+    core.log
+        .with(|items| agentkit_core::validate_items(items))
+        .unwrap();
 }
 
 #[test]
@@ -216,7 +218,7 @@ fn a_turn_keeps_its_items_when_a_mutator_rewrites_the_log() {
     let _ = start_all(&mut core);
     core.on_tool_done(0, &"a".into(), done(&"a".into(), "a done"));
     assert!(matches!(poll(&mut core), Action::Yield(_)));
-    let appended: Vec<Item> = core.log.with(|items| items[1..].to_vec());
+    let appended: Vec<Item> = core.log.with(|items| items.range(1..).to_vec());
     // A compaction drops the round from the log mid-turn.
     core.replace_transcript(vec![Item::user("summary")]);
     assert!(matches!(poll(&mut core), Action::CallModel(_)));
@@ -259,4 +261,160 @@ fn repeated_ids_get_fresh_ones() {
         .map(|c| c.call.id.to_string())
         .collect();
     assert_eq!(ids, ["x", "x_2", "x_2_2"]);
+}
+
+// ----- time: simulated, handed in as data ---------------------------------
+
+fn secs(s: u64) -> std::time::Duration {
+    std::time::Duration::from_secs(s)
+}
+
+/// Starts the round's one call as a detach-after call at `now`.
+fn start_detaching(core: &mut DriverCore, wait: u64, now: u64) {
+    let started = start_all(core);
+    assert_eq!(started.len(), 1);
+    core.on_routed(
+        0,
+        Routed::DetachAfter {
+            task_id: "task-1".into(),
+            wait: secs(wait),
+            now: secs(now),
+        },
+    );
+}
+
+fn result_text(core: &DriverCore, index: usize) -> String {
+    core.log.with(|items| {
+        items
+            .iter()
+            .flat_map(|i| i.parts.iter())
+            .filter_map(Part::as_tool_result)
+            .nth(index)
+            .map(|r| r.output.to_text())
+            .unwrap_or_default()
+    })
+}
+
+#[test]
+fn a_detach_after_call_is_detached_when_its_deadline_passes_and_not_before() {
+    let mut core = core(1);
+    answer_with(&mut core, vec![call("a")]);
+    assert_eq!(core.poll_timeout(), None, "no timer before the call starts");
+    start_detaching(&mut core, 5, 100);
+    assert!(matches!(poll(&mut core), Action::AwaitTools { .. }));
+    assert_eq!(
+        core.poll_timeout(),
+        Some(secs(105)),
+        "the core asks to be woken"
+    );
+    // Woken early (a spurious wake-up): nothing happens.
+    core.on_timeout(secs(104));
+    assert!(matches!(poll(&mut core), Action::AwaitTools { .. }));
+    core.on_timeout(secs(105));
+    let Action::Detach { index: 0, task_id } = poll(&mut core) else {
+        panic!("the core asks the shell to detach the task")
+    };
+    assert_eq!(task_id, "task-1");
+    assert_eq!(
+        core.poll_timeout(),
+        None,
+        "a fired timer is not asked for again"
+    );
+    core.on_detached(0, true);
+    assert!(matches!(
+        poll(&mut core),
+        Action::Yield(LoopStep::Interrupt(LoopInterrupt::AfterToolResult(_)))
+    ));
+    let text = result_text(&core, 0);
+    assert!(text.contains("did not finish within 5.0 s"), "{text}");
+    assert!(text.contains("task task-1"), "{text}");
+    // The task's late outcome does not answer the call a second time.
+    core.on_tool_done(0, &"a".into(), done(&"a".into(), "late"));
+    assert_eq!(results(&core).len(), 1);
+    core.log.with(agentkit_core::validate_transcript).unwrap();
+}
+
+#[test]
+fn a_call_that_wins_the_race_with_its_deadline_keeps_its_real_result() {
+    let mut core = core(1);
+    answer_with(&mut core, vec![call("a")]);
+    start_detaching(&mut core, 5, 0);
+    core.on_timeout(secs(9));
+    assert!(matches!(poll(&mut core), Action::Detach { index: 0, .. }));
+    // The task had finished already: the shell could not detach it.
+    core.on_detached(0, false);
+    assert!(matches!(poll(&mut core), Action::AwaitTools { .. }));
+    core.on_tool_done(0, &"a".into(), done(&"a".into(), "real"));
+    assert!(matches!(poll(&mut core), Action::Yield(_)));
+    assert_eq!(result_text(&core, 0), "real");
+}
+
+#[test]
+fn a_call_finishing_before_its_deadline_needs_no_timer() {
+    let mut core = core(1);
+    answer_with(&mut core, vec![call("a")]);
+    start_detaching(&mut core, 5, 0);
+    core.on_tool_done(0, &"a".into(), done(&"a".into(), "quick"));
+    assert_eq!(core.poll_timeout(), None);
+    // A timeout after the round closed changes nothing.
+    core.on_timeout(secs(60));
+    assert!(matches!(poll(&mut core), Action::Yield(_)));
+    assert_eq!(result_text(&core, 0), "quick");
+}
+
+#[test]
+fn a_background_call_is_answered_at_once_naming_its_task() {
+    let mut core = core(1);
+    answer_with(&mut core, vec![call("a")]);
+    let _ = start_all(&mut core);
+    core.on_routed(
+        0,
+        Routed::Background {
+            task_id: "task-7".into(),
+        },
+    );
+    assert_eq!(core.poll_timeout(), None);
+    assert!(matches!(poll(&mut core), Action::Yield(_)));
+    let text = result_text(&core, 0);
+    assert!(
+        text.contains("runs in the background as task task-7"),
+        "{text}"
+    );
+}
+
+#[test]
+fn timer_inputs_replay_into_the_same_transcript() {
+    let mut core = core(2);
+    core.recording = Some(Vec::new());
+    let start = core.log.to_vec();
+    answer_with(&mut core, vec![call("a"), call("b")]);
+    let _ = start_all(&mut core);
+    core.on_routed(
+        0,
+        Routed::DetachAfter {
+            task_id: "task-1".into(),
+            wait: secs(3),
+            now: secs(1),
+        },
+    );
+    assert!(matches!(poll(&mut core), Action::AwaitTools { .. }));
+    core.on_tool_done(1, &"b".into(), done(&"b".into(), "b done"));
+    core.on_timeout(secs(4));
+    assert!(matches!(poll(&mut core), Action::Detach { .. }));
+    core.on_detached(0, true);
+    assert!(matches!(poll(&mut core), Action::Yield(_)));
+    let inputs = core.recording.take().unwrap();
+    assert!(inputs.contains(&Input::Timeout { now: secs(4) }));
+    // Through JSON, as the log is stored.
+    let inputs: Vec<Input> = inputs
+        .iter()
+        .map(|i| serde_json::from_str(&serde_json::to_string(i).unwrap()).unwrap())
+        .collect();
+    let mut fresh = self::core(2);
+    assert_eq!(fresh.log.to_vec(), start);
+    for input in inputs {
+        let _ = fresh.apply(input);
+    }
+    assert_eq!(fresh.log.to_vec(), core.log.to_vec());
+    assert!(result_text(&fresh, 0).contains("within 3.0 s"));
 }
