@@ -289,7 +289,8 @@ impl<S: ModelSession> Session<S> {
             } else {
                 None
             };
-            let tail = first.map_or_else(Vec::new, |first| transcript[first..].to_vec());
+            let tail =
+                first.map_or_else(Vec::new, |first| transcript.items().range(first..).to_vec());
             let derived = if self.has_title {
                 None
             } else {

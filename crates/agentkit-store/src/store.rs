@@ -290,9 +290,9 @@ pub(crate) fn fresh_token(prefix: &str) -> String {
 
 /// The title derived from the first user message: its first line, at most
 /// 80 characters.
-pub(crate) fn derived_title(items: &[Item]) -> Option<String> {
+pub(crate) fn derived_title<'a>(items: impl IntoIterator<Item = &'a Item>) -> Option<String> {
     let first = items
-        .iter()
+        .into_iter()
         .find(|item| item.kind == agentkit_core::ItemKind::User)?;
     let text = first.text_content();
     let line = text.lines().find(|l| !l.trim().is_empty())?.trim();

@@ -114,7 +114,13 @@ impl ResponsesSession {
 
     fn body(&mut self, request: &TurnRequest, chain: bool) -> Vec<u8> {
         let cache = request.cache.as_ref().or(self.cache.as_ref());
-        request::request_body(&self.shared.config, request, cache, &mut self.encoded, chain)
+        request::request_body(
+            &self.shared.config,
+            request,
+            cache,
+            &mut self.encoded,
+            chain,
+        )
     }
 
     /// Sends one body, with the key and the configured headers.
@@ -162,8 +168,8 @@ impl ModelSession for ResponsesSession {
         cancellation: Option<TurnCancellation>,
     ) -> Result<ResponsesTurn, ModelError> {
         let body = self.body(&request, true);
-        let chained = self.shared.config.previous_response_id
-            && request::continues_a_response(&request);
+        let chained =
+            self.shared.config.previous_response_id && request::continues_a_response(&request);
         tracing::debug!(turn = %request.turn_id, model = %self.shared.config.openai.model, chained, "starting a Responses turn");
         let mut fallback = None;
         let response = match self.send(body, cancellation.as_ref()).await {

@@ -41,7 +41,7 @@ pub(crate) fn request_body(
 ) -> Vec<u8> {
     encoded.sync(&request.transcript, encode_item);
     let (previous, start) = match config.previous_response_id && chain {
-        true => continuation(&request.transcript.read()),
+        true => continuation(request.transcript.read().items()),
         false => (None, 0),
     };
     let mut options = options(config, request, cache);
@@ -111,15 +111,15 @@ fn options(
     body
 }
 
-/// The last stored response of this adapter and the index of the first
-/// item after it.
 /// `true` when the transcript ends after a response this adapter stored,
 /// which a chained request continues from.
 pub(crate) fn continues_a_response(request: &TurnRequest) -> bool {
-    continuation(&request.transcript.read()).0.is_some()
+    continuation(request.transcript.read().items()).0.is_some()
 }
 
-fn continuation(items: &[Item]) -> (Option<String>, usize) {
+/// The last stored response of this adapter and the index of the first
+/// item after it.
+fn continuation(items: agentkit_loop::TranscriptItems<'_>) -> (Option<String>, usize) {
     for (at, item) in items.iter().enumerate().rev() {
         if item.kind != ItemKind::Assistant {
             continue;
