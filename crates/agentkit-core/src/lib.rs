@@ -45,7 +45,10 @@ pub use part::{
     CustomPart, FilePart, MediaPart, Modality, Part, ReasoningPart, StructuredPart, TextPart,
     ToolCallPart, ToolOutput, ToolResultPart,
 };
-pub use transcript::{TranscriptError, open_tool_calls, validate_transcript};
+pub use transcript::{
+    TranscriptError, open_tool_calls, validate_collecting_call_ids, validate_items,
+    validate_transcript,
+};
 pub use usage::{CostUsage, TokenUsage, Usage};
 
 // The README's example is compiled and run with the doc-tests.

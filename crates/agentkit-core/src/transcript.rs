@@ -72,13 +72,69 @@ pub enum TranscriptError {
 /// still open (a handful at most), and only a result that matches none of
 /// them looks at the calls seen before, to say what is wrong with it.
 pub fn validate_transcript(items: &[Item]) -> Result<(), TranscriptError> {
-    // Every call id seen so far; `open` keeps unanswered ones in order.
+    validate_items(items)
+}
+
+/// [`validate_transcript`] for items that are not kept in one slice (a
+/// shared prefix and a session's own items, say).
+pub fn validate_items<'a, I>(items: I) -> Result<(), TranscriptError>
+where
+    I: IntoIterator<Item = &'a Item>,
+    I::IntoIter: ExactSizeIterator,
+{
+    let items = items.into_iter();
     // foldhash rather than SipHash: hashing every call id was a third of
     // loading a long transcript.
     let mut calls: HashSet<&ToolCallId, foldhash::fast::RandomState> =
         HashSet::with_capacity_and_hasher(items.len() / 2 + 1, Default::default());
+    check(items, &mut calls)
+}
+
+/// [`validate_transcript`], returning the set of every tool-call id the
+/// transcript holds: a caller that needs the set anyway (to keep new call
+/// ids unique) gets it without hashing every id a second time.
+pub fn validate_collecting_call_ids<S: std::hash::BuildHasher + Default>(
+    items: &[Item],
+) -> Result<HashSet<ToolCallId, S>, TranscriptError> {
+    let mut calls = HashSet::with_capacity_and_hasher(items.len() / 2 + 1, S::default());
+    check(items.iter(), &mut calls)?;
+    Ok(calls)
+}
+
+/// The call ids [`check`] has seen: borrowed or owned.
+trait SeenCalls<'a> {
+    /// Adds `id`; `false` when it was there already.
+    fn add(&mut self, id: &'a ToolCallId) -> bool;
+    fn has(&self, id: &ToolCallId) -> bool;
+}
+
+impl<'a, S: std::hash::BuildHasher> SeenCalls<'a> for HashSet<&'a ToolCallId, S> {
+    fn add(&mut self, id: &'a ToolCallId) -> bool {
+        self.insert(id)
+    }
+    fn has(&self, id: &ToolCallId) -> bool {
+        self.contains(id)
+    }
+}
+
+impl<S: std::hash::BuildHasher> SeenCalls<'_> for HashSet<ToolCallId, S> {
+    fn add(&mut self, id: &ToolCallId) -> bool {
+        // Hashed once; a duplicate (an invalid transcript) drops its clone.
+        self.insert(id.clone())
+    }
+    fn has(&self, id: &ToolCallId) -> bool {
+        self.contains(id)
+    }
+}
+
+/// The one validation pass, recording every call id in `calls`.
+fn check<'a>(
+    items: impl Iterator<Item = &'a Item>,
+    calls: &mut impl SeenCalls<'a>,
+) -> Result<(), TranscriptError> {
+    // `open` keeps unanswered calls in order.
     let mut open: Vec<(&ToolCallId, usize)> = Vec::new();
-    for (item_index, item) in items.iter().enumerate() {
+    for (item_index, item) in items.enumerate() {
         if let Some(&(call_id, call_index)) = open.first()
             && item.kind != ItemKind::Tool
         {
@@ -98,7 +154,7 @@ pub fn validate_transcript(items: &[Item]) -> Result<(), TranscriptError> {
         for part in &item.parts {
             match part {
                 Part::ToolCall(call) => {
-                    if !calls.insert(&call.id) {
+                    if !calls.add(&call.id) {
                         return Err(TranscriptError::DuplicateCallId {
                             call_id: call.id.clone(),
                             item_index,
@@ -111,7 +167,7 @@ pub fn validate_transcript(items: &[Item]) -> Result<(), TranscriptError> {
                         Some(at) => {
                             open.remove(at);
                         }
-                        None if calls.contains(&result.call_id) => {
+                        None if calls.has(&result.call_id) => {
                             return Err(TranscriptError::DuplicateResult {
                                 call_id: result.call_id.clone(),
                                 item_index,

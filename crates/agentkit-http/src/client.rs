@@ -12,10 +12,17 @@ use crate::retry::{duration_from_secs, parse_retry_after};
 use crate::{ProviderError, ProviderErrorKind, RetryNotice, RetryPolicy, SseLimits, SseStream};
 use agentkit_core::TurnCancellation;
 use bytes::Bytes;
+use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt, stream};
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, RETRY_AFTER};
 use std::time::{Duration, SystemTime};
 use tracing::Instrument;
+
+/// The largest body [`HttpClient::get_json`] reads.
+const MAX_JSON_BODY: usize = 4 * 1024 * 1024;
+
+/// The media type of server-sent events.
+const SSE: &str = "text/event-stream";
 
 /// The largest error body read; providers' error bodies are small, and a
 /// misbehaving proxy must not make us buffer a whole page.
@@ -100,6 +107,9 @@ pub struct StreamRequest {
     pub headers: Vec<(String, String)>,
     /// The JSON body.
     pub body: Vec<u8>,
+    /// The `Accept` header: `text/event-stream` unless the answer is
+    /// another streaming format (AWS's `application/vnd.amazon.eventstream`).
+    pub accept: &'static str,
 }
 
 impl std::fmt::Debug for StreamRequest {
@@ -120,6 +130,7 @@ impl std::fmt::Debug for StreamRequest {
             .field("url", &self.url)
             .field("headers", &headers)
             .field("body_len", &self.body.len())
+            .field("accept", &self.accept)
             .finish()
     }
 }
@@ -161,6 +172,7 @@ impl StreamRequest {
             headers: Vec::new(),
             // Serializing a `Value` cannot fail: its keys are strings.
             body: serde_json::to_vec(body).unwrap_or_default(),
+            accept: SSE,
         }
     }
 
@@ -171,7 +183,14 @@ impl StreamRequest {
             url: url.into(),
             headers: Vec::new(),
             body,
+            accept: SSE,
         }
+    }
+
+    /// Sets the `Accept` header (the default is `text/event-stream`).
+    pub fn with_accept(mut self, accept: &'static str) -> Self {
+        self.accept = accept;
+        self
     }
 
     /// Adds a header.
@@ -196,9 +215,47 @@ pub struct StreamResponse {
     pub events: SseStream,
 }
 
+/// The body of a [`ByteStreamResponse`]: the answer's bytes as they arrive,
+/// a failed or timed-out read as a typed error.
+pub type ByteStream = BoxStream<'static, Result<Bytes, ProviderError>>;
+
+/// A successful answer whose body is not server-sent events (AWS's binary
+/// event-stream), handed on as raw bytes for the adapter's own decoder.
+#[non_exhaustive]
+pub struct ByteStreamResponse {
+    /// The HTTP status (2xx).
+    pub status: u16,
+    /// The provider's request id, when it sent one.
+    pub request_id: Option<String>,
+    /// The failed attempts before this one, in order.
+    pub retries: Vec<RetryNotice>,
+    /// The body, from its first byte.
+    pub body: ByteStream,
+}
+
+impl std::fmt::Debug for ByteStreamResponse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ByteStreamResponse")
+            .field("status", &self.status)
+            .field("request_id", &self.request_id)
+            .field("retries", &self.retries)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Computes headers for each attempt at the moment it is sent, for
+/// credentials that sign the time of sending (AWS SigV4): a retry is signed
+/// again rather than replayed with a stale signature.
+pub trait RequestSigner: Send + Sync {
+    /// The headers to add to this attempt of a POST of `body` to `url`. An
+    /// error stops the request at once, without a retry.
+    fn sign(&self, url: &str, body: &[u8]) -> Result<Vec<(String, String)>, ProviderError>;
+}
+
 /// Sends streaming requests with timeouts, retries and cancellation.
 ///
-/// Cloning is cheap and shares the connection pool.
+/// Cloning is cheap and shares the connection pool. Building one installs
+/// the process's TLS provider first (rustls's `ring`), so no caller has to.
 #[derive(Clone, Debug)]
 pub struct HttpClient {
     inner: reqwest::Client,
@@ -214,10 +271,41 @@ struct AttemptError {
     retryable: bool,
 }
 
+/// An answer whose first body byte has arrived.
+struct Opened<S> {
+    status: u16,
+    request_id: Option<String>,
+    retries: Vec<RetryNotice>,
+    /// The first read (`None` for an empty body) and the rest.
+    first: Option<Bytes>,
+    rest: S,
+}
+
+impl<S> Opened<S>
+where
+    S: futures::Stream<Item = Result<Bytes, ProviderError>> + Send + 'static,
+{
+    fn body(
+        self,
+    ) -> (
+        impl futures::Stream<Item = Result<Bytes, ProviderError>> + Send + 'static,
+        Vec<RetryNotice>,
+        u16,
+        Option<String>,
+    ) {
+        (
+            stream::iter(self.first.map(Ok)).chain(self.rest),
+            self.retries,
+            self.status,
+            self.request_id,
+        )
+    }
+}
+
 impl HttpClient {
     /// A client with this configuration.
     pub fn new(config: HttpConfig) -> Result<Self, ProviderError> {
-        crate::install_tls_provider();
+        crate::tls::install_tls_provider();
         let build = |proxied: bool| {
             let mut builder = reqwest::Client::builder()
                 .connect_timeout(config.connect_timeout)
@@ -262,44 +350,110 @@ impl HttpClient {
         cancellation: Option<&TurnCancellation>,
     ) -> Result<StreamResponse, ProviderError> {
         let span = tracing::info_span!("agentkit_http.post_sse", url = %request.url);
-        let work = self.send_with_retries(request).instrument(span);
-        match cancellation {
-            Some(token) => {
-                if token.is_cancelled() {
-                    return Err(ProviderError::cancelled());
-                }
-                tokio::select! {
-                    biased;
-                    () = token.cancelled() => Err(ProviderError::cancelled()),
-                    result = work => result,
-                }
-            }
-            None => work.await,
+        let secrets = credentials(&request.headers);
+        let work = self.send_with_retries(request, None).instrument(span);
+        let opened = cancellable(work, cancellation).await?;
+        let (body, retries, status, request_id) = opened.body();
+        let events = SseStream::with_limits(body, self.config.sse_limits).with_secrets(secrets);
+        Ok(StreamResponse {
+            status,
+            request_id,
+            retries,
+            events,
+        })
+    }
+
+    /// Sends `request` and returns its body as raw bytes once the first one
+    /// has arrived, under the same timeouts, retries and cancellation as
+    /// [`post_sse`](Self::post_sse): for a streaming format other than
+    /// server-sent events. `signer`, when given, adds headers to every
+    /// attempt as it is sent.
+    ///
+    /// A failed response is classified like any other
+    /// ([`ProviderError::from_response`]); when its body names no error
+    /// code, the `x-amzn-ErrorType` header's is kept as the
+    /// [`provider_code`](ProviderError::provider_code).
+    pub async fn post_bytes(
+        &self,
+        request: StreamRequest,
+        signer: Option<&dyn RequestSigner>,
+        cancellation: Option<&TurnCancellation>,
+    ) -> Result<ByteStreamResponse, ProviderError> {
+        let span = tracing::info_span!("agentkit_http.post_bytes", url = %request.url);
+        let work = self.send_with_retries(request, signer).instrument(span);
+        let opened = cancellable(work, cancellation).await?;
+        let (body, retries, status, request_id) = opened.body();
+        Ok(ByteStreamResponse {
+            status,
+            request_id,
+            retries,
+            body: body.boxed(),
+        })
+    }
+
+    /// Fetches `url` with a GET and parses its body as JSON: for the small
+    /// questions a host asks a server besides model calls (a local server's
+    /// `/models`). Not retried; a status other than 2xx is an error,
+    /// classified like a refused model call.
+    pub async fn get_json(&self, url: &str) -> Result<serde_json::Value, ProviderError> {
+        let client = if is_loopback(url) {
+            &self.direct
+        } else {
+            &self.inner
+        };
+        let send = client.get(url).header(ACCEPT, "application/json").send();
+        let response = send.await.map_err(|err| send_failure(err).error)?;
+        let status = response.status().as_u16();
+        let text = read_body(response, MAX_JSON_BODY).await;
+        if !(200..300).contains(&status) {
+            return Err(ProviderError::from_response(status, &text));
         }
+        serde_json::from_str(&text).map_err(|err| {
+            ProviderError::protocol(format!("the answer from {url} is not JSON: {err}"))
+        })
     }
 
     async fn send_with_retries(
         &self,
         request: StreamRequest,
-    ) -> Result<StreamResponse, ProviderError> {
-        let body = Bytes::from(request.body);
+        signer: Option<&dyn RequestSigner>,
+    ) -> Result<
+        Opened<impl futures::Stream<Item = Result<Bytes, ProviderError>> + Send + use<>>,
+        ProviderError,
+    > {
+        let StreamRequest {
+            url,
+            headers: base,
+            body,
+            accept,
+        } = request;
+        let body = Bytes::from(body);
         let mut retries = Vec::new();
         let mut attempt = 1;
+        let mut signed = Vec::new();
         loop {
+            let headers = match signer {
+                Some(signer) => {
+                    signed.clone_from(&base);
+                    signed.extend(signer.sign(&url, &body)?);
+                    &signed
+                }
+                None => &base,
+            };
             let result = self
-                .attempt(&request.url, &request.headers, body.clone())
+                .attempt(&url, headers, accept, body.clone())
                 .instrument(tracing::debug_span!("attempt", attempt))
                 .await;
             let failure = match result {
-                Ok(mut response) => {
-                    response.retries = retries;
-                    return Ok(response);
+                Ok(mut opened) => {
+                    opened.retries = retries;
+                    return Ok(opened);
                 }
                 Err(failure) => failure,
             };
             let mut error = failure.error;
             error.attempts = attempt;
-            redact_credentials(&mut error.message, &request.headers);
+            redact_credentials(&mut error.message, headers);
             let delay = if failure.retryable {
                 self.config.retry.delay_before(attempt, &error)
             } else {
@@ -328,8 +482,12 @@ impl HttpClient {
         &self,
         url: &str,
         headers: &[(String, String)],
+        accept: &'static str,
         body: Bytes,
-    ) -> Result<StreamResponse, AttemptError> {
+    ) -> Result<
+        Opened<impl futures::Stream<Item = Result<Bytes, ProviderError>> + Send + use<>>,
+        AttemptError,
+    > {
         let client = if is_loopback(url) {
             &self.direct
         } else {
@@ -338,13 +496,13 @@ impl HttpClient {
         let mut builder = client
             .post(url)
             .header(CONTENT_TYPE, "application/json")
-            .header(ACCEPT, "text/event-stream");
+            .header(ACCEPT, accept);
         for (name, value) in headers {
             builder = builder.header(name.as_str(), value.as_str());
         }
         let response = builder.body(body).send().await.map_err(send_failure)?;
         let status = response.status().as_u16();
-        let request_id = ["x-request-id", "request-id"]
+        let request_id = ["x-request-id", "request-id", "x-amzn-requestid"]
             .iter()
             .find_map(|name| response.headers().get(*name))
             .and_then(|value| value.to_str().ok())
@@ -352,10 +510,18 @@ impl HttpClient {
 
         if !response.status().is_success() {
             let retry_after = retry_after(response.headers());
+            let error_type = response
+                .headers()
+                .get("x-amzn-errortype")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
             let mut text = read_error_body(response).await;
             redact_credentials(&mut text, headers);
             let mut error = ProviderError::from_response(status, &text);
             error.retry_after = retry_after;
+            if error.provider_code.is_none() {
+                error.provider_code = error_type;
+            }
             tracing::debug!(status, body = %text, "provider refused the request");
             return Err(AttemptError {
                 retryable: self.config.retry.retries_status(status),
@@ -400,17 +566,34 @@ impl HttpClient {
             None => None,
         };
         let rest = body.map_err(|err| transport_error(&err, "the stream was interrupted"));
-        let events = SseStream::with_limits(
-            stream::iter(first.map(Ok)).chain(rest),
-            self.config.sse_limits,
-        )
-        .with_secrets(credentials(headers));
-        Ok(StreamResponse {
+        Ok(Opened {
             status,
             request_id,
             retries: Vec::new(),
-            events,
+            first,
+            rest,
         })
+    }
+}
+
+/// Runs `work` unless `cancellation` fires first; a cancelled request drops
+/// its connection (and any backoff sleep) at once.
+async fn cancellable<T>(
+    work: impl std::future::Future<Output = Result<T, ProviderError>>,
+    cancellation: Option<&TurnCancellation>,
+) -> Result<T, ProviderError> {
+    match cancellation {
+        Some(token) => {
+            if token.is_cancelled() {
+                return Err(ProviderError::cancelled());
+            }
+            tokio::select! {
+                biased;
+                () = token.cancelled() => Err(ProviderError::cancelled()),
+                result = work => result,
+            }
+        }
+        None => work.await,
     }
 }
 
@@ -513,12 +696,17 @@ fn retry_after(headers: &HeaderMap) -> Option<Duration> {
 }
 
 async fn read_error_body(response: reqwest::Response) -> String {
+    read_body(response, MAX_ERROR_BODY).await
+}
+
+/// The body, cut at `max` bytes.
+async fn read_body(response: reqwest::Response, max: usize) -> String {
     let mut body = Vec::new();
     let mut chunks = response.bytes_stream();
     while let Some(Ok(chunk)) = chunks.next().await {
         body.extend_from_slice(&chunk);
-        if body.len() >= MAX_ERROR_BODY {
-            body.truncate(MAX_ERROR_BODY);
+        if body.len() >= max {
+            body.truncate(max);
             break;
         }
     }

@@ -52,7 +52,10 @@ mod sse;
 pub mod testing;
 mod tls;
 
-pub use client::{HttpClient, HttpConfig, StreamRequest, StreamResponse};
+pub use client::{
+    ByteStream, ByteStreamResponse, HttpClient, HttpConfig, RequestSigner, StreamRequest,
+    StreamResponse,
+};
 pub use decoded::{DecodedStream, SseDecoder};
 pub use error::{ProviderError, ProviderErrorKind};
 pub use limits::{

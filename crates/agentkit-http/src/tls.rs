@@ -8,7 +8,8 @@
 /// Installs rustls's `ring` provider as the process-wide default, unless a
 /// provider is installed already (by this call or by the host).
 ///
-/// Every agentkit type that builds an HTTP client calls it, so a host only
+/// [`HttpClient::new`](crate::HttpClient::new), the one constructor every
+/// provider adapter builds its client with, calls it itself; a host only
 /// needs it when it builds its own `reqwest::Client` on agentkit's reqwest
 /// features (they carry no provider of their own). Calling it again is free.
 ///

@@ -398,10 +398,12 @@ impl<M: ModelAdapter> AgentBuilder<M> {
         let model = self
             .model
             .ok_or_else(|| LoopError::Config("no model adapter was set".into()))?;
-        agentkit_core::validate_transcript(&self.transcript)?;
+        // The validation's set of call ids is kept: sessions check new call
+        // ids against it without scanning the history again.
+        let calls = agentkit_core::validate_collecting_call_ids(&self.transcript)?;
         // Ids are filled in once here, as every session would: sessions then
         // share the items instead of copying them.
-        let transcript = StartingTranscript::new(self.transcript);
+        let transcript = StartingTranscript::new(self.transcript, calls);
         let executor = BasicToolExecutor::new(self.federation).with_permissions(self.permissions);
         Ok(Agent {
             config: Arc::new(AgentConfig {

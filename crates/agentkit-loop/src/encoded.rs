@@ -18,7 +18,7 @@
 //! The blocks live in one byte buffer, so writing a body from them is a
 //! series of `memcpy`s.
 
-use crate::TranscriptView;
+use crate::{TranscriptItems, TranscriptView};
 use agentkit_core::{Item, ItemId};
 use std::collections::HashMap;
 use std::ops::Range;
@@ -113,7 +113,8 @@ impl EncodedTranscript {
         view: &TranscriptView,
         mut encode: impl FnMut(&Item, &mut BlockWriter<'_>),
     ) -> usize {
-        let items = view.read();
+        let guard = view.read();
+        let items = guard.items();
         let same_log = self
             .source
             .as_ref()
@@ -122,10 +123,10 @@ impl EncodedTranscript {
             // The same append-only log, grown: encode the tail.
             let start = self.items.len();
             self.stable = start;
-            for item in &items[start..] {
+            for item in items.range(start..) {
                 self.encode_one(item, &mut encode);
             }
-            drop(items);
+            drop(guard);
             self.source = Some(view.clone());
             return view.len() - start;
         }
@@ -134,7 +135,7 @@ impl EncodedTranscript {
             let keep = items.len();
             self.truncate(keep);
             self.stable = keep;
-            drop(items);
+            drop(guard);
             self.source = Some(view.clone());
             return 0;
         }
@@ -143,7 +144,7 @@ impl EncodedTranscript {
         match &old.source {
             Some(source) => {
                 let previous = source.read();
-                let mut matcher = Matcher::new(&previous);
+                let mut matcher = Matcher::new(previous.items());
                 let mut in_place = true;
                 for (index, item) in items.iter().enumerate() {
                     let found = matcher.find(item);
@@ -167,7 +168,7 @@ impl EncodedTranscript {
                 encoded = items.len();
             }
         }
-        drop(items);
+        drop(guard);
         self.source = Some(view.clone());
         encoded
     }
@@ -304,13 +305,13 @@ impl EncodedTranscript {
 /// previous one: the one after the last match first (items kept in order),
 /// then the one with the same id.
 struct Matcher<'a> {
-    previous: &'a [Item],
+    previous: TranscriptItems<'a>,
     next: usize,
     by_id: Option<HashMap<&'a ItemId, usize>>,
 }
 
 impl<'a> Matcher<'a> {
-    fn new(previous: &'a [Item]) -> Self {
+    fn new(previous: TranscriptItems<'a>) -> Self {
         Self {
             previous,
             next: 0,

@@ -304,8 +304,7 @@ impl SoftInterruptHandle {
                 // Every safe point asks; almost always nothing was typed.
                 return None;
             }
-            self.changed();
-            if all {
+            let taken: Vec<SoftInterruptMessage> = if all {
                 std::mem::take(&mut queue.messages)
             } else {
                 let (taken, kept) = std::mem::take(&mut queue.messages)
@@ -313,7 +312,12 @@ impl SoftInterruptHandle {
                     .partition(|m| m.delivery != DeliveryMode::FollowUp);
                 queue.messages = kept;
                 taken
+            };
+            // Follow-ups left waiting alone change nothing.
+            if !taken.is_empty() {
+                self.changed();
             }
+            taken
         };
         let injected = taken
             .iter()

@@ -8,27 +8,55 @@
 //! 100,000. When a mutator rewrites history, the driver starts a new log and
 //! old views keep the old one.
 //!
-//! An agent's starting transcript is one log shared by every session started
-//! from it ([`StartingTranscript`]): starting a session costs the same at 10
-//! items as at 100,000, and a session copies the items only when it first
-//! changes them. A shared log is frozen: nothing is ever appended to it.
+//! An agent's starting transcript is a frozen, shared prefix
+//! ([`StartingTranscript`]): every session started from it keeps a log made
+//! of that prefix plus its own items, so neither starting a session nor its
+//! first round copies the history, however long. Reading a log therefore
+//! gives two runs of items ([`TranscriptItems`]), the shared prefix and the
+//! session's own, which index and iterate as one sequence.
 
 use agentkit_core::{Item, ToolCallId};
 use std::collections::HashSet;
-use std::ops::Deref;
-use std::sync::{Arc, OnceLock, RwLock, RwLockReadGuard};
+use std::ops::{Index, RangeBounds};
+use std::sync::{Arc, RwLock, RwLockReadGuard};
 
 /// A set of tool-call ids.
 pub(crate) type CallIds = HashSet<ToolCallId, foldhash::fast::RandomState>;
 
+/// One log: an optional frozen prefix shared with other logs (an agent's
+/// starting transcript), then the items appended to this log.
+#[derive(Default)]
+struct Log {
+    prefix: Option<Arc<Vec<Item>>>,
+    own: RwLock<Vec<Item>>,
+}
+
+impl Log {
+    fn new(prefix: Option<Arc<Vec<Item>>>, own: Vec<Item>) -> Arc<Self> {
+        Arc::new(Self {
+            prefix,
+            own: RwLock::new(own),
+        })
+    }
+
+    fn prefix(&self) -> &[Item] {
+        self.prefix.as_deref().map_or(&[], Vec::as_slice)
+    }
+
+    fn read(&self) -> RwLockReadGuard<'_, Vec<Item>> {
+        self.own.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn len(&self) -> usize {
+        self.prefix().len() + self.read().len()
+    }
+}
+
 /// An immutable, cheaply cloned prefix of a transcript.
 #[derive(Clone, Default)]
 pub struct TranscriptView {
-    log: Arc<RwLock<Vec<Item>>>,
+    log: Arc<Log>,
     len: usize,
-    /// The log is an agent's starting transcript, shared by its sessions:
-    /// [`TranscriptView::appended`] copies instead of growing it.
-    frozen: bool,
 }
 
 impl TranscriptView {
@@ -36,9 +64,8 @@ impl TranscriptView {
     pub fn from_items(items: Vec<Item>) -> Self {
         let len = items.len();
         Self {
-            log: Arc::new(RwLock::new(items)),
+            log: Log::new(None, items),
             len,
-            frozen: false,
         }
     }
 
@@ -56,7 +83,8 @@ impl TranscriptView {
     /// before appending.
     pub fn read(&self) -> TranscriptGuard<'_> {
         TranscriptGuard {
-            guard: self.log.read().unwrap_or_else(|e| e.into_inner()),
+            prefix: self.log.prefix(),
+            guard: self.log.read(),
             len: self.len,
         }
     }
@@ -71,23 +99,33 @@ impl TranscriptView {
     /// When this view reaches the end of its log (the newest view), the
     /// items are appended to the same log, so adapters that cache each
     /// item's encoding see the same history grown and encode only the new
-    /// items; this view itself still sees only its own prefix. Otherwise,
-    /// or when the log is an agent's starting transcript that its sessions
-    /// share, the prefix is copied into a new log.
+    /// items; this view itself still sees only its own prefix. Otherwise a
+    /// new log is made: it shares the frozen starting transcript this view
+    /// begins with (if any) and copies only the items after it.
     pub fn appended(&self, items: impl IntoIterator<Item = Item>) -> TranscriptView {
-        let mut log = self.log.write().unwrap_or_else(|e| e.into_inner());
-        if log.len() == self.len && !self.frozen {
-            log.extend(items);
-            let len = log.len();
-            drop(log);
+        let prefix = self.log.prefix().len();
+        let mut own = self.log.own.write().unwrap_or_else(|e| e.into_inner());
+        if prefix + own.len() == self.len {
+            own.extend(items);
+            let len = prefix + own.len();
+            drop(own);
             return Self {
                 log: self.log.clone(),
                 len,
-                frozen: false,
             };
         }
-        let mut copy = log[..self.len].to_vec();
-        drop(log);
+        if self.len >= prefix {
+            let mut copy = own[..self.len - prefix].to_vec();
+            drop(own);
+            copy.extend(items);
+            let len = prefix + copy.len();
+            return Self {
+                log: Log::new(self.log.prefix.clone(), copy),
+                len,
+            };
+        }
+        drop(own);
+        let mut copy = self.log.prefix()[..self.len].to_vec();
         copy.extend(items);
         Self::from_items(copy)
     }
@@ -107,47 +145,245 @@ impl std::fmt::Debug for TranscriptView {
 
 impl PartialEq for TranscriptView {
     fn eq(&self, other: &Self) -> bool {
-        *self.read() == *other.read()
+        self.read().items() == other.read().items()
     }
 }
 
-/// Borrowed items of a [`TranscriptView`]; dereferences to `[Item]`.
+/// Borrowed items of a [`TranscriptView`]: index, iterate or copy them
+/// like a slice ([`TranscriptGuard::items`] gives the two runs they are
+/// kept in).
 pub struct TranscriptGuard<'a> {
+    prefix: &'a [Item],
     guard: RwLockReadGuard<'a, Vec<Item>>,
     len: usize,
 }
 
-impl Deref for TranscriptGuard<'_> {
-    type Target = [Item];
+impl TranscriptGuard<'_> {
+    /// The items, as a copyable borrow.
+    pub fn items(&self) -> TranscriptItems<'_> {
+        TranscriptItems::new(self.prefix, &self.guard, self.len)
+    }
 
-    fn deref(&self) -> &[Item] {
-        &self.guard[..self.len]
+    /// The number of items.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// `true` when there are no items.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The item at `index`.
+    pub fn get(&self, index: usize) -> Option<&Item> {
+        self.items().get(index)
+    }
+
+    /// The last item.
+    pub fn last(&self) -> Option<&Item> {
+        self.items().last()
+    }
+
+    /// The items in order.
+    pub fn iter(&self) -> TranscriptIter<'_> {
+        self.items().iter()
+    }
+
+    /// Copies the items out.
+    pub fn to_vec(&self) -> Vec<Item> {
+        self.items().to_vec()
     }
 }
 
-/// An agent's starting transcript, ids filled in, shared by every session
-/// started from it until the session first changes it.
+impl Index<usize> for TranscriptGuard<'_> {
+    type Output = Item;
+
+    fn index(&self, index: usize) -> &Item {
+        self.get(index).expect("transcript index out of range")
+    }
+}
+
+impl<'a> IntoIterator for &'a TranscriptGuard<'_> {
+    type Item = &'a Item;
+    type IntoIter = TranscriptIter<'a>;
+
+    fn into_iter(self) -> TranscriptIter<'a> {
+        self.iter()
+    }
+}
+
+/// A transcript's items as a shared prefix and the items after it, read
+/// as one sequence.
+#[derive(Clone, Copy, Debug)]
+pub struct TranscriptItems<'a> {
+    prefix: &'a [Item],
+    own: &'a [Item],
+}
+
+impl<'a> TranscriptItems<'a> {
+    /// The first `len` items of `prefix` followed by `own`.
+    fn new(prefix: &'a [Item], own: &'a [Item], len: usize) -> Self {
+        if len <= prefix.len() {
+            Self {
+                prefix: &prefix[..len],
+                own: &[],
+            }
+        } else {
+            Self {
+                prefix,
+                own: &own[..len - prefix.len()],
+            }
+        }
+    }
+
+    /// The two runs the items are kept in: the shared prefix, then the rest.
+    pub fn as_slices(&self) -> (&'a [Item], &'a [Item]) {
+        (self.prefix, self.own)
+    }
+
+    /// The items as one slice, when they are kept in one run.
+    pub fn as_slice(&self) -> Option<&'a [Item]> {
+        match (self.prefix.is_empty(), self.own.is_empty()) {
+            (true, _) => Some(self.own),
+            (false, true) => Some(self.prefix),
+            (false, false) => None,
+        }
+    }
+
+    /// The number of items.
+    pub fn len(&self) -> usize {
+        self.prefix.len() + self.own.len()
+    }
+
+    /// `true` when there are no items.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The item at `index`.
+    pub fn get(&self, index: usize) -> Option<&'a Item> {
+        match index.checked_sub(self.prefix.len()) {
+            None => self.prefix.get(index),
+            Some(at) => self.own.get(at),
+        }
+    }
+
+    /// The last item.
+    pub fn last(&self) -> Option<&'a Item> {
+        self.own.last().or_else(|| self.prefix.last())
+    }
+
+    /// The items in order.
+    pub fn iter(&self) -> TranscriptIter<'a> {
+        TranscriptIter {
+            prefix: self.prefix.iter(),
+            own: self.own.iter(),
+        }
+    }
+
+    /// The items in `range`, as their own sequence.
+    pub fn range(&self, range: impl RangeBounds<usize>) -> TranscriptItems<'a> {
+        use std::ops::Bound;
+        let start = match range.start_bound() {
+            Bound::Included(&s) => s,
+            Bound::Excluded(&s) => s + 1,
+            Bound::Unbounded => 0,
+        };
+        let end = match range.end_bound() {
+            Bound::Included(&e) => e + 1,
+            Bound::Excluded(&e) => e,
+            Bound::Unbounded => self.len(),
+        };
+        let (start, end) = (start.min(end), end.min(self.len()));
+        let split = self.prefix.len();
+        Self {
+            prefix: &self.prefix[start.min(split)..end.min(split)],
+            own: &self.own[start.max(split) - split..end.max(split) - split],
+        }
+    }
+
+    /// Copies the items out.
+    pub fn to_vec(&self) -> Vec<Item> {
+        let mut items = Vec::with_capacity(self.len());
+        items.extend_from_slice(self.prefix);
+        items.extend_from_slice(self.own);
+        items
+    }
+}
+
+impl PartialEq for TranscriptItems<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.len() == other.len() && self.iter().eq(other.iter())
+    }
+}
+
+impl Index<usize> for TranscriptItems<'_> {
+    type Output = Item;
+
+    fn index(&self, index: usize) -> &Item {
+        self.get(index).expect("transcript index out of range")
+    }
+}
+
+impl<'a> IntoIterator for TranscriptItems<'a> {
+    type Item = &'a Item;
+    type IntoIter = TranscriptIter<'a>;
+
+    fn into_iter(self) -> TranscriptIter<'a> {
+        self.iter()
+    }
+}
+
+/// Iterates a transcript's items in order (both ends, exact size).
+#[derive(Clone, Debug)]
+pub struct TranscriptIter<'a> {
+    prefix: std::slice::Iter<'a, Item>,
+    own: std::slice::Iter<'a, Item>,
+}
+
+impl<'a> Iterator for TranscriptIter<'a> {
+    type Item = &'a Item;
+
+    fn next(&mut self) -> Option<&'a Item> {
+        self.prefix.next().or_else(|| self.own.next())
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let len = self.prefix.len() + self.own.len();
+        (len, Some(len))
+    }
+}
+
+impl DoubleEndedIterator for TranscriptIter<'_> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        self.own.next_back().or_else(|| self.prefix.next_back())
+    }
+}
+
+impl ExactSizeIterator for TranscriptIter<'_> {}
+
+/// An agent's starting transcript, ids filled in: the frozen prefix of
+/// every session started from it.
 pub(crate) struct StartingTranscript {
-    log: Arc<RwLock<Vec<Item>>>,
+    items: Arc<Vec<Item>>,
     /// The item index the first appended item without an id gets.
     pub(crate) next_item_index: u64,
     calls: Arc<StartingCalls>,
 }
 
-/// The tool-call ids of a starting transcript, collected once, when a
-/// session first needs them, for every session started from it: a session
-/// on a long shared history neither scans it nor keeps its own copy of the
-/// set.
+/// The tool-call ids of a starting transcript, collected once (by the
+/// agent's validation) for every session started from it: a session on a
+/// long shared history neither scans it nor keeps its own copy of the set.
 struct StartingCalls {
     /// How many items the starting transcript has.
     len: usize,
-    ids: OnceLock<CallIds>,
+    ids: CallIds,
 }
 
 impl StartingTranscript {
     /// `items`, each without an id given `item-<index>` as a session
-    /// would, counting from 0.
-    pub(crate) fn new(mut items: Vec<Item>) -> Self {
+    /// would, counting from 0; `calls` are their tool-call ids.
+    pub(crate) fn new(mut items: Vec<Item>, calls: CallIds) -> Self {
         let mut ids = ItemIds::default();
         for item in &mut items {
             if item.id.is_none() {
@@ -157,14 +393,13 @@ impl StartingTranscript {
         Self {
             calls: Arc::new(StartingCalls {
                 len: items.len(),
-                ids: OnceLock::new(),
+                ids: calls,
             }),
-            log: Arc::new(RwLock::new(items)),
+            items: Arc::new(items),
             next_item_index: ids.next,
         }
     }
 }
-
 /// Writes the ids `item-0`, `item-1`, ... for a run of items. Loading a
 /// long transcript gives every item an id; writing each number from scratch
 /// (a division per digit, then a UTF-8 check of the text) cost a third of
@@ -222,10 +457,7 @@ impl ItemIds {
 /// The driver's side: the log it appends to.
 #[derive(Default)]
 pub(crate) struct TranscriptLog {
-    log: Arc<RwLock<Vec<Item>>>,
-    /// The log is an agent's [`StartingTranscript`]: the first change
-    /// copies it.
-    shared: bool,
+    log: Arc<Log>,
     /// The starting transcript's call ids, while the log begins with it
     /// (until a mutator replaces the history).
     start: Option<Arc<StartingCalls>>,
@@ -234,94 +466,72 @@ pub(crate) struct TranscriptLog {
 impl TranscriptLog {
     pub(crate) fn new(items: Vec<Item>) -> Self {
         Self {
-            log: Arc::new(RwLock::new(items)),
-            shared: false,
+            log: Log::new(None, items),
             start: None,
         }
     }
 
-    /// A log reading `start` until it first changes.
+    /// A log made of `start`, shared and never copied, and the session's
+    /// own items after it.
     pub(crate) fn starting_from(start: &StartingTranscript) -> Self {
         Self {
-            log: start.log.clone(),
-            shared: true,
+            log: Log::new(Some(start.items.clone()), Vec::new()),
             start: Some(start.calls.clone()),
         }
     }
 
     /// Appends `item`; returns its index.
     pub(crate) fn push(&mut self, item: Item) -> usize {
-        if self.shared {
-            // The copy still begins with the starting transcript; it is
-            // made with its headroom, so the items are moved once.
-            let items = self.with(|items| {
-                let mut copy = Vec::with_capacity(capacity_for(items.len()));
-                copy.extend_from_slice(items);
-                copy
-            });
-            self.log = Arc::new(RwLock::new(items));
-            self.shared = false;
-        }
-        let mut log = self.log.write().unwrap_or_else(|e| e.into_inner());
-        log.push(item);
-        log.len() - 1
+        let prefix = self.log.prefix().len();
+        let mut own = self.log.own.write().unwrap_or_else(|e| e.into_inner());
+        own.push(item);
+        prefix + own.len() - 1
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.log.read().unwrap_or_else(|e| e.into_inner()).len()
+        self.log.len()
     }
 
     pub(crate) fn view(&self) -> TranscriptView {
         TranscriptView {
             log: self.log.clone(),
             len: self.len(),
-            frozen: self.shared,
         }
     }
 
     pub(crate) fn to_vec(&self) -> Vec<Item> {
-        self.log.read().unwrap_or_else(|e| e.into_inner()).clone()
+        self.with(|items| items.to_vec())
     }
 
     /// Replaces the whole history; views handed out earlier keep the old one.
     pub(crate) fn replace(&mut self, items: Vec<Item>) {
-        self.log = Arc::new(RwLock::new(with_headroom(items)));
-        self.shared = false;
+        self.log = Log::new(None, with_headroom(items));
         self.start = None;
     }
 
     /// The call ids of the starting transcript this log begins with (shared
-    /// with the other sessions started from it, collected on first use) and
-    /// how many items that is; `(None, 0)` when the log does not begin with
-    /// one.
+    /// with the other sessions started from it) and how many items that
+    /// is; `(None, 0)` when the log does not begin with one.
     pub(crate) fn starting_call_ids(&self) -> (Option<&CallIds>, usize) {
-        let Some(start) = &self.start else {
-            return (None, 0);
-        };
-        let ids = start.ids.get_or_init(|| {
-            self.with(|items| {
-                items[..start.len]
-                    .iter()
-                    .flat_map(Item::tool_calls)
-                    .map(|call| call.id.clone())
-                    .collect()
-            })
-        });
-        (Some(ids), start.len)
-    }
-
-    /// Gives back the log's spare capacity (a shared log has none).
-    pub(crate) fn shrink_to_fit(&mut self) {
-        if !self.shared {
-            self.log
-                .write()
-                .unwrap_or_else(|e| e.into_inner())
-                .shrink_to_fit();
+        match &self.start {
+            Some(start) => (Some(&start.ids), start.len),
+            None => (None, 0),
         }
     }
 
-    pub(crate) fn with<R>(&self, f: impl FnOnce(&[Item]) -> R) -> R {
-        f(&self.log.read().unwrap_or_else(|e| e.into_inner()))
+    /// Gives back the spare capacity of the session's own items.
+    pub(crate) fn shrink_to_fit(&mut self) {
+        self.log
+            .own
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .shrink_to_fit();
+    }
+
+    pub(crate) fn with<R>(&self, f: impl FnOnce(TranscriptItems<'_>) -> R) -> R {
+        let own = self.log.read();
+        let prefix = self.log.prefix();
+        f(TranscriptItems::new(prefix, &own, prefix.len() + own.len()))
     }
 }
 
@@ -349,6 +559,12 @@ fn capacity_for(len: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn starting(items: Vec<Item>) -> StartingTranscript {
+        let calls =
+            agentkit_core::validate_collecting_call_ids(&items).expect("a valid transcript");
+        StartingTranscript::new(items, calls)
+    }
 
     #[test]
     fn a_view_is_a_stable_prefix() {
@@ -378,7 +594,7 @@ mod tests {
 
     #[test]
     fn a_starting_transcript_fills_in_missing_ids_only() {
-        let start = StartingTranscript::new(vec![
+        let start = starting(vec![
             Item::system("s"),
             Item::user("kept").with_id("mine"),
             Item::user("u"),
@@ -396,7 +612,7 @@ mod tests {
     #[test]
     fn sessions_share_the_starting_call_ids_until_the_history_is_replaced() {
         use agentkit_core::{ItemKind, Part, ToolCallPart, ToolResultPart};
-        let start = StartingTranscript::new(vec![
+        let start = starting(vec![
             Item::new(
                 ItemKind::Assistant,
                 vec![Part::ToolCall(ToolCallPart::new(
@@ -427,24 +643,84 @@ mod tests {
     }
 
     #[test]
-    fn a_shared_starting_transcript_is_copied_on_first_change() {
-        let start = StartingTranscript::new(vec![Item::system("s").with_id("s")]);
+    fn sessions_share_the_starting_transcript_and_never_copy_it() {
+        let start = starting(vec![Item::system("s").with_id("s")]);
         let mut a = TranscriptLog::starting_from(&start);
         let b = TranscriptLog::starting_from(&start);
         let before = a.view();
-        assert!(before.shares_log_with(&b.view()), "starting copies nothing");
-        // Growing a view of the shared log must not reach other sessions.
+        let shared = |log: &TranscriptLog| {
+            log.with(|items| std::ptr::eq(items.as_slices().0.as_ptr(), start.items.as_ptr()))
+        };
+        assert!(shared(&a) && shared(&b), "starting copies nothing");
+        // Growing a view of one session must not reach other sessions.
         let grown = before.appended([Item::user("x")]);
-        assert!(!grown.shares_log_with(&before));
+        assert!(
+            grown.shares_log_with(&before),
+            "the newest view grows its log"
+        );
+        assert_eq!(b.view().len(), 1);
         a.push(Item::user("a"));
+        assert!(shared(&a), "appending copies nothing either");
         let system = Item::system("s").with_id("s");
-        assert_eq!(a.to_vec(), vec![system.clone(), Item::user("a")]);
-        assert_eq!(b.to_vec(), vec![system], "b keeps the start");
+        assert_eq!(a.view().len(), 3);
+        assert_eq!(
+            a.to_vec(),
+            vec![system.clone(), Item::user("x"), Item::user("a")]
+        );
+        assert_eq!(b.to_vec(), vec![system.clone()], "b keeps the start");
         assert_eq!(before.len(), 1);
-        assert!(!a.view().shares_log_with(&b.view()));
-        // The owned log now grows in place, as any session's does.
-        let owned = a.view();
-        assert!(owned.appended([Item::user("y")]).shares_log_with(&owned));
+        // An older view of the grown log copies only the session's own
+        // items and still shares the prefix.
+        let branch = grown.appended([Item::user("y")]);
+        assert!(!branch.shares_log_with(&grown));
+        assert_eq!(
+            branch.to_vec(),
+            vec![system.clone(), Item::user("x"), Item::user("y")]
+        );
+        let guard = branch.read();
+        let (prefix, own) = guard.items().as_slices();
+        assert!(std::ptr::eq(prefix.as_ptr(), start.items.as_ptr()));
+        assert_eq!(own.len(), 2);
+        drop(guard);
+        // A view shorter than the prefix copies what it sees.
+        let empty = TranscriptView {
+            log: before.log.clone(),
+            len: 0,
+        };
+        assert_eq!(
+            empty.appended([Item::user("z")]).to_vec(),
+            vec![Item::user("z")]
+        );
+    }
+
+    #[test]
+    fn transcript_items_index_and_iterate_as_one_sequence() {
+        let prefix = [Item::user("0"), Item::user("1")];
+        let own = [Item::user("2"), Item::user("3"), Item::user("4")];
+        let items = TranscriptItems::new(&prefix, &own, 4);
+        let texts = |items: TranscriptItems<'_>| -> Vec<String> {
+            items.iter().map(Item::text_content).collect()
+        };
+        assert_eq!(texts(items), ["0", "1", "2", "3"]);
+        assert_eq!(items.len(), 4);
+        assert_eq!(items[1].text_content(), "1");
+        assert_eq!(items[2].text_content(), "2");
+        assert!(items.get(4).is_none());
+        assert_eq!(items.last().map(Item::text_content).as_deref(), Some("3"));
+        assert_eq!(texts(items.range(1..3)), ["1", "2"]);
+        assert_eq!(texts(items.range(3..)), ["3"]);
+        assert_eq!(texts(items.range(..1)), ["0"]);
+        let back: Vec<String> = items.iter().rev().map(Item::text_content).collect();
+        assert_eq!(back, ["3", "2", "1", "0"]);
+        assert_eq!(
+            items.iter().enumerate().next_back().map(|(at, _)| at),
+            Some(3)
+        );
+        assert!(items.as_slice().is_none());
+        let short = TranscriptItems::new(&prefix, &own, 1);
+        assert_eq!(texts(short), ["0"]);
+        assert_eq!(short.as_slice().map(<[Item]>::len), Some(1));
+        assert_eq!(items.to_vec().len(), 4);
     }
 
     #[test]

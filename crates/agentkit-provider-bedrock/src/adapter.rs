@@ -1,10 +1,10 @@
 //! The loop's model traits, implemented over ConverseStream.
 //!
 //! The answer is AWS's binary event-stream, not server-sent events, so the
-//! body is read here (with reqwest, already in the tree through
-//! agentkit-http) and fed to the [`FrameDecoder`]. Each request is signed
-//! with SigV4 at send time; failed requests are retried under the HTTP
-//! config's policy until the stream has begun, never after.
+//! body comes from agentkit-http's raw byte stream (same timeouts, retries
+//! before the first byte, proxy rules and cancellation as every adapter)
+//! and is fed to the [`FrameDecoder`]. Each attempt is signed with SigV4 as
+//! it is sent, so a retry never carries a stale signature.
 
 use crate::BedrockConfig;
 use crate::config::encode;
@@ -12,8 +12,11 @@ use crate::credentials;
 use crate::eventstream::FrameDecoder;
 use crate::request::request_body;
 use crate::sigv4::{Credentials, SignRequest, authorization};
-use crate::stream::{ConverseDecoder, classify, message_of};
+use crate::stream::{ConverseDecoder, classify};
 use agentkit_core::TurnCancellation;
+use agentkit_http::{
+    HttpClient, ProviderError, ProviderErrorKind as K, RequestSigner, StreamRequest,
+};
 use agentkit_loop::{
     ModelAdapter, ModelError, ModelErrorKind as M, ModelSession, ModelTurn, ModelTurnEvent,
     SessionConfig, TurnRequest,
@@ -25,9 +28,12 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::SystemTime;
 
+/// The media type of AWS's binary event-stream.
+const EVENT_STREAM: &str = "application/vnd.amazon.eventstream";
+
 struct Shared {
     config: BedrockConfig,
-    client: reqwest::Client,
+    client: HttpClient,
 }
 
 /// A [`ModelAdapter`] for Amazon Bedrock's Converse API.
@@ -48,21 +54,8 @@ impl std::fmt::Debug for BedrockAdapter {
 impl BedrockAdapter {
     /// An adapter with this configuration.
     pub fn new(config: BedrockConfig) -> Result<Self, ModelError> {
-        agentkit_http::install_tls_provider();
-        let mut builder = reqwest::Client::builder()
-            .connect_timeout(config.http.connect_timeout)
-            .read_timeout(config.http.idle_timeout)
-            .user_agent(config.http.user_agent.clone());
-        let loopback = config
-            .base_url
-            .as_deref()
-            .is_some_and(|u| u.contains("://127.0.0.1") || u.contains("://localhost"));
-        if !config.http.system_proxy || loopback {
-            builder = builder.no_proxy();
-        }
-        let client = builder.build().map_err(|err| {
-            ModelError::new(M::Other, format!("could not build the HTTP client: {err}"))
-        })?;
+        let client = HttpClient::new(config.http.clone())
+            .map_err(|err| ModelError::new(M::Other, err.message))?;
         Ok(Self {
             shared: Arc::new(Shared { config, client }),
         })
@@ -90,76 +83,43 @@ pub struct BedrockSession {
     shared: Arc<Shared>,
 }
 
+/// Signs each attempt with SigV4 at the moment it is sent.
+struct Signer<'a> {
+    config: &'a BedrockConfig,
+    credentials: Credentials,
+}
+
+impl RequestSigner for Signer<'_> {
+    fn sign(&self, url: &str, body: &[u8]) -> Result<Vec<(String, String)>, ProviderError> {
+        signed_headers(self.config, &self.credentials, url, body, SystemTime::now())
+    }
+}
+
 impl BedrockSession {
     /// The JSON body [`begin_turn`](ModelSession::begin_turn) sends for this
     /// request, without sending it.
     pub fn request_body(&self, request: &TurnRequest) -> Vec<u8> {
         request_body(&self.shared.config, request)
     }
+}
 
-    async fn send(&self, body: Vec<u8>) -> Result<(reqwest::Response, Vec<String>), ModelError> {
-        let config = &self.shared.config;
-        let credentials = match &config.credentials {
-            Some(credentials) => credentials.clone(),
-            None => credentials::resolve(|name| std::env::var(name).ok()).ok_or_else(|| {
-                ModelError::new(
-                    M::Authentication,
-                    "no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY or a shared credentials file",
-                )
-            })?,
-        };
-        let url = config.endpoint();
-        let mut warnings = Vec::new();
-        let mut attempt = 1;
-        loop {
-            let headers = signed_headers(config, &credentials, &url, &body, SystemTime::now())?;
-            let mut builder = self.shared.client.post(&url);
-            for (name, value) in &headers {
-                builder = builder.header(name.as_str(), value.as_str());
-            }
-            let error = match builder.body(body.clone()).send().await {
-                Ok(response) if response.status().is_success() => {
-                    return Ok((response, warnings));
-                }
-                Ok(response) => {
-                    let status = response.status().as_u16();
-                    let name = response
-                        .headers()
-                        .get("x-amzn-errortype")
-                        .and_then(|v| v.to_str().ok())
-                        .unwrap_or("")
-                        .to_owned();
-                    let text = response.text().await.unwrap_or_default();
-                    let json = serde_json::from_str(&text).unwrap_or_default();
-                    let message = match message_of(&json) {
-                        "" => text.trim().chars().take(2000).collect(),
-                        m => m.to_owned(),
-                    };
-                    let mut error = classify(Some(status), &name, &message);
-                    if !error.is_retryable() || !config.http.retry.retries_status(status) {
-                        return Err(error);
-                    }
-                    error.status = Some(status);
-                    error
-                }
-                Err(err) => ModelError::new(
-                    if err.is_timeout() {
-                        M::Timeout
-                    } else {
-                        M::Transport
-                    },
-                    format!("the request to Bedrock failed: {err}"),
-                ),
-            };
-            if attempt >= config.http.retry.max_attempts {
-                return Err(error);
-            }
-            let delay = config.http.retry.backoff(attempt);
-            warnings.push(format!(
-                "bedrock: attempt {attempt} failed ({error}); retrying"
-            ));
-            tokio::time::sleep(delay).await;
-            attempt += 1;
+/// The loop's error for a refused or failed request: Bedrock names its
+/// errors by exception (`ThrottlingException`, in the `x-amzn-ErrorType`
+/// header the HTTP client keeps as the provider code).
+fn request_error(error: ProviderError) -> ModelError {
+    match (error.kind, error.status) {
+        (K::Cancelled, _) => ModelError::new(M::Cancelled, error.message),
+        (K::Timeout, None) => ModelError::new(M::Timeout, error.message),
+        (K::InvalidRequest, None) => ModelError::new(M::InvalidRequest, error.message),
+        (_, None) => ModelError::new(
+            M::Transport,
+            format!("the request to Bedrock failed: {}", error.message),
+        ),
+        (_, Some(status)) => {
+            let name = error.provider_code.as_deref().unwrap_or("");
+            let mut model = classify(Some(status), name, &error.message);
+            model.retry_after = error.retry_after;
+            model
         }
     }
 }
@@ -171,20 +131,9 @@ fn signed_headers(
     url: &str,
     body: &[u8],
     now: SystemTime,
-) -> Result<Vec<(String, String)>, ModelError> {
-    let parsed = reqwest::Url::parse(url).map_err(|err| {
-        ModelError::new(M::InvalidRequest, format!("bad Bedrock URL {url}: {err}"))
-    })?;
-    let host = match (parsed.host_str(), parsed.port()) {
-        (Some(host), Some(port)) => format!("{host}:{port}"),
-        (Some(host), None) => host.to_owned(),
-        _ => {
-            return Err(ModelError::new(
-                M::InvalidRequest,
-                "the Bedrock URL has no host",
-            ));
-        }
-    };
+) -> Result<Vec<(String, String)>, ProviderError> {
+    let (host, path) = host_and_path(url)
+        .ok_or_else(|| ProviderError::new(K::InvalidRequest, format!("bad Bedrock URL {url}")))?;
     let amz_date = amz_date(now);
     let mut headers = vec![
         ("content-type".to_owned(), "application/json".to_owned()),
@@ -195,12 +144,7 @@ fn signed_headers(
         headers.push(("x-amz-security-token".to_owned(), token.clone()));
     }
     // SigV4 encodes each path segment once more for every service but S3.
-    let canonical_path: String = parsed
-        .path()
-        .split('/')
-        .map(encode)
-        .collect::<Vec<_>>()
-        .join("/");
+    let canonical_path: String = path.split('/').map(encode).collect::<Vec<_>>().join("/");
     let pairs: Vec<(&str, &str)> = headers
         .iter()
         .map(|(n, v)| (n.as_str(), v.as_str()))
@@ -213,13 +157,34 @@ fn signed_headers(
         body,
     };
     let auth = authorization(credentials, &request, &amz_date, &config.region, "bedrock");
-    headers.retain(|(name, _)| name != "host");
+    // The client sets `host` and `content-type` itself; both are signed.
+    headers.retain(|(name, _)| name != "host" && name != "content-type");
     headers.push(("authorization".to_owned(), auth));
-    headers.push((
-        "accept".to_owned(),
-        "application/vnd.amazon.eventstream".to_owned(),
-    ));
     Ok(headers)
+}
+
+/// The `host[:port]` (without the scheme's default port) and the path of
+/// an `http(s)://` URL, as SigV4 signs them.
+fn host_and_path(url: &str) -> Option<(String, &str)> {
+    let (scheme, rest) = url.split_once("://")?;
+    let (authority, path) = match rest.find(['/', '?', '#']) {
+        Some(at) => (
+            &rest[..at],
+            rest[at..].split(['?', '#']).next().unwrap_or(""),
+        ),
+        None => (rest, ""),
+    };
+    let path = if path.is_empty() { "/" } else { path };
+    let default_port = match scheme.to_ascii_lowercase().as_str() {
+        "https" => ":443",
+        "http" => ":80",
+        _ => return None,
+    };
+    let host = authority.strip_suffix(default_port).unwrap_or(authority);
+    if host.is_empty() || host.contains('@') {
+        return None;
+    }
+    Some((host.to_ascii_lowercase(), path))
 }
 
 /// `YYYYMMDDTHHMMSSZ` in UTC.
@@ -256,23 +221,39 @@ impl ModelSession for BedrockSession {
         cancellation: Option<TurnCancellation>,
     ) -> Result<BedrockTurn, ModelError> {
         let body = self.request_body(&request);
-        tracing::debug!(turn = %request.turn_id, model = %self.shared.config.model, "starting a Bedrock turn");
-        let send = self.send(body);
-        let (response, warnings) = match &cancellation {
-            Some(token) => tokio::select! {
-                biased;
-                () = token.cancelled() => return Err(ModelError::new(M::Cancelled, "the request was cancelled")),
-                result = send => result?,
-            },
-            None => send.await?,
+        let config = &self.shared.config;
+        tracing::debug!(turn = %request.turn_id, model = %config.model, "starting a Bedrock turn");
+        let credentials = match &config.credentials {
+            Some(credentials) => credentials.clone(),
+            None => credentials::resolve(|name| std::env::var(name).ok()).ok_or_else(|| {
+                ModelError::new(
+                    M::Authentication,
+                    "no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY or a shared credentials file",
+                )
+            })?,
         };
+        let signer = Signer {
+            config,
+            credentials,
+        };
+        let http = StreamRequest::with_body(config.endpoint(), body).with_accept(EVENT_STREAM);
+        let response = self
+            .shared
+            .client
+            .post_bytes(http, Some(&signer), cancellation.as_ref())
+            .await
+            .map_err(request_error)?;
         let bytes = response
-            .bytes_stream()
-            .map(|chunk| chunk.map(|b| b.to_vec()).map_err(|err| err.to_string()))
+            .body
+            .map(|chunk| chunk.map(|b| b.to_vec()).map_err(|err| err.message))
             .boxed();
         let mut turn = BedrockTurn::from_byte_stream(bytes);
-        turn.queue
-            .extend(warnings.into_iter().map(ModelTurnEvent::Warning));
+        turn.queue.extend(
+            response
+                .retries
+                .iter()
+                .map(|retry| ModelTurnEvent::Warning(format!("bedrock: {retry}"))),
+        );
         Ok(turn)
     }
 }
@@ -361,6 +342,34 @@ impl ModelTurn for BedrockTurn {
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    #[test]
+    fn hosts_and_paths_are_signed_as_sent() {
+        let cases = [
+            (
+                "https://bedrock-runtime.us-east-1.amazonaws.com/model/m/converse-stream",
+                Some((
+                    "bedrock-runtime.us-east-1.amazonaws.com",
+                    "/model/m/converse-stream",
+                )),
+            ),
+            (
+                "http://127.0.0.1:4000/model/a%3Ab/converse-stream",
+                Some(("127.0.0.1:4000", "/model/a%3Ab/converse-stream")),
+            ),
+            ("https://Example.com:443", Some(("example.com", "/"))),
+            ("ftp://example.com/x", None),
+            ("no scheme", None),
+        ];
+        for (url, expected) in cases {
+            let got = host_and_path(url);
+            assert_eq!(
+                got.as_ref().map(|(h, p)| (h.as_str(), *p)),
+                expected,
+                "{url}"
+            );
+        }
+    }
 
     #[test]
     fn amz_dates_are_utc_calendar_dates() {

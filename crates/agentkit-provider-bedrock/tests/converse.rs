@@ -632,3 +632,59 @@ async fn any_read_size_gives_the_same_turn() {
     .unwrap_err();
     assert_eq!(error.kind, ModelErrorKind::Protocol);
 }
+
+/// A throttled request is retried by the shared HTTP client before the
+/// stream begins, signed again for its own send time, and the retry is
+/// reported as a warning of the turn.
+#[tokio::test]
+async fn a_throttled_request_is_signed_again_and_retried() {
+    let throttled = Reply {
+        status: 429,
+        error_type: Some("ThrottlingException"),
+        body: json!({ "message": "Too many requests" })
+            .to_string()
+            .into_bytes(),
+        piece: 4096,
+    };
+    let server = server(vec![throttled, text_turn()]).await;
+    let config = BedrockConfig::new("us-east-1", MODEL)
+        .with_base_url(&server.url)
+        .with_credentials(credentials())
+        .with_http(
+            HttpConfig::default().with_retry(
+                RetryPolicy::default()
+                    .with_max_attempts(2)
+                    .with_backoff(Duration::from_millis(1), Duration::from_millis(2)),
+            ),
+        );
+    let adapter = BedrockAdapter::new(config).unwrap();
+    let mut session = adapter
+        .start_session(SessionConfig::new("s"))
+        .await
+        .unwrap();
+    let mut turn = session
+        .begin_turn(request(vec![Item::user("x")]), None)
+        .await
+        .unwrap();
+    let first = turn.next_event().await.unwrap();
+    match first {
+        Some(ModelTurnEvent::Warning(text)) => {
+            assert!(text.starts_with("bedrock: "), "{text}");
+            assert!(text.contains("Too many requests"), "{text}");
+        }
+        other => panic!("expected the retry's warning, got {other:?}"),
+    }
+    let outcome = drain(turn).await.unwrap();
+    assert_eq!(outcome.parts[0].as_text(), Some("Bonjour"));
+    let seen = server.seen();
+    assert_eq!(seen.len(), 2);
+    assert!(
+        seen.iter().all(|s| s.signature_ok),
+        "every attempt is signed"
+    );
+    assert!(
+        seen.iter()
+            .all(|s| s.headers.get_all("content-type").iter().count() == 1),
+        "one content type per attempt"
+    );
+}

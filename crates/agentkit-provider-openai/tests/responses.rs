@@ -12,8 +12,8 @@ use agentkit_core::{
 use agentkit_http::testing::{Ending, ScriptedResponse, TestServer};
 use agentkit_http::{HttpConfig, ModelPrice, PriceTable, RetryPolicy};
 use agentkit_loop::{
-    ModelAdapter, ModelErrorKind, ModelSession, OutputSchema, SessionConfig, TranscriptView,
-    TurnRequest,
+    ModelAdapter, ModelErrorKind, ModelSession, ModelTurn, OutputSchema, SessionConfig,
+    TranscriptView, TurnRequest,
 };
 use agentkit_provider_openai::{OpenAiConfig, ResponsesAdapter, ResponsesConfig};
 use agentkit_tools_core::ToolSpec;
@@ -482,4 +482,99 @@ async fn a_strict_output_schema_is_normalised_for_openai_strict_mode() {
         server.requests()[0].json()["text"]["format"]["schema"],
         schema
     );
+}
+
+/// The server no longer has the stored response (OpenAI's 400
+/// `previous_response_not_found`): the same turn sends the whole history
+/// once, says so in a warning, and the next turn chains again from the
+/// response the fallback produced.
+#[tokio::test]
+async fn a_lost_previous_response_falls_back_to_the_whole_history_once() {
+    let not_found = r#"{"error":{"message":"Previous response with id 'resp_0' not found.","type":"invalid_request_error","param":"previous_response_id","code":"previous_response_not_found"}}"#;
+    let server = TestServer::start([
+        ScriptedResponse::json(400, not_found),
+        ScriptedResponse::sse(fixture("text.sse")),
+        ScriptedResponse::sse(fixture("text.sse")),
+    ])
+    .await
+    .unwrap();
+    let stored = |id: &str| {
+        let mut item = Item::new(ItemKind::Assistant, vec![Part::text("Sunny.")]);
+        item.metadata
+            .insert("agentkit.response_id".into(), json!(id));
+        item.metadata
+            .insert("agentkit.provider".into(), json!("openai-responses"));
+        item
+    };
+    let mut transcript = vec![
+        Item::user("Weather?"),
+        stored("resp_0"),
+        Item::user("And tomorrow?"),
+    ];
+    let adapter = ResponsesAdapter::new(config(&server).with_store(true, true)).unwrap();
+    let mut session = adapter
+        .start_session(SessionConfig::new("s-1"))
+        .await
+        .unwrap();
+    let mut turn = session
+        .begin_turn(request(transcript.clone()), None)
+        .await
+        .expect("the fallback request succeeds");
+    let mut warnings = Vec::new();
+    let mut finished = false;
+    while let Some(event) = turn.next_event().await.unwrap() {
+        match event {
+            agentkit_loop::ModelTurnEvent::Warning(text) => warnings.push(text),
+            agentkit_loop::ModelTurnEvent::Finished(_) => finished = true,
+            _ => {}
+        }
+    }
+    assert!(finished);
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].contains("resp_0"), "{warnings:?}");
+
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    let chained = requests[0].json();
+    assert_eq!(chained["previous_response_id"], "resp_0");
+    assert_eq!(chained["input"].as_array().unwrap().len(), 1);
+    let full = requests[1].json();
+    assert!(full.get("previous_response_id").is_none(), "{full}");
+    assert_eq!(full["input"].as_array().unwrap().len(), 3);
+    assert!(
+        full["input"][2].to_string().contains("And tomorrow?"),
+        "{full}"
+    );
+
+    // The next turn chains again, from the response the fallback stored.
+    transcript.push(stored("resp_1"));
+    transcript.push(Item::user("Thanks."));
+    let turn = session.begin_turn(request(transcript), None).await.unwrap();
+    drop(turn);
+    let next = server.requests()[2].json();
+    assert_eq!(next["previous_response_id"], "resp_1");
+    assert_eq!(next["input"].as_array().unwrap().len(), 1);
+}
+
+/// Any other refusal of a chained request is returned as it is: only a lost
+/// response is worth a second request.
+#[tokio::test]
+async fn other_refusals_of_a_chained_request_are_not_resent() {
+    let invalid = r#"{"error":{"message":"Invalid value for 'temperature'.","type":"invalid_request_error","param":"temperature","code":"invalid_value"}}"#;
+    let server = TestServer::start([ScriptedResponse::json(400, invalid)])
+        .await
+        .unwrap();
+    let mut answered = Item::new(ItemKind::Assistant, vec![Part::text("Hi.")]);
+    answered
+        .metadata
+        .insert("agentkit.response_id".into(), json!("resp_0"));
+    answered
+        .metadata
+        .insert("agentkit.provider".into(), json!("openai-responses"));
+    let transcript = vec![Item::user("Hi"), answered, Item::user("Again")];
+    let Err(error) = run(config(&server).with_store(true, true), request(transcript)).await else {
+        panic!("the refusal is returned");
+    };
+    assert_eq!(error.kind, ModelErrorKind::InvalidRequest);
+    assert_eq!(server.requests().len(), 1);
 }

@@ -236,7 +236,7 @@ async fn task<S: ModelSession>(
             Command::Close => break,
             Command::Cancel => {
                 if hosted.phase() == Phase::AwaitingApproval {
-                    let _ = session.driver_mut().abandon_turn("cancelled by the user");
+                    let _ = session.abandon_turn("cancelled by the user");
                     {
                         let mut shared = hosted.lock();
                         shared.pending.clear();
@@ -311,7 +311,7 @@ fn prepare<S: ModelSession>(
             reason: String::new(),
         };
         return request
-            .submit(session.driver_mut(), items)
+            .submit(session, items)
             .map_err(|err| ServerError::Conflict(err.to_string()));
     }
     if resume.is_empty() {
@@ -346,7 +346,6 @@ fn prepare<S: ModelSession>(
             Some(reason) => ApprovalDecision::deny_with_reason(reason),
         };
         session
-            .driver_mut()
             .resolve_approval_for(call_id.clone(), decision)
             .map_err(|err| ServerError::Conflict(err.to_string()))?;
     }
@@ -372,6 +371,11 @@ async fn drive<S: ModelSession>(session: &mut Session<S>, hosted: &Hosted) -> bo
                 hosted.hub.finish_run(&outcome);
             }
             Ok(LoopStep::Interrupt(LoopInterrupt::AfterToolResult(_))) => {}
+            // AG-UI has no interrupt for a tool's question yet: declined,
+            // the tool goes on without the input.
+            Ok(LoopStep::Interrupt(LoopInterrupt::Question(pending))) => {
+                let _ = pending.decline(session.driver_mut());
+            }
             Ok(LoopStep::Interrupt(LoopInterrupt::ApprovalRequest(pending))) => {
                 let mut shared = hosted.lock();
                 if !shared.pending.iter().any(|p| p.call.id == pending.call.id) {
@@ -404,7 +408,7 @@ async fn drive<S: ModelSession>(session: &mut Session<S>, hosted: &Hosted) -> bo
                 let message = err.to_string();
                 hosted.hub.fail_run(&message, "agent_error");
                 // The transcript stays valid: open calls are answered.
-                let _ = session.driver_mut().abandon_turn(message);
+                let _ = session.abandon_turn(message);
                 hosted.lock().phase = Phase::Idle;
                 return save(session, hosted).await;
             }

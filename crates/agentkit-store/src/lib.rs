@@ -77,7 +77,7 @@ pub use recover::Mark;
 pub use session::{DEFAULT_LEASE_TTL, Session, SessionLease};
 pub use store::{
     Checkpoint, LeaseToken, LogEntry, LogWriter, NewSession, SessionInfo, SessionStore,
-    StoredSession,
+    StoredSession, load_input_log,
 };
 
 #[cfg(feature = "postgres")]

@@ -80,6 +80,14 @@ CREATE TABLE agentkit_events (
     "
 ALTER TABLE agentkit_sessions ADD COLUMN cwd TEXT;
 ",
+    "
+CREATE TABLE agentkit_input_log (
+    session_id TEXT NOT NULL REFERENCES agentkit_sessions (id) ON DELETE CASCADE,
+    seq BIGINT NOT NULL,
+    line TEXT NOT NULL,
+    PRIMARY KEY (session_id, seq)
+);
+",
 ];
 
 /// The newest schema version this build writes.
@@ -484,6 +492,59 @@ impl SessionStore for PgStore {
             "archived item",
         )
         .await
+    }
+
+    async fn append_inputs(
+        &self,
+        lease: &LeaseToken,
+        from: usize,
+        lines: &[String],
+    ) -> StoreResult<()> {
+        let mut object = self.conn().await?;
+        let client: &mut Client = &mut object;
+        let tx = client.transaction().await.map_err(db)?;
+        let id = lease.session_id.as_str();
+        let holder: Option<String> = tx
+            .query_opt(
+                "SELECT owner FROM agentkit_leases WHERE session_id = $1 FOR UPDATE",
+                &[&id],
+            )
+            .await
+            .map_err(db)?
+            .map(|row| row.get(0));
+        if holder.as_deref() != Some(lease.owner.as_str()) {
+            return Err(StoreError::LeaseLost(lease.session_id.clone()));
+        }
+        tx.execute(
+            "DELETE FROM agentkit_input_log WHERE session_id = $1 AND seq >= $2",
+            &[&id, &(from as i64)],
+        )
+        .await
+        .map_err(db)?;
+        // One statement for every line.
+        let seqs: Vec<i64> = (from..from + lines.len()).map(|n| n as i64).collect();
+        tx.execute(
+            "INSERT INTO agentkit_input_log (session_id, seq, line)
+             SELECT $1, * FROM UNNEST($2::BIGINT[], $3::TEXT[])",
+            &[&id, &seqs, &lines],
+        )
+        .await
+        .map_err(db)?;
+        tx.commit().await.map_err(db)
+    }
+
+    async fn input_lines(&self, id: &SessionId) -> StoreResult<Vec<String>> {
+        let object = self.conn().await?;
+        let client: &Client = &object;
+        info(client, id).await?;
+        let rows = client
+            .query(
+                "SELECT line FROM agentkit_input_log WHERE session_id = $1 ORDER BY seq",
+                &[&id.as_str()],
+            )
+            .await
+            .map_err(db)?;
+        Ok(rows.iter().map(|row| row.get(0)).collect())
     }
 
     async fn load(&self, id: &SessionId) -> StoreResult<StoredSession> {

@@ -155,7 +155,7 @@ impl SessionLease {
             usage: stored.info.usage,
             has_title: stored.info.title.is_some(),
             saved: None,
-            saved_snapshot: None,
+            inputs_saved: 0,
             lost,
             heartbeat,
         };
@@ -207,8 +207,12 @@ async fn heartbeat(store: Arc<dyn SessionStore>, token: LeaseToken, lost: Arc<At
 
 /// A [`LoopDriver`] whose every step is saved; see the module docs.
 ///
-/// It dereferences to the driver, so interrupt handles work on it directly:
-/// `pending.approve(&mut session)`, `request.submit(&mut session, items)`.
+/// The interrupt handles work on it directly (`pending.approve(&mut
+/// session)`, `request.submit(&mut session, items)`), and the driver's
+/// everyday calls are its own methods; [`driver`](Self::driver) and
+/// [`driver_mut`](Self::driver_mut) reach the rest. A change made through
+/// any of them is saved by the next [`next`](Self::next) or
+/// [`save`](Self::save).
 pub struct Session<S: ModelSession> {
     driver: LoopDriver<S>,
     store: Arc<dyn SessionStore>,
@@ -217,12 +221,12 @@ pub struct Session<S: ModelSession> {
     usage: Usage,
     has_title: bool,
     /// The driver's [`generation`](LoopDriver::generation) at the last
-    /// checkpoint: an unchanged driver is not even serialized again.
+    /// checkpoint: an unchanged driver is not even serialized again (the
+    /// generation moves only on a real change: an idle step keeps it).
     saved: Option<u64>,
-    /// What the last checkpoint held: a driver whose generation moved
-    /// without changing its snapshot (a step that only yielded) is not
-    /// written again.
-    saved_snapshot: Option<String>,
+    /// Lines of the driver's input log already in the store (the header
+    /// is line 0), when recording.
+    inputs_saved: usize,
     lost: Arc<AtomicBool>,
     heartbeat: tokio::task::JoinHandle<()>,
 }
@@ -285,7 +289,8 @@ impl<S: ModelSession> Session<S> {
             } else {
                 None
             };
-            let tail = first.map_or_else(Vec::new, |first| transcript[first..].to_vec());
+            let tail =
+                first.map_or_else(Vec::new, |first| transcript.items().range(first..).to_vec());
             let derived = if self.has_title {
                 None
             } else {
@@ -294,16 +299,12 @@ impl<S: ModelSession> Session<S> {
             (first, tail, derived)
         };
         let items = first.map(|first| (first, &tail[..]));
-        let key = format!(
-            "{len}|{}|{snapshot_json}",
-            serde_json::to_string(&self.usage)?
-        );
         let archived = self.recorder.take_archived();
-        if items.is_none() && archived.is_empty() && self.saved_snapshot.as_ref() == Some(&key) {
-            self.saved = Some(generation);
-            return Ok(());
-        }
         let title = derived;
+        if let Err(err) = self.save_inputs().await {
+            self.recorder.restore_archived(archived);
+            return Err(self.note(err));
+        }
         let checkpoint = Checkpoint {
             snapshot_json,
             snapshot_version: snapshot.version,
@@ -320,7 +321,40 @@ impl<S: ModelSession> Session<S> {
         self.has_title |= title.is_some();
         self.recorder.reset(len);
         self.saved = Some(generation);
-        self.saved_snapshot = Some(key);
+        Ok(())
+    }
+
+    /// Records the driver's inputs from here on into the store, as the
+    /// JSON lines of an [`InputLog`](agentkit_loop::replay::InputLog)
+    /// (restarting a recording in progress). They are written with each
+    /// checkpoint (inputs that changed nothing, like an idle step, wait for
+    /// the next one or [`close`](Self::close)); read them back with
+    /// [`load_input_log`](crate::load_input_log) to replay the session or
+    /// fork it at any step.
+    pub fn record_inputs(&mut self) {
+        self.driver.record_inputs();
+        self.inputs_saved = 0;
+    }
+
+    /// Writes the recorded inputs the store does not hold yet.
+    async fn save_inputs(&mut self) -> StoreResult<()> {
+        let Some((header, inputs)) = self.driver.recorded_inputs() else {
+            return Ok(());
+        };
+        let total = inputs.len() + 1;
+        if self.inputs_saved >= total {
+            return Ok(());
+        }
+        let mut lines = Vec::with_capacity(total - self.inputs_saved);
+        if self.inputs_saved == 0 {
+            lines.push(serde_json::to_string(header)?);
+        }
+        for input in &inputs[self.inputs_saved.saturating_sub(1)..] {
+            lines.push(serde_json::to_string(input)?);
+        }
+        let from = self.inputs_saved;
+        self.store.append_inputs(&self.token, from, &lines).await?;
+        self.inputs_saved = total;
         Ok(())
     }
 
@@ -341,6 +375,45 @@ impl<S: ModelSession> Session<S> {
         &self.usage
     }
 
+    /// The transcript so far, as a cheap view.
+    pub fn transcript(&self) -> agentkit_loop::TranscriptView {
+        self.driver.transcript()
+    }
+
+    /// The soft-interrupt queue (see [`LoopDriver::soft_interrupts`]).
+    pub fn soft_interrupts(&self) -> agentkit_loop::SoftInterruptHandle {
+        self.driver.soft_interrupts()
+    }
+
+    /// The calls running in the background (see
+    /// [`LoopDriver::background_tasks`]).
+    pub fn background_tasks(&self) -> agentkit_loop::BackgroundTasks {
+        self.driver.background_tasks()
+    }
+
+    /// Resolves the approval of a call (see
+    /// [`LoopDriver::resolve_approval_for`]).
+    pub fn resolve_approval_for(
+        &mut self,
+        call_id: agentkit_core::ToolCallId,
+        decision: agentkit_tools_core::ApprovalDecision,
+    ) -> Result<(), agentkit_loop::LoopError> {
+        self.driver.resolve_approval_for(call_id, decision)
+    }
+
+    /// Gives up on the turn in progress (see [`LoopDriver::abandon_turn`]).
+    pub fn abandon_turn(
+        &mut self,
+        reason: impl Into<String>,
+    ) -> Result<agentkit_loop::TurnResult, agentkit_loop::LoopError> {
+        self.driver.abandon_turn(reason)
+    }
+
+    /// The driver's state (see [`LoopDriver::snapshot`]).
+    pub fn snapshot(&self) -> agentkit_loop::LoopSnapshot {
+        self.driver.snapshot()
+    }
+
     /// The driver.
     pub fn driver(&self) -> &LoopDriver<S> {
         &self.driver
@@ -355,6 +428,9 @@ impl<S: ModelSession> Session<S> {
     /// Saves and gives the lease up.
     pub async fn close(mut self) -> StoreResult<()> {
         self.save().await?;
+        if let Err(err) = self.save_inputs().await {
+            return Err(self.note(err));
+        }
         self.heartbeat.abort();
         let result = self.store.release(&self.token).await;
         // Dropping now must not release a second time.
@@ -363,16 +439,10 @@ impl<S: ModelSession> Session<S> {
     }
 }
 
-impl<S: ModelSession> std::ops::Deref for Session<S> {
-    type Target = LoopDriver<S>;
-
-    fn deref(&self) -> &LoopDriver<S> {
-        &self.driver
-    }
-}
-
-impl<S: ModelSession> std::ops::DerefMut for Session<S> {
-    fn deref_mut(&mut self) -> &mut LoopDriver<S> {
+/// The interrupt handles take the session directly:
+/// `pending.approve(&mut session)`, `request.submit(&mut session, items)`.
+impl<S: ModelSession> AsMut<LoopDriver<S>> for Session<S> {
+    fn as_mut(&mut self) -> &mut LoopDriver<S> {
         &mut self.driver
     }
 }

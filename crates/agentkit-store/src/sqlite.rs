@@ -78,6 +78,14 @@ CREATE TABLE events (
     "
 ALTER TABLE sessions ADD COLUMN cwd TEXT;
 ",
+    "
+CREATE TABLE input_log (
+    session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    line TEXT NOT NULL,
+    PRIMARY KEY (session_id, seq)
+) WITHOUT ROWID;
+",
 ];
 
 /// The newest schema version this build writes.
@@ -557,6 +565,51 @@ impl SessionStore for SqliteStore {
         Ok(info)
     }
 
+    async fn append_inputs(
+        &self,
+        lease: &LeaseToken,
+        from: usize,
+        lines: &[String],
+    ) -> StoreResult<()> {
+        let mut conn = self.lock();
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(db)?;
+        let id = lease.session_id.as_str();
+        check_lease(&tx, &lease.session_id, &lease.owner)?;
+        tx.execute(
+            "DELETE FROM input_log WHERE session_id = ?1 AND seq >= ?2",
+            params![id, from as i64],
+        )
+        .map_err(db)?;
+        {
+            let mut insert = tx
+                .prepare_cached("INSERT INTO input_log (session_id, seq, line) VALUES (?1, ?2, ?3)")
+                .map_err(db)?;
+            for (n, line) in lines.iter().enumerate() {
+                insert
+                    .execute(params![id, (from + n) as i64, line])
+                    .map_err(db)?;
+            }
+        }
+        tx.commit().map_err(db)
+    }
+
+    async fn input_lines(&self, id: &SessionId) -> StoreResult<Vec<String>> {
+        let mut conn = self.lock();
+        let tx = conn.transaction().map_err(db)?;
+        info(&tx, id)?;
+        let mut query = tx
+            .prepare("SELECT line FROM input_log WHERE session_id = ?1 ORDER BY seq")
+            .map_err(db)?;
+        let lines = query
+            .query_map(params![id.as_str()], |row| row.get(0))
+            .map_err(db)?
+            .collect::<Result<_, _>>()
+            .map_err(db)?;
+        Ok(lines)
+    }
+
     async fn delete(&self, id: &SessionId) -> StoreResult<()> {
         let mut conn = self.lock();
         let tx = conn
@@ -755,7 +808,7 @@ mod tests {
             .pragma_query_value(None, "user_version", |row| row.get(0))
             .unwrap();
         assert_eq!(version, SQLITE_SCHEMA_VERSION);
-        assert_eq!(SQLITE_SCHEMA_VERSION, 4);
+        assert_eq!(SQLITE_SCHEMA_VERSION, 5);
         let listed = store.list().await.unwrap();
         assert_eq!(listed.len(), 1);
         assert_eq!(listed[0].title.as_deref(), Some("from v1"));

@@ -242,6 +242,22 @@ pub trait SessionStore: Send + Sync + 'static {
     /// pending). Fails if `at` would cut a tool call from its result.
     async fn fork(&self, id: &SessionId, at: usize, new: NewSession) -> StoreResult<SessionInfo>;
 
+    /// Writes lines of the session's input log (JSON lines, header first:
+    /// see `agentkit_loop::replay`) from line `from` on, replacing any
+    /// stored there (`from == 0` starts the log over). Fenced by the lease
+    /// like [`save`](Self::save).
+    async fn append_inputs(
+        &self,
+        lease: &LeaseToken,
+        from: usize,
+        lines: &[String],
+    ) -> StoreResult<()>;
+
+    /// The session's recorded input log as JSON lines, in order; empty when
+    /// it recorded none. [`load_input_log`](crate::load_input_log) reads it
+    /// as an `InputLog`.
+    async fn input_lines(&self, id: &SessionId) -> StoreResult<Vec<String>>;
+
     /// Deletes a session and everything stored for it;
     /// [`StoreError::Busy`](crate::StoreError::Busy) while another worker
     /// holds its lease.
@@ -274,9 +290,9 @@ pub(crate) fn fresh_token(prefix: &str) -> String {
 
 /// The title derived from the first user message: its first line, at most
 /// 80 characters.
-pub(crate) fn derived_title(items: &[Item]) -> Option<String> {
+pub(crate) fn derived_title<'a>(items: impl IntoIterator<Item = &'a Item>) -> Option<String> {
     let first = items
-        .iter()
+        .into_iter()
         .find(|item| item.kind == agentkit_core::ItemKind::User)?;
     let text = first.text_content();
     let line = text.lines().find(|l| !l.trim().is_empty())?.trim();
@@ -410,4 +426,25 @@ impl RawInfo {
             id,
         })
     }
+}
+
+/// The input log session `id` recorded into `store`
+/// ([`Session::record_inputs`](crate::Session::record_inputs)), ready to
+/// [`replay`](agentkit_loop::replay::InputLog::replay) or
+/// [`fork_at`](agentkit_loop::replay::InputLog::fork_at); `None` when it
+/// recorded none.
+pub async fn load_input_log(
+    store: &dyn SessionStore,
+    id: &SessionId,
+) -> StoreResult<Option<agentkit_loop::replay::InputLog>> {
+    let lines = store.input_lines(id).await?;
+    if lines.is_empty() {
+        return Ok(None);
+    }
+    agentkit_loop::replay::InputLog::from_json_lines(&lines.join("\n"))
+        .map(Some)
+        .map_err(|err| crate::StoreError::Corrupt {
+            session: id.clone(),
+            message: format!("input log: {err}"),
+        })
 }

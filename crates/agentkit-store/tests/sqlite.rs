@@ -60,3 +60,64 @@ async fn events_are_kept_in_order_and_never_rewritten() {
     let store = SqliteStore::open(&backend.path).unwrap();
     support::events::events_are_kept_in_order_and_never_rewritten(&store).await;
 }
+
+/// Writes committed to the file by any connection but `watch` (SQLite's
+/// `data_version` moves with each).
+fn data_version(watch: &rusqlite::Connection) -> i64 {
+    watch
+        .pragma_query_value(None, "data_version", |row| row.get(0))
+        .unwrap()
+}
+
+#[tokio::test]
+async fn idle_steps_write_nothing_to_the_file() {
+    use agentkit_core::Item;
+    use agentkit_loop::{Agent, LoopInterrupt, LoopStep};
+    use agentkit_store::{NewSession, SessionLease};
+    use agentkit_testkit::{ScriptedModel, ScriptedTurn};
+    use std::time::Duration;
+
+    let backend = Sqlite::new();
+    let store: Arc<dyn SessionStore> = Arc::new(SqliteStore::open(&backend.path).unwrap());
+    let id = store.create(NewSession::new()).await.unwrap().id;
+    // A long lease: its renewal (a write) does not come during the test.
+    let lease = SessionLease::acquire_with_ttl(store.clone(), &id, Duration::from_secs(600))
+        .await
+        .unwrap();
+    // The queued message is delivered in the turn: a second answer.
+    let model = ScriptedModel::new([ScriptedTurn::text("hello"), ScriptedTurn::text("noted")]);
+    let agent = lease.record(Agent::builder().model(model)).build().unwrap();
+    let mut session = lease.open(&agent).await.unwrap();
+    let watch = rusqlite::Connection::open(&backend.path).unwrap();
+    let mut step = session.next().await.unwrap();
+    let before = data_version(&watch);
+    for _ in 0..20 {
+        assert!(matches!(
+            step,
+            LoopStep::Interrupt(LoopInterrupt::AwaitingInput(_))
+        ));
+        session.save().await.unwrap();
+        step = session.next().await.unwrap();
+    }
+    assert_eq!(data_version(&watch), before, "20 idle steps wrote nothing");
+    // A real change is written: a queued message, then a turn.
+    session.soft_interrupts().push_text("queued while idle");
+    session.save().await.unwrap();
+    let queued = data_version(&watch);
+    assert_ne!(queued, before, "the queued message was saved");
+    let LoopStep::Interrupt(LoopInterrupt::AwaitingInput(request)) = step else {
+        panic!("idle")
+    };
+    request
+        .submit(&mut session, vec![Item::user("hi")])
+        .unwrap();
+    assert!(matches!(
+        session.next().await.unwrap(),
+        LoopStep::Finished(_)
+    ));
+    assert_ne!(data_version(&watch), queued, "the turn was saved");
+    let len = session.transcript().len();
+    assert_eq!(len, 4, "hi, hello, the queued message, noted");
+    session.close().await.unwrap();
+    assert_eq!(store.load(&id).await.unwrap().items.len(), len);
+}

@@ -31,7 +31,7 @@ pub fn describe<S: ModelSession>(
     let Some(model) = model_error(error) else {
         return (error.to_string(), None);
     };
-    let items = driver.driver().transcript().to_vec();
+    let items = driver.transcript().to_vec();
     let request = Request {
         base_url,
         window,

@@ -8,6 +8,7 @@
 //! an over-long prompt use. Nothing here is required: a server that answers
 //! neither is used as configured.
 
+use agentkit::http::{HttpClient, HttpConfig};
 use serde_json::Value;
 use std::time::Duration;
 
@@ -26,20 +27,16 @@ pub struct Probe {
 /// Asks the server at `base_url` (the `OPENAI_BASE_URL`, usually ending in
 /// `/v1`).
 pub async fn probe(base_url: &str) -> Probe {
-    agentkit::http::install_tls_provider();
-    let Ok(client) = reqwest::Client::builder().timeout(TIMEOUT).build() else {
+    let config = HttpConfig::default()
+        .with_connect_timeout(TIMEOUT)
+        .with_idle_timeout(TIMEOUT);
+    let Ok(client) = HttpClient::new(config) else {
         return Probe::default();
     };
     let base = base_url.trim_end_matches('/');
     let get = |url: String| {
         let client = client.clone();
-        async move {
-            let response = client.get(url).send().await.ok()?;
-            if !response.status().is_success() {
-                return None;
-            }
-            response.json::<Value>().await.ok()
-        }
+        async move { client.get_json(&url).await.ok() }
     };
     let root = base.strip_suffix("/v1").unwrap_or(base);
     // One after the other: a scripted test server answers in order.

@@ -39,7 +39,9 @@ impl<S: ModelSession> LoopDriver<S> {
         }
         self.last_catalog = Some(catalog.clone());
         if cfg!(debug_assertions) {
-            self.core.log.with(agentkit_core::validate_transcript)?;
+            self.core
+                .log
+                .with(|items| agentkit_core::validate_items(items))?;
         }
         let shared = self.config.shared();
         let (output_schema, record_content) = (shared.output_schema.clone(), shared.record_content);

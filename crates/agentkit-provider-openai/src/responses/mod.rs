@@ -27,7 +27,9 @@ pub use config::ResponsesConfig;
 use crate::adapter::FallbackIds;
 use crate::error::model_error;
 use agentkit_core::TurnCancellation;
-use agentkit_http::{DecodedStream, HttpClient, SseStream, StreamRequest};
+use agentkit_http::{
+    DecodedStream, HttpClient, ProviderError, SseStream, StreamRequest, StreamResponse,
+};
 use agentkit_loop::{
     EncodedTranscript, ModelAdapter, ModelError, ModelSession, ModelTurn, ModelTurnEvent,
     PromptCacheRequest, SessionConfig, TurnRequest,
@@ -107,9 +109,53 @@ impl ResponsesSession {
     /// request, without sending it: for logs, tests, and measuring what
     /// building a request costs apart from the network.
     pub fn request_body(&mut self, request: &TurnRequest) -> Vec<u8> {
-        let cache = request.cache.as_ref().or(self.cache.as_ref());
-        request::request_body(&self.shared.config, request, cache, &mut self.encoded)
+        self.body(request, true)
     }
+
+    fn body(&mut self, request: &TurnRequest, chain: bool) -> Vec<u8> {
+        let cache = request.cache.as_ref().or(self.cache.as_ref());
+        request::request_body(
+            &self.shared.config,
+            request,
+            cache,
+            &mut self.encoded,
+            chain,
+        )
+    }
+
+    /// Sends one body, with the key and the configured headers.
+    async fn send(
+        &self,
+        body: Vec<u8>,
+        cancellation: Option<&TurnCancellation>,
+    ) -> Result<StreamResponse, ProviderError> {
+        let config = &self.shared.config;
+        let mut http = StreamRequest::with_body(config.endpoint(), body);
+        if let Some(key) = config.openai.api_key.as_deref().filter(|k| !k.is_empty()) {
+            http = http.with_header("authorization", format!("Bearer {key}"));
+        }
+        for (name, value) in &config.openai.extra_headers {
+            http = http.with_header(name.clone(), value.clone());
+        }
+        self.shared.client.post_sse(http, cancellation).await
+    }
+}
+
+/// `true` when the server refused a request because it no longer has (or
+/// never had) the response named by `previous_response_id`: OpenAI's HTTP
+/// 400 `{"error": {"code": "previous_response_not_found", "param":
+/// "previous_response_id", "message": "Previous response with id '...' not
+/// found."}}`, or a compatible server's wording of it.
+pub(crate) fn is_previous_response_missing(error: &ProviderError) -> bool {
+    if !matches!(error.status, Some(400 | 404)) {
+        return false;
+    }
+    if error.provider_code.as_deref() == Some("previous_response_not_found") {
+        return true;
+    }
+    let lower = error.message.to_ascii_lowercase();
+    (lower.contains("previous response") || lower.contains("previous_response_id"))
+        && lower.contains("not found")
 }
 
 #[async_trait::async_trait]
@@ -121,26 +167,33 @@ impl ModelSession for ResponsesSession {
         request: TurnRequest,
         cancellation: Option<TurnCancellation>,
     ) -> Result<ResponsesTurn, ModelError> {
-        let body = self.request_body(&request);
+        let body = self.body(&request, true);
+        let chained =
+            self.shared.config.previous_response_id && request::continues_a_response(&request);
+        tracing::debug!(turn = %request.turn_id, model = %self.shared.config.openai.model, chained, "starting a Responses turn");
+        let mut fallback = None;
+        let response = match self.send(body, cancellation.as_ref()).await {
+            // The server lost the stored response (expired, deleted, another
+            // region): send the whole history once, in the same turn.
+            Err(error) if chained && is_previous_response_missing(&error) => {
+                tracing::debug!(%error, "previous response gone; resending the full history");
+                fallback = Some(ModelTurnEvent::Warning(format!(
+                    "openai responses: {}; sent the whole history instead",
+                    error.message
+                )));
+                let body = self.body(&request, false);
+                self.send(body, cancellation.as_ref()).await
+            }
+            other => other,
+        }
+        .map_err(model_error)?;
         let config = &self.shared.config;
-        let mut http = StreamRequest::with_body(config.endpoint(), body);
-        if let Some(key) = config.openai.api_key.as_deref().filter(|k| !k.is_empty()) {
-            http = http.with_header("authorization", format!("Bearer {key}"));
-        }
-        for (name, value) in &config.openai.extra_headers {
-            http = http.with_header(name.clone(), value.clone());
-        }
-        tracing::debug!(turn = %request.turn_id, model = %config.openai.model, "starting a Responses turn");
-        let response = self
-            .shared
-            .client
-            .post_sse(http, cancellation.as_ref())
-            .await
-            .map_err(model_error)?;
-        let warnings = response
-            .retries
-            .iter()
-            .map(|retry| ModelTurnEvent::Warning(format!("openai responses: {retry}")));
+        let warnings = fallback.into_iter().chain(
+            response
+                .retries
+                .iter()
+                .map(|retry| ModelTurnEvent::Warning(format!("openai responses: {retry}"))),
+        );
         let pricing = config
             .openai
             .prices

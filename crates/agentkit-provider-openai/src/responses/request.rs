@@ -29,16 +29,19 @@ use agentkit_tools_core::{SchemaDialect, ToolSpec, normalize_for};
 use serde_json::{Map, Value, json};
 
 /// Builds the JSON body for one streamed turn, encoding only the items
-/// `encoded` does not hold yet.
+/// `encoded` does not hold yet. `chain`: continue from the last stored
+/// response when the config asks for it (`false` sends the whole history,
+/// for a server that no longer has that response).
 pub(crate) fn request_body(
     config: &ResponsesConfig,
     request: &TurnRequest,
     cache: Option<&PromptCacheRequest>,
     encoded: &mut EncodedTranscript,
+    chain: bool,
 ) -> Vec<u8> {
     encoded.sync(&request.transcript, encode_item);
-    let (previous, start) = match config.previous_response_id {
-        true => continuation(&request.transcript.read()),
+    let (previous, start) = match config.previous_response_id && chain {
+        true => continuation(request.transcript.read().items()),
         false => (None, 0),
     };
     let mut options = options(config, request, cache);
@@ -108,9 +111,15 @@ fn options(
     body
 }
 
+/// `true` when the transcript ends after a response this adapter stored,
+/// which a chained request continues from.
+pub(crate) fn continues_a_response(request: &TurnRequest) -> bool {
+    continuation(request.transcript.read().items()).0.is_some()
+}
+
 /// The last stored response of this adapter and the index of the first
 /// item after it.
-fn continuation(items: &[Item]) -> (Option<String>, usize) {
+fn continuation(items: agentkit_loop::TranscriptItems<'_>) -> (Option<String>, usize) {
     for (at, item) in items.iter().enumerate().rev() {
         if item.kind != ItemKind::Assistant {
             continue;

@@ -32,6 +32,7 @@ macro_rules! shared_suite {
             list_fork_and_delete,
             rewrites_by_mutators_are_stored,
             newer_schemas_are_refused,
+            input_logs_are_stored_replayed_and_forked,
         );
     };
     (@tests $make:expr; $($name:ident),* $(,)?) => {$(

@@ -523,3 +523,108 @@ pub async fn newer_schemas_are_refused(backend: &impl Backend) {
         other => panic!("expected SchemaTooNew, got {:?}", other.map(|_| ())),
     }
 }
+
+/// A session records its input log into the store; any process reads it
+/// back, replays it to the stored transcript, and forks a new session from
+/// one of its steps.
+pub async fn input_logs_are_stored_replayed_and_forked(backend: &impl Backend) {
+    use agentkit_loop::replay::Input;
+    let store = open(backend).await;
+    let lease = SessionLease::create(store.clone(), NewSession::new().with_id("s-inputs"))
+        .await
+        .unwrap();
+    let model = ScriptedModel::new([
+        ScriptedTurn::tool_call("c1", "slow", json!({ "ms": 5 })),
+        ScriptedTurn::text("first answer"),
+        ScriptedTurn::text("second answer"),
+    ]);
+    let agent = test_agent(&lease, model, &Danger::default(), store.clone());
+    let mut session = lease.open(&agent).await.unwrap();
+    session.record_inputs();
+    let LoopStep::Interrupt(LoopInterrupt::AfterToolResult(_)) = submit(&mut session, "go").await
+    else {
+        panic!("expected the after-tool pause")
+    };
+    assert!(matches!(
+        session.next().await.unwrap(),
+        LoopStep::Finished(_)
+    ));
+    // Saved with the checkpoints, before the session closes.
+    let midway = agentkit_store::load_input_log(&*store, &"s-inputs".into())
+        .await
+        .unwrap()
+        .expect("recorded");
+    assert!(
+        midway
+            .inputs
+            .iter()
+            .any(|i| matches!(i, Input::ToolDone { .. }))
+    );
+    let LoopStep::Finished(_) = submit(&mut session, "again").await else {
+        panic!("expected the second turn to finish")
+    };
+    let transcript = session.transcript().to_vec();
+    // As stored: through JSON (which leaves the observer settings out).
+    let recorded = agentkit_loop::replay::InputLog::from_json_lines(
+        &session.driver().input_log().unwrap().to_json_lines(),
+    )
+    .unwrap();
+    session.close().await.unwrap();
+
+    let store2 = open(backend).await;
+    let log = agentkit_store::load_input_log(&*store2, &"s-inputs".into())
+        .await
+        .unwrap()
+        .expect("recorded");
+    assert_eq!(
+        log, recorded,
+        "the stored log is the driver's, line for line"
+    );
+    let replayed = log.replay().unwrap();
+    assert_eq!(replayed.transcript, transcript);
+    assert_eq!(
+        store2.load(&"s-inputs".into()).await.unwrap().items,
+        transcript
+    );
+
+    // Fork where the second turn was submitted: a new session answers it
+    // with another model.
+    let step = log
+        .inputs
+        .iter()
+        .rposition(|i| matches!(i, Input::Submit { .. }))
+        .unwrap();
+    let mut snapshot = log.fork_at(step + 1).unwrap();
+    snapshot.session_id = "s-inputs-fork".into();
+    let agent = Agent::builder()
+        .model(ScriptedModel::new([ScriptedTurn::text("another answer")]))
+        .build()
+        .unwrap();
+    let mut fork = agent
+        .resume(agentkit_loop::SessionConfig::new("s-inputs-fork"), snapshot)
+        .await
+        .unwrap();
+    let LoopStep::Finished(turn) = fork.next().await.unwrap() else {
+        panic!("the forked turn finishes")
+    };
+    assert_eq!(turn.items.last().unwrap().text_content(), "another answer");
+    let forked = fork.transcript().to_vec();
+    assert_eq!(
+        forked[..forked.len() - 1],
+        transcript[..transcript.len() - 1]
+    );
+    validate_transcript(&forked).unwrap();
+
+    // A session that recorded nothing has no log; an unknown one is an error.
+    let silent = store2.create(NewSession::new()).await.unwrap().id;
+    assert_eq!(
+        agentkit_store::load_input_log(&*store2, &silent)
+            .await
+            .unwrap(),
+        None
+    );
+    assert!(matches!(
+        store2.input_lines(&"nope".into()).await,
+        Err(StoreError::NotFound(_))
+    ));
+}

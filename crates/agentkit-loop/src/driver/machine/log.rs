@@ -96,7 +96,8 @@ impl DriverCore {
         let log = &self.log;
         let own = self.call_ids.get_or_insert_with(|| {
             log.with(|items| {
-                items[start_len..]
+                items
+                    .range(start_len..)
                     .iter()
                     .flat_map(Item::tool_calls)
                     .map(|c| c.id.clone())

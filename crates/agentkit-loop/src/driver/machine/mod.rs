@@ -74,6 +74,14 @@ pub(crate) enum Action {
     /// Start this call of the round, then poll again (the next call to
     /// start, if the parallelism allows, comes from that poll).
     StartTool(StartCall),
+    /// Hand the host's answer to the call waiting for it (its future is
+    /// running), then poll again.
+    AnswerQuestion {
+        /// The call.
+        call_id: ToolCallId,
+        /// The checked answer.
+        answer: agentkit_tools_core::HostAnswer,
+    },
     /// Wait for a running call to finish or a cancellation (and, with
     /// `wake_on_urgent`, an urgent message), then poll again.
     AwaitTools { wake_on_urgent: bool },
@@ -178,8 +186,8 @@ pub(crate) struct DriverCore {
     pub(crate) notifications: Vec<(BackgroundTaskInfo, ToolResultPart)>,
     /// The input log, when recording.
     pub(crate) recording: Option<Vec<Input>>,
-    /// Inputs taken in so far: every change of the core's state comes
-    /// with one (see `LoopDriver::generation`).
+    /// Moves with every input that changes the core's state (see
+    /// `LoopDriver::generation`); an idle poll and an empty queue keep it.
     pub(crate) generation: u64,
 }
 
@@ -209,13 +217,28 @@ impl DriverCore {
         }
     }
 
-    /// Writes `input` to the log when recording.
+    /// Writes `input` to the log when recording; the input changes the
+    /// state (the generation moves).
     #[inline]
     fn record(&mut self, input: impl FnOnce() -> Input) {
-        self.generation = self.generation.wrapping_add(1);
+        self.touch();
+        self.record_quiet(input);
+    }
+
+    /// Writes `input` to the log when recording, for an input that may
+    /// change nothing a snapshot shows (a poll, an empty queue): the
+    /// transition that does change something calls [`touch`](Self::touch).
+    #[inline]
+    fn record_quiet(&mut self, input: impl FnOnce() -> Input) {
         if let Some(log) = self.recording.as_mut() {
             log.push(input());
         }
+    }
+
+    /// The state changed: the generation moves.
+    #[inline]
+    fn touch(&mut self) {
+        self.generation = self.generation.wrapping_add(1);
     }
 
     /// The turn in progress.
@@ -302,11 +325,18 @@ impl DriverCore {
 
     /// What to do next.
     pub(crate) fn poll(&mut self) -> Action {
-        self.record(|| Input::Poll);
+        // A poll while idle with nothing to do (the host asking again, an
+        // idle session's step) changes nothing a snapshot shows: the
+        // generation stays, so a store writes nothing.
+        self.record_quiet(|| Input::Poll);
+        if !matches!(self.phase, Phase::Idle { .. }) {
+            self.touch();
+        }
         loop {
             let turn = match &mut self.phase {
                 Phase::Idle { asked } => {
                     if !self.pending_input.is_empty() {
+                        self.touch();
                         self.begin_turn();
                         continue;
                     }
@@ -533,6 +563,12 @@ impl DriverCore {
                 outcome,
             } => self.on_tool_done(index, &call_id, outcome),
             Input::ToolUsage { usage } => self.on_tool_usage(usage),
+            Input::ToolQuestion { call_id, question } => {
+                let _ = self.on_tool_question(&call_id, question);
+            }
+            Input::QuestionAnswered { call_id, answer } => {
+                let _ = self.resolve_question(call_id, answer);
+            }
             Input::CallsLost => self.on_calls_lost(),
             Input::Routed { index, routed } => self.on_routed(index, routed),
             Input::Timeout { now } => self.on_timeout(now),

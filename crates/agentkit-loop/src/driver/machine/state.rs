@@ -21,10 +21,13 @@
 //! ```
 
 use crate::TurnResult;
+use crate::transcript::TranscriptItems;
 use agentkit_core::{
     DeltaFolder, FinishReason, Item, ToolCallId, ToolCallPart, ToolResultPart, TurnId, Usage,
 };
-use agentkit_tools_core::{ApprovalDecision, ApprovalRequest, ToolRequest, ToolSpec};
+use agentkit_tools_core::{
+    ApprovalDecision, ApprovalRequest, HostAnswer, HostQuestion, ToolRequest, ToolSpec,
+};
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -173,20 +176,19 @@ impl TurnItems {
     }
 
     /// Copies the turn's items out of `log`, which is about to be replaced.
-    pub(crate) fn detach(&mut self, log: &[Item]) {
+    pub(crate) fn detach(&mut self, log: TranscriptItems<'_>) {
         for run in self.in_log.drain(..) {
-            self.copied
-                .extend(log.get(run).into_iter().flatten().cloned());
+            self.copied.extend(log.range(run).iter().cloned());
         }
     }
 
     /// The turn's items, in order, with those still in `log` copied.
-    pub(crate) fn to_vec(&self, log: &[Item]) -> Vec<Item> {
+    pub(crate) fn to_vec(&self, log: TranscriptItems<'_>) -> Vec<Item> {
         self.clone().into_vec(log)
     }
 
     /// [`to_vec`](Self::to_vec), reusing the items already copied.
-    pub(crate) fn into_vec(mut self, log: &[Item]) -> Vec<Item> {
+    pub(crate) fn into_vec(mut self, log: TranscriptItems<'_>) -> Vec<Item> {
         self.detach(log);
         self.copied
     }
@@ -229,6 +231,14 @@ pub(crate) enum CallState {
     /// `ToolContext::resume`, whatever the decision (the tool tells its own
     /// caller about a denial).
     Resumed(ApprovalRequest, ApprovalDecision),
+    /// Running, and waiting for the host's answer to a question it asked
+    /// (`ToolContext::ask`): its future is alive and waits; the question
+    /// is shown to the host once no other call of the round runs. Boxed:
+    /// rare, and the state is in every call of every round.
+    Asking(Box<HostQuestion>),
+    /// The host answered the question; the answer goes to the waiting
+    /// future next, and the call runs on (it is not run again).
+    Replying(Box<HostAnswer>),
     /// Was running when a snapshot was taken: a resumed driver answers it
     /// with a stub rather than run it twice.
     Interrupted,

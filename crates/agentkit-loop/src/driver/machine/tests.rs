@@ -158,7 +158,9 @@ fn the_step_limit_ends_the_turn() {
         panic!()
     };
     assert_eq!(result.finish_reason, FinishReason::StepLimit);
-    core.log.with(agentkit_core::validate_transcript).unwrap();
+    core.log
+        .with(|items| agentkit_core::validate_items(items))
+        .unwrap();
 }
 
 #[test]
@@ -216,7 +218,7 @@ fn a_turn_keeps_its_items_when_a_mutator_rewrites_the_log() {
     let _ = start_all(&mut core);
     core.on_tool_done(0, &"a".into(), done(&"a".into(), "a done"));
     assert!(matches!(poll(&mut core), Action::Yield(_)));
-    let appended: Vec<Item> = core.log.with(|items| items[1..].to_vec());
+    let appended: Vec<Item> = core.log.with(|items| items.range(1..).to_vec());
     // A compaction drops the round from the log mid-turn.
     core.replace_transcript(vec![Item::user("summary")]);
     assert!(matches!(poll(&mut core), Action::CallModel(_)));
@@ -329,7 +331,7 @@ fn a_detach_after_call_is_detached_when_its_deadline_passes_and_not_before() {
     // The task's late outcome does not answer the call a second time.
     core.on_tool_done(0, &"a".into(), done(&"a".into(), "late"));
     assert_eq!(results(&core).len(), 1);
-    core.log.with(agentkit_core::validate_transcript).unwrap();
+    agentkit_core::validate_transcript(&core.log.to_vec()).unwrap();
 }
 
 #[test]

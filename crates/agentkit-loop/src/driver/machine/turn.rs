@@ -26,9 +26,12 @@ impl DriverCore {
 
     /// The soft-interrupt queue was asked (see `Action::TakeQueued`).
     pub(crate) fn on_queued(&mut self, messages: Option<QueuedMessages>) {
-        self.record(|| Input::Queued {
+        self.record_quiet(|| Input::Queued {
             messages: messages.clone(),
         });
+        if messages.is_some() || !matches!(self.phase, Phase::Idle { .. }) {
+            self.touch();
+        }
         let turn = match &mut self.phase {
             Phase::Idle { asked } => {
                 match messages {
