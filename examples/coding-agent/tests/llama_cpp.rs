@@ -13,8 +13,7 @@
 //! It runs from a cassette recorded from the real server
 //! (`tests/cassettes/llama_cpp_forced_tool.json`); `cargo xtask llama`
 //! installs and starts the server and re-records it
-//! (`AGENTKIT_RECORD=<server root>`, ignored tests included). Until the
-//! first recording is committed the test is ignored.
+//! (`AGENTKIT_RECORD=<server root>`).
 
 use agentkit_testkit::cassette::CassetteSession;
 use serde_json::Value;
@@ -23,7 +22,6 @@ use std::process::{Command, Stdio};
 const TOOL: &str = "fs_list_directory";
 
 #[test]
-#[ignore = "its cassette is not recorded yet: `cargo xtask llama` records it (then drop this line)"]
 fn a_forced_tool_call_runs_through_a_real_llama_cpp_server() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let path = concat!(
@@ -92,7 +90,19 @@ fn a_forced_tool_call_runs_through_a_real_llama_cpp_server() {
         .filter(|r| r.path.ends_with("/chat/completions"))
         .map(|r| r.json())
         .collect();
-    assert_eq!(requests.len(), 2);
+    assert_eq!(
+        requests.len(),
+        2,
+        "{:?}",
+        requests
+            .iter()
+            .map(|r| (
+                r["messages"].as_array().map(Vec::len),
+                r["tool_choice"].clone(),
+                r["max_tokens"].clone()
+            ))
+            .collect::<Vec<_>>()
+    );
     for request in &requests {
         assert_eq!(request["tool_choice"]["function"]["name"], TOOL);
     }
