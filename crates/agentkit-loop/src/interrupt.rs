@@ -200,20 +200,32 @@ impl PendingQuestion {
     /// pass an empty map).
     pub fn accept<S: ModelSession>(
         self,
-        driver: &mut LoopDriver<S>,
+        driver: &mut impl AsMut<LoopDriver<S>>,
         content: serde_json::Map<String, serde_json::Value>,
     ) -> Result<(), LoopError> {
-        driver.answer_question_for(self.call.id, HostAnswer::Accept(content))
+        driver
+            .as_mut()
+            .answer_question_for(self.call.id, HostAnswer::Accept(content))
     }
 
     /// The user said no; the call goes on without the input.
-    pub fn decline<S: ModelSession>(self, driver: &mut LoopDriver<S>) -> Result<(), LoopError> {
-        driver.answer_question_for(self.call.id, HostAnswer::Decline)
+    pub fn decline<S: ModelSession>(
+        self,
+        driver: &mut impl AsMut<LoopDriver<S>>,
+    ) -> Result<(), LoopError> {
+        driver
+            .as_mut()
+            .answer_question_for(self.call.id, HostAnswer::Decline)
     }
 
     /// The user dismissed the question; the call should stop what asked.
-    pub fn cancel<S: ModelSession>(self, driver: &mut LoopDriver<S>) -> Result<(), LoopError> {
-        driver.answer_question_for(self.call.id, HostAnswer::Cancel)
+    pub fn cancel<S: ModelSession>(
+        self,
+        driver: &mut impl AsMut<LoopDriver<S>>,
+    ) -> Result<(), LoopError> {
+        driver
+            .as_mut()
+            .answer_question_for(self.call.id, HostAnswer::Cancel)
     }
 }
 
