@@ -341,6 +341,12 @@ impl<D: Drive> Runner<D> {
                 Ok(LoopStep::Interrupt(LoopInterrupt::ApprovalRequest(pending))) => {
                     self.approve(pending).await?;
                 }
+                // ACP has no method for a tool's question: declined.
+                Ok(LoopStep::Interrupt(LoopInterrupt::Question(pending))) => {
+                    pending
+                        .decline(self.driver.driver())
+                        .map_err(|err| Error::internal_error().data(err.to_string()))?;
+                }
                 Err(err) => {
                     return Err(Error::internal_error().data(err));
                 }

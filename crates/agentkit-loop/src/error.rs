@@ -74,6 +74,28 @@ pub enum InvalidStateReason {
         /// The id the host passed.
         call_id: ToolCallId,
     },
+    /// `next()` was called while a question a call asked the host is
+    /// unanswered.
+    #[error("the question of tool call {call_id} must be answered before next()")]
+    QuestionPending {
+        /// The call waiting for the answer.
+        call_id: ToolCallId,
+    },
+    /// No call of the open round waits for an answer under this id.
+    #[error("tool call {call_id} is not waiting for an answer")]
+    NoSuchQuestion {
+        /// The id the host passed.
+        call_id: ToolCallId,
+    },
+    /// The accepted content does not match the question's schema; the
+    /// question stays open, so the host can ask again.
+    #[error("the answer to tool call {call_id}'s question does not match its schema: {error}")]
+    InvalidAnswer {
+        /// The call.
+        call_id: ToolCallId,
+        /// What does not match.
+        error: agentkit_tools_core::FormError,
+    },
     /// Input cannot be added while a tool round has unanswered calls.
     #[error("input cannot be added while a tool round has unanswered calls")]
     InputDuringToolRound,

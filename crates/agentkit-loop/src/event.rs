@@ -104,6 +104,22 @@ pub enum AgentEvent {
         /// `true` if approved.
         approved: bool,
     },
+    /// A running call asked the host a question (see
+    /// [`LoopInterrupt::Question`](crate::LoopInterrupt::Question)).
+    QuestionAsked {
+        /// The call.
+        call_id: ToolCallId,
+        /// The question.
+        question: agentkit_tools_core::HostQuestion,
+    },
+    /// The host answered a call's question (the turn's cancellation
+    /// answers it with `Cancel` without this event).
+    QuestionAnswered {
+        /// The call.
+        call_id: ToolCallId,
+        /// The answer, checked.
+        answer: agentkit_tools_core::HostAnswer,
+    },
     /// The tool catalog changed since the last model call.
     ToolCatalogChanged {
         /// What changed.

@@ -7,7 +7,7 @@
 
 use crate::{LoopDriver, LoopError, ModelSession};
 use agentkit_core::{FinishReason, Item, MetadataMap, SessionId, ToolCallPart, TurnId, Usage};
-use agentkit_tools_core::{ApprovalDecision, ApprovalRequest};
+use agentkit_tools_core::{ApprovalDecision, ApprovalRequest, HostAnswer, HostQuestion};
 use serde::{Deserialize, Serialize};
 
 /// The outcome of one [`LoopDriver::next`] call.
@@ -63,6 +63,8 @@ use serde::{Deserialize, Serialize};
 ///             asked = true;
 ///             pending.approve(&mut driver)?;
 ///         }
+///         // Blocking for one call: a running tool asks the user (none here).
+///         LoopStep::Interrupt(LoopInterrupt::Question(pending)) => pending.decline(&mut driver)?,
 ///         // Cooperative: the tool round is done; nothing to add.
 ///         LoopStep::Interrupt(LoopInterrupt::AfterToolResult(_)) => {}
 ///         // The turn's items: the call, its result, the answer.
@@ -100,13 +102,130 @@ pub enum LoopInterrupt {
     /// A tool round finished and the model is about to be called again.
     /// Cooperative: the host may add a message, or just call `next()`.
     AfterToolResult(ToolRoundInfo),
+    /// A running tool call asked the host a question (an MCP server's
+    /// elicitation). Blocking for that call alone: the call waits, not
+    /// run again, until the host answers; the round's other calls ran on
+    /// before it was shown.
+    Question(PendingQuestion),
 }
 
 impl LoopInterrupt {
     /// `true` for interrupts that must be resolved before the loop can go on
     /// (approvals); `false` for cooperative pauses the host may ignore.
     pub fn is_blocking(&self) -> bool {
-        matches!(self, LoopInterrupt::ApprovalRequest(_))
+        matches!(
+            self,
+            LoopInterrupt::ApprovalRequest(_) | LoopInterrupt::Question(_)
+        )
+    }
+}
+
+/// A running tool call waiting for the host's answer to its question.
+///
+/// Answer it against the driver it came from: [`accept`](Self::accept)
+/// with form content (checked against the question's schema, its defaults
+/// filled in; content that does not match is refused with
+/// [`InvalidStateReason::InvalidAnswer`](crate::InvalidStateReason::InvalidAnswer)
+/// and the question stays open), [`decline`](Self::decline) or
+/// [`cancel`](Self::cancel). The answer resumes the waiting call; cancelling
+/// the turn answers it with cancel.
+///
+/// ```
+/// use agentkit_core::Item;
+/// use agentkit_loop::{Agent, LoopInterrupt, LoopStep, SessionConfig};
+/// use agentkit_testkit::{ScriptedModel, ScriptedTurn};
+/// use agentkit_tools_core::{
+///     HostAnswer, HostQuestion, Tool, ToolContext, ToolError, ToolRegistry, ToolRequest,
+///     ToolResult, ToolSpec,
+/// };
+/// use serde_json::json;
+/// use std::sync::Arc;
+///
+/// /// Greets whoever the user names.
+/// struct Greet(Arc<ToolSpec>);
+///
+/// #[async_trait::async_trait]
+/// impl Tool for Greet {
+///     fn spec(&self) -> Arc<ToolSpec> {
+///         self.0.clone()
+///     }
+///     async fn invoke(&self, _: ToolRequest, ctx: ToolContext) -> Result<ToolResult, ToolError> {
+///         let schema = json!({ "type": "object", "properties": {
+///             "name": { "type": "string" },
+///             "greeting": { "type": "string", "default": "Hello" }
+///         }, "required": ["name"] });
+///         match ctx.ask(HostQuestion::form("Whom should I greet?", schema)).await {
+///             HostAnswer::Accept(form) => Ok(ToolResult::new(format!("{}, {}!", form["greeting"].as_str().unwrap(), form["name"].as_str().unwrap()))),
+///             _ => Ok(ToolResult::error("nobody to greet")),
+///         }
+///     }
+/// }
+/// let greet = Greet(Arc::new(ToolSpec::new("greet", "Greets someone.", json!({ "type": "object" })).unwrap()));
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let agent = Agent::builder()
+///     .model(ScriptedModel::new([
+///         ScriptedTurn::tool_call("call-1", "greet", json!({})),
+///         ScriptedTurn::text("Greeted."),
+///     ]))
+///     .add_tool_source(ToolRegistry::new().with(greet))
+///     .input(vec![Item::user("Greet someone.")])
+///     .build()?;
+/// let mut driver = agent.start(SessionConfig::new("demo")).await?;
+/// let LoopStep::Interrupt(LoopInterrupt::Question(pending)) = driver.next().await? else {
+///     panic!("the tool asks")
+/// };
+/// assert_eq!(pending.question.message, "Whom should I greet?");
+/// // Content the schema refuses is not sent; the question stays open.
+/// let refused = pending.clone().accept(&mut driver, json!({ "name": 7 }).as_object().unwrap().clone());
+/// assert!(refused.is_err());
+/// pending.accept(&mut driver, json!({ "name": "Ada" }).as_object().unwrap().clone())?;
+/// while !matches!(driver.next().await?, LoopStep::Finished(_)) {}
+/// let transcript = driver.transcript().to_vec();
+/// let result = transcript.iter().flat_map(|item| item.tool_results()).next().unwrap();
+/// assert_eq!(result.output.to_text(), "Hello, Ada!");
+/// # Ok::<(), agentkit_loop::LoopError>(())
+/// # }).unwrap();
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PendingQuestion {
+    /// What is asked.
+    pub question: HostQuestion,
+    /// The call that asks (tool name and arguments), for display.
+    pub call: ToolCallPart,
+}
+
+impl PendingQuestion {
+    /// Answers with `content` (for a URL question: the user agreed to go;
+    /// pass an empty map).
+    pub fn accept<S: ModelSession>(
+        self,
+        driver: &mut impl AsMut<LoopDriver<S>>,
+        content: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<(), LoopError> {
+        driver
+            .as_mut()
+            .answer_question_for(self.call.id, HostAnswer::Accept(content))
+    }
+
+    /// The user said no; the call goes on without the input.
+    pub fn decline<S: ModelSession>(
+        self,
+        driver: &mut impl AsMut<LoopDriver<S>>,
+    ) -> Result<(), LoopError> {
+        driver
+            .as_mut()
+            .answer_question_for(self.call.id, HostAnswer::Decline)
+    }
+
+    /// The user dismissed the question; the call should stop what asked.
+    pub fn cancel<S: ModelSession>(
+        self,
+        driver: &mut impl AsMut<LoopDriver<S>>,
+    ) -> Result<(), LoopError> {
+        driver
+            .as_mut()
+            .answer_question_for(self.call.id, HostAnswer::Cancel)
     }
 }
 

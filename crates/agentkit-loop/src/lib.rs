@@ -29,6 +29,7 @@
 //!             request.submit(&mut driver, vec![Item::user("hello")])?;
 //!         }
 //!         LoopStep::Interrupt(LoopInterrupt::ApprovalRequest(pending)) => pending.approve(&mut driver)?,
+//!         LoopStep::Interrupt(LoopInterrupt::Question(pending)) => pending.decline(&mut driver)?,
 //!         LoopStep::Interrupt(LoopInterrupt::AfterToolResult(_)) => {}
 //!         LoopStep::Finished(result) => println!("{}", result.items[0].text_content()),
 //!     }
@@ -61,7 +62,8 @@ pub use encoded::{BlockWriter, EncodedTranscript};
 pub use error::{InvalidStateReason, LoopError, MutatorError};
 pub use event::{AgentEvent, LoopObserver, TranscriptObserver};
 pub use interrupt::{
-    InputRequest, LoopInterrupt, LoopStep, PendingApproval, ToolRoundInfo, TurnResult,
+    InputRequest, LoopInterrupt, LoopStep, PendingApproval, PendingQuestion, ToolRoundInfo,
+    TurnResult,
 };
 pub use mutator::{
     CompactionReport, LastCallUsage, LoopMutator, MutateError, MutationContext, MutationPoint,

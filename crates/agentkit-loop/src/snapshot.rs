@@ -211,6 +211,14 @@ pub enum SnapshotCallState {
         /// The request shown to the host.
         request: ApprovalRequest,
     },
+    /// Was running and waiting for the host's answer to a question it
+    /// asked (`ToolContext::ask`); like [`Interrupted`](Self::Interrupted)
+    /// it is answered with a stub on resume (the waiting call is gone), the
+    /// question kept here for display.
+    Asking {
+        /// The question.
+        question: agentkit_tools_core::HostQuestion,
+    },
     /// A paused call the host answered; it runs again with the answer.
     Resumed {
         /// The request the host answered.

@@ -44,12 +44,13 @@ pub enum SoftInterruptPoint {
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum DeliveryMode {
-    /// At the next safe point: after the running tool round (D), or when
-    /// the model would finish (the turn-complete point).
+    /// At the next safe point: after the running tool round (the
+    /// after-tools point), or when the model would finish (the
+    /// turn-complete point).
     #[default]
     Steer,
     /// Like `Steer`, and it skips the calls of the round that have not
-    /// finished yet (C).
+    /// finished yet (the between-tools point).
     Urgent,
     /// Only when the model would otherwise finish (the turn-complete point), or as the next
     /// turn's input: it never interrupts work in progress.
@@ -294,7 +295,8 @@ impl SoftInterruptHandle {
     }
 
     /// Removes the deliverable messages and merges them into one user item.
-    /// At B and when idle (`with_follow_ups`) every message is deliverable;
+    /// At the turn-complete point and when idle (`with_follow_ups`) every
+    /// message is deliverable;
     /// between tools and after tools, follow-ups keep waiting.
     pub(crate) fn drain(&self, with_follow_ups: bool) -> Option<(Item, Vec<InjectedMessage>)> {
         let all = with_follow_ups;

@@ -391,6 +391,9 @@ async fn run_case(case: Case) -> Result<(), String> {
                     .unwrap();
             }
             Ok(LoopStep::Finished(_)) => {}
+            Ok(LoopStep::Interrupt(LoopInterrupt::Question(pending))) => {
+                return Err(format!("step {step}: no tool here asks: {pending:?}"));
+            }
             Err(LoopError::Model(_)) if model.remaining() == 0 => break,
             Err(LoopError::Model(_)) => {}
             Err(other) => return Err(format!("step {step}: unexpected error {other}")),

@@ -20,8 +20,7 @@ use crate::events::McpServerEvent;
 use crate::framing::{Garbled, StdioLines, next_violation};
 use crate::http::{http_config, init_challenge, service_challenge};
 use crate::process::{self, ServerProcess};
-use agentkit_core::TurnCancellation;
-use agentkit_tools_core::{ProgressSink, ToolProgress};
+use agentkit_tools_core::{ProgressSink, ToolContext, ToolProgress};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientCapabilities,
     ClientConfig, ClientRequest, ElicitRequestParams, ElicitResult, ElicitationCapability,
@@ -59,6 +58,7 @@ struct Handler {
     tools_changed: std::sync::Arc<Notify>,
     hooks: Hooks,
     progress: std::sync::Arc<ProgressRoutes>,
+    askers: std::sync::Arc<crate::asking::CallAskers>,
 }
 
 /// Where each call's `notifications/progress` go: its progress token
@@ -168,6 +168,8 @@ pub(crate) struct Hooks {
     /// The host's roots (see `roots.rs`).
     pub(crate) roots: std::sync::Arc<crate::roots::Roots>,
     pub(crate) sampling: Option<std::sync::Arc<dyn crate::sampling::SamplingHandler>>,
+    /// Elicitation goes to the tool call that caused it, when it can ask.
+    pub(crate) elicit_in_calls: bool,
     /// Where notifications for the host go (resource updates, list
     /// changes, log messages).
     pub(crate) events: Option<tokio::sync::broadcast::Sender<McpServerEvent>>,
@@ -247,14 +249,31 @@ impl ClientHandler for Handler {
     async fn create_elicitation(
         &self,
         request: ElicitRequestParams,
-        _context: RequestContext<RoleClient>,
+        context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, rmcp::ErrorData> {
         let params = serde_json::to_value(&request).unwrap_or(Value::Null);
+        let token = context
+            .meta
+            .get_progress_token()
+            .map(|token| token.0.to_string());
+        let caller = if self.hooks.elicit_in_calls {
+            self.askers.find(token.as_deref())
+        } else {
+            None
+        };
         let answer = match (
+            caller,
             &self.hooks.elicitation,
             elicitation::request_from(&self.server, &params),
         ) {
-            (Some(handler), Some(request)) => {
+            (Some((call_id, sink)), _, Some(request)) => {
+                tracing::debug!(server = %self.server, %call_id, "elicitation/create for a call in flight");
+                let answer = sink
+                    .ask(call_id, elicitation::question_from(&request))
+                    .await;
+                elicitation::result_for(&request, elicitation::response_from(answer))
+            }
+            (None, Some(handler), Some(request)) => {
                 tracing::debug!(server = %self.server, "elicitation/create");
                 let response = handler.elicit(request.clone()).await;
                 elicitation::result_for(&request, response)
@@ -276,7 +295,7 @@ impl ClientHandler for Handler {
     fn get_info(&self) -> ClientConfig {
         let mut capabilities = ClientCapabilities::default();
         capabilities.roots = self.hooks.roots.capability();
-        if self.hooks.elicitation.is_some() {
+        if self.hooks.elicitation.is_some() || self.hooks.elicit_in_calls {
             capabilities.elicitation = Some(
                 ElicitationCapability::new()
                     .with_form(FormElicitationCapability::new().with_schema_validation(true))
@@ -311,6 +330,8 @@ pub(crate) struct Connection {
     garbled: std::sync::Arc<Garbled>,
     /// Progress sinks of the calls in flight.
     progress: std::sync::Arc<ProgressRoutes>,
+    /// The calls in flight that can ask their host.
+    askers: std::sync::Arc<crate::asking::CallAskers>,
 }
 
 /// Why a call produced no result.
@@ -368,11 +389,13 @@ impl Connection {
         let started_at = tokio::time::Instant::now();
         let tools_changed = std::sync::Arc::new(Notify::new());
         let progress = std::sync::Arc::new(ProgressRoutes::default());
+        let askers = std::sync::Arc::new(crate::asking::CallAskers::default());
         let handler = Handler {
             server: server.to_owned(),
             tools_changed: tools_changed.clone(),
             hooks,
             progress: progress.clone(),
+            askers: askers.clone(),
         };
         let garbled = std::sync::Arc::new(Garbled::default());
         let timed_out = || McpError::ConnectTimeout {
@@ -468,6 +491,7 @@ impl Connection {
             server_info,
             garbled,
             progress,
+            askers,
         };
         // Whatever is left of the connect timeout covers discovery, so a
         // server that initializes but never lists its tools still fails in
@@ -550,9 +574,9 @@ impl Connection {
         tool: &str,
         arguments: Option<serde_json::Map<String, Value>>,
         deadline: Duration,
-        cancel: &TurnCancellation,
-        progress: &ProgressSink,
+        ctx: &ToolContext,
     ) -> Result<Value, CallError> {
+        let cancel = &ctx.cancellation;
         if self.is_closed() {
             return Err(CallError::NotSent("the session is closed".into()));
         }
@@ -580,9 +604,14 @@ impl Connection {
         // rmcp gives every request a progress token; the server's notices
         // for it go to the call's sink until the call ends, including
         // those that beat this registration (see `ProgressRoutes`).
-        let _route = self
-            .progress
-            .route(handle.progress_token.0.to_string(), progress);
+        let token = handle.progress_token.0.to_string();
+        // A call that can ask its host is where the server's elicitation
+        // for it goes (see `asking.rs`).
+        let _asker = ctx.questions.can_ask().then(|| {
+            self.askers
+                .enter(token.clone(), ctx.call_id.clone(), ctx.questions.clone())
+        });
+        let _route = self.progress.route(token, &ctx.progress);
         // From here on the request is the server's business: whatever ends
         // this future early (deadline, cancellation, or a caller dropping
         // it: a task manager's timeout, an aborted task, a dropped `next()`)

@@ -1,11 +1,26 @@
 //! Elicitation: a server asking the user for input in the middle of its
 //! work (`elicitation/create`).
 //!
-//! The host answers through an [`ElicitationHandler`] it sets on the
-//! manager ([`McpServerManager::set_elicitation_handler`](crate::McpServerManager::set_elicitation_handler))
-//! before connecting; the capability (form and URL modes) is declared only
-//! when one is set, so a server never waits on a client that cannot ask
-//! anybody. Without a handler every request is declined.
+//! Who answers, in order:
+//!
+//! 1. **The tool call that caused it**, when the manager routes elicitation
+//!    to calls ([`McpServerManager::route_elicitation_to_calls`](crate::McpServerManager::route_elicitation_to_calls))
+//!    and the call's [`ToolContext`](agentkit_tools_core::ToolContext) can
+//!    ask its host (inside the agent loop it can: the question becomes a
+//!    `LoopInterrupt::Question` for that call alone). The request belongs to
+//!    a call when its `_meta.progressToken` is the token of a call in flight
+//!    on that connection; a request without one belongs to the only call in
+//!    flight on that connection that can ask. MCP has no other tie between
+//!    a server's request and the client's (over stdio there is no related
+//!    request id on the wire), so with several such calls in flight and no
+//!    token the request goes on to the next rule.
+//! 2. **The host's [`ElicitationHandler`]**, set on the manager
+//!    ([`McpServerManager::set_elicitation_handler`](crate::McpServerManager::set_elicitation_handler)).
+//! 3. Nobody: the request is declined.
+//!
+//! Both are set before connecting; the capability (form and URL modes) is
+//! declared only when one is, so a server never waits on a client that
+//! cannot ask anybody.
 //!
 //! A form answer is checked before it leaves: every field the requested
 //! schema gives a `default` and the answer leaves out gets that default,
@@ -15,6 +30,7 @@
 //! the server is told the user cancelled, and the reason is logged, so a
 //! buggy UI cannot put malformed data into a server.
 
+use agentkit_tools_core::{HostAnswer, HostQuestion};
 use serde_json::{Map, Value};
 
 /// What a server asks the user for.
@@ -87,131 +103,33 @@ pub trait ElicitationHandler: Send + Sync {
     async fn elicit(&self, request: ElicitationRequest) -> ElicitationResponse;
 }
 
-/// Why form content does not match the requested schema.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ElicitationError {
-    /// A required field has no value and no default.
-    #[error("the required field {0:?} is missing")]
-    Missing(String),
-    /// A field the schema does not list.
-    #[error("the field {0:?} is not in the requested schema")]
-    Unknown(String),
-    /// A value of another type than the schema says.
-    #[error("the field {field:?} must be of type {expected}")]
-    WrongType {
-        /// The field.
-        field: String,
-        /// The schema's type.
-        expected: String,
-    },
-    /// A value outside the schema's `enum` (or `oneOf` constants).
-    #[error("the field {0:?} is not one of the allowed values")]
-    NotAllowed(String),
+/// Why form content does not match the requested schema: the generic
+/// [`FormError`](agentkit_tools_core::FormError) every host question uses.
+pub use agentkit_tools_core::FormError as ElicitationError;
+/// Fills in the schema's defaults and checks form content (see
+/// [`agentkit_tools_core::complete_form`]).
+pub use agentkit_tools_core::complete_form;
+
+/// The request as a question a running tool call asks its host (the
+/// in-loop route, see the module docs).
+pub(crate) fn question_from(request: &ElicitationRequest) -> HostQuestion {
+    let question = match &request.kind {
+        ElicitationKind::Form { schema } => HostQuestion::form(&request.message, schema.clone()),
+        ElicitationKind::Url {
+            url,
+            elicitation_id,
+        } => HostQuestion::url(&request.message, url, elicitation_id),
+    };
+    question.from_source(&request.server)
 }
 
-/// Fills in the schema's defaults for fields `content` leaves out, then
-/// checks the result against `schema`; the content to send.
-///
-/// ```
-/// use agentkit_mcp::{ElicitationError, complete_form};
-/// use serde_json::json;
-///
-/// let schema = json!({
-///     "type": "object",
-///     "properties": {
-///         "name": { "type": "string", "default": "Ada" },
-///         "age": { "type": "integer" }
-///     },
-///     "required": ["age"]
-/// });
-/// let content = json!({ "age": 36 }).as_object().unwrap().clone();
-/// let sent = complete_form(&schema, content).unwrap();
-/// assert_eq!(sent["name"], "Ada");
-///
-/// let wrong = json!({ "age": "old" }).as_object().unwrap().clone();
-/// assert!(matches!(complete_form(&schema, wrong), Err(ElicitationError::WrongType { .. })));
-/// ```
-pub fn complete_form(
-    schema: &Value,
-    mut content: Map<String, Value>,
-) -> Result<Map<String, Value>, ElicitationError> {
-    let empty = Map::new();
-    let properties = schema
-        .get("properties")
-        .and_then(Value::as_object)
-        .unwrap_or(&empty);
-    for (field, property) in properties {
-        if !content.contains_key(field)
-            && let Some(default) = property.get("default")
-        {
-            content.insert(field.clone(), default.clone());
-        }
+/// The host's answer to a question, as an elicitation response.
+pub(crate) fn response_from(answer: HostAnswer) -> ElicitationResponse {
+    match answer {
+        HostAnswer::Accept(content) => ElicitationResponse::Accept(content),
+        HostAnswer::Decline => ElicitationResponse::Decline,
+        _ => ElicitationResponse::Cancel,
     }
-    let required = schema.get("required").and_then(Value::as_array);
-    for field in required.into_iter().flatten().filter_map(Value::as_str) {
-        if !content.contains_key(field) {
-            return Err(ElicitationError::Missing(field.to_owned()));
-        }
-    }
-    for (field, value) in &content {
-        let property = properties
-            .get(field)
-            .ok_or_else(|| ElicitationError::Unknown(field.clone()))?;
-        check_value(field, property, value)?;
-    }
-    Ok(content)
-}
-
-fn check_value(field: &str, property: &Value, value: &Value) -> Result<(), ElicitationError> {
-    if let Some(kind) = property.get("type").and_then(Value::as_str) {
-        let fits = match kind {
-            "string" => value.is_string(),
-            "number" => value.is_number(),
-            "integer" => value.is_i64() || value.is_u64(),
-            "boolean" => value.is_boolean(),
-            "array" => value.is_array(),
-            _ => true,
-        };
-        if !fits {
-            return Err(ElicitationError::WrongType {
-                field: field.to_owned(),
-                expected: kind.to_owned(),
-            });
-        }
-    }
-    // Single choice: `enum` or `oneOf` constants on the property; multiple
-    // choice: the same on its `items` (`enum` or `anyOf` constants).
-    let items = property.get("items").unwrap_or(&Value::Null);
-    let allowed = choices(property).or_else(|| choices(items));
-    if let Some(allowed) = allowed
-        && !allowed.is_empty()
-    {
-        let values: Vec<&Value> = match value {
-            Value::Array(items) => items.iter().collect(),
-            other => vec![other],
-        };
-        if values.iter().any(|v| !allowed.contains(v)) {
-            return Err(ElicitationError::NotAllowed(field.to_owned()));
-        }
-    }
-    Ok(())
-}
-
-/// The allowed values of a choice: `enum`, or the `const` of each
-/// `oneOf` / `anyOf` option.
-fn choices(schema: &Value) -> Option<Vec<&Value>> {
-    if let Some(values) = schema.get("enum").and_then(Value::as_array) {
-        return Some(values.iter().collect());
-    }
-    ["oneOf", "anyOf"].iter().find_map(|key| {
-        schema.get(*key).and_then(Value::as_array).map(|options| {
-            options
-                .iter()
-                .filter_map(|option| option.get("const"))
-                .collect()
-        })
-    })
 }
 
 /// The request as the host sees it, from the MCP JSON of
@@ -265,65 +183,6 @@ mod tests {
 
     fn map(value: Value) -> Map<String, Value> {
         value.as_object().unwrap().clone()
-    }
-
-    #[test]
-    fn defaults_fill_what_the_user_left_out_and_never_override() {
-        let schema = json!({ "type": "object", "properties": {
-            "name": { "type": "string", "default": "John Doe" },
-            "age": { "type": "integer", "default": 30 },
-            "score": { "type": "number", "default": 95.5 },
-            "status": { "type": "string", "enum": ["active", "inactive"], "default": "active" },
-            "verified": { "type": "boolean", "default": true }
-        }});
-        let sent = complete_form(&schema, map(json!({ "age": 41 }))).unwrap();
-        assert_eq!(
-            Value::Object(sent),
-            json!({ "name": "John Doe", "age": 41, "score": 95.5, "status": "active", "verified": true })
-        );
-    }
-
-    #[test]
-    fn content_that_breaks_the_schema_is_refused_with_the_reason() {
-        let schema = json!({ "type": "object", "properties": {
-            "age": { "type": "integer" },
-            "color": { "type": "string", "oneOf": [{ "const": "red" }, { "const": "blue" }] },
-            "fish": { "type": "array", "items": { "anyOf": [{ "const": "tuna" }, { "const": "trout" }] } },
-            "pets": { "type": "array", "items": { "enum": ["cat", "dog"] } }
-        }, "required": ["age"] });
-        let cases = [
-            (json!({}), ElicitationError::Missing("age".into())),
-            (
-                json!({ "age": 1.5 }),
-                ElicitationError::WrongType {
-                    field: "age".into(),
-                    expected: "integer".into(),
-                },
-            ),
-            (
-                json!({ "age": 1, "color": "green" }),
-                ElicitationError::NotAllowed("color".into()),
-            ),
-            (
-                json!({ "age": 1, "extra": true }),
-                ElicitationError::Unknown("extra".into()),
-            ),
-            (
-                json!({ "age": 1, "fish": ["tuna", "shark"] }),
-                ElicitationError::NotAllowed("fish".into()),
-            ),
-            (
-                json!({ "age": 1, "pets": ["cat", "dragon"] }),
-                ElicitationError::NotAllowed("pets".into()),
-            ),
-        ];
-        for (content, expected) in cases {
-            assert_eq!(
-                complete_form(&schema, map(content.clone())),
-                Err(expected),
-                "{content}"
-            );
-        }
     }
 
     #[test]

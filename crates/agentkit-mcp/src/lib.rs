@@ -82,6 +82,7 @@
 //! # }
 //! ```
 
+mod asking;
 mod auth;
 mod catalog;
 mod config;

@@ -29,9 +29,10 @@
 
 use crate::{AnthropicConfig, ToolChoice};
 use agentkit_core::{
-    DataRef, FilePart, Item, ItemKind, MediaPart, Modality, Part, ReasoningPart, ToolOutput,
-    ToolResultPart,
+    DataRef, FilePart, Item, ItemKind, MediaPart, Modality, Part, ReasoningPart, ToolCallPart,
+    ToolOutput, ToolResultPart,
 };
+use agentkit_http::json::{write_str, write_value};
 use agentkit_loop::{
     BlockWriter, CacheBreakpoint, EncodedTranscript, PromptCacheMode, PromptCacheRequest,
     PromptCacheRetention, PromptCacheStrategy, TurnRequest,
@@ -115,6 +116,9 @@ pub(crate) fn request_body(
     encoded.sync(&request.transcript, encode_item);
     let mut layout = Layout::default();
     layout.positions.reserve(encoded.len());
+    layout
+        .blocks
+        .reserve(encoded.blocks_of_items(0..encoded.len()).len());
     for item in 0..encoded.len() {
         for block in encoded.item_blocks(item) {
             let (tag, _) = encoded.block(block);
@@ -347,11 +351,6 @@ fn write_body(
     body
 }
 
-fn write_json(buf: &mut Vec<u8>, value: &Value) {
-    // Serializing a `Value` into memory cannot fail.
-    serde_json::to_writer(buf, value).unwrap_or_default();
-}
-
 /// One item's blocks. An instruction is encoded both ways (system text,
 /// tagged user text); the layout picks one by where it stands.
 fn encode_item(item: &Item, out: &mut BlockWriter<'_>) {
@@ -360,9 +359,7 @@ fn encode_item(item: &Item, out: &mut BlockWriter<'_>) {
         if text.is_empty() {
             return;
         }
-        out.block(tag::SYSTEM, |buf| {
-            write_json(buf, &json!({ "type": "text", "text": text }))
-        });
+        out.block(tag::SYSTEM, |buf| write_text_block(buf, &text));
         // An instruction added mid session stays where it is, as user
         // text: moving it into `system` would reorder the conversation and
         // invalidate the prompt cache of everything after it.
@@ -371,23 +368,75 @@ fn encode_item(item: &Item, out: &mut BlockWriter<'_>) {
         } else {
             "developer"
         };
-        let block = json!({ "type": "text", "text": format!("<{name}>\n{text}\n</{name}>") });
-        out.block(tag::INLINE, |buf| write_json(buf, &block));
+        let text = format!("<{name}>\n{text}\n</{name}>");
+        out.block(tag::INLINE, |buf| write_text_block(buf, &text));
         return;
     }
-    for (role, blocks) in item_messages(item) {
-        let role = if role == "assistant" {
-            tag::ASSISTANT
+    for (role, block) in item_blocks(item) {
+        let flag = if block.is_thinking() {
+            tag::NOT_CACHEABLE
         } else {
-            tag::USER
+            0
         };
-        for block in &blocks {
-            let thinking = matches!(
+        out.block(role | flag, |buf| block.write(buf));
+    }
+}
+
+/// `{"type":"text","text":<text>}`, as serde_json writes it.
+fn write_text_block(buf: &mut Vec<u8>, text: &str) {
+    buf.extend_from_slice(br#"{"type":"text","text":"#);
+    write_str(buf, text);
+    buf.push(b'}');
+}
+
+/// One content block of a message: the shapes nearly every item is made
+/// of (text, a tool call, a text result) are written straight from the
+/// parts, byte for byte what serde_json writes for their `Value`s, with
+/// no tree built; the others go through a `Value`.
+enum Block<'a> {
+    Text(&'a str),
+    ToolUse(&'a ToolCallPart),
+    TextResult(&'a ToolResultPart, &'a str),
+    Value(Value),
+}
+
+impl Block<'_> {
+    fn is_thinking(&self) -> bool {
+        match self {
+            Block::Value(block) => matches!(
                 block["type"].as_str(),
                 Some("thinking" | "redacted_thinking")
-            );
-            let flag = if thinking { tag::NOT_CACHEABLE } else { 0 };
-            out.block(role | flag, |buf| write_json(buf, block));
+            ),
+            _ => false,
+        }
+    }
+
+    fn write(&self, buf: &mut Vec<u8>) {
+        match self {
+            Block::Text(text) => write_text_block(buf, text),
+            Block::ToolUse(call) => {
+                buf.extend_from_slice(br#"{"type":"tool_use","id":"#);
+                write_str(buf, call.id.as_str());
+                buf.extend_from_slice(br#","name":"#);
+                write_str(buf, &call.name);
+                buf.extend_from_slice(br#","input":"#);
+                write_value(buf, &call.input);
+                buf.push(b'}');
+            }
+            Block::TextResult(result, text) => {
+                buf.extend_from_slice(br#"{"type":"tool_result","tool_use_id":"#);
+                write_str(buf, result.call_id.as_str());
+                // An empty string is refused; no content at all is fine.
+                if !text.is_empty() {
+                    buf.extend_from_slice(br#","content":"#);
+                    write_str(buf, text);
+                }
+                if result.is_error {
+                    buf.extend_from_slice(br#","is_error":true"#);
+                }
+                buf.push(b'}');
+            }
+            Block::Value(value) => write_value(buf, value),
         }
     }
 }
@@ -416,35 +465,44 @@ fn joined_text(item: &Item) -> String {
         .join("\n\n")
 }
 
-/// One item as `(role, blocks)` pairs: usually one, two when an item mixes
-/// tool results into a non-user item.
-fn item_messages(item: &Item) -> Vec<(&'static str, Vec<Value>)> {
-    let role = if item.kind == ItemKind::Assistant {
-        "assistant"
-    } else {
-        "user"
-    };
-    let mut own = Vec::new();
-    let mut results = Vec::new();
-    for part in &item.parts {
-        match part {
-            Part::ToolResult(result) => results.push(tool_result(result)),
-            Part::ToolCall(call) if role == "assistant" => own.push(json!({
-                "type": "tool_use",
-                "id": call.id.as_str(),
-                "name": call.name,
-                "input": call.input,
-            })),
-            Part::Reasoning(reasoning) if role == "assistant" => own.extend(thinking(reasoning)),
-            other => own.extend(content_block(other)),
-        }
+/// One item's blocks with their roles: an assistant item's own blocks,
+/// then its tool results as user blocks; a user-side item's tool results
+/// first (they open the user message they belong to), then its own.
+fn item_blocks(item: &Item) -> impl Iterator<Item = (u8, Block<'_>)> + '_ {
+    let assistant = item.kind == ItemKind::Assistant;
+    let role = if assistant { tag::ASSISTANT } else { tag::USER };
+    let own = move |part| own_block(part, assistant).map(|block| (role, block));
+    let result = |part| result_block(part).map(|block| (tag::USER, block));
+    let before = item.parts.iter().filter(move |_| assistant).filter_map(own);
+    let after = item
+        .parts
+        .iter()
+        .filter(move |_| !assistant)
+        .filter_map(own);
+    before
+        .chain(item.parts.iter().filter_map(result))
+        .chain(after)
+}
+
+/// The block of a tool result; `None` for any other part.
+fn result_block(part: &Part) -> Option<Block<'_>> {
+    match part {
+        Part::ToolResult(result) => Some(match &result.output {
+            ToolOutput::Text(text) => Block::TextResult(result, text),
+            _ => Block::Value(tool_result(result)),
+        }),
+        _ => None,
     }
-    // Tool results open the user message they belong to.
-    if role == "user" {
-        results.extend(own);
-        vec![("user", results)]
-    } else {
-        vec![("assistant", own), ("user", results)]
+}
+
+/// The block of a part other than a tool result, if it has one.
+fn own_block(part: &Part, assistant: bool) -> Option<Block<'_>> {
+    match part {
+        Part::ToolResult(_) => None,
+        Part::ToolCall(call) if assistant => Some(Block::ToolUse(call)),
+        Part::Reasoning(reasoning) if assistant => thinking(reasoning).map(Block::Value),
+        Part::Text(text) if !text.text.is_empty() => Some(Block::Text(&text.text)),
+        other => content_block(other).map(Block::Value),
     }
 }
 
@@ -564,5 +622,82 @@ mod normalized_tools {
         let schema = &body["tools"][0]["input_schema"];
         assert_eq!(schema["properties"]["choice"]["type"], "string");
         assert!(schema.get("$defs").is_none(), "{schema}");
+    }
+}
+
+#[cfg(test)]
+mod plain_blocks {
+    use super::*;
+    use agentkit_core::{Item, ToolResultPart};
+    use agentkit_loop::TranscriptView;
+
+    /// What serde_json writes for the `Value` of a plain block.
+    fn as_value(block: &Block<'_>) -> Value {
+        match block {
+            Block::Text(text) => json!({ "type": "text", "text": text }),
+            Block::ToolUse(call) => json!({
+                "type": "tool_use",
+                "id": call.id.as_str(),
+                "name": call.name,
+                "input": call.input,
+            }),
+            Block::TextResult(result, _) => tool_result(result),
+            Block::Value(value) => value.clone(),
+        }
+    }
+
+    #[test]
+    fn plain_blocks_are_written_as_their_values_serialize() {
+        let odd = "quote \" backslash \\ tab \t nl \n cr \r \u{8}\u{c}\u{0}\u{1f}\u{7f} caf\u{e9} \u{1f980}";
+        let input = json!({ "path": odd, "n": [1, null, 2.5], "nested": { "b": 1, "a": "x" } });
+        let items = vec![
+            Item::user(odd),
+            Item::new(
+                ItemKind::Assistant,
+                vec![
+                    Part::text(odd),
+                    Part::text(""),
+                    Part::ToolCall(ToolCallPart::new("call_1", "fs_read", input)),
+                ],
+            ),
+            Item::tool_result(ToolResultPart::success("call_1", odd)),
+            Item::tool_result(ToolResultPart::success("call_2", "")),
+            Item::tool_result(ToolResultPart::error("call_3", "it failed")),
+        ];
+        let ordered =
+            serde_json::to_string(&json!({ "b": 1, "a": 2 })).unwrap() == r#"{"b":1,"a":2}"#;
+        let mut blocks = 0;
+        for item in &items {
+            for (_, block) in item_blocks(item) {
+                let mut written = Vec::new();
+                block.write(&mut written);
+                let expected = serde_json::to_vec(&as_value(&block)).unwrap();
+                let parsed: Value = serde_json::from_slice(&written).unwrap();
+                assert_eq!(parsed, as_value(&block));
+                if ordered {
+                    assert_eq!(written, expected);
+                }
+                blocks += 1;
+            }
+        }
+        assert_eq!(blocks, 6);
+        // System text too, through the whole encoder.
+        let mut encoded = EncodedTranscript::new();
+        encoded.sync(
+            &TranscriptView::from_items(vec![Item::system(odd)]),
+            encode_item,
+        );
+        let system: Vec<Value> = encoded
+            .blocks(0..1)
+            .map(|(_, bytes)| serde_json::from_slice(bytes).unwrap())
+            .collect();
+        let inline = format!("<system>\n{odd}\n</system>");
+        assert_eq!(
+            system,
+            [
+                json!({ "type": "text", "text": odd }),
+                json!({ "type": "text", "text": inline })
+            ]
+        );
     }
 }

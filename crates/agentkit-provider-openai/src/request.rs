@@ -19,12 +19,14 @@ use agentkit_core::{
     DataRef, FilePart, Item, ItemKind, MediaPart, Modality, Part, ToolCallPart, ToolOutput,
     ToolResultPart,
 };
+use agentkit_http::json::{write_json_str, write_str};
 use agentkit_loop::{
     BlockWriter, EncodedTranscript, OutputSchema, PromptCacheMode, PromptCacheRequest,
     PromptCacheRetention, TurnRequest,
 };
 use agentkit_tools_core::{SchemaDialect, ToolSpec, normalize_for};
 use serde_json::{Map, Value, json};
+use std::borrow::Cow;
 
 /// Builds the JSON body for one streamed turn, encoding only the items
 /// `encoded` does not hold yet.
@@ -188,6 +190,9 @@ fn role(config: &OpenAiConfig, kind: ItemKind) -> &'static str {
 
 /// One item's messages, each a block of the session's cache.
 fn encode_item(config: &OpenAiConfig, item: &Item, out: &mut BlockWriter<'_>) {
+    if encode_plain_item(config, item, out) {
+        return;
+    }
     let mut messages = Vec::new();
     item_messages(config, item, &mut messages);
     for message in &messages {
@@ -195,6 +200,108 @@ fn encode_item(config: &OpenAiConfig, item: &Item, out: &mut BlockWriter<'_>) {
             serde_json::to_writer(buf, message).unwrap_or_default()
         });
     }
+}
+
+/// An item made only of text, tool calls and text results (nearly every
+/// item of a session), written straight from its parts: byte for byte the
+/// messages [`item_messages`] builds as `Value`s and serde_json writes,
+/// without the trees. `false` (nothing written) for any other item.
+fn encode_plain_item(config: &OpenAiConfig, item: &Item, out: &mut BlockWriter<'_>) -> bool {
+    if !is_plain(item) {
+        return false;
+    }
+    let role = role(config, item.kind);
+    let texts = || {
+        item.parts.iter().filter_map(|part| match part {
+            Part::Text(text) if !text.text.is_empty() => Some(text.text.as_str()),
+            _ => None,
+        })
+    };
+    // The assistant's text is concatenated, the others' joined by a blank
+    // line; one piece (the usual case) is written as it is.
+    let separator = if role == "assistant" { "" } else { "\n\n" };
+    let mut pieces = texts();
+    let text: Option<Cow<'_, str>> = match (pieces.next(), pieces.next()) {
+        (None, _) => None,
+        (Some(one), None) => Some(Cow::Borrowed(one)),
+        (Some(_), Some(_)) => Some(Cow::Owned(texts().collect::<Vec<_>>().join(separator))),
+    };
+    let mut calls = item.parts.iter().filter_map(|part| match part {
+        Part::ToolCall(call) => Some(call),
+        _ => None,
+    });
+    if role == "assistant" {
+        if text.is_some() || calls.clone().next().is_some() {
+            out.block(0, |buf| {
+                buf.extend_from_slice(br#"{"role":"assistant","content":"#);
+                write_str(buf, text.as_deref().unwrap_or_default());
+                if let Some(first) = calls.next() {
+                    buf.extend_from_slice(br#","tool_calls":["#);
+                    for (n, call) in std::iter::once(first).chain(calls).enumerate() {
+                        if n > 0 {
+                            buf.push(b',');
+                        }
+                        buf.extend_from_slice(br#"{"id":"#);
+                        write_str(buf, call.id.as_str());
+                        buf.extend_from_slice(br#","type":"function","function":{"name":"#);
+                        write_str(buf, &call.name);
+                        buf.extend_from_slice(br#","arguments":"#);
+                        write_json_str(buf, &call.input);
+                        buf.extend_from_slice(b"}}");
+                    }
+                    buf.push(b']');
+                }
+                buf.push(b'}');
+            });
+        }
+    } else if let Some(text) = &text {
+        out.block(0, |buf| {
+            buf.extend_from_slice(br#"{"role":"#);
+            write_str(buf, role);
+            buf.extend_from_slice(br#","content":"#);
+            write_str(buf, text);
+            buf.push(b'}');
+        });
+    }
+    for part in &item.parts {
+        if let Part::ToolResult(result) = part {
+            out.block(0, |buf| {
+                write_result(
+                    buf,
+                    br#"{"role":"tool","tool_call_id":"#,
+                    result,
+                    b"content",
+                );
+            });
+        }
+    }
+    true
+}
+
+/// Whether an item is made only of text, tool calls and text results:
+/// what the plain encoders write.
+pub(crate) fn is_plain(item: &Item) -> bool {
+    item.parts.iter().all(|part| match part {
+        Part::Text(_) | Part::ToolCall(_) => true,
+        Part::ToolResult(result) => matches!(result.output, ToolOutput::Text(_)),
+        _ => false,
+    })
+}
+
+/// A text result: `<head><call id>,"<key>":<text>}`, the text `(no
+/// output)` when empty (some servers refuse empty tool content).
+pub(crate) fn write_result(buf: &mut Vec<u8>, head: &[u8], result: &ToolResultPart, key: &[u8]) {
+    let text = match &result.output {
+        ToolOutput::Text(text) if !text.is_empty() => text.as_str(),
+        _ => "(no output)",
+    };
+    buf.extend_from_slice(head);
+    write_str(buf, result.call_id.as_str());
+    buf.extend_from_slice(b",\"");
+    buf.extend_from_slice(key);
+    buf.extend_from_slice(b"\":");
+    write_str(buf, text);
+    buf.push(b'}');
 }
 
 /// The messages one item becomes: its content (when it has any), then one
@@ -393,5 +500,109 @@ mod normalized_tools {
         let parameters = &encoded["function"]["parameters"];
         assert_eq!(parameters["properties"]["choice"]["type"], "string");
         assert!(parameters.get("$defs").is_none(), "{parameters}");
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod plain_items {
+    use super::*;
+    use agentkit_core::{ToolCallPart, ToolResultPart};
+    use agentkit_loop::TranscriptView;
+
+    /// Items of the shapes the plain encoders write, with every character
+    /// JSON escapes.
+    pub(crate) fn items() -> Vec<Item> {
+        let odd = "quote \" backslash \\ tab \t nl \n cr \r \u{8}\u{c}\u{0}\u{1f}\u{7f} caf\u{e9} \u{1f980} \u{2014}";
+        let call = |id: &str| {
+            Part::ToolCall(ToolCallPart::new(
+                id,
+                "fs_read",
+                json!({ "path": odd, "n": [1, null, 2.5], "nested": { "b": 1, "a": "x" } }),
+            ))
+        };
+        vec![
+            Item::system("Be careful."),
+            Item::new(
+                ItemKind::Developer,
+                vec![Part::text("one"), Part::text(odd)],
+            ),
+            Item::user(odd),
+            Item::new(
+                ItemKind::User,
+                vec![Part::text(""), Part::text("a"), Part::text("b")],
+            ),
+            Item::new(ItemKind::Assistant, vec![Part::text(odd), call("call_1")]),
+            Item::new(ItemKind::Assistant, vec![call("call_2"), call("call_3")]),
+            Item::new(
+                ItemKind::Assistant,
+                vec![Part::text("x"), Part::text(""), Part::text("y")],
+            ),
+            Item::new(ItemKind::Assistant, vec![Part::text("")]),
+            Item::new(ItemKind::User, vec![Part::text("hi"), call("call_dropped")]),
+            Item::tool_result(ToolResultPart::success("call_1", odd)),
+            Item::tool_result(ToolResultPart::success("call_2", "")),
+            Item::tool_result(ToolResultPart::error("call_3", "it failed")),
+            Item::new(
+                ItemKind::Assistant,
+                vec![
+                    Part::text("before"),
+                    Part::ToolResult(ToolResultPart::success("call_4", "mixed in")),
+                    Part::text("after"),
+                ],
+            ),
+        ]
+    }
+
+    /// Each item's blocks as `encode` writes them.
+    pub(crate) fn blocks(encode: impl FnMut(&Item, &mut BlockWriter<'_>)) -> Vec<Vec<Vec<u8>>> {
+        let items = items();
+        let mut encoded = EncodedTranscript::new();
+        encoded.sync(&TranscriptView::from_items(items.clone()), encode);
+        (0..items.len())
+            .map(|item| {
+                encoded
+                    .blocks(item..item + 1)
+                    .map(|(_, bytes)| bytes.to_vec())
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// Whether serde_json keeps the members of a `Value` in insertion
+    /// order (its `preserve_order` feature, on when another crate of the
+    /// build asks for it): the plain encoders write that order, so bytes
+    /// compare equal then, and parsed documents always.
+    pub(crate) fn insertion_ordered() -> bool {
+        serde_json::to_string(&json!({ "b": 1, "a": 2 })).unwrap() == r#"{"b":1,"a":2}"#
+    }
+
+    pub(crate) fn assert_same(plain: Vec<Vec<Vec<u8>>>, general: Vec<Vec<Vec<u8>>>) {
+        assert_eq!(plain.len(), general.len());
+        for (n, (plain, general)) in plain.iter().zip(&general).enumerate() {
+            let parse = |blocks: &Vec<Vec<u8>>| -> Vec<Value> {
+                blocks
+                    .iter()
+                    .map(|b| serde_json::from_slice(b).expect("a block is JSON"))
+                    .collect()
+            };
+            assert_eq!(parse(plain), parse(general), "item {n}");
+            if insertion_ordered() {
+                assert_eq!(plain, general, "item {n}");
+            }
+        }
+    }
+
+    #[test]
+    fn plain_items_are_written_as_their_values_serialize() {
+        let config = OpenAiConfig::compatible("http://127.0.0.1:9/v1", "m");
+        let plain = blocks(|item, out| assert!(encode_plain_item(&config, item, out)));
+        let general = blocks(|item, out| {
+            let mut messages = Vec::new();
+            item_messages(&config, item, &mut messages);
+            for message in &messages {
+                out.block(0, |buf| serde_json::to_writer(buf, message).unwrap());
+            }
+        });
+        assert_same(plain, general);
     }
 }

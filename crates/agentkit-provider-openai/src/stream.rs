@@ -56,6 +56,20 @@ struct Chunk<'a> {
     error: Option<IgnoredAny>,
 }
 
+impl Chunk<'_> {
+    /// A chunk with nothing read into it yet.
+    fn empty() -> Self {
+        Self {
+            id: None,
+            model: None,
+            choices: Choices::default(),
+            usage: None,
+            x_groq: None,
+            error: None,
+        }
+    }
+}
+
 #[derive(Deserialize)]
 struct XGroq {
     usage: Option<WireUsage>,
@@ -191,6 +205,45 @@ fn read_chunk<'a>(data: &'a str, chunk: &mut Chunk<'a>) -> Option<()> {
         _ => r.skip(),
     })?;
     reader.end()
+}
+
+/// A text delta laid out exactly as OpenAI writes it (nearly every chunk
+/// of an answer): `{"id":..,"object":"chat.completion.chunk","created":N,
+/// "model":..,["service_tier":..,]["system_fingerprint":..,]"choices":
+/// [{"index":0,"delta":{"content":".."},"logprobs":null,
+/// "finish_reason":null}][,"usage":null][,"obfuscation":".."]}`: its fixed
+/// parts compared at once, its values read and checked. Gives (id, model,
+/// content), what [`read_chunk`] would read from it; `None` for any other
+/// layout (member order, spacing, more members), which the general reader
+/// takes.
+fn read_content_chunk(data: &str) -> Option<(Cow<'_, str>, Cow<'_, str>, Cow<'_, str>)> {
+    let mut reader = JsonReader::new(data);
+    let fixed = |reader: &mut JsonReader<'_>, text: &str| reader.consume(text).then_some(());
+    fixed(&mut reader, r#"{"id":"#)?;
+    let id = reader.str()?;
+    fixed(
+        &mut reader,
+        r#","object":"chat.completion.chunk","created":"#,
+    )?;
+    reader.u64()?;
+    fixed(&mut reader, r#","model":"#)?;
+    let model = reader.str()?;
+    if reader.consume(r#","service_tier":"#) {
+        reader.str()?;
+    }
+    if reader.consume(r#","system_fingerprint":"#) {
+        reader.or_null(JsonReader::str)?;
+    }
+    fixed(&mut reader, r#","choices":[{"index":0,"delta":{"content":"#)?;
+    let content = reader.str()?;
+    fixed(&mut reader, r#"},"logprobs":null,"finish_reason":null}]"#)?;
+    reader.consume(r#","usage":null"#);
+    if reader.consume(r#","obfuscation":"#) {
+        reader.str()?;
+    }
+    fixed(&mut reader, "}")?;
+    reader.end()?;
+    Some((id, model, content))
 }
 
 /// A string or `null`.
@@ -412,14 +465,20 @@ impl ChunkDecoder {
         data: &str,
         out: &mut VecDeque<ModelTurnEvent>,
     ) -> Result<(), ProviderError> {
-        let mut chunk = Chunk {
-            id: None,
-            model: None,
-            choices: Choices::default(),
-            usage: None,
-            x_groq: None,
-            error: None,
-        };
+        if let Some((id, model, content)) = read_content_chunk(data) {
+            // What the general path does with such a chunk, directly.
+            if self.response_id.is_none() {
+                self.response_id = Some(id.into_owned());
+            }
+            if self.model.is_none() {
+                self.model = Some(model.into_owned());
+            }
+            if !content.is_empty() {
+                self.append(OpenKind::Text, content.into_owned(), out);
+            }
+            return Ok(());
+        }
+        let mut chunk = Chunk::empty();
         if read_chunk(data, &mut chunk).is_none() {
             chunk = parse_chunk(data)?;
         }

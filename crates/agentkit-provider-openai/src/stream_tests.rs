@@ -240,3 +240,48 @@ fn switching_between_reasoning_and_text_commits_the_open_part() {
     assert_eq!(parts.len(), 3);
     assert_eq!(parts[1], agentkit_core::Part::text("b"));
 }
+
+#[test]
+fn the_content_chunk_reader_reads_what_the_general_reader_reads_or_leaves_it() {
+    let head = r#"{"id":"chatcmpl-9","object":"chat.completion.chunk","created":1763780000,"model":"gpt-4o-mini""#;
+    let choice = r#""choices":[{"index":0,"delta":{"content":"#;
+    let tail = r#"},"logprobs":null,"finish_reason":null}]"#;
+    let chunks = [
+        format!(r#"{head},{choice}"caf\u00e9 \"x\"\n"{tail}}}"#),
+        format!(
+            r#"{head},"service_tier":"default","system_fingerprint":"fp_1",{choice}"a"{tail},"usage":null,"obfuscation":"Qv3"}}"#
+        ),
+        format!(r#"{head},"system_fingerprint":null,{choice}""{tail}}}"#),
+        // Not the layout: the general reader decides.
+        format!(r#"{head},{choice}"a"{tail},"usage":null,"x":1}}"#),
+        format!(r#"{head},{choice}"a"{tail} }}"#),
+        format!(r#"{head},{choice}null{tail}}}"#),
+        format!(r#"{head},{choice}"\ud800"{tail}}}"#),
+        format!(r#"{head},{choice}"a"{tail}}}}}"#),
+        r#"{"id":"x","object":"chat.completion.chunk","created":-1,"model":"m","choices":[]}"#
+            .to_owned(),
+    ];
+    let mut read = 0;
+    for data in &chunks {
+        let mut general = Chunk::empty();
+        let general = read_chunk(data, &mut general).map(|()| general);
+        let serde: Option<Chunk<'_>> = serde_json::from_str(data).ok();
+        if let Some((id, model, content)) = read_content_chunk(data) {
+            read += 1;
+            for chunk in [
+                general.expect("the general reader reads it"),
+                serde.expect("serde_json reads it"),
+            ] {
+                assert_eq!(chunk.id.as_deref(), Some(id.as_ref()), "{data}");
+                assert_eq!(chunk.model.as_deref(), Some(model.as_ref()), "{data}");
+                let choice = chunk.choices.first.as_ref().expect("a choice");
+                assert!(chunk.choices.more.is_empty() && chunk.usage.is_none());
+                assert_eq!((choice.index, choice.finish_reason.as_deref()), (0, None));
+                let delta = choice.delta.as_ref().expect("a delta");
+                assert_eq!(delta.content.as_deref(), Some(content.as_ref()), "{data}");
+                assert!(delta.refusal.is_none() && delta.tool_calls.is_none());
+            }
+        }
+    }
+    assert_eq!(read, 3, "the usual layouts take the exact path");
+}

@@ -578,3 +578,71 @@ async fn other_refusals_of_a_chained_request_are_not_resent() {
     assert_eq!(error.kind, ModelErrorKind::InvalidRequest);
     assert_eq!(server.requests().len(), 1);
 }
+
+/// One answered call of a long coding session: the model's call (with a
+/// sentence of prose) and its result (a few lines of code).
+fn coding_round(i: usize) -> [Item; 2] {
+    let id = format!("call_{i:08}");
+    let call = Item::new(
+        ItemKind::Assistant,
+        vec![
+            Part::text("Let me look at the next file \u{2014} \"carefully\"."),
+            Part::ToolCall(ToolCallPart::new(
+                id.clone(),
+                "get_weather",
+                json!({ "city": format!("Town {i}") }),
+            )),
+        ],
+    );
+    let result = Item::new(
+        ItemKind::Tool,
+        vec![Part::ToolResult(ToolResultPart::success(
+            id,
+            format!("fn f{i}() {{\n    println!(\"{i}\");\n}}\n"),
+        ))],
+    );
+    [call, result]
+}
+
+/// Issue 33's figure: turn N+1 of a 10,000-item Responses session sends at
+/// most 1% of the bytes of the whole history when it is chained by
+/// `previous_response_id`. Bytes as the test server received them.
+#[tokio::test]
+async fn a_chained_turn_of_a_long_session_sends_under_one_percent() {
+    let server = TestServer::start([
+        ScriptedResponse::sse(fixture("text.sse")),
+        ScriptedResponse::sse(fixture("text.sse")),
+    ])
+    .await
+    .unwrap();
+    let adapter = ResponsesAdapter::new(config(&server).with_store(true, true)).unwrap();
+    let mut session = adapter
+        .start_session(SessionConfig::new("s-1"))
+        .await
+        .unwrap();
+    let mut items = vec![
+        Item::system("You are a careful coding agent."),
+        Item::user("Fix it."),
+    ];
+    items.extend((0..4_999).flat_map(coding_round));
+    assert_eq!(items.len(), 10_000);
+    drop(
+        session
+            .begin_turn(request(items.clone()), None)
+            .await
+            .unwrap(),
+    );
+    let [mut call, result] = coding_round(4_999);
+    call.metadata
+        .insert("agentkit.response_id".into(), json!("resp_n"));
+    call.metadata
+        .insert("agentkit.provider".into(), json!("openai-responses"));
+    items.extend([call, result]);
+    drop(session.begin_turn(request(items), None).await.unwrap());
+    let requests = server.requests();
+    let (full, chained) = (requests[0].body.len(), requests[1].body.len());
+    println!("turn N: {full} bytes, turn N+1 chained: {chained} bytes");
+    assert_eq!(requests[1].json()["previous_response_id"], "resp_n");
+    assert!(full > 1_000_000, "{full}");
+    assert!(chained * 100 <= full, "{chained} of {full}");
+}

@@ -371,6 +371,11 @@ async fn drive<S: ModelSession>(session: &mut Session<S>, hosted: &Hosted) -> bo
                 hosted.hub.finish_run(&outcome);
             }
             Ok(LoopStep::Interrupt(LoopInterrupt::AfterToolResult(_))) => {}
+            // AG-UI has no interrupt for a tool's question yet: declined,
+            // the tool goes on without the input.
+            Ok(LoopStep::Interrupt(LoopInterrupt::Question(pending))) => {
+                let _ = pending.decline(session.driver_mut());
+            }
             Ok(LoopStep::Interrupt(LoopInterrupt::ApprovalRequest(pending))) => {
                 let mut shared = hosted.lock();
                 if !shared.pending.iter().any(|p| p.call.id == pending.call.id) {

@@ -186,6 +186,7 @@ impl ServerBuilder {
                     idle_release: self.idle_release.unwrap_or(Duration::from_secs(30)),
                 },
                 hosted: tokio::sync::Mutex::new(HashMap::new()),
+                opening: std::sync::Mutex::new(HashMap::new()),
                 // Replicas reach each other directly, never through a proxy
                 // from the environment. reqwest is built without a rustls
                 // provider (no aws-lc-sys): ring is installed first.
@@ -273,6 +274,10 @@ struct Inner {
     tenants: Tenants,
     limits: Limits,
     hosted: tokio::sync::Mutex<HashMap<SessionId, Arc<Hosted>>>,
+    /// One lock per session being opened: a session is opened once, and
+    /// opening one (a lease, the store's reads) never waits for another
+    /// (the load test's thousand sessions started one at a time before).
+    opening: std::sync::Mutex<HashMap<SessionId, Arc<tokio::sync::Mutex<()>>>>,
     /// Sends requests on to the replica that holds their session.
     forwarder: reqwest::Client,
 }
@@ -330,8 +335,25 @@ impl AgentServer {
 impl Inner {
     /// The hosted session `id`, opened here if it is not yet.
     async fn host(&self, tenant: &Tenant, id: &SessionId) -> Result<Arc<Hosted>, ServerError> {
-        let mut hosted = self.hosted.lock().await;
-        if let Some(session) = hosted.get(id)
+        let slot = {
+            let mut opening = self.opening.lock().unwrap_or_else(|e| e.into_inner());
+            opening.entry(id.clone()).or_default().clone()
+        };
+        let opened = {
+            let _opening = slot.lock().await;
+            self.open(tenant, id).await
+        };
+        // The last one through forgets the session's lock.
+        let mut opening = self.opening.lock().unwrap_or_else(|e| e.into_inner());
+        if Arc::strong_count(&slot) == 2 {
+            opening.remove(id);
+        }
+        opened
+    }
+
+    /// [`host`](Self::host) once the session's opening lock is held.
+    async fn open(&self, tenant: &Tenant, id: &SessionId) -> Result<Arc<Hosted>, ServerError> {
+        if let Some(session) = self.hosted.lock().await.get(id)
             && session.phase() != Phase::Closed
             && session.tenant == *tenant
         {
@@ -339,7 +361,7 @@ impl Inner {
         }
         let session =
             (self.launcher)(self.stores.clone(), tenant.clone(), id.clone(), self.limits).await?;
-        hosted.insert(id.clone(), session.clone());
+        self.hosted.lock().await.insert(id.clone(), session.clone());
         Ok(session)
     }
 

@@ -312,6 +312,7 @@ impl<M: ModelAdapter> SubAgent<M> {
                 parent: ctx.cancellation.clone(),
                 usage: ctx.usage.clone(),
                 structured: self.output_schema.is_some(),
+                asks: (ctx.call_id.clone(), ctx.questions.clone()),
             },
         );
         self.wait(reports, controller, ctx).await

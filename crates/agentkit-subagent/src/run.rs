@@ -49,6 +49,9 @@ pub(crate) struct Child {
     pub(crate) usage: UsageSink,
     /// The child answers JSON matching an output schema.
     pub(crate) structured: bool,
+    /// The parent's call and where it asks its host: a question of the
+    /// child's tools is passed up, its answer passed down.
+    pub(crate) asks: (agentkit_core::ToolCallId, agentkit_tools_core::QuestionSink),
 }
 
 /// Interrupts the child when dropped armed.
@@ -113,6 +116,17 @@ async fn drive<S: ModelSession>(
                     }
                 };
                 if let Err(err) = resolved {
+                    break Err(failed(&mut driver, &child, err));
+                }
+            }
+            Ok(LoopStep::Interrupt(LoopInterrupt::Question(pending))) => {
+                let (call_id, questions) = &child.asks;
+                let answer = tokio::select! {
+                    biased;
+                    _ = child.parent.cancelled() => agentkit_tools_core::HostAnswer::Cancel,
+                    answer = questions.ask(call_id.clone(), pending.question.clone()) => answer,
+                };
+                if let Err(err) = driver.answer_question_for(pending.call.id, answer) {
                     break Err(failed(&mut driver, &child, err));
                 }
             }

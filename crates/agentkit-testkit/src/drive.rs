@@ -19,7 +19,8 @@
 
 use agentkit_core::{Item, Part, ToolResultPart, TranscriptError, validate_transcript};
 use agentkit_loop::{
-    LoopDriver, LoopError, LoopInterrupt, LoopStep, ModelSession, PendingApproval, TurnResult,
+    LoopDriver, LoopError, LoopInterrupt, LoopStep, ModelSession, PendingApproval, PendingQuestion,
+    TurnResult,
 };
 use std::collections::HashMap;
 
@@ -59,6 +60,8 @@ pub struct Run {
     pub pauses: usize,
     /// The approvals it was asked, in order.
     pub approvals: Vec<PendingApproval>,
+    /// The questions running calls asked, in order (each declined).
+    pub questions: Vec<PendingQuestion>,
     /// The whole transcript at the end, already validated.
     pub transcript: Vec<Item>,
 }
@@ -85,14 +88,15 @@ pub enum DriveError {
 pub const MAX_STEPS: usize = 10_000;
 
 /// Calls `next()` until a turn finishes, answering approvals with
-/// `approvals` and passing `AfterToolResult` pauses, then validates the
-/// transcript.
+/// `approvals`, declining the questions running calls ask and passing
+/// `AfterToolResult` pauses, then validates the transcript.
 pub async fn run_to_finish<S: ModelSession>(
     driver: &mut LoopDriver<S>,
     mut approvals: Approvals,
 ) -> Result<Run, DriveError> {
     let mut pauses = 0;
     let mut asked = Vec::new();
+    let mut questions = Vec::new();
     for _ in 0..MAX_STEPS {
         match driver.next().await? {
             LoopStep::Finished(result) => {
@@ -102,6 +106,7 @@ pub async fn run_to_finish<S: ModelSession>(
                     result,
                     pauses,
                     approvals: asked,
+                    questions,
                     transcript,
                 });
             }
@@ -112,6 +117,10 @@ pub async fn run_to_finish<S: ModelSession>(
                 } else {
                     pending.deny(driver)?;
                 }
+            }
+            LoopStep::Interrupt(LoopInterrupt::Question(pending)) => {
+                questions.push(pending.clone());
+                pending.decline(driver)?;
             }
             LoopStep::Interrupt(LoopInterrupt::AfterToolResult(_)) => pauses += 1,
             LoopStep::Interrupt(LoopInterrupt::AwaitingInput(_)) => {

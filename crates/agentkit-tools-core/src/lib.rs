@@ -87,6 +87,7 @@ mod normalize;
 mod permission;
 pub mod policy;
 mod process_group;
+mod question;
 mod schema;
 mod source;
 mod spec;
@@ -110,6 +111,9 @@ pub use permission::{
 };
 pub use policy::{CommandPolicy, McpServerPolicy, OutsideRoots, PathPolicy, resolve_path};
 pub use process_group::ProcessGroup;
+pub use question::{
+    FormError, HostAnswer, HostQuestion, QuestionKind, QuestionSink, complete_form,
+};
 pub use schema::{SchemaErrors, SchemaViolation, validate_input};
 pub use source::{CatalogSnapshot, ToolCatalogEvent, ToolRegistry, ToolSource};
 pub use spec::{InvalidToolName, MAX_TOOL_NAME_LEN, ToolAnnotations, ToolSpec, validate_tool_name};

@@ -1,6 +1,9 @@
 //! The `Tool` trait and what a call carries.
 
-use crate::{EventSink, PermissionRequest, ToolError, ToolResume, ToolSpec, UsageSink};
+use crate::{
+    EventSink, HostAnswer, HostQuestion, PermissionRequest, QuestionSink, ToolError, ToolResume,
+    ToolSpec, UsageSink,
+};
 use agentkit_core::Usage;
 use agentkit_core::{MetadataMap, SessionId, ToolCallId, ToolOutput, TurnCancellation, TurnId};
 use serde_json::Value;
@@ -67,6 +70,9 @@ pub struct ToolContext {
     pub usage: UsageSink,
     /// Where the call forwards events of an agent loop it runs itself.
     pub events: EventSink,
+    /// Where the call asks its host a question mid-run (see
+    /// [`ask`](Self::ask)); nobody by default.
+    pub questions: QuestionSink,
     /// Set when the loop runs the call again after it paused with
     /// [`ToolError::NeedsApproval`]: the host's answer to that approval.
     ///
@@ -167,6 +173,7 @@ impl ToolContext {
             progress: ProgressSink::none(),
             usage: UsageSink::default(),
             events: EventSink::default(),
+            questions: QuestionSink::default(),
             resume: None,
         }
     }
@@ -229,6 +236,33 @@ impl ToolContext {
     pub fn with_events(mut self, events: EventSink) -> Self {
         self.events = events;
         self
+    }
+
+    /// The same context with somewhere to ask questions.
+    pub fn with_questions(mut self, questions: QuestionSink) -> Self {
+        self.questions = questions;
+        self
+    }
+
+    /// Asks the host a question and waits for the answer, without ending
+    /// the call: inside the agent loop the question pauses this call alone
+    /// as an interrupt, and the answer resumes it here. Outside a loop (no
+    /// [`QuestionSink`]) the answer is [`HostAnswer::Decline`]. Accepted form
+    /// content arrives checked against the question's schema, its defaults
+    /// filled in.
+    ///
+    /// ```
+    /// use agentkit_tools_core::{HostAnswer, HostQuestion, ToolContext};
+    /// use serde_json::json;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let ctx = ToolContext::new("call-1");
+    /// let answer = ctx.ask(HostQuestion::form("Which branch?", json!({ "type": "object" }))).await;
+    /// assert_eq!(answer, HostAnswer::Decline, "nobody to ask outside a loop");
+    /// # });
+    /// ```
+    pub async fn ask(&self, question: HostQuestion) -> HostAnswer {
+        self.questions.ask(self.call_id.clone(), question).await
     }
 
     /// The same context resuming a call that paused for an approval.

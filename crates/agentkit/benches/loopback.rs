@@ -17,12 +17,20 @@
 //!   (copying the body through the client, the kernel and the server);
 //! - **other**: what is left (the adapter's own work around the request).
 //!
+//! A second table counts the bytes on the wire for turn N+1 of the same
+//! session on the Responses API with `previous_response_id` (issue 33): the
+//! chained request carries only what follows the stored response, and a
+//! server that lost that response gets the whole history once. Bytes are
+//! exact and asserted (at most 1% of the full history); times never are.
+//!
 //! Run with `cargo bench -p agentkit --bench loopback` (or `cargo xtask
-//! bench`). Wall clock, medians: never asserted.
+//! bench`; `-- chained` prints only the second table). Wall clock, medians: never asserted.
 
-use agentkit::agent::{ModelSession, TranscriptView, TurnRequest};
+use agentkit::agent::{ModelAdapter, ModelSession, SessionConfig, TranscriptView, TurnRequest};
+use agentkit::core::Item;
 use agentkit::http::testing::{ScriptedResponse, TestServer};
 use agentkit::http::{HttpClient, HttpConfig, StreamRequest};
+use agentkit::openai::{OpenAiConfig, ResponsesAdapter, ResponsesConfig};
 use std::time::{Duration, Instant};
 
 #[path = "support/traffic.rs"]
@@ -158,12 +166,75 @@ async fn measure(wire: Wire) -> Figures {
     f
 }
 
+/// Marks `item` as the answer of the stored response `id`, as the
+/// Responses decoder does.
+fn stored(mut item: Item, id: &str) -> Item {
+    item.metadata
+        .insert("agentkit.response_id".into(), serde_json::json!(id));
+    item.metadata.insert(
+        "agentkit.provider".into(),
+        serde_json::json!("openai-responses"),
+    );
+    item
+}
+
+/// Bytes on the wire of a chained Responses session: turn N (the whole
+/// history), turn N+1 (`previous_response_id`), and a turn whose stored
+/// response the server lost (the refused chained request plus the whole
+/// history).
+async fn chained_bytes() -> (usize, usize, usize, usize) {
+    let answer = || ScriptedResponse::sse("data: {}\n\n".as_bytes().to_vec());
+    let lost = r#"{"error":{"message":"Previous response with id 'resp_n1' not found.","type":"invalid_request_error","param":"previous_response_id","code":"previous_response_not_found"}}"#;
+    let server = TestServer::start([
+        answer(),
+        answer(),
+        ScriptedResponse::json(400, lost),
+        answer(),
+    ])
+    .await
+    .expect("a test server");
+    let config: ResponsesConfig =
+        OpenAiConfig::compatible(format!("{}/v1", server.url()), "gpt-bench").into();
+    let adapter = ResponsesAdapter::new(config.with_store(true, true)).expect("an adapter");
+    let mut session = adapter
+        .start_session(SessionConfig::new("chained"))
+        .await
+        .expect("a session");
+    let pairs = ITEMS / 2 - 1;
+    let mut view = TranscriptView::from_items(traffic::history(pairs));
+    let turn = |view: &TranscriptView, n: usize| request(n, view.clone());
+    drop(
+        session
+            .begin_turn(turn(&view, 0), None)
+            .await
+            .expect("turn N"),
+    );
+    // The model answered turn N with a call (stored as `resp_n`), and the
+    // call's result follows.
+    for (n, id) in [(1, "resp_n"), (2, "resp_n1")] {
+        let [call, result] = traffic::round(pairs + n);
+        view = view.appended([stored(call, id), result]);
+        drop(
+            session
+                .begin_turn(turn(&view, n), None)
+                .await
+                .expect("turn N+n"),
+        );
+    }
+    let sizes: Vec<usize> = server.requests().iter().map(|r| r.body.len()).collect();
+    assert_eq!(sizes.len(), 4, "N, N+1, N+2 refused, N+2 whole");
+    (sizes[0], sizes[1], sizes[2], sizes[3])
+}
+
 fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .expect("a runtime");
+    if std::env::args().any(|a| a == "chained") {
+        return print_chained(&runtime);
+    }
     println!(
         "\n## S5: sending a request of a {ITEMS}-item session over loopback HTTP (ms: wall median of {REPS} / mean process CPU)\n"
     );
@@ -189,5 +260,24 @@ fn main() {
     }
     println!(
         "\nturn N+1 send = N+1 body + fixed + transfer + other: fixed is a request with a two-byte body through the same client and server (a new connection each time: the test server closes it), transfer is the same body posted raw minus fixed, other is the adapter's own work around the request (negative: within the noise)."
+    );
+    print_chained(&runtime);
+}
+
+/// Prints (and checks) the chained session's bytes on the wire.
+fn print_chained(runtime: &tokio::runtime::Runtime) {
+    let (full, chained, refused, resent) = runtime.block_on(chained_bytes());
+    let share = chained as f64 / full as f64 * 100.0;
+    println!(
+        "\n## Bytes on the wire for turn N+1 of a {ITEMS}-item Responses session (`previous_response_id`)\n"
+    );
+    println!(
+        "| turn N (whole history) | turn N+1 chained | share | response lost: refused + whole history |"
+    );
+    println!("| --- | --- | --- | --- |");
+    println!("| {full} | {chained} | {share:.3}% | {refused} + {resent} |");
+    assert!(
+        chained * 100 <= full,
+        "a chained turn sends at most 1% of the history"
     );
 }

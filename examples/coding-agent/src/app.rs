@@ -506,6 +506,16 @@ pub async fn run<M: ModelAdapter + Clone + 'static>(
                     ctx.note(format!("error: {error}"), Look::Bad);
                 }
             }
+            Ok(LoopStep::Interrupt(LoopInterrupt::Question(pending))) => {
+                ctx.note(
+                    format!("declined a question: {}", pending.question.message),
+                    Look::Warn,
+                );
+                if let Err(error) = pending.decline(&mut driver) {
+                    summary.errors += 1;
+                    ctx.note(format!("error: {error}"), Look::Bad);
+                }
+            }
             Ok(LoopStep::Interrupt(LoopInterrupt::AfterToolResult(round))) => {
                 steps += 1;
                 if steps >= setup.max_steps {

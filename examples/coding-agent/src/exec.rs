@@ -285,6 +285,18 @@ impl Turn {
                         return None;
                     }
                 }
+                // Nobody to ask in exec mode: a tool's question (an MCP
+                // server's elicitation) is declined.
+                LoopStep::Interrupt(LoopInterrupt::Question(pending)) => {
+                    note(
+                        format!("  declined a question: {}", pending.question.message),
+                        Look::Warn,
+                    );
+                    if let Err(error) = pending.decline(driver) {
+                        self.error = Some(error.to_string());
+                        return None;
+                    }
+                }
                 LoopStep::Interrupt(LoopInterrupt::AfterToolResult(_)) => {}
                 LoopStep::Finished(result) => return Some(result),
             }

@@ -181,6 +181,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 pending.approve(&mut driver)?;
             }
             LoopStep::Interrupt(LoopInterrupt::AfterToolResult(_)) => {}
+            // No tool of this example asks the user anything.
+            LoopStep::Interrupt(LoopInterrupt::Question(pending)) => {
+                pending.decline(&mut driver)?
+            }
             LoopStep::Interrupt(LoopInterrupt::AwaitingInput(_)) => {
                 return Err("the lead asked for input before answering".into());
             }

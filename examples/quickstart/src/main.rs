@@ -153,6 +153,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                     pending.deny_with_reason(&mut driver, "the user said no")?;
                 }
             }
+            // No tool here asks the user anything mid-call.
+            LoopStep::Interrupt(LoopInterrupt::Question(pending)) => {
+                pending.decline(&mut driver)?
+            }
             LoopStep::Interrupt(LoopInterrupt::AfterToolResult(_)) => {}
             LoopStep::Interrupt(LoopInterrupt::AwaitingInput(_)) => break,
             LoopStep::Finished(result) => {

@@ -114,6 +114,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             LoopStep::Interrupt(LoopInterrupt::ApprovalRequest(pending)) => {
                 pending.approve(&mut driver)?
             }
+            LoopStep::Interrupt(LoopInterrupt::Question(pending)) => {
+                pending.decline(&mut driver)?
+            }
             LoopStep::Interrupt(LoopInterrupt::AwaitingInput(_)) => break,
             LoopStep::Finished(result) => {
                 println!(

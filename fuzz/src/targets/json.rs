@@ -5,17 +5,19 @@
 //! never accept what serde_json refuses, nor read a value differently.
 //! Properties: a document it skips whole serde_json accepts; a string it
 //! reads is the string serde_json decodes; an integer it reads is the
-//! `u64` serde_json reads.
+//! `u64` serde_json reads; any text `write_str` writes, and any document
+//! `write_value` writes, as serde_json writes them, byte for byte (the
+//! request encoders build bodies with them).
 
 use crate::{Outcome, Target, seeds_or_tokens};
-use agentkit_http::json::JsonReader;
+use agentkit_http::json::{JsonReader, write_str, write_value};
 use proptest::strategy::BoxedStrategy;
 use serde::de::IgnoredAny;
 
 /// The target.
 pub const TARGET: Target = Target {
     name: "json",
-    about: "JsonReader: accepts only what serde_json accepts, reads strings and integers as it does",
+    about: "JsonReader: accepts only what serde_json accepts, reads strings and integers as it does; write_str writes strings as it does",
     check,
     generate,
 };
@@ -74,6 +76,27 @@ fn check(input: &[u8]) -> Outcome {
         // The decoders only ever see text.
         return Ok(());
     };
+    let mut written = Vec::new();
+    write_str(&mut written, text);
+    let expected = serde_json::to_vec(text).map_err(|err| err.to_string())?;
+    if written != expected {
+        return Err(format!(
+            "wrote {text:?} as {:?}; serde_json: {:?}",
+            String::from_utf8_lossy(&written),
+            String::from_utf8_lossy(&expected)
+        ));
+    }
+    if let Ok(value) = serde_json::from_str::<serde_json::Value>(text) {
+        let mut written = Vec::new();
+        write_value(&mut written, &value);
+        let expected = serde_json::to_vec(&value).map_err(|err| err.to_string())?;
+        if written != expected {
+            return Err(format!(
+                "wrote {value} as {:?}",
+                String::from_utf8_lossy(&written)
+            ));
+        }
+    }
     let mut reader = JsonReader::new(text);
     if reader.skip().is_some()
         && reader.end().is_some()

@@ -12,6 +12,7 @@
 
 pub(crate) mod machine;
 mod model_call;
+mod questions;
 mod resume;
 
 mod tool_round;
@@ -163,6 +164,8 @@ impl Drop for Running {
 ///         LoopStep::Interrupt(LoopInterrupt::ApprovalRequest(pending)) => {
 ///             pending.approve(&mut driver)?;
 ///         }
+///         // A running tool asks the user something (nothing here does).
+///         LoopStep::Interrupt(LoopInterrupt::Question(pending)) => pending.decline(&mut driver)?,
 ///         LoopStep::Interrupt(LoopInterrupt::AfterToolResult(_)) => {}
 ///         LoopStep::Finished(result) => {
 ///             assert_eq!(result.items[0].text_content(), "hello!");
@@ -195,6 +198,17 @@ pub struct LoopDriver<S: ModelSession> {
     tool_usage: ToolUsage,
     /// Where the input recording began, when recording.
     recording: Option<Box<crate::replay::LogHeader>>,
+    /// Where running calls' questions arrive; made when the first call
+    /// starts.
+    questions: Option<Arc<questions::Questions>>,
+    /// The reply channels of calls waiting for the host's answer.
+    replies: Vec<(
+        ToolCallId,
+        tokio::sync::oneshot::Sender<agentkit_tools_core::HostAnswer>,
+    )>,
+    /// The running calls of a round that paused for a question: the
+    /// asking call's future (and any other) lives on across the yield.
+    parked: Option<Running>,
     /// The origin of the core's time (see [`Routed`](machine::Routed)):
     /// read when a call first needs a timer, so a session without one
     /// never reads the clock.
@@ -324,6 +338,9 @@ impl<S: ModelSession> LoopDriver<S> {
             last_catalog: None,
             tool_usage: ToolUsage::default(),
             recording: None,
+            questions: None,
+            replies: Vec::new(),
+            parked: None,
             clock: None,
         };
         if driver.core.settings.observe_events {
@@ -466,6 +483,22 @@ impl<S: ModelSession> LoopDriver<S> {
         result.map_err(LoopError::InvalidState)
     }
 
+    /// Answers the question a running call asked (see
+    /// [`PendingQuestion`](crate::PendingQuestion)). Fails with
+    /// [`InvalidStateReason::NoSuchQuestion`](crate::InvalidStateReason::NoSuchQuestion)
+    /// if that call is not waiting for an answer, and with `InvalidAnswer`
+    /// (the question stays open) if accepted content does not match the
+    /// question's schema.
+    pub fn answer_question_for(
+        &mut self,
+        call_id: ToolCallId,
+        answer: agentkit_tools_core::HostAnswer,
+    ) -> Result<(), LoopError> {
+        let result = self.core.resolve_question(call_id, answer);
+        self.dispatch();
+        result.map_err(LoopError::InvalidState)
+    }
+
     /// Queues input for the next model call. Reached through
     /// [`InputRequest::submit`](crate::InputRequest::submit) and
     /// [`ToolRoundInfo::submit`](crate::ToolRoundInfo::submit).
@@ -505,7 +538,8 @@ impl<S: ModelSession> LoopDriver<S> {
 
     /// Performs the core's actions until it yields.
     async fn run(&mut self) -> Result<LoopStep, LoopError> {
-        // Every normal return of `next()` leaves no call running, so calls
+        // Every normal return of `next()` leaves no call running (except
+        // a round paused for a question, whose calls are parked), so calls
         // the core still sees running belong to a `next()` that was
         // dropped: the finished ones keep their real results, the others
         // are answered as interrupted rather than run twice.
@@ -514,8 +548,24 @@ impl<S: ModelSession> LoopDriver<S> {
             let outcome = ToolOutcome::of(&call_id, outcome);
             self.core.on_tool_done(index, &call_id, outcome);
         }
-        self.core.on_calls_lost();
-        let mut running = Running::new(self.salvage.clone());
+        let mut running = match self.parked.take() {
+            // The round paused for a question: its calls live on.
+            Some(parked) => parked,
+            None => {
+                self.core.on_calls_lost();
+                Running::new(self.salvage.clone())
+            }
+        };
+        let result = self.run_round(&mut running).await;
+        if !running.is_empty() {
+            self.parked = Some(running);
+        }
+        result
+    }
+
+    /// [`run`](Self::run) with the running calls, which outlive a yield
+    /// while a call waits for the host's answer.
+    async fn run_round(&mut self, running: &mut Running) -> Result<LoopStep, LoopError> {
         loop {
             self.feed();
             // Actions the shell answers without awaiting are answered at
@@ -547,14 +597,20 @@ impl<S: ModelSession> LoopDriver<S> {
                         self.core.on_detached(index, detached);
                         self.core.poll()
                     }
+                    Action::AnswerQuestion { call_id, answer } => {
+                        self.reply(&call_id, answer);
+                        self.core.poll()
+                    }
                     other => break other,
                 };
             };
             self.sync_checkpoint();
             self.dispatch();
             if !self.core.round_open() && !running.is_empty() {
-                // The round ended (skipped, cancelled): stop what still runs.
+                // The round ended (skipped, cancelled): stop what still runs
+                // (a question still waiting reads as cancelled).
                 running.clear();
+                self.replies.clear();
             }
             match action {
                 Action::Yield(step) => return Ok(step),
@@ -564,9 +620,10 @@ impl<S: ModelSession> LoopDriver<S> {
                 Action::TakeQueued { .. }
                 | Action::Preflight(_)
                 | Action::StartTool(_)
+                | Action::AnswerQuestion { .. }
                 | Action::Detach { .. } => {}
                 Action::AwaitTools { wake_on_urgent } => {
-                    self.await_calls(&mut running, wake_on_urgent).await
+                    self.await_calls(running, wake_on_urgent).await
                 }
                 Action::RunMutators(point) => self.run_mutators(point).await?,
             }

@@ -12,7 +12,8 @@ use super::machine::{Routed, StartCall, ToolOutcome};
 use super::{LoopDriver, Running, RunningCall, notify};
 use crate::background::AbandonOnDrop;
 use crate::{AgentEvent, BackgroundTasks, ModelSession, TaskRouting, ToolJob};
-use agentkit_tools_core::{EventSink, ProgressSink, ToolContext, ToolError};
+use agentkit_core::ToolCallId;
+use agentkit_tools_core::{EventSink, HostAnswer, ProgressSink, ToolContext, ToolError};
 use futures::FutureExt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -30,6 +31,7 @@ impl<S: ModelSession> LoopDriver<S> {
             request,
             validated,
         } = start;
+        let questions = self.question_sink();
         let shared = self.config.shared();
         let call_id = request.call_id.clone();
         let progress = if shared.observers.is_empty() {
@@ -63,6 +65,7 @@ impl<S: ModelSession> LoopDriver<S> {
             } else {
                 EventSink::default()
             },
+            questions,
             resume,
         };
         let job = ToolJob {
@@ -179,6 +182,13 @@ impl<S: ModelSession> LoopDriver<S> {
                 std::future::pending().await
             }
         };
+        let questions = self.questions.clone();
+        let asked = async {
+            match &questions {
+                Some(questions) => questions.asked().await,
+                None => std::future::pending().await,
+            }
+        };
         // The core's next deadline, on the clock it was given.
         let deadline = self.core.poll_timeout().zip(self.clock);
         let timer = async {
@@ -192,6 +202,7 @@ impl<S: ModelSession> LoopDriver<S> {
             biased;
             _ = cancelled => {}
             _ = urgent => {}
+            _ = asked => {}
             _ = timer => timed_out = true,
             Some((index, call_id, outcome)) = std::future::poll_fn(|cx| running.poll_next(cx)) => {
                 let outcome = ToolOutcome::of(&call_id, outcome);
@@ -204,11 +215,41 @@ impl<S: ModelSession> LoopDriver<S> {
             let outcome = ToolOutcome::of(&call_id, outcome);
             self.core.on_tool_done(index, &call_id, outcome);
         }
+        self.take_questions();
         if timed_out {
             let now = self.now();
             self.core.on_timeout(now);
         }
         self.dispatch();
+    }
+
+    /// The sink for a call's questions, made with the first call.
+    fn question_sink(&mut self) -> agentkit_tools_core::QuestionSink {
+        self.questions.get_or_insert_with(Default::default).sink()
+    }
+
+    /// Hands the questions running calls asked to the core; one it does
+    /// not take (no running call of the round asks it: a background task)
+    /// is declined at once.
+    fn take_questions(&mut self) {
+        let Some(questions) = &self.questions else {
+            return;
+        };
+        for (call_id, question, reply) in questions.take() {
+            if self.core.on_tool_question(&call_id, question) {
+                self.replies.push((call_id, reply));
+            } else {
+                let _ = reply.send(HostAnswer::Decline);
+            }
+        }
+    }
+
+    /// Sends the host's answer to the call waiting for it.
+    pub(super) fn reply(&mut self, call_id: &ToolCallId, answer: HostAnswer) {
+        if let Some(at) = self.replies.iter().position(|(id, _)| id == call_id) {
+            let (_, reply) = self.replies.swap_remove(at);
+            let _ = reply.send(answer);
+        }
     }
 }
 

@@ -72,13 +72,7 @@ impl Inner {
                     _ = ctx.cancellation.cancelled() => return Err(ToolError::Cancelled),
                 };
                 let outcome = connection
-                    .call_tool(
-                        tool,
-                        arguments.clone(),
-                        deadline,
-                        &ctx.cancellation,
-                        &ctx.progress,
-                    )
+                    .call_tool(tool, arguments.clone(), deadline, &ctx)
                     .await;
                 return match outcome {
                     Ok(result) => Ok(convert::tool_result(server_name, tool, &result)),

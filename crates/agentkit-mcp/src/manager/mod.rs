@@ -113,6 +113,8 @@ pub(crate) struct Inner {
     events: tokio::sync::broadcast::Sender<McpServerEvent>,
     /// Whether resources and prompts are offered to the model as tools.
     resource_tools: std::sync::atomic::AtomicBool,
+    /// Whether elicitation goes to the tool call that caused it.
+    elicit_in_calls: std::sync::atomic::AtomicBool,
 }
 
 /// One registered server.
@@ -164,6 +166,7 @@ impl McpServerManager {
                 sampling: Mutex::new(None),
                 events: tokio::sync::broadcast::channel(crate::events::EVENT_BUFFER).0,
                 resource_tools: Default::default(),
+                elicit_in_calls: Default::default(),
             }),
         }
     }
@@ -489,6 +492,27 @@ impl McpServerManager {
         *self.inner.elicitation.lock().expect("elicitation lock") = Some(handler);
     }
 
+    /// Routes a server's `elicitation/create` to the tool call of that
+    /// server it belongs to, when the call can ask its host: inside the
+    /// agent loop the question pauses that call alone as a
+    /// `LoopInterrupt::Question` and the host's answer resumes it (see the
+    /// `elicitation` rules in the crate docs for how a request is tied to
+    /// a call). Requests that belong to no such call go to the
+    /// [handler](Self::set_elicitation_handler), or are declined. Like the
+    /// handler, set it before servers connect: it turns on the capability.
+    ///
+    /// ```
+    /// use agentkit_mcp::McpServerManager;
+    ///
+    /// let manager = McpServerManager::new();
+    /// manager.route_elicitation_to_calls(true);
+    /// ```
+    pub fn route_elicitation_to_calls(&self, on: bool) {
+        self.inner
+            .elicit_in_calls
+            .store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// Sets the roots offered to servers (a coding agent's workspace), and
     /// tells the connected servers they changed
     /// (`notifications/roots/list_changed`). Set them before servers
@@ -603,6 +627,9 @@ impl Inner {
             roots: self.roots.clone(),
             sampling: self.sampling.lock().expect("sampling lock").clone(),
             events: Some(self.events.clone()),
+            elicit_in_calls: self
+                .elicit_in_calls
+                .load(std::sync::atomic::Ordering::Relaxed),
         }
     }
 

@@ -22,6 +22,7 @@ use agentkit_core::{
     DataRef, FilePart, Item, ItemKind, MediaPart, Modality, Part, ReasoningPart, ToolOutput,
     ToolResultPart,
 };
+use agentkit_http::json::{write_json_str, write_str};
 use agentkit_loop::{
     BlockWriter, EncodedTranscript, OutputSchema, PromptCacheMode, PromptCacheRequest, TurnRequest,
 };
@@ -58,6 +59,9 @@ pub(crate) fn request_body(
 
 /// One item's input items, each a block of the session's cache.
 fn encode_item(item: &Item, out: &mut BlockWriter<'_>) {
+    if encode_plain_item(item, out) {
+        return;
+    }
     let mut input = Vec::new();
     item_inputs(item, &mut input);
     for value in &input {
@@ -65,6 +69,80 @@ fn encode_item(item: &Item, out: &mut BlockWriter<'_>) {
             serde_json::to_writer(buf, value).unwrap_or_default()
         });
     }
+}
+
+/// An item made only of text, tool calls and text results (nearly every
+/// item of a session), written straight from its parts: byte for byte the
+/// input items [`item_inputs`] builds as `Value`s and serde_json writes,
+/// without the trees. `false` (nothing written) for any other item.
+fn encode_plain_item(item: &Item, out: &mut BlockWriter<'_>) -> bool {
+    if !crate::request::is_plain(item) {
+        return false;
+    }
+    let role = match item.kind {
+        ItemKind::System => "system",
+        ItemKind::Developer => "developer",
+        ItemKind::Assistant => "assistant",
+        _ => "user",
+    };
+    // The text parts waiting to become one message.
+    let mut texts: Vec<&str> = Vec::new();
+    let flush = |texts: &mut Vec<&str>, out: &mut BlockWriter<'_>| {
+        if texts.is_empty() {
+            return;
+        }
+        out.block(0, |buf| {
+            buf.extend_from_slice(br#"{"type":"message","role":"#);
+            write_str(buf, role);
+            buf.extend_from_slice(br#","content":"#);
+            if role == "assistant" {
+                buf.push(b'[');
+                for (n, text) in texts.iter().enumerate() {
+                    if n > 0 {
+                        buf.push(b',');
+                    }
+                    buf.extend_from_slice(br#"{"type":"output_text","text":"#);
+                    write_str(buf, text);
+                    buf.push(b'}');
+                }
+                buf.push(b']');
+            } else if let [one] = texts.as_slice() {
+                write_str(buf, one);
+            } else {
+                write_str(buf, &texts.join("\n\n"));
+            }
+            buf.push(b'}');
+        });
+        texts.clear();
+    };
+    for part in &item.parts {
+        match part {
+            Part::Text(text) if !text.text.is_empty() => texts.push(&text.text),
+            Part::ToolCall(call) if role == "assistant" => {
+                flush(&mut texts, out);
+                out.block(0, |buf| {
+                    buf.extend_from_slice(br#"{"type":"function_call","call_id":"#);
+                    write_str(buf, call.id.as_str());
+                    buf.extend_from_slice(br#","name":"#);
+                    write_str(buf, &call.name);
+                    buf.extend_from_slice(br#","arguments":"#);
+                    write_json_str(buf, &call.input);
+                    buf.push(b'}');
+                });
+            }
+            Part::ToolResult(result) => {
+                flush(&mut texts, out);
+                out.block(0, |buf| {
+                    let head = br#"{"type":"function_call_output","call_id":"#;
+                    crate::request::write_result(buf, head, result, b"output");
+                });
+            }
+            // Empty text, and calls outside the assistant, carry nothing.
+            _ => {}
+        }
+    }
+    flush(&mut texts, out);
+    true
 }
 
 /// Everything but the input items.
@@ -411,5 +489,24 @@ mod hosted_items {
         let mut input = Vec::new();
         item_inputs(&user, &mut input);
         assert!(input.is_empty());
+    }
+}
+
+#[cfg(test)]
+mod plain_items {
+    use super::*;
+    use crate::request::plain_items::{assert_same, blocks};
+
+    #[test]
+    fn plain_items_are_written_as_their_values_serialize() {
+        let plain = blocks(|item, out| assert!(encode_plain_item(item, out)));
+        let general = blocks(|item, out| {
+            let mut input = Vec::new();
+            item_inputs(item, &mut input);
+            for value in &input {
+                out.block(0, |buf| serde_json::to_writer(buf, value).unwrap());
+            }
+        });
+        assert_same(plain, general);
     }
 }

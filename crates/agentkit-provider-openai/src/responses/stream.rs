@@ -86,6 +86,38 @@ fn read_event(data: &str) -> Option<Event<'_>> {
     })
 }
 
+/// A text delta laid out exactly as the Responses API writes it (nearly
+/// every event of an answer): `{"type":"response.output_text.delta",
+/// "sequence_number":N,"item_id":"..","output_index":N,"content_index":N,
+/// "delta":".."[,"logprobs":[]][,"obfuscation":".."]}`, its fixed parts
+/// compared at once and its values read and checked. Gives (output_index,
+/// delta), what [`read_event`] would read; `None` for any other layout,
+/// which the general reader takes.
+fn read_text_delta(data: &str) -> Option<(u64, Cow<'_, str>)> {
+    let mut reader = JsonReader::new(data);
+    let fixed = |reader: &mut JsonReader<'_>, text: &str| reader.consume(text).then_some(());
+    fixed(
+        &mut reader,
+        r#"{"type":"response.output_text.delta","sequence_number":"#,
+    )?;
+    reader.u64()?;
+    fixed(&mut reader, r#","item_id":"#)?;
+    reader.str()?;
+    fixed(&mut reader, r#","output_index":"#)?;
+    let index = reader.u64()?;
+    fixed(&mut reader, r#","content_index":"#)?;
+    reader.u64()?;
+    fixed(&mut reader, r#","delta":"#)?;
+    let delta = reader.str()?;
+    reader.consume(r#","logprobs":[]"#);
+    if reader.consume(r#","obfuscation":"#) {
+        reader.str()?;
+    }
+    fixed(&mut reader, "}")?;
+    reader.end()?;
+    Some((index, delta))
+}
+
 #[derive(Deserialize)]
 struct Response {
     #[serde(default)]
@@ -530,6 +562,10 @@ impl agentkit_http::SseDecoder for ResponsesDecoder {
         if data.is_empty() || data == "[DONE]" {
             return Ok(());
         }
+        if let Some((index, delta)) = read_text_delta(data) {
+            self.on_text(index, delta.into_owned(), out);
+            return Ok(());
+        }
         let parsed = match read_event(data) {
             Some(parsed) => parsed,
             None => serde_json::from_str::<Event<'_>>(data).map_err(|err| {
@@ -610,5 +646,42 @@ fn excerpt(text: &str) -> String {
         format!("{}…", &text[..end])
     } else {
         text.to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_text_delta_reader_reads_what_the_general_readers_read_or_leaves_it() {
+        let head = r#"{"type":"response.output_text.delta","sequence_number":7,"item_id":"msg_1","output_index":2,"content_index":0,"delta":"#;
+        let events = [
+            format!(r#"{head}"caf\u00e9 \"x\"\n"}}"#),
+            format!(r#"{head}"a","logprobs":[],"obfuscation":"Qv3"}}"#),
+            format!(r#"{head}""}}"#),
+            // Not the layout: the general readers decide.
+            format!(r#"{head}"a","logprobs":[1]}}"#),
+            format!(r#"{head}"a" }}"#),
+            format!(r#"{head}null}}"#),
+            format!(r#"{head}"\ud800"}}"#),
+            format!(r#"{head}"a"}}}}"#),
+            format!(r#"{head}"a","output_index":3}}"#),
+        ];
+        let mut read = 0;
+        for data in &events {
+            let Some((index, delta)) = read_text_delta(data) else {
+                continue;
+            };
+            read += 1;
+            let general = read_event(data).expect("the general reader reads it");
+            let serde: Event<'_> = serde_json::from_str(data).expect("serde_json reads it");
+            for event in [general, serde] {
+                assert_eq!(event.kind, "response.output_text.delta");
+                assert_eq!(event.output_index, Some(index), "{data}");
+                assert_eq!(event.delta.as_deref(), Some(delta.as_ref()), "{data}");
+            }
+        }
+        assert_eq!(read, 3, "the usual layouts take the exact path");
     }
 }

@@ -12,8 +12,8 @@ use agentkit_core::{
     Delta, FinishReason, Item, MetadataMap, ToolCallId, ToolCallPart, ToolResultPart, Usage,
 };
 use agentkit_tools_core::{
-    ApprovalDecision, ApprovalRequest, ToolCatalogEvent, ToolError, ToolRequest, ToolResult,
-    ToolSpec,
+    ApprovalDecision, ApprovalRequest, HostAnswer, HostQuestion, ToolCatalogEvent, ToolError,
+    ToolRequest, ToolResult, ToolSpec,
 };
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -111,6 +111,20 @@ pub enum Input {
         call_id: ToolCallId,
         /// How it ended.
         outcome: ToolOutcome,
+    },
+    /// A running call asked the host a question.
+    ToolQuestion {
+        /// The call.
+        call_id: ToolCallId,
+        /// The question.
+        question: HostQuestion,
+    },
+    /// The host answered a call's question.
+    QuestionAnswered {
+        /// The call.
+        call_id: ToolCallId,
+        /// The answer, as the host gave it (checked by the core).
+        answer: HostAnswer,
     },
     /// Running calls reported model usage they spent (a sub-agent's).
     ToolUsage {

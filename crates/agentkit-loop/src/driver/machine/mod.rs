@@ -74,6 +74,14 @@ pub(crate) enum Action {
     /// Start this call of the round, then poll again (the next call to
     /// start, if the parallelism allows, comes from that poll).
     StartTool(StartCall),
+    /// Hand the host's answer to the call waiting for it (its future is
+    /// running), then poll again.
+    AnswerQuestion {
+        /// The call.
+        call_id: ToolCallId,
+        /// The checked answer.
+        answer: agentkit_tools_core::HostAnswer,
+    },
     /// Wait for a running call to finish or a cancellation (and, with
     /// `wake_on_urgent`, an urgent message), then poll again.
     AwaitTools { wake_on_urgent: bool },
@@ -555,6 +563,12 @@ impl DriverCore {
                 outcome,
             } => self.on_tool_done(index, &call_id, outcome),
             Input::ToolUsage { usage } => self.on_tool_usage(usage),
+            Input::ToolQuestion { call_id, question } => {
+                let _ = self.on_tool_question(&call_id, question);
+            }
+            Input::QuestionAnswered { call_id, answer } => {
+                let _ = self.resolve_question(call_id, answer);
+            }
             Input::CallsLost => self.on_calls_lost(),
             Input::Routed { index, routed } => self.on_routed(index, routed),
             Input::Timeout { now } => self.on_timeout(now),

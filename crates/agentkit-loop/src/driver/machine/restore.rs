@@ -199,6 +199,17 @@ fn snapshot_call(entry: &RoundCall) -> SnapshotCall {
                 result: Some(result.clone()),
             },
             CallState::Running(_) | CallState::Interrupted => SnapshotCallState::Interrupted,
+            CallState::Asking(question) => SnapshotCallState::Asking {
+                question: (**question).clone(),
+            },
+            // The answer never reached the call: as interrupted as a
+            // question still open.
+            CallState::Replying(_) => SnapshotCallState::Asking {
+                question: agentkit_tools_core::HostQuestion::form(
+                    "(answered, not yet delivered)",
+                    serde_json::Value::Null,
+                ),
+            },
             CallState::Suspended(request) => SnapshotCallState::Suspended {
                 request: request.clone(),
             },
@@ -236,7 +247,8 @@ fn call_state(call: &ToolCallPart, saved: &SnapshotCallState) -> CallState {
                     .with_metadata(agentkit_core::keys::ERROR_KIND, "rejected")
             }))
         }
-        SnapshotCallState::Interrupted => CallState::Interrupted,
+        // The waiting future is gone with the process that ran it.
+        SnapshotCallState::Interrupted | SnapshotCallState::Asking { .. } => CallState::Interrupted,
         SnapshotCallState::Finished { result } => CallState::Finished(result.clone()),
         SnapshotCallState::Answered => CallState::Answered,
         SnapshotCallState::Suspended { request } => CallState::Suspended(request.clone()),

@@ -8,9 +8,9 @@
 use super::input::{Input, ToolOutcome, Validated, Verdict};
 use super::state::{AfterRound, CallState, Phase, Round, RoundCall, Step};
 use super::{Action, DriverCore, LoopInterrupt, LoopStep, Note, SKIPPED, StartCall};
-use crate::{AgentEvent, InvalidStateReason, PendingApproval};
+use crate::{AgentEvent, InvalidStateReason, PendingApproval, PendingQuestion};
 use agentkit_core::{ToolCallId, ToolCallPart, ToolResultPart, Usage};
-use agentkit_tools_core::{ApprovalDecision, ToolResume};
+use agentkit_tools_core::{ApprovalDecision, HostAnswer, HostQuestion, ToolResume};
 
 impl DriverCore {
     fn round_mut(&mut self) -> Option<&mut Round> {
@@ -56,15 +56,40 @@ impl DriverCore {
                 + 1;
             return Some(Action::Preflight(first..end));
         }
+        // An answered question goes back to its waiting call first.
+        if let Some(entry) = round
+            .calls
+            .iter_mut()
+            .find(|c| matches!(c.state, CallState::Replying(_)))
+            && let CallState::Replying(answer) =
+                std::mem::replace(&mut entry.state, CallState::Running(None))
+        {
+            return Some(Action::AnswerQuestion {
+                call_id: entry.call.id.clone(),
+                answer: *answer,
+            });
+        }
         if let Some(call_id) = &round.surfaced {
-            return Some(Action::Fail(InvalidStateReason::ApprovalPending {
-                call_id: call_id.clone(),
+            let call_id = call_id.clone();
+            let asking = round
+                .calls
+                .iter()
+                .any(|c| c.call.id == call_id && matches!(c.state, CallState::Asking(_)));
+            return Some(Action::Fail(if asking {
+                InvalidStateReason::QuestionPending { call_id }
+            } else {
+                InvalidStateReason::ApprovalPending { call_id }
             }));
         }
         if let Some(pending) = self.surface_next_approval() {
             return Some(Action::Yield(LoopStep::Interrupt(
                 LoopInterrupt::ApprovalRequest(pending),
             )));
+        }
+        if let Some(pending) = self.surface_next_question() {
+            return Some(Action::Yield(LoopStep::Interrupt(LoopInterrupt::Question(
+                pending,
+            ))));
         }
         self.flush_answers();
         let round = self.round_mut()?;
@@ -116,6 +141,29 @@ impl DriverCore {
         let request = entry.request.clone();
         self.emit(|| AgentEvent::ApprovalRequired { request });
         Some(entry)
+    }
+
+    /// A call waiting for an answer is shown once no other call runs, like
+    /// a call that paused for an approval: the host's pause must not hold
+    /// up the running ones.
+    fn surface_next_question(&mut self) -> Option<PendingQuestion> {
+        let round = self.round_mut()?;
+        if round
+            .calls
+            .iter()
+            .any(|c| matches!(c.state, CallState::Running(_)))
+        {
+            return None;
+        }
+        let pending = round.calls.iter().find_map(|c| match &c.state {
+            CallState::Asking(question) => Some(PendingQuestion {
+                question: (**question).clone(),
+                call: c.call.clone(),
+            }),
+            _ => None,
+        })?;
+        round.surfaced = Some(pending.call.id.clone());
+        Some(pending)
     }
 
     /// Marks the next runnable call `Running`, if the parallelism allows,
@@ -189,6 +237,8 @@ impl DriverCore {
                 | CallState::Approved(_)
                 | CallState::AwaitingApproval(_)
                 | CallState::Suspended(_)
+                | CallState::Asking(_)
+                | CallState::Replying(_)
                 | CallState::Resumed(..) => return,
                 _ => {
                     self.answer(index, None);
@@ -229,6 +279,8 @@ impl DriverCore {
             | CallState::Approved(_)
             | CallState::AwaitingApproval(_)
             | CallState::Suspended(_)
+            | CallState::Asking(_)
+            | CallState::Replying(_)
             | CallState::Resumed(..)
             | CallState::Running(_)) => match stub {
                 Some((message, kind)) => (
@@ -325,9 +377,24 @@ impl DriverCore {
         let Some(entry) = self.round_mut().and_then(|r| r.calls.get_mut(index)) else {
             return;
         };
-        if &entry.call.id != call_id || !matches!(entry.state, CallState::Running(_)) {
+        // A call waiting for an answer may end without it (its deadline
+        // passed, it went to the background).
+        if &entry.call.id != call_id
+            || !matches!(
+                entry.state,
+                CallState::Running(_) | CallState::Asking(_) | CallState::Replying(_)
+            )
+        {
             return;
         }
+        if let Some(round) = self.round_mut()
+            && round.surfaced.as_ref() == Some(call_id)
+        {
+            round.surfaced = None;
+        }
+        let Some(entry) = self.round_mut().and_then(|r| r.calls.get_mut(index)) else {
+            return;
+        };
         let warning = match outcome {
             ToolOutcome::Paused { request } => {
                 entry.state = CallState::Suspended(request);
@@ -358,23 +425,93 @@ impl DriverCore {
 
     /// The shell lost the futures of running calls (a `next()` was dropped
     /// mid-round): answer them as interrupted rather than run them twice.
+    /// A call waiting for an answer lost its future too.
     pub(crate) fn on_calls_lost(&mut self) {
-        let any = self.round().is_some_and(|r| {
-            r.calls
-                .iter()
-                .any(|c| matches!(c.state, CallState::Running(_)))
-        });
+        let live = |state: &CallState| {
+            matches!(
+                state,
+                CallState::Running(_) | CallState::Asking(_) | CallState::Replying(_)
+            )
+        };
+        let any = self
+            .round()
+            .is_some_and(|r| r.calls.iter().any(|c| live(&c.state)));
         if !any {
             return;
         }
         self.record(|| Input::CallsLost);
         if let Some(round) = self.round_mut() {
             for entry in &mut round.calls {
-                if matches!(entry.state, CallState::Running(_)) {
+                if live(&entry.state) {
                     entry.state = CallState::Interrupted;
                 }
             }
+            round.surfaced = None;
         }
+    }
+
+    /// A running call asked the host a question. Returns `false` when no
+    /// running call of the open round has that id (a background task, a
+    /// call already answered): the shell declines it at once.
+    pub(crate) fn on_tool_question(
+        &mut self,
+        call_id: &ToolCallId,
+        question: HostQuestion,
+    ) -> bool {
+        self.record(|| Input::ToolQuestion {
+            call_id: call_id.clone(),
+            question: question.clone(),
+        });
+        let Some(entry) = self
+            .round_mut()
+            .and_then(|r| r.calls.iter_mut().find(|c| &c.call.id == call_id))
+        else {
+            return false;
+        };
+        if !matches!(entry.state, CallState::Running(_)) {
+            return false;
+        }
+        let event_question = question.clone();
+        entry.state = CallState::Asking(Box::new(question));
+        let call_id = call_id.clone();
+        self.emit(|| AgentEvent::QuestionAsked {
+            call_id,
+            question: event_question,
+        });
+        true
+    }
+
+    /// The host answered a call's question. Accepted form content is
+    /// checked against the question's schema (defaults filled in); content
+    /// that does not match leaves the question open.
+    pub(crate) fn resolve_question(
+        &mut self,
+        call_id: ToolCallId,
+        answer: HostAnswer,
+    ) -> Result<(), InvalidStateReason> {
+        self.record(|| Input::QuestionAnswered {
+            call_id: call_id.clone(),
+            answer: answer.clone(),
+        });
+        let Some(round) = self.round_mut() else {
+            return Err(InvalidStateReason::NoSuchQuestion { call_id });
+        };
+        let Some(entry) = round.calls.iter_mut().find(|c| c.call.id == call_id) else {
+            return Err(InvalidStateReason::NoSuchQuestion { call_id });
+        };
+        let CallState::Asking(question) = &entry.state else {
+            return Err(InvalidStateReason::NoSuchQuestion { call_id });
+        };
+        let answer = match question.check(answer) {
+            Ok(answer) => answer,
+            Err(error) => return Err(InvalidStateReason::InvalidAnswer { call_id, error }),
+        };
+        entry.state = CallState::Replying(Box::new(answer.clone()));
+        if round.surfaced.as_ref() == Some(&call_id) {
+            round.surfaced = None;
+        }
+        self.emit(|| AgentEvent::QuestionAnswered { call_id, answer });
+        Ok(())
     }
 
     pub(crate) fn resolve_approval(

@@ -25,7 +25,9 @@ use crate::transcript::TranscriptItems;
 use agentkit_core::{
     DeltaFolder, FinishReason, Item, ToolCallId, ToolCallPart, ToolResultPart, TurnId, Usage,
 };
-use agentkit_tools_core::{ApprovalDecision, ApprovalRequest, ToolRequest, ToolSpec};
+use agentkit_tools_core::{
+    ApprovalDecision, ApprovalRequest, HostAnswer, HostQuestion, ToolRequest, ToolSpec,
+};
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -229,6 +231,14 @@ pub(crate) enum CallState {
     /// `ToolContext::resume`, whatever the decision (the tool tells its own
     /// caller about a denial).
     Resumed(ApprovalRequest, ApprovalDecision),
+    /// Running, and waiting for the host's answer to a question it asked
+    /// (`ToolContext::ask`): its future is alive and waits; the question
+    /// is shown to the host once no other call of the round runs. Boxed:
+    /// rare, and the state is in every call of every round.
+    Asking(Box<HostQuestion>),
+    /// The host answered the question; the answer goes to the waiting
+    /// future next, and the call runs on (it is not run again).
+    Replying(Box<HostAnswer>),
     /// Was running when a snapshot was taken: a resumed driver answers it
     /// with a stub rather than run it twice.
     Interrupted,

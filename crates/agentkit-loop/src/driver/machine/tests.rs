@@ -331,9 +331,7 @@ fn a_detach_after_call_is_detached_when_its_deadline_passes_and_not_before() {
     // The task's late outcome does not answer the call a second time.
     core.on_tool_done(0, &"a".into(), done(&"a".into(), "late"));
     assert_eq!(results(&core).len(), 1);
-    core.log
-        .with(|items| agentkit_core::validate_items(items))
-        .unwrap();
+    agentkit_core::validate_transcript(&core.log.to_vec()).unwrap();
 }
 
 #[test]
