@@ -198,9 +198,10 @@ pub struct LoopDriver<S: ModelSession> {
     tool_usage: ToolUsage,
     /// Where the input recording began, when recording.
     recording: Option<Box<crate::replay::LogHeader>>,
-    /// Where running calls' questions arrive; made when the first call
-    /// starts.
-    questions: Option<Arc<questions::Questions>>,
+    /// Where running calls' questions arrive, and the one sink every
+    /// call's context shares (cloning it is a reference count, not an
+    /// allocation); made when the first call starts.
+    questions: Option<(Arc<questions::Questions>, agentkit_tools_core::QuestionSink)>,
     /// The reply channels of calls waiting for the host's answer.
     replies: Vec<(
         ToolCallId,

@@ -182,7 +182,7 @@ impl<S: ModelSession> LoopDriver<S> {
                 std::future::pending().await
             }
         };
-        let questions = self.questions.clone();
+        let questions = self.questions.as_ref().map(|(queue, _)| queue.clone());
         let asked = async {
             match &questions {
                 Some(questions) => questions.asked().await,
@@ -223,16 +223,24 @@ impl<S: ModelSession> LoopDriver<S> {
         self.dispatch();
     }
 
-    /// The sink for a call's questions, made with the first call.
+    /// The sink for a call's questions, made with the first call and
+    /// shared by every later one.
     fn question_sink(&mut self) -> agentkit_tools_core::QuestionSink {
-        self.questions.get_or_insert_with(Default::default).sink()
+        self.questions
+            .get_or_insert_with(|| {
+                let queue = Arc::<super::questions::Questions>::default();
+                let sink = queue.sink();
+                (queue, sink)
+            })
+            .1
+            .clone()
     }
 
     /// Hands the questions running calls asked to the core; one it does
     /// not take (no running call of the round asks it: a background task)
     /// is declined at once.
     fn take_questions(&mut self) {
-        let Some(questions) = &self.questions else {
+        let Some((questions, _)) = &self.questions else {
             return;
         };
         for (call_id, question, reply) in questions.take() {
