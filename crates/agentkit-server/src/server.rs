@@ -29,6 +29,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, UNIX_EPOCH};
 
 /// What the agent factory is told about the session it builds for.
@@ -200,6 +201,7 @@ impl ServerBuilder {
                         .build()
                         .map_err(|err| BuildError::Forwarder(err.to_string()))?
                 },
+                shut_down: AtomicBool::new(false),
             }),
         })
     }
@@ -280,6 +282,10 @@ struct Inner {
     opening: std::sync::Mutex<HashMap<SessionId, Arc<tokio::sync::Mutex<()>>>>,
     /// Sends requests on to the replica that holds their session.
     forwarder: reqwest::Client,
+    /// Set by [`AgentServer::shutdown`] under the `hosted` lock: a session
+    /// whose opening was in flight is closed again instead of being hosted
+    /// after the drain (its lease would be held until the process exits).
+    shut_down: AtomicBool,
 }
 
 impl AgentServer {
@@ -318,14 +324,11 @@ impl AgentServer {
     /// lease given up, so another replica can take it at once. Call it
     /// after the HTTP server stopped accepting requests.
     pub async fn shutdown(&self) {
-        let hosted: Vec<Arc<Hosted>> = self
-            .inner
-            .hosted
-            .lock()
-            .await
-            .drain()
-            .map(|(_, h)| h)
-            .collect();
+        let hosted: Vec<Arc<Hosted>> = {
+            let mut hosted = self.inner.hosted.lock().await;
+            self.inner.shut_down.store(true, Ordering::Relaxed);
+            hosted.drain().map(|(_, h)| h).collect()
+        };
         for session in hosted {
             session.close().await;
         }
@@ -361,7 +364,15 @@ impl Inner {
         }
         let session =
             (self.launcher)(self.stores.clone(), tenant.clone(), id.clone(), self.limits).await?;
-        self.hosted.lock().await.insert(id.clone(), session.clone());
+        let mut hosted = self.hosted.lock().await;
+        // Written under this lock too: after a shutdown drained the map,
+        // nothing is hosted any more (the lease goes back at once).
+        if self.shut_down.load(Ordering::Relaxed) {
+            drop(hosted);
+            session.close().await;
+            return Err(ServerError::Busy(id.as_str().to_owned()));
+        }
+        hosted.insert(id.clone(), session.clone());
         Ok(session)
     }
 

@@ -474,3 +474,22 @@ async fn a_resting_session_is_released_so_another_server_serves_it() {
         ["hello", "Hi.", "again", "Again."]
     );
 }
+
+/// A request that reaches a server after its shutdown (or while it drains)
+/// is refused and leaves no session hosted: the lease goes back at once, so
+/// another replica can take the session without waiting for it to expire.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_shutdown_a_run_is_refused_and_holds_no_lease() {
+    use agentkit_core::SessionId;
+    use agentkit_store::{SessionStore, SqliteStore};
+    let server = start(vec![ScriptedTurn::text("never sent")]).await;
+    server.server.shutdown().await;
+    let body = json!({ "messages": [{ "id": "u1", "role": "user", "content": "hi" }] });
+    assert_eq!(server.say_status(TOKEN_A, "t1", body).await, 503);
+    let store = SqliteStore::open(server.dir.path().join("sessions.db")).unwrap();
+    store
+        .acquire(&SessionId::new("a~t1"), std::time::Duration::from_secs(5))
+        .await
+        .expect("no replica holds the session");
+    assert!(server.model.requests().is_empty(), "nothing ran");
+}
