@@ -6,7 +6,7 @@
 //! breaks.
 //!
 //! Two phases: all replicas up, then the same with the first replica
-//! SIGKILLed once half the sessions finished. Each phase prints
+//! SIGKILLed once half of its own sessions finished. Each phase prints
 //! throughput, p50 / p99 time to the first event and the first text delta,
 //! peak RSS per replica, and checks what must hold: every run finished,
 //! every transcript valid (user, one call, its one answer, the final
@@ -145,7 +145,7 @@ fn percentiles(mut values: Vec<Duration>) -> (f64, f64) {
 }
 
 /// One phase on a fresh set of replicas; with `kill`, the first replica is
-/// SIGKILLed once half the sessions finished.
+/// SIGKILLed once half of its own sessions finished.
 async fn phase(
     conninfo: &str,
     provider: &str,
@@ -170,16 +170,24 @@ async fn phase(
         .map(|i| {
             let (http, urls, finished) = (http.clone(), urls.clone(), finished.clone());
             let thread = format!("{name}-{i}");
+            let home = i % urls.len();
             tokio::spawn(async move {
                 let outcome = client::session(http, urls, i, thread).await;
-                finished.fetch_add(1, Ordering::SeqCst);
+                // Counted per home replica: the killed one must still have
+                // sessions in flight when it dies.
+                if home == 0 {
+                    finished.fetch_add(1, Ordering::SeqCst);
+                }
                 outcome
             })
         })
         .collect();
     let mut rss = vec![f64::NAN; replicas.len()];
     if kill {
-        while finished.load(Ordering::SeqCst) < options.sessions / 2 {
+        // Half of replica 0's own sessions: with the other replicas'
+        // counted too, a fast replica 0 could be done before the kill.
+        let on_first = options.sessions.div_ceil(replicas.len());
+        while finished.load(Ordering::SeqCst) < on_first / 2 {
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
         rss[0] = replicas[0].peak_rss_mib();
