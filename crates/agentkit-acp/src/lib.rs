@@ -47,6 +47,7 @@
 
 mod commands;
 mod error;
+mod files;
 mod kind;
 mod loader;
 mod modes;
@@ -58,6 +59,7 @@ mod updates;
 
 pub use commands::{CommandCall, SlashCommand};
 pub use error::{AcpError, BoxError};
+pub use files::EditorFiles;
 pub use kind::ToolKind;
 pub use loader::{MemorySessions, SessionLoader, SessionRecorder, StoredSession};
 pub use modes::{SessionMode, SessionModes};
