@@ -378,6 +378,7 @@ where
     LoopDriver<M::Session>: Send,
 {
     fn initialize(&self, _request: &acp::InitializeRequest) -> acp::InitializeResponse {
+        #[cfg_attr(not(feature = "store"), allow(unused_mut))]
         let mut sessions = acp::SessionCapabilities::new();
         #[cfg(feature = "store")]
         if self.server.store.is_some() {
@@ -513,7 +514,8 @@ where
     }
 
     /// The host's builder for a session, with the server's cancellation
-    /// controller and update observer added.
+    /// controller added, and its update observer (for the caller to add
+    /// last).
     fn prepare(
         &self,
         request: SessionRequest,
@@ -530,9 +532,7 @@ where
             self.server.kinds.clone(),
             self.server.plan_tool.clone(),
         ));
-        let builder = builder
-            .cancellation(cancel.handle())
-            .observer_arc(updates.clone());
+        let builder = builder.cancellation(cancel.handle());
         Ok(Prepared {
             builder,
             cancel,
@@ -579,7 +579,7 @@ where
         if let Some(StoredSession::Transcript(items)) = &stored {
             builder = builder.transcript(items.clone());
         }
-        let agent = builder.build()?;
+        let agent = builder.observer_arc(updates.clone()).build()?;
         let config = SessionConfig::new(session_id);
         let driver = match stored {
             Some(StoredSession::Snapshot(snapshot)) => agent.resume(config, *snapshot).await?,
@@ -632,7 +632,7 @@ where
             cancel,
             updates,
         } = self.prepare(request, &cx)?;
-        let agent = lease.record(builder).build()?;
+        let agent = crate::store::observed(&lease, builder, updates.clone()).build()?;
         let session = lease
             .open_with(&agent, SessionConfig::new(session_id))
             .await
