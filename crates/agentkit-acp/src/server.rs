@@ -272,6 +272,7 @@ where
             server: self,
             sessions: Mutex::new(HashMap::new()),
             counter: AtomicU64::new(0),
+            elicitation: Mutex::new(None),
         });
         let (s1, s2, s3, s4, s5, s6, s7) = (
             state.clone(),
@@ -371,13 +372,18 @@ struct State<M: ModelAdapter> {
     server: AcpServer<M>,
     sessions: Mutex<HashMap<String, SessionHandle>>,
     counter: AtomicU64,
+    /// What the editor announced it can ask its user (`initialize`'s
+    /// `clientCapabilities.elicitation`): tools' questions go there.
+    elicitation: Mutex<Option<acp::ElicitationCapabilities>>,
 }
 
 impl<M: ModelAdapter> State<M>
 where
     LoopDriver<M::Session>: Send,
 {
-    fn initialize(&self, _request: &acp::InitializeRequest) -> acp::InitializeResponse {
+    fn initialize(&self, request: &acp::InitializeRequest) -> acp::InitializeResponse {
+        *self.elicitation.lock().expect("elicitation lock") =
+            request.client_capabilities.elicitation.clone();
         #[cfg_attr(not(feature = "store"), allow(unused_mut))]
         let mut sessions = acp::SessionCapabilities::new();
         #[cfg(feature = "store")]
@@ -549,7 +555,15 @@ where
         cx: ConnectionTo<Client>,
     ) {
         let (cancel, updates) = prepared;
-        let handle = SessionHandle::spawn(driver, cancel, cx, updates, self.server.modes.clone());
+        let elicitation = self.elicitation.lock().expect("elicitation lock").clone();
+        let handle = SessionHandle::spawn(
+            driver,
+            cancel,
+            cx,
+            updates,
+            self.server.modes.clone(),
+            elicitation,
+        );
         self.sessions
             .lock()
             .expect("sessions lock")
