@@ -280,6 +280,7 @@ where
             sessions: Mutex::new(HashMap::new()),
             counter: AtomicU64::new(0),
             client_fs: Mutex::new(acp::FileSystemCapabilities::new()),
+            elicitation: Mutex::new(None),
         });
         let (s1, s2, s3, s4, s5, s6, s7) = (
             state.clone(),
@@ -381,6 +382,9 @@ struct State<M: ModelAdapter> {
     counter: AtomicU64,
     /// What the editor announced in `initialize`.
     client_fs: Mutex<acp::FileSystemCapabilities>,
+    /// What the editor announced it can ask its user (`initialize`'s
+    /// `clientCapabilities.elicitation`): tools' questions go there.
+    elicitation: Mutex<Option<acp::ElicitationCapabilities>>,
 }
 
 impl<M: ModelAdapter> State<M>
@@ -390,6 +394,8 @@ where
     fn initialize(&self, request: &acp::InitializeRequest) -> acp::InitializeResponse {
         *self.client_fs.lock().expect("client capabilities lock") =
             request.client_capabilities.fs.clone();
+        *self.elicitation.lock().expect("elicitation lock") =
+            request.client_capabilities.elicitation.clone();
         #[cfg_attr(not(feature = "store"), allow(unused_mut))]
         let mut sessions = acp::SessionCapabilities::new();
         #[cfg(feature = "store")]
@@ -567,7 +573,15 @@ where
         cx: ConnectionTo<Client>,
     ) {
         let (cancel, updates) = prepared;
-        let handle = SessionHandle::spawn(driver, cancel, cx, updates, self.server.modes.clone());
+        let elicitation = self.elicitation.lock().expect("elicitation lock").clone();
+        let handle = SessionHandle::spawn(
+            driver,
+            cancel,
+            cx,
+            updates,
+            self.server.modes.clone(),
+            elicitation,
+        );
         self.sessions
             .lock()
             .expect("sessions lock")
