@@ -367,6 +367,73 @@ mod tests {
         );
     }
 
+    /// What a loaded session shows of its open round, one row per call
+    /// state: a final state for every call that started or was decided,
+    /// nothing (still pending) for one that will run or be asked.
+    #[cfg(feature = "store")]
+    #[test]
+    fn a_loaded_round_shows_every_started_call_finished() {
+        use agentkit_loop::{SnapshotCall, SnapshotCallState};
+        use agentkit_tools_core::{ApprovalReason, PermissionRequest, approval_for};
+        let request = approval_for(
+            &PermissionRequest::custom("shell.command", "run it", json!({})),
+            ApprovalReason::PolicyRequiresConfirmation,
+        );
+        let rows: Vec<(SnapshotCallState, Option<(acp::ToolCallStatus, &str)>)> = vec![
+            (
+                SnapshotCallState::Interrupted,
+                Some((acp::ToolCallStatus::Failed, "interrupted")),
+            ),
+            (
+                SnapshotCallState::Denied {
+                    reason: Some("the user rejected this call".into()),
+                },
+                Some((acp::ToolCallStatus::Failed, "rejected")),
+            ),
+            (
+                SnapshotCallState::Finished {
+                    result: ToolResultPart::success("c", "done"),
+                },
+                Some((acp::ToolCallStatus::Completed, "done")),
+            ),
+            (
+                SnapshotCallState::Rejected {
+                    message: "unknown tool".into(),
+                    result: None,
+                },
+                Some((acp::ToolCallStatus::Failed, "unknown tool")),
+            ),
+            (SnapshotCallState::Unchecked, None),
+            (SnapshotCallState::Queued, None),
+            (
+                SnapshotCallState::Approved {
+                    request: request.clone(),
+                },
+                None,
+            ),
+            (SnapshotCallState::AwaitingApproval { request }, None),
+            (SnapshotCallState::Answered, None),
+        ];
+        for (state, expected) in rows {
+            let call = SnapshotCall {
+                call_id: "c".into(),
+                tool_name: "shell_exec".into(),
+                arguments_hash: String::new(),
+                state: state.clone(),
+            };
+            let shown = round_updates(&[call]);
+            match expected {
+                None => assert!(shown.is_empty(), "{state:?} shown as {shown:?}"),
+                Some((status, text)) => {
+                    assert_eq!(shown.len(), 1, "{state:?}");
+                    assert_eq!(shown[0].fields.status, Some(status), "{state:?}");
+                    let content = serde_json::to_string(&shown[0].fields.content).unwrap();
+                    assert!(content.contains(text), "{state:?}: {content}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn results_map_to_completed_or_failed() {
         let ok = result_update(&ToolResultPart::success("c1", "fine"));
