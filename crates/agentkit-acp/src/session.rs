@@ -382,7 +382,13 @@ impl<D: Drive> Runner<D> {
         let request =
             crate::elicit::request(session_id, &pending, self.shared.elicitation.as_ref());
         let reply = match request {
-            Some(request) => elicit(self.cx.clone(), self.shared.clone(), request).await,
+            Some(request) => match ask_editor(&self.cx, &self.shared, request).await {
+                Some(Ok(response)) => crate::elicit::answer(response),
+                // No answer (the editor failed the request): nothing agreed.
+                Some(Err(_)) => HostAnswer::Decline,
+                // The turn was cancelled while the editor decided.
+                None => HostAnswer::Cancel,
+            },
             None => HostAnswer::Decline,
         };
         let driver = self.driver.driver();
@@ -471,42 +477,30 @@ async fn ask(
         .collect(),
     );
     let request = acp::RequestPermissionRequest::new(session_id, tool_call, options);
-    let cancellation = shared.cancel.handle().checkpoint();
-    if shared
-        .state
-        .lock()
-        .expect("turn state lock")
-        .cancel_requested
-    {
-        return Permission::Cancelled;
-    }
-    let asked = cx.send_request(request).block_task();
-    tokio::select! {
-        response = asked => match response {
-            Ok(response) => match response.outcome {
-                acp::RequestPermissionOutcome::Selected(selected) => {
-                    match selected.option_id.0.as_ref() {
-                        ALLOW_ONCE => Permission::AllowOnce,
-                        ALLOW_ALWAYS => Permission::AllowAlways,
-                        _ => Permission::Reject,
-                    }
+    match ask_editor(&cx, &shared, request).await {
+        Some(Ok(response)) => match response.outcome {
+            acp::RequestPermissionOutcome::Selected(selected) => {
+                match selected.option_id.0.as_ref() {
+                    ALLOW_ONCE => Permission::AllowOnce,
+                    ALLOW_ALWAYS => Permission::AllowAlways,
+                    _ => Permission::Reject,
                 }
-                _ => Permission::Cancelled,
-            },
-            // No answer (the editor failed the request): refuse.
-            Err(_) => Permission::Reject,
+            }
+            _ => Permission::Cancelled,
         },
-        () = cancellation.cancelled() => Permission::Cancelled,
+        // No answer (the editor failed the request): refuse.
+        Some(Err(_)) => Permission::Reject,
+        None => Permission::Cancelled,
     }
 }
 
-/// Sends the question to the editor, unless the turn is cancelled first
-/// (then, as when the editor fails the request, the answer says so).
-async fn elicit(
-    cx: ConnectionTo<Client>,
-    shared: Arc<Shared>,
-    request: acp::CreateElicitationRequest,
-) -> HostAnswer {
+/// Sends `request` to the editor and waits for its answer; `None` when
+/// the turn is cancelled before or meanwhile.
+async fn ask_editor<R: agent_client_protocol::JsonRpcRequest>(
+    cx: &ConnectionTo<Client>,
+    shared: &Shared,
+    request: R,
+) -> Option<Result<R::Response, Error>> {
     let cancellation = shared.cancel.handle().checkpoint();
     if shared
         .state
@@ -514,16 +508,12 @@ async fn elicit(
         .expect("turn state lock")
         .cancel_requested
     {
-        return HostAnswer::Cancel;
+        return None;
     }
     let asked = cx.send_request(request).block_task();
     tokio::select! {
-        response = asked => match response {
-            Ok(response) => crate::elicit::answer(response),
-            // No answer (the editor failed the request): nothing agreed.
-            Err(_) => HostAnswer::Decline,
-        },
-        () = cancellation.cancelled() => HostAnswer::Cancel,
+        response = asked => Some(response),
+        () = cancellation.cancelled() => None,
     }
 }
 

@@ -588,6 +588,13 @@ impl Connection {
         // Subscribed before sending: a broken line from now on may be the
         // answer this call waits for.
         let mut garbled = self.garbled.subscribe();
+        // A call that can ask its host is where the server's elicitation
+        // for it goes (see `asking.rs`): listed before the request is
+        // sent, since the server may ask before `send` returns.
+        let asker = ctx.questions.can_ask().then(|| {
+            self.askers
+                .enter(ctx.call_id.clone(), ctx.questions.clone())
+        });
         // No rmcp timeout: the deadline below also covers the turn's
         // cancellation, and both send the cancellation notice themselves.
         let handle = match self
@@ -605,12 +612,9 @@ impl Connection {
         // for it go to the call's sink until the call ends, including
         // those that beat this registration (see `ProgressRoutes`).
         let token = handle.progress_token.0.to_string();
-        // A call that can ask its host is where the server's elicitation
-        // for it goes (see `asking.rs`).
-        let _asker = ctx.questions.can_ask().then(|| {
-            self.askers
-                .enter(token.clone(), ctx.call_id.clone(), ctx.questions.clone())
-        });
+        if let Some(asker) = &asker {
+            asker.sent_as(token.clone());
+        }
         let _route = self.progress.route(token, &ctx.progress);
         // From here on the request is the server's business: whatever ends
         // this future early (deadline, cancellation, or a caller dropping

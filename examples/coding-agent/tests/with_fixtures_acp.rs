@@ -254,24 +254,8 @@ fn file_tools_use_the_editors_buffers_when_offered() {
 fn an_mcp_servers_question_is_put_to_the_editor() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("work")).unwrap();
-    let reference = Path::new(env!("CARGO_MANIFEST_DIR")).join(
-        "../../crates/agentkit-mcp/tests/fixtures/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
-    );
-    assert!(
-        reference.is_file(),
-        "the MCP reference server is not installed: run `cargo xtask fixtures`"
-    );
-    // Where the agent looks for its MCP servers by default.
-    let config = dir.path().join("config/agentkit");
-    std::fs::create_dir_all(&config).unwrap();
-    std::fs::write(
-        config.join("mcp.toml"),
-        format!(
-            "[mcp_servers.ev]\ncommand = \"node\"\nargs = [{:?}, \"stdio\"]\n",
-            reference.display().to_string()
-        ),
-    )
-    .unwrap();
+    // The reference MCP server, where the agent looks by default.
+    server::configure_reference_mcp(dir.path(), "ev");
     let ask = "mcp_ev_trigger-elicitation-request";
     let server = Server::start(vec![
         sse(tool_calls(&[("call_1", ask, json!({}))])),

@@ -3,7 +3,8 @@
 //! by `cargo xtask fixtures`) and the OpenAI-compatible test server:
 //!
 //! - on a terminal (a pty) the user fills the form in field by field, with
-//!   defaults, choices and re-asking after a wrong value, and Esc declines;
+//!   defaults, choices and re-asking after a wrong value, Esc declines, and
+//!   a URL question is shown and accepted;
 //! - `exec` mode has nobody to ask: the question is declined, said so on
 //!   standard error and as a `question` event line with `--json`.
 //!
@@ -16,41 +17,12 @@ mod server;
 mod terminal;
 
 use serde_json::{Value, json};
-use server::{Server, sse, text_answer, texts, tool_calls};
-use std::path::{Path, PathBuf};
+use server::{Server, configure_reference_mcp, sse, text_answer, texts, tool_calls};
 use std::process::{Command, Stdio};
 use terminal::Term;
 
 /// The reference server's tool that asks a 13-field form.
 const ASK: &str = "mcp_ev_trigger-elicitation-request";
-
-fn reference_server() -> PathBuf {
-    let entry = Path::new(env!("CARGO_MANIFEST_DIR")).join(
-        "../../crates/agentkit-mcp/tests/fixtures/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
-    );
-    assert!(
-        entry.is_file(),
-        "the MCP reference server is not installed: run `cargo xtask fixtures` ({} is missing)",
-        entry.display()
-    );
-    entry
-}
-
-/// Writes the MCP config where the agent looks by default
-/// (`$XDG_CONFIG_HOME/agentkit/mcp.toml`, `XDG_CONFIG_HOME` being
-/// `config` under `state`): the reference server as `ev`.
-fn configure(state: &Path) {
-    let dir = state.join("config/agentkit");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join("mcp.toml"),
-        format!(
-            "[mcp_servers.ev]\ncommand = \"node\"\nargs = [{:?}, \"stdio\"]\n",
-            reference_server().display().to_string()
-        ),
-    )
-    .unwrap();
-}
 
 /// The text of every tool result the model read in request `n`.
 fn results(server: &Server, n: usize) -> String {
@@ -66,12 +38,18 @@ fn results(server: &Server, n: usize) -> String {
 #[test]
 fn the_terminal_asks_the_form_field_by_field() {
     let dir = tempfile::tempdir().unwrap();
-    configure(dir.path());
+    configure_reference_mcp(dir.path(), "ev");
     let server = Server::start(vec![
         sse(tool_calls(&[("call_1", ASK, json!({}))])),
         sse(text_answer("Thanks, Ada.")),
         sse(tool_calls(&[("call_2", ASK, json!({}))])),
         sse(text_answer("You declined.")),
+        sse(tool_calls(&[(
+            "call_3",
+            "mcp_ev_trigger-url-elicitation",
+            json!({ "url": "https://example.com/consent", "elicitationId": "e-1" }),
+        )])),
+        sse(text_answer("Signed in.")),
     ]);
     let url = server.base_url();
     let mut term = Term::spawn(
@@ -150,6 +128,19 @@ fn the_terminal_asks_the_form_field_by_field() {
     assert!(term.screen().contains("you: declined"));
     let got = results(&server, 3);
     assert!(got.contains("declined"), "{got}");
+
+    // A URL question: the address is shown, `o` accepts.
+    term.wait_prompt();
+    term.enter("sign me in");
+    term.wait_for("open: https://example.com/consent");
+    term.wait_prompt_starting("go there? [o]pen / [d]ecline");
+    term.type_text("o");
+    term.wait_for("Signed in.");
+    let got = results(&server, 5);
+    assert!(
+        got.contains("User completed the URL elicitation flow"),
+        "{got}"
+    );
     term.wait_prompt();
     term.ctrl_d();
     assert!(term.wait_exit());
@@ -161,7 +152,7 @@ fn the_terminal_asks_the_form_field_by_field() {
 #[test]
 fn exec_declines_a_question_and_says_so() {
     let dir = tempfile::tempdir().unwrap();
-    configure(dir.path());
+    configure_reference_mcp(dir.path(), "ev");
     let server = Server::start(vec![
         sse(tool_calls(&[("call_1", ASK, json!({}))])),
         sse(text_answer("Nobody answered.")),

@@ -3,22 +3,12 @@
 //! model next to the built-in ones, called through the loop. Runs without
 //! a terminal, so it also covers line mode and `--prompt`.
 
+#[allow(dead_code)] // each test file uses part of the harness
+mod server;
+
 use agentkit_http::testing::{ScriptedResponse, TestServer};
 use serde_json::json;
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
-
-fn reference_server() -> PathBuf {
-    let entry = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(
-        "../../crates/agentkit-mcp/tests/fixtures/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
-    );
-    assert!(
-        entry.is_file(),
-        "the MCP reference server is not installed: run `cargo xtask fixtures` ({} is missing)",
-        entry.display()
-    );
-    entry
-}
 
 fn sse(events: &[serde_json::Value]) -> ScriptedResponse {
     let mut body: String = events.iter().map(|e| format!("data: {e}\n\n")).collect();
@@ -28,7 +18,7 @@ fn sse(events: &[serde_json::Value]) -> ScriptedResponse {
 
 #[test]
 fn mcp_tools_from_a_config_file_in_line_mode() {
-    let entry = reference_server();
+    let entry = server::reference_mcp_server();
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("mcp.toml");
     std::fs::write(

@@ -64,6 +64,8 @@ use tracing::Instrument;
 ///         // A running tool asks the user something (nothing here does).
 ///         LoopStep::Interrupt(LoopInterrupt::Question(pending)) => pending.decline(&mut driver)?,
 ///         LoopStep::Interrupt(LoopInterrupt::AfterToolResult(_)) => {}
+///         // Later kinds of pause (the enum is non-exhaustive).
+///         LoopStep::Interrupt(_) => {}
 ///         LoopStep::Finished(result) => {
 ///             assert_eq!(result.items[0].text_content(), "hello!");
 ///             break;

@@ -126,3 +126,33 @@ pub fn texts(messages: &[Value], role: &str) -> Vec<String> {
         })
         .collect()
 }
+
+/// The MCP reference server's entry point (npm
+/// `@modelcontextprotocol/server-everything`, installed by `cargo xtask
+/// fixtures`).
+pub fn reference_mcp_server() -> std::path::PathBuf {
+    let entry = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(
+        "../../crates/agentkit-mcp/tests/fixtures/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
+    );
+    assert!(
+        entry.is_file(),
+        "the MCP reference server is not installed: run `cargo xtask fixtures` ({} is missing)",
+        entry.display()
+    );
+    entry
+}
+
+/// Names the reference server `name` in the MCP config the agent reads by
+/// default when `XDG_CONFIG_HOME` is `state/config`.
+pub fn configure_reference_mcp(state: &std::path::Path, name: &str) {
+    let dir = state.join("config/agentkit");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("mcp.toml"),
+        format!(
+            "[mcp_servers.{name}]\ncommand = \"node\"\nargs = [{:?}, \"stdio\"]\n",
+            reference_mcp_server().display().to_string()
+        ),
+    )
+    .unwrap();
+}
