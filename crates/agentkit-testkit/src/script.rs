@@ -484,4 +484,32 @@ mod tests {
             ModelErrorKind::Protocol
         );
     }
+
+    #[tokio::test]
+    async fn raw_calls_are_parsed_per_play_and_bad_json_fails_the_stream() {
+        let turn = ScriptedTurn::new().call_json("c1", "echo", r#"{"text":"hi"}"#);
+        let model =
+            ScriptedModel::per_session([turn, ScriptedTurn::new().call_json("c2", "echo", "{")]);
+        let mut inputs = Vec::new();
+        for id in ["a", "b"] {
+            let mut session = model.start_session(SessionConfig::new(id)).await.unwrap();
+            let mut turn = session.begin_turn(request(), None).await.unwrap();
+            match turn.next_event().await.unwrap() {
+                Some(ModelTurnEvent::ToolCall(call)) => {
+                    assert_eq!((call.id.as_str(), call.name.as_str()), ("c1", "echo"));
+                    assert_eq!(*call.input, serde_json::json!({ "text": "hi" }));
+                    inputs.push(call.input);
+                }
+                other => panic!("expected the call, got {other:?}"),
+            }
+            drop(turn);
+            let mut bad = session.begin_turn(request(), None).await.unwrap();
+            assert_eq!(
+                bad.next_event().await.unwrap_err().kind,
+                ModelErrorKind::Protocol
+            );
+        }
+        // Each play parsed its own input, as a real adapter does.
+        assert!(!Arc::ptr_eq(&inputs[0], &inputs[1]));
+    }
 }

@@ -619,18 +619,28 @@ impl<S: ModelSession> LoopDriver<S> {
 
     /// Hands finished background tasks to the core.
     fn collect_background(&mut self) {
+        // Asked at every step: a session that never ran a background task
+        // reads one pointer.
+        if self.background.get().is_none() {
+            return;
+        }
         for finished in self.finished_background() {
             let result = machine::background_result(&finished.info, finished.outcome);
             self.core.on_background_finished(finished.info, result);
         }
     }
 
-    /// Tells the observers what the core queued, in order.
+    /// Tells the observers what the core queued, in order. Inlined: it
+    /// runs after every step, and without observers nothing is ever
+    /// queued.
+    #[inline]
     fn dispatch(&mut self) {
-        if !self.core.has_notes() {
-            // Without observers nothing is ever queued.
-            return;
+        if self.core.has_notes() {
+            self.dispatch_notes();
         }
+    }
+
+    fn dispatch_notes(&mut self) {
         while let Some(note) = self.core.take_note() {
             match note {
                 Note::Event(event) => notify(self.config.as_ref(), event),
