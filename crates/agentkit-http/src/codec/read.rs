@@ -250,6 +250,13 @@ impl<'a> JsonReader<'a> {
         find_special(text.as_bytes(), 0).is_none()
     }
 
+    /// How many bytes of the text were read so far: where a caller that
+    /// keeps a prefix it has read (to [`consume`](Self::consume) it whole
+    /// next time) cuts it.
+    pub fn offset(&self) -> usize {
+        self.pos
+    }
+
     /// Whether `byte` is next (after whitespace); nothing is consumed.
     pub fn peek_is(&mut self, byte: u8) -> Option<bool> {
         Some(self.peek()? == byte)
