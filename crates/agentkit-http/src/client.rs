@@ -13,9 +13,11 @@ use crate::{ProviderError, ProviderErrorKind, RetryNotice, RetryPolicy, SseLimit
 use agentkit_core::TurnCancellation;
 use bytes::Bytes;
 use futures::stream::BoxStream;
-use futures::{StreamExt, TryStreamExt, stream};
+use futures::{StreamExt, stream};
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, RETRY_AFTER};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
+use tokio::sync::Semaphore;
 use tracing::Instrument;
 
 /// The largest body [`HttpClient::get_json`] reads.
@@ -48,6 +50,15 @@ pub struct HttpConfig {
     pub system_proxy: bool,
     /// The caps on one event-stream line and event.
     pub sse_limits: SseLimits,
+    /// The most requests the client (with all its clones) has open at once,
+    /// 1,000 by default; more wait, in
+    /// order, for one to finish. A request holds its place from sending
+    /// until its answer's body is dropped. Without a bound, ten thousand
+    /// sessions starting together open ten thousand connections at once:
+    /// the server's accept queue overflows, its dropped connects wait for
+    /// retransmits and end in connect timeouts, and the sockets' buffers
+    /// take the memory.
+    pub max_connections: usize,
 }
 
 impl Default for HttpConfig {
@@ -59,6 +70,7 @@ impl Default for HttpConfig {
             user_agent: format!("agentkit/{}", env!("CARGO_PKG_VERSION")),
             system_proxy: true,
             sse_limits: SseLimits::default(),
+            max_connections: 1_000,
         }
     }
 }
@@ -85,6 +97,12 @@ impl HttpConfig {
     /// Sets the caps on event-stream lines and events.
     pub fn with_sse_limits(mut self, limits: SseLimits) -> Self {
         self.sse_limits = limits;
+        self
+    }
+
+    /// Sets how many requests may be open at once (at least one).
+    pub fn with_max_connections(mut self, max: usize) -> Self {
+        self.max_connections = max.max(1);
         self
     }
 
@@ -263,6 +281,9 @@ pub struct HttpClient {
     /// caller's own machine, so those requests always go direct.
     direct: reqwest::Client,
     config: HttpConfig,
+    /// One permit per open request, shared by the clones
+    /// ([`HttpConfig::max_connections`]).
+    open: Arc<Semaphore>,
 }
 
 /// A failed attempt and whether the policy may retry it.
@@ -327,10 +348,12 @@ impl HttpClient {
         } else {
             direct.clone()
         };
+        let permits = config.max_connections.clamp(1, Semaphore::MAX_PERMITS);
         Ok(Self {
             inner,
             direct,
             config,
+            open: Arc::new(Semaphore::new(permits)),
         })
     }
 
@@ -493,6 +516,8 @@ impl HttpClient {
         } else {
             &self.inner
         };
+        // The semaphore is never closed.
+        let permit = self.open.clone().acquire_owned().await.ok();
         let mut builder = client
             .post(url)
             .header(CONTENT_TYPE, "application/json")
@@ -523,8 +548,16 @@ impl HttpClient {
                 error.provider_code = error_type;
             }
             tracing::debug!(status, body = %text, "provider refused the request");
+            // A retry status whose body says waiting cannot help (an
+            // account out of credit, sent by OpenAI as a 429) is final.
+            let hopeless = matches!(
+                error.kind,
+                ProviderErrorKind::QuotaExceeded
+                    | ProviderErrorKind::Authentication
+                    | ProviderErrorKind::ContextLengthExceeded
+            );
             return Err(AttemptError {
-                retryable: self.config.retry.retries_status(status),
+                retryable: self.config.retry.retries_status(status) && !hopeless,
                 error,
             });
         }
@@ -565,7 +598,11 @@ impl HttpClient {
             }
             None => None,
         };
-        let rest = body.map_err(|err| transport_error(&err, "the stream was interrupted"));
+        // The place is held for as long as the body is.
+        let rest = body.map(move |read| {
+            let _open = &permit;
+            read.map_err(|err| transport_error(&err, "the stream was interrupted"))
+        });
         Ok(Opened {
             status,
             request_id,
