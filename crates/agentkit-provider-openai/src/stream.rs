@@ -217,31 +217,36 @@ fn read_chunk<'a>(data: &'a str, chunk: &mut Chunk<'a>) -> Option<()> {
 /// layout (member order, spacing, more members), which the general reader
 /// takes.
 ///
-/// `known` is the (id, model) of the chunks before: every chunk of a
-/// stream repeats them, so a chunk carrying the same ones is checked with
-/// one comparison each, and gives `None` for them, instead of reading them
-/// again (a different one is read as any other).
-fn read_content_chunk<'a>(
-    data: &'a str,
-    known: (Option<&str>, Option<&str>),
-) -> Option<ContentChunk<'a>> {
+/// `known` is what the chunks before showed: every chunk of a stream
+/// repeats its head (id, creation time, model, tier, fingerprint: all up to
+/// `"choices"`), so a chunk that starts with the last head read, byte for
+/// byte, is checked with one comparison (the same bytes read the same);
+/// otherwise a chunk carrying the known id and model compares each with
+/// one comparison. Either gives `None` for them instead of reading them
+/// again.
+fn read_content_chunk<'a>(data: &'a str, known: Known<'_>) -> Option<ContentChunk<'a>> {
     let mut reader = JsonReader::new(data);
     let fixed = |reader: &mut JsonReader<'_>, text: &str| reader.consume(text).then_some(());
-    fixed(&mut reader, r#"{"id":"#)?;
-    let id = same_or_str(&mut reader, known.0)?;
-    fixed(
-        &mut reader,
-        r#","object":"chat.completion.chunk","created":"#,
-    )?;
-    reader.u64()?;
-    fixed(&mut reader, r#","model":"#)?;
-    let model = same_or_str(&mut reader, known.1)?;
-    if reader.consume(r#","service_tier":"#) {
-        reader.str()?;
-    }
-    if reader.consume(r#","system_fingerprint":"#) {
-        reader.or_null(JsonReader::str)?;
-    }
+    let (id, model, head) = if !known.head.is_empty() && reader.consume(known.head) {
+        (None, None, None)
+    } else {
+        fixed(&mut reader, r#"{"id":"#)?;
+        let id = same_or_str(&mut reader, known.id)?;
+        fixed(
+            &mut reader,
+            r#","object":"chat.completion.chunk","created":"#,
+        )?;
+        reader.u64()?;
+        fixed(&mut reader, r#","model":"#)?;
+        let model = same_or_str(&mut reader, known.model)?;
+        if reader.consume(r#","service_tier":"#) {
+            reader.str()?;
+        }
+        if reader.consume(r#","system_fingerprint":"#) {
+            reader.or_null(JsonReader::str)?;
+        }
+        (id, model, Some(reader.offset()))
+    };
     fixed(&mut reader, r#","choices":[{"index":0,"delta":{"content":"#)?;
     let content = reader.str()?;
     fixed(&mut reader, r#"},"logprobs":null,"finish_reason":null}]"#)?;
@@ -251,12 +256,34 @@ fn read_content_chunk<'a>(
     }
     fixed(&mut reader, "}")?;
     reader.end()?;
-    Some((id, model, content))
+    Some(ContentChunk {
+        id,
+        model,
+        content,
+        head,
+    })
 }
 
-/// (id, model, content) of a text chunk; the id and model are `None` when
-/// they are the known ones.
-type ContentChunk<'a> = (Option<Cow<'a, str>>, Option<Cow<'a, str>>, Cow<'a, str>);
+/// What [`read_content_chunk`] knows from the chunks before.
+#[derive(Clone, Copy, Default)]
+struct Known<'k> {
+    /// The head of the last chunk it read (empty: none yet).
+    head: &'k str,
+    /// The stream's id and model, when they are plain JSON strings.
+    id: Option<&'k str>,
+    model: Option<&'k str>,
+}
+
+/// A text chunk, as [`read_content_chunk`] read it.
+struct ContentChunk<'a> {
+    /// `None` when it is the known one.
+    id: Option<Cow<'a, str>>,
+    /// `None` when it is the known one.
+    model: Option<Cow<'a, str>>,
+    content: Cow<'a, str>,
+    /// The length of the head, when it was read rather than the known one.
+    head: Option<usize>,
+}
 
 /// `None` inside when the next string is `known` written without escapes
 /// (consumed by one comparison), else the string read.
@@ -426,6 +453,9 @@ pub(crate) struct ChunkDecoder {
     /// Set once the id and model are known: whether they are plain JSON
     /// strings, which chunks repeating them are checked against.
     plain_known: Option<bool>,
+    /// The head of the last text chunk read (everything before
+    /// `"choices"`), which the next one most likely repeats.
+    head: String,
     finished: bool,
 }
 
@@ -495,21 +525,27 @@ impl ChunkDecoder {
         data: &str,
         out: &mut VecDeque<ModelTurnEvent>,
     ) -> Result<(), ProviderError> {
-        let known = match self.plain_known {
-            Some(true) => (self.response_id.as_deref(), self.model.as_deref()),
-            _ => (None, None),
+        let mut known = Known {
+            head: &self.head,
+            ..Known::default()
         };
-        if let Some((id, model, content)) = read_content_chunk(data, known) {
+        if self.plain_known == Some(true) {
+            (known.id, known.model) = (self.response_id.as_deref(), self.model.as_deref());
+        }
+        if let Some(chunk) = read_content_chunk(data, known) {
             // What the general path does with such a chunk, directly.
             if self.response_id.is_none() {
-                self.response_id = id.map(Cow::into_owned);
+                self.response_id = chunk.id.map(Cow::into_owned);
             }
             if self.model.is_none() {
-                self.model = model.map(Cow::into_owned);
+                self.model = chunk.model.map(Cow::into_owned);
+            }
+            if let Some(head) = chunk.head {
+                data[..head].clone_into(&mut self.head);
             }
             self.check_known();
-            if !content.is_empty() {
-                self.append(OpenKind::Text, content.into_owned(), out);
+            if !chunk.content.is_empty() {
+                self.append(OpenKind::Text, chunk.content.into_owned(), out);
             }
             return Ok(());
         }

@@ -1,43 +1,6 @@
-//! A validating JSON reader for the few event shapes that make up nearly
-//! all of a stream.
-//!
-//! A streamed answer is thousands of small JSON documents (80 to 350
-//! bytes: one text delta each), and general parsers pay a fixed price per
-//! token that dominates at that size: serde_json takes 1,700 instructions
-//! just to validate an 86-byte Anthropic delta (20 per byte) and 2,600 to
-//! deserialize it, jiter 2,200, sonic-rs 3,200. This reader reads the same
-//! delta in a few hundred: it borrows every string without escapes, finds a
-//! string's end eight bytes at a time, matches keys as plain `&str`s, and
-//! builds nothing it is not asked for.
-//!
-//! It never decides alone. Every method returns `None` when it meets
-//! something it does not handle exactly as serde_json would (a key with
-//! escapes, a number where an integer is wanted, a lone surrogate, nesting
-//! deeper than 64 levels, a duplicate member the caller cares about) or
-//! when the document is not valid JSON; the caller then parses the event
-//! with serde_json as before, which gives the result or the error. So the
-//! reader only has to be right about what it accepts: everything it skips
-//! is still checked to be JSON, and what it returns is what serde_json
-//! would have decoded.
-//!
-//! ```
-//! use agentkit_http::codec::JsonReader;
-//!
-//! let data = r#"{"type":"delta","index":2,"delta":{"text":"caf\u00e9 \"ok\""},"x":[1,{}]}"#;
-//! let mut reader = JsonReader::new(data);
-//! let (mut index, mut text) = (None, None);
-//! reader.object(|r, key| match key {
-//!     "index" => JsonReader::once(&mut index, r.u64()?),
-//!     "delta" => r.object(|r, key| match key {
-//!         "text" => JsonReader::once(&mut text, r.str()?),
-//!         _ => r.skip(),
-//!     }),
-//!     _ => r.skip(),
-//! }).expect("read");
-//! reader.end().expect("nothing after the object");
-//! assert_eq!((index, text.as_deref()), (Some(2), Some("café \"ok\"")));
-//! assert!(JsonReader::new(r#"{"a":01}"#).skip().is_none());
-//! ```
+//! The reader half of the codec: [`JsonReader`], whose documentation says
+//! why it exists and what it promises (the same answer as serde_json, or
+//! none).
 
 use super::find_special;
 use std::borrow::Cow;
@@ -46,7 +9,46 @@ use std::borrow::Cow;
 /// (serde_json refuses at 128).
 pub(crate) const MAX_DEPTH: u32 = 64;
 
-/// Reads one JSON document from a string; see the [module](self) docs.
+/// Reads one JSON document from a string: a validating reader for the few
+/// event shapes that make up nearly all of a stream.
+///
+/// A streamed answer is thousands of small JSON documents (80 to 350
+/// bytes: one text delta each), and general parsers pay a fixed price per
+/// token that dominates at that size: serde_json takes 1,700 instructions
+/// just to validate an 86-byte Anthropic delta (20 per byte) and 2,600 to
+/// deserialize it, jiter 2,200, sonic-rs 3,200. This reader reads the same
+/// delta in a few hundred: it borrows every string without escapes, finds a
+/// string's end eight bytes at a time, matches keys as plain `&str`s, and
+/// builds nothing it is not asked for.
+///
+/// It never decides alone. Every method returns `None` when it meets
+/// something it does not handle exactly as serde_json would (a key with
+/// escapes, a number where an integer is wanted, a lone surrogate, nesting
+/// deeper than 64 levels, a duplicate member the caller cares about) or
+/// when the document is not valid JSON; the caller then parses the event
+/// with serde_json as before, which gives the result or the error. So the
+/// reader only has to be right about what it accepts: everything it skips
+/// is still checked to be JSON, and what it returns is what serde_json
+/// would have decoded.
+///
+/// ```
+/// use agentkit_http::codec::JsonReader;
+///
+/// let data = r#"{"type":"delta","index":2,"delta":{"text":"caf\u00e9 \"ok\""},"x":[1,{}]}"#;
+/// let mut reader = JsonReader::new(data);
+/// let (mut index, mut text) = (None, None);
+/// reader.object(|r, key| match key {
+///     "index" => JsonReader::once(&mut index, r.u64()?),
+///     "delta" => r.object(|r, key| match key {
+///         "text" => JsonReader::once(&mut text, r.str()?),
+///         _ => r.skip(),
+///     }),
+///     _ => r.skip(),
+/// }).expect("read");
+/// reader.end().expect("nothing after the object");
+/// assert_eq!((index, text.as_deref()), (Some(2), Some("café \"ok\"")));
+/// assert!(JsonReader::new(r#"{"a":01}"#).skip().is_none());
+/// ```
 #[derive(Debug)]
 pub struct JsonReader<'a> {
     text: &'a str,
@@ -248,6 +250,13 @@ impl<'a> JsonReader<'a> {
     /// no quote, backslash or control character.
     pub fn is_plain(text: &str) -> bool {
         find_special(text.as_bytes(), 0).is_none()
+    }
+
+    /// How many bytes of the text were read so far: where a caller that
+    /// keeps a prefix it has read (to [`consume`](Self::consume) it whole
+    /// next time) cuts it.
+    pub fn offset(&self) -> usize {
+        self.pos
     }
 
     /// Whether `byte` is next (after whitespace); nothing is consumed.

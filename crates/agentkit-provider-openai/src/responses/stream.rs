@@ -93,7 +93,12 @@ fn read_event(data: &str) -> Option<Event<'_>> {
 /// compared at once and its values read and checked. Gives (output_index,
 /// delta), what [`read_event`] would read; `None` for any other layout,
 /// which the general reader takes.
-fn read_text_delta(data: &str) -> Option<(u64, Cow<'_, str>)> {
+///
+/// `known` is the middle (from `,"item_id"` to `"delta":`) of the last
+/// delta read and the output index in it: the deltas of one text repeat
+/// it byte for byte, so one comparison checks it (the same bytes read the
+/// same). The third value is the middle's span when it was read instead.
+fn read_text_delta<'a>(data: &'a str, known: Option<(&str, u64)>) -> Option<TextDelta<'a>> {
     let mut reader = JsonReader::new(data);
     let fixed = |reader: &mut JsonReader<'_>, text: &str| reader.consume(text).then_some(());
     fixed(
@@ -101,13 +106,20 @@ fn read_text_delta(data: &str) -> Option<(u64, Cow<'_, str>)> {
         r#"{"type":"response.output_text.delta","sequence_number":"#,
     )?;
     reader.u64()?;
-    fixed(&mut reader, r#","item_id":"#)?;
-    reader.str()?;
-    fixed(&mut reader, r#","output_index":"#)?;
-    let index = reader.u64()?;
-    fixed(&mut reader, r#","content_index":"#)?;
-    reader.u64()?;
-    fixed(&mut reader, r#","delta":"#)?;
+    let (index, middle) = match known {
+        Some((middle, index)) if reader.consume(middle) => (index, None),
+        _ => {
+            let start = reader.offset();
+            fixed(&mut reader, r#","item_id":"#)?;
+            reader.str()?;
+            fixed(&mut reader, r#","output_index":"#)?;
+            let index = reader.u64()?;
+            fixed(&mut reader, r#","content_index":"#)?;
+            reader.u64()?;
+            fixed(&mut reader, r#","delta":"#)?;
+            (index, Some((start, reader.offset())))
+        }
+    };
     let delta = reader.str()?;
     reader.consume(r#","logprobs":[]"#);
     if reader.consume(r#","obfuscation":"#) {
@@ -115,8 +127,12 @@ fn read_text_delta(data: &str) -> Option<(u64, Cow<'_, str>)> {
     }
     fixed(&mut reader, "}")?;
     reader.end()?;
-    Some((index, delta))
+    Some((index, delta, middle))
 }
+
+/// (output index, delta, the middle's span when it was read) of a text
+/// delta.
+type TextDelta<'a> = (u64, Cow<'a, str>, Option<(usize, usize)>);
 
 #[derive(Deserialize)]
 struct Response {
@@ -204,6 +220,9 @@ pub(crate) struct ResponsesDecoder {
     pricing: Option<(Arc<PriceTable>, String)>,
     /// Whether a hosted MCP tool asked for the host's approval.
     awaiting_approval: bool,
+    /// The middle of the last text delta read (item id, output and content
+    /// index) and its output index: the next delta most likely repeats it.
+    middle: Option<(String, u64)>,
     finished: bool,
 }
 
@@ -221,6 +240,7 @@ impl ResponsesDecoder {
             fallback_ids: fallback_ids.into(),
             pricing,
             awaiting_approval: false,
+            middle: None,
             finished: false,
         }
     }
@@ -562,7 +582,16 @@ impl agentkit_http::SseDecoder for ResponsesDecoder {
         if data.is_empty() || data == "[DONE]" {
             return Ok(());
         }
-        if let Some((index, delta)) = read_text_delta(data) {
+        let known = self
+            .middle
+            .as_ref()
+            .map(|(middle, index)| (middle.as_str(), *index));
+        if let Some((index, delta, middle)) = read_text_delta(data, known) {
+            if let Some((start, end)) = middle {
+                let kept = self.middle.get_or_insert_with(Default::default);
+                data[start..end].clone_into(&mut kept.0);
+                kept.1 = index;
+            }
             self.on_text(index, delta.into_owned(), out);
             return Ok(());
         }
@@ -670,10 +699,22 @@ mod tests {
         ];
         let mut read = 0;
         for data in &events {
-            let Some((index, delta)) = read_text_delta(data) else {
+            let Some((index, delta, middle)) = read_text_delta(data, None) else {
                 continue;
             };
             read += 1;
+            // The middle read is what the next delta is compared with; one
+            // that differs is read.
+            let (start, end) = middle.expect("the middle was read");
+            let middle = &data[start..end];
+            assert!(middle.starts_with(r#","item_id":"#) && middle.ends_with(r#""delta":"#));
+            let again = read_text_delta(data, Some((middle, 7))).expect("read again");
+            assert_eq!((again.0, &again.1, again.2), (7, &delta, None));
+            let other = read_text_delta(data, Some((r#","item_id":"x"#, 7))).expect("read");
+            assert_eq!(
+                (other.0, &other.1, other.2),
+                (index, &delta, Some((start, end)))
+            );
             let general = read_event(data).expect("the general reader reads it");
             let serde: Event<'_> = serde_json::from_str(data).expect("serde_json reads it");
             for event in [general, serde] {
