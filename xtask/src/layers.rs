@@ -54,7 +54,9 @@ const RULES: &[(&str, Option<&[&str]>)] = &[
     ),
     (
         "agentkit-mcp",
-        Some(&["agentkit-core", "agentkit-tools-core"]),
+        // agentkit-http (layer 3 too, on core only) for the one TLS set-up
+        // every reqwest client in the process shares.
+        Some(&["agentkit-core", "agentkit-tools-core", "agentkit-http"]),
     ),
     (
         "agentkit-tool-fs",
@@ -96,6 +98,8 @@ const RULES: &[(&str, Option<&[&str]>)] = &[
             "agentkit-tools-core",
             "agentkit-loop",
             "agentkit-store",
+            // The forwarder's TLS set-up (agentkit-http depends on core only).
+            "agentkit-http",
         ]),
     ),
     (

@@ -12,7 +12,9 @@ use crate::session::{Drive, Prompt, SessionHandle};
 #[cfg(feature = "store")]
 use crate::updates::replay_round;
 use crate::updates::{KindFn, UpdateSink, prompt_item, replay};
-use crate::{AcpError, BoxError, SessionLoader, SessionModes, StoredSession, ToolKind};
+use crate::{
+    AcpError, BoxError, EditorFiles, SessionLoader, SessionModes, StoredSession, ToolKind,
+};
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema as acp;
 use agent_client_protocol::{Client, ConnectTo, Error};
@@ -39,6 +41,11 @@ pub struct SessionRequest {
     /// (ACP clients send their configured servers here); connect them with
     /// `agentkit-mcp` and add them as a tool source.
     pub mcp_servers: Vec<EditorMcpServer>,
+    /// The editor's files, when it announced `fs.readTextFile` or
+    /// `fs.writeTextFile`: read and write through them so edits land in
+    /// its buffers (check each path first; see [`EditorFiles`]). `None`:
+    /// use the disk.
+    pub editor_files: Option<EditorFiles>,
 }
 
 /// An MCP server the editor passes to a session.
@@ -272,6 +279,8 @@ where
             server: self,
             sessions: Mutex::new(HashMap::new()),
             counter: AtomicU64::new(0),
+            client_fs: Mutex::new(acp::FileSystemCapabilities::new()),
+            elicitation: Mutex::new(None),
         });
         let (s1, s2, s3, s4, s5, s6, s7) = (
             state.clone(),
@@ -371,13 +380,23 @@ struct State<M: ModelAdapter> {
     server: AcpServer<M>,
     sessions: Mutex<HashMap<String, SessionHandle>>,
     counter: AtomicU64,
+    /// What the editor announced in `initialize`.
+    client_fs: Mutex<acp::FileSystemCapabilities>,
+    /// What the editor announced it can ask its user (`initialize`'s
+    /// `clientCapabilities.elicitation`): tools' questions go there.
+    elicitation: Mutex<Option<acp::ElicitationCapabilities>>,
 }
 
 impl<M: ModelAdapter> State<M>
 where
     LoopDriver<M::Session>: Send,
 {
-    fn initialize(&self, _request: &acp::InitializeRequest) -> acp::InitializeResponse {
+    fn initialize(&self, request: &acp::InitializeRequest) -> acp::InitializeResponse {
+        *self.client_fs.lock().expect("client capabilities lock") =
+            request.client_capabilities.fs.clone();
+        *self.elicitation.lock().expect("elicitation lock") =
+            request.client_capabilities.elicitation.clone();
+        #[cfg_attr(not(feature = "store"), allow(unused_mut))]
         let mut sessions = acp::SessionCapabilities::new();
         #[cfg(feature = "store")]
         if self.server.store.is_some() {
@@ -393,6 +412,12 @@ where
                 self.server.name.clone(),
                 self.server.version.clone(),
             ))
+    }
+
+    /// The editor's files for a session, as it announced them.
+    fn editor_files(&self, session_id: &str, cx: &ConnectionTo<Client>) -> Option<EditorFiles> {
+        let fs = self.client_fs.lock().expect("client capabilities lock");
+        EditorFiles::offered(cx.clone(), session_id, &fs)
     }
 
     fn fresh_id(&self) -> String {
@@ -513,7 +538,8 @@ where
     }
 
     /// The host's builder for a session, with the server's cancellation
-    /// controller and update observer added.
+    /// controller added, and its update observer (for the caller to add
+    /// last).
     fn prepare(
         &self,
         request: SessionRequest,
@@ -530,9 +556,7 @@ where
             self.server.kinds.clone(),
             self.server.plan_tool.clone(),
         ));
-        let builder = builder
-            .cancellation(cancel.handle())
-            .observer_arc(updates.clone());
+        let builder = builder.cancellation(cancel.handle());
         Ok(Prepared {
             builder,
             cancel,
@@ -549,7 +573,15 @@ where
         cx: ConnectionTo<Client>,
     ) {
         let (cancel, updates) = prepared;
-        let handle = SessionHandle::spawn(driver, cancel, cx, updates, self.server.modes.clone());
+        let elicitation = self.elicitation.lock().expect("elicitation lock").clone();
+        let handle = SessionHandle::spawn(
+            driver,
+            cancel,
+            cx,
+            updates,
+            self.server.modes.clone(),
+            elicitation,
+        );
         self.sessions
             .lock()
             .expect("sessions lock")
@@ -570,6 +602,7 @@ where
             cwd,
             loaded: stored.is_some(),
             mcp_servers,
+            editor_files: self.editor_files(session_id, &cx),
         };
         let Prepared {
             mut builder,
@@ -579,7 +612,7 @@ where
         if let Some(StoredSession::Transcript(items)) = &stored {
             builder = builder.transcript(items.clone());
         }
-        let agent = builder.build()?;
+        let agent = builder.observer_arc(updates.clone()).build()?;
         let config = SessionConfig::new(session_id);
         let driver = match stored {
             Some(StoredSession::Snapshot(snapshot)) => agent.resume(config, *snapshot).await?,
@@ -626,13 +659,14 @@ where
             cwd,
             loaded,
             mcp_servers,
+            editor_files: self.editor_files(session_id, &cx),
         };
         let Prepared {
             builder,
             cancel,
             updates,
         } = self.prepare(request, &cx)?;
-        let agent = lease.record(builder).build()?;
+        let agent = crate::store::observed(&lease, builder, updates.clone()).build()?;
         let session = lease
             .open_with(&agent, SessionConfig::new(session_id))
             .await

@@ -12,9 +12,11 @@ use crate::retry::{duration_from_secs, parse_retry_after};
 use crate::{ProviderError, ProviderErrorKind, RetryNotice, RetryPolicy, SseLimits, SseStream};
 use bytes::Bytes;
 use futures::stream::BoxStream;
-use futures::{StreamExt, TryStreamExt, stream};
+use futures::{StreamExt, stream};
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, RETRY_AFTER};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
+use tokio::sync::Semaphore;
 use tracing::Instrument;
 
 /// The largest body [`HttpClient::get_json`] reads.
@@ -47,6 +49,15 @@ pub struct HttpConfig {
     pub system_proxy: bool,
     /// The caps on one event-stream line and event.
     pub sse_limits: SseLimits,
+    /// The most requests the client (with all its clones) has open at once,
+    /// 1,000 by default; more wait, in
+    /// order, for one to finish. A request holds its place from sending
+    /// until its answer's body is dropped. Without a bound, ten thousand
+    /// sessions starting together open ten thousand connections at once:
+    /// the server's accept queue overflows, its dropped connects wait for
+    /// retransmits and end in connect timeouts, and the sockets' buffers
+    /// take the memory.
+    pub max_connections: usize,
 }
 
 impl Default for HttpConfig {
@@ -58,6 +69,7 @@ impl Default for HttpConfig {
             user_agent: format!("agentkit/{}", env!("CARGO_PKG_VERSION")),
             system_proxy: true,
             sse_limits: SseLimits::default(),
+            max_connections: 1_000,
         }
     }
 }
@@ -84,6 +96,12 @@ impl HttpConfig {
     /// Sets the caps on event-stream lines and events.
     pub fn with_sse_limits(mut self, limits: SseLimits) -> Self {
         self.sse_limits = limits;
+        self
+    }
+
+    /// Sets how many requests may be open at once (at least one).
+    pub fn with_max_connections(mut self, max: usize) -> Self {
+        self.max_connections = max.max(1);
         self
     }
 
@@ -262,6 +280,9 @@ pub struct HttpClient {
     /// caller's own machine, so those requests always go direct.
     direct: reqwest::Client,
     config: HttpConfig,
+    /// One permit per open request, shared by the clones
+    /// ([`HttpConfig::max_connections`]).
+    open: Arc<Semaphore>,
 }
 
 /// A failed attempt and whether the policy may retry it.
@@ -326,10 +347,12 @@ impl HttpClient {
         } else {
             direct.clone()
         };
+        let permits = config.max_connections.clamp(1, Semaphore::MAX_PERMITS);
         Ok(Self {
             inner,
             direct,
             config,
+            open: Arc::new(Semaphore::new(permits)),
         })
     }
 
@@ -488,6 +511,8 @@ impl HttpClient {
         } else {
             &self.inner
         };
+        // The semaphore is never closed.
+        let permit = self.open.clone().acquire_owned().await.ok();
         let mut builder = client
             .post(url)
             .header(CONTENT_TYPE, "application/json")
@@ -568,7 +593,11 @@ impl HttpClient {
             }
             None => None,
         };
-        let rest = body.map_err(|err| transport_error(&err, "the stream was interrupted"));
+        // The place is held for as long as the body is.
+        let rest = body.map(move |read| {
+            let _open = &permit;
+            read.map_err(|err| transport_error(&err, "the stream was interrupted"))
+        });
         Ok(Opened {
             status,
             request_id,

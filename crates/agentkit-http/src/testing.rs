@@ -12,7 +12,12 @@
 //! [`TestServer::proxy`] is the recording half of record and replay: it
 //! forwards every request to a real server and keeps each request with the
 //! raw bytes of its answer, which a cassette then stores and a scripted
-//! server replays.
+//! server replays. [`ChatStream`] builds a realistic Chat Completions
+//! answer for it to send, for load tests and benchmarks.
+
+mod chat_stream;
+
+pub use chat_stream::ChatStream;
 
 use std::collections::VecDeque;
 use std::io;
@@ -382,8 +387,17 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 async fn serve(listener: TcpListener, shared: Arc<Shared>) {
-    while let Ok((socket, _)) = listener.accept().await {
-        tokio::spawn(answer(socket, shared.clone()));
+    loop {
+        match listener.accept().await {
+            Ok((socket, _)) => {
+                tokio::spawn(answer(socket, shared.clone()));
+            }
+            // Out of file descriptors or memory (or a client that gave up
+            // before it was accepted): connections in the queue wait until
+            // some close, rather than the server stopping for good and
+            // every later client timing out.
+            Err(_) => tokio::time::sleep(Duration::from_millis(5)).await,
+        }
     }
 }
 

@@ -431,3 +431,52 @@ async fn absurd_retry_after_values_are_clamped_not_panicking() {
         );
     }
 }
+
+/// With room for one open request, a second waits until the first answer's
+/// body is dropped, then goes through: ten thousand sessions starting at
+/// once queue for connections instead of overflowing the server's accept
+/// queue.
+#[tokio::test]
+async fn requests_beyond_the_connection_bound_wait_for_an_open_one_to_end() {
+    let server = TestServer::start([
+        // The first answer stays open after its event.
+        ScriptedResponse::sse("data: one\n\n").ending(Ending::Stall),
+        ScriptedResponse::sse("data: two\n\n"),
+    ])
+    .await
+    .unwrap();
+    let client = HttpClient::new(
+        HttpConfig::default()
+            .with_retry(RetryPolicy::none())
+            .with_max_connections(1),
+    )
+    .unwrap();
+    let mut first = within(client.post_sse(request(&server))).await.unwrap();
+    assert_eq!(
+        within(first.events.next_event(None))
+            .await
+            .unwrap()
+            .unwrap()
+            .data,
+        "one"
+    );
+    // A clone shares the bound.
+    let second = tokio::spawn({
+        let (client, request) = (client.clone(), request(&server));
+        async move { client.post_sse(request).await }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!second.is_finished(), "the second request waits");
+    assert_eq!(server.requests().len(), 1, "and was not sent");
+    drop(first);
+    let mut second = within(second).await.unwrap().unwrap();
+    assert_eq!(
+        within(second.events.next_event(None))
+            .await
+            .unwrap()
+            .unwrap()
+            .data,
+        "two"
+    );
+    assert_eq!(server.requests().len(), 2);
+}

@@ -436,7 +436,7 @@ impl Connection {
                 }
             }
             McpTransport::Http(http) => {
-                crate::http::install_tls_provider();
+                agentkit_http::install_tls_provider();
                 let transport = StreamableHttpClientTransport::from_config(http_config(
                     server,
                     http,

@@ -126,16 +126,6 @@ pub(crate) fn http_config(
     Ok(config)
 }
 
-/// Makes rustls's `ring` provider the process default unless one is
-/// installed: reqwest is built without a provider (no aws-lc-sys C build), so
-/// one must be in place before rmcp builds an HTTP client.
-pub(crate) fn install_tls_provider() {
-    if rustls::crypto::CryptoProvider::get_default().is_none() {
-        // Another thread may win the race: a provider is installed either way.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -192,9 +192,7 @@ impl ServerBuilder {
                 // from the environment. reqwest is built without a rustls
                 // provider (no aws-lc-sys): ring is installed first.
                 forwarder: {
-                    if rustls::crypto::CryptoProvider::get_default().is_none() {
-                        let _ = rustls::crypto::ring::default_provider().install_default();
-                    }
+                    agentkit_http::install_tls_provider();
                     reqwest::Client::builder()
                         .no_proxy()
                         .connect_timeout(Duration::from_secs(5))

@@ -9,70 +9,26 @@
 
 mod support;
 
+use agentkit_testkit::process::{ListeningProcess, example_binary};
 use serde_json::json;
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
 use support::{Events, PATIENCE};
 
 const TOKEN: &str = "token-of-acme";
 
-/// `target/<profile>/examples/replica`, built with the crate's tests.
-fn replica_binary() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let profile = exe.parent().and_then(Path::parent).unwrap();
-    let binary = profile.join("examples").join("replica");
-    assert!(
-        binary.is_file(),
-        "{} is missing: cargo test and cargo nextest build it with the tests",
-        binary.display()
-    );
-    binary
-}
-
-/// A replica process, killed when dropped.
-struct Replica {
-    child: Child,
-    url: String,
-}
-
-impl Replica {
-    fn start(conninfo: &str, dir: &Path) -> Self {
-        let mut child = Command::new(replica_binary())
+/// A replica process (`examples/replica.rs`, built with the crate's
+/// tests), killed when dropped.
+fn replica(conninfo: &str, dir: &Path) -> ListeningProcess {
+    ListeningProcess::spawn(
+        Command::new(example_binary("replica"))
             .env("REPLICA_PG", conninfo)
             .env("REPLICA_TOKEN", TOKEN)
             .env("REPLICA_LEASE_MS", "1500")
-            .env("REPLICA_DIR", dir)
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("the replica starts");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let address = line
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("the replica said {line:?}"));
-        Self {
-            url: format!("http://{address}"),
-            child,
-        }
-    }
-
-    /// SIGKILL: no chance to save, release or flush anything.
-    fn kill(&mut self) {
-        self.child.kill().unwrap();
-        self.child.wait().unwrap();
-    }
-}
-
-impl Drop for Replica {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+            .env("REPLICA_DIR", dir),
+        "the replica",
+    )
 }
 
 fn marks(dir: &Path) -> Vec<String> {
@@ -89,14 +45,14 @@ fn marks(dir: &Path) -> Vec<String> {
 async fn a_killed_replicas_turn_is_finished_by_the_other_and_the_stream_goes_on() {
     let cluster = agentkit_testkit::pg::TempCluster::start();
     let dir = tempfile::tempdir().unwrap();
-    let mut a = Replica::start(&cluster.conninfo(), dir.path());
-    let b = Replica::start(&cluster.conninfo(), dir.path());
+    let mut a = replica(&cluster.conninfo(), dir.path());
+    let b = replica(&cluster.conninfo(), dir.path());
     let http = support::http_client();
 
     let input = json!({ "threadId": "t1", "runId": "run-1",
         "messages": [{ "id": "u1", "role": "user", "content": "run the job" }] });
     let response = http
-        .post(format!("{}/agui", a.url))
+        .post(format!("{}/agui", a.url()))
         .bearer_auth(TOKEN)
         .json(&input)
         .send()
@@ -113,7 +69,7 @@ async fn a_killed_replicas_turn_is_finished_by_the_other_and_the_stream_goes_on(
     // A request for A's session that lands on B is served: B forwards it
     // to A (the lease names A's URL), A queues the message on its run.
     let forwarded = http
-        .post(format!("{}/sessions/t1/messages", b.url))
+        .post(format!("{}/sessions/t1/messages", b.url()))
         .bearer_auth(TOKEN)
         .json(&json!({ "text": "hurry" }))
         .send()
@@ -132,7 +88,7 @@ async fn a_killed_replicas_turn_is_finished_by_the_other_and_the_stream_goes_on(
     // Reading the session's events through B streams A's run (the same
     // events, the same ids), never a second run of it.
     let through_b = http
-        .get(format!("{}/sessions/t1/events", b.url))
+        .get(format!("{}/sessions/t1/events", b.url()))
         .bearer_auth(TOKEN)
         .header("last-event-id", "0")
         .send()
@@ -152,7 +108,7 @@ async fn a_killed_replicas_turn_is_finished_by_the_other_and_the_stream_goes_on(
     let deadline = Instant::now() + PATIENCE;
     let resumed = loop {
         let response = http
-            .get(format!("{}/sessions/t1/events", b.url))
+            .get(format!("{}/sessions/t1/events", b.url()))
             .bearer_auth(TOKEN)
             .header("last-event-id", last.to_string())
             .send()
@@ -190,7 +146,7 @@ async fn a_killed_replicas_turn_is_finished_by_the_other_and_the_stream_goes_on(
     // The job ran once, on A; the transcript is whole.
     assert_eq!(marks(dir.path()).len(), 1, "{:?}", marks(dir.path()));
     let session: serde_json::Value = http
-        .get(format!("{}/sessions/t1", b.url))
+        .get(format!("{}/sessions/t1", b.url()))
         .bearer_auth(TOKEN)
         .send()
         .await

@@ -135,9 +135,7 @@ struct Browser {
 impl Browser {
     fn new() -> Result<Self, String> {
         // reqwest is built without a rustls provider (no aws-lc-sys).
-        if rustls::crypto::CryptoProvider::get_default().is_none() {
-            let _ = rustls::crypto::ring::default_provider().install_default();
-        }
+        agentkit_http::install_tls_provider();
         let http = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .build()

@@ -38,7 +38,7 @@ impl Inner {
         if !is_step_up(request) && server.oauth.refresh().await {
             return true;
         }
-        let own = server.responder.lock().expect("responder lock").clone();
+        let own = server.state().responder.clone();
         let responder = own.or_else(|| self.responder.lock().expect("responder lock").clone());
         let Some(responder) = responder else {
             return false;
@@ -60,12 +60,12 @@ impl Inner {
             },
             Some(AuthResolution::Provided { credentials, .. }) => {
                 tracing::info!(server = %server.config.name, "auth responder provided credentials");
-                *server.credentials.lock().expect("credentials lock") = Some(credentials);
+                server.state().credentials = Some(credentials);
                 true
             }
             Some(AuthResolution::Refused { reason, .. }) => {
                 tracing::info!(server = %server.config.name, "auth responder refused");
-                *server.refused.lock().expect("refused lock") = Some(reason);
+                server.state().refused = Some(reason);
                 false
             }
             None => false,
@@ -117,7 +117,7 @@ impl Inner {
     /// The error for an unanswered auth request: recorded as pending, or
     /// a refusal when the responder just refused.
     pub(super) fn auth_failure(&self, server: &Server, request: AuthRequest) -> McpError {
-        if let Some(reason) = server.refused.lock().expect("refused lock").clone() {
+        if let Some(reason) = server.state().refused.clone() {
             return McpError::AuthRefused {
                 server: server.config.name.clone(),
                 reason,
@@ -168,7 +168,7 @@ impl Inner {
             }
             AuthResolution::Refused { reason, .. } => {
                 tracing::info!(server = %name, "host refused authentication");
-                *server.refused.lock().expect("refused lock") = Some(reason);
+                server.state().refused = Some(reason);
             }
         }
         Ok(())
@@ -204,7 +204,7 @@ impl Inner {
             .lock()
             .expect("pending auth lock")
             .retain(|request| request.provider != name);
-        *server.refused.lock().expect("refused lock") = None;
+        server.state().refused = None;
         Ok(())
     }
 
@@ -213,8 +213,11 @@ impl Inner {
         server: &Arc<Server>,
         credentials: McpCredentials,
     ) {
-        *server.credentials.lock().expect("credentials lock") = Some(credentials);
-        *server.refused.lock().expect("refused lock") = None;
+        {
+            let mut state = server.state();
+            state.credentials = Some(credentials);
+            state.refused = None;
+        }
         close_session(server).await;
     }
 }
@@ -233,9 +236,8 @@ fn is_step_up(request: &AuthRequest) -> bool {
 /// old credentials, and the next connect opens a new one.
 async fn close_session(server: &Server) {
     let old = {
-        let mut slot = server.slot.lock().await;
-        server.live.lock().expect("live lock").take();
-        slot.take()
+        let _gate = server.gate.lock().await;
+        server.state().enter(super::state::Phase::Closed)
     };
     if let Some(old) = old {
         old.close().await;

@@ -1,10 +1,11 @@
 //! [`McpServerManager`]: the servers, their connections, the merged catalog
 //! and the auth requests in flight.
 //!
-//! Each registered server has one slot holding its current connection, if
-//! any. Connecting happens under the slot's async lock, so concurrent calls
-//! to a disconnected server wait for one connect instead of starting one
-//! each. A connection is never repaired: a call that finds it closed (the
+//! Each registered server keeps everything that changes while it runs as
+//! one value (`state::Runtime`: its connection's phase, what it offered,
+//! credentials, subscriptions) behind one lock. Connecting happens under a
+//! separate async gate, so concurrent calls to a disconnected server wait
+//! for one connect instead of starting one each. A connection is never repaired: a call that finds it closed (the
 //! process crashed, the session ended) replaces it once, and reports the
 //! server unavailable if that fails too. The last tool list a server
 //! reported stays in the catalog across such crashes, so the model can keep
@@ -22,6 +23,7 @@ mod credentials;
 #[allow(deprecated)]
 mod resources;
 mod session;
+mod state;
 mod status;
 
 pub use status::{ServerState, ServerStatus};
@@ -29,7 +31,6 @@ pub use status::{ServerState, ServerStatus};
 use crate::auth::{AuthResolution, McpAuthResponder, McpCredentials};
 use crate::catalog::{CatalogEvents, CatalogState, McpToolSource};
 use crate::config::McpServerConfig;
-use crate::connection::Connection;
 use crate::convert::RemoteTool;
 use crate::discovery::{McpPrompt, McpResource};
 use crate::elicitation::ElicitationHandler;
@@ -40,8 +41,8 @@ use agentkit_tools_core::{
     AuthOperation, AuthRequest, CatalogSnapshot, ToolContext, ToolError, ToolResult,
 };
 use serde_json::Value;
-use std::sync::{Arc, Mutex, Weak};
-use tokio::task::AbortHandle;
+use state::{Phase, Runtime};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 /// Manages MCP servers: registers them, connects them, exposes their tools
 /// as one [`ToolSource`](agentkit_tools_core::ToolSource), and handles
@@ -120,34 +121,32 @@ pub(crate) struct Inner {
 /// One registered server.
 struct Server {
     config: McpServerConfig,
-    credentials: Mutex<Option<McpCredentials>>,
-    /// This server's own credentials provider, asked before the manager's.
-    responder: Mutex<Option<Arc<dyn McpAuthResponder>>>,
-    /// Why the last connect failed, until one succeeds.
-    last_error: Mutex<Option<McpError>>,
-    /// `Some(reason)` after the host refused to authenticate.
-    refused: Mutex<Option<Option<String>>>,
-    slot: tokio::sync::Mutex<Option<Arc<Connection>>>,
-    /// The current connection, readable without the async lock (for
-    /// status and refreshes) while a connect holds `slot`.
-    live: Mutex<Option<Arc<Connection>>>,
-    /// The last tool list the server reported.
-    tools: Mutex<Vec<RemoteTool>>,
-    resources: Mutex<Vec<McpResource>>,
-    prompts: Mutex<Vec<McpPrompt>>,
-    /// The resources the host subscribed to, renewed on reconnect.
-    subscriptions: Mutex<std::collections::BTreeSet<String>>,
-    refresher: Mutex<Option<AbortHandle>>,
+    /// Held (asynchronously) for a whole connect, so calls racing to a
+    /// disconnected server share one connect.
+    gate: tokio::sync::Mutex<()>,
+    /// Everything that changes while the server runs, as one value; never
+    /// held across an await.
+    runtime: Mutex<Runtime>,
     /// The OAuth flow, for servers configured with OAuth.
     #[cfg(feature = "oauth")]
     oauth: crate::oauth::OAuthFlow,
 }
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        if let Some(task) = self.refresher.get_mut().ok().and_then(Option::take) {
-            task.abort();
+impl Server {
+    fn new(config: McpServerConfig) -> Self {
+        Self {
+            config,
+            gate: tokio::sync::Mutex::new(()),
+            runtime: Mutex::new(Runtime::new()),
+            #[cfg(feature = "oauth")]
+            oauth: crate::oauth::OAuthFlow::default(),
         }
+    }
+
+    /// The server's runtime state, locked (briefly: never across an
+    /// await).
+    fn state(&self) -> MutexGuard<'_, Runtime> {
+        self.runtime.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -202,22 +201,7 @@ impl McpServerManager {
             return Err(McpError::AlreadyRegistered(config.name));
         }
         tracing::debug!(server = %config.name, "registered MCP server");
-        servers.push(Arc::new(Server {
-            config,
-            credentials: Mutex::new(None),
-            responder: Mutex::new(None),
-            last_error: Mutex::new(None),
-            refused: Mutex::new(None),
-            slot: tokio::sync::Mutex::new(None),
-            live: Mutex::new(None),
-            tools: Mutex::new(Vec::new()),
-            resources: Mutex::new(Vec::new()),
-            prompts: Mutex::new(Vec::new()),
-            subscriptions: Mutex::new(Default::default()),
-            refresher: Mutex::new(None),
-            #[cfg(feature = "oauth")]
-            oauth: crate::oauth::OAuthFlow::default(),
-        }));
+        servers.push(Arc::new(Server::new(config)));
         Ok(())
     }
 
@@ -257,26 +241,18 @@ impl McpServerManager {
     /// killed.
     pub async fn disconnect(&self, name: &str) -> Result<(), McpError> {
         let server = self.inner.server(name)?;
-        let connection = {
-            let mut slot = server.slot.lock().await;
-            server.live.lock().expect("live lock").take();
-            slot.take()
-        };
-        if let Some(task) = server.refresher.lock().expect("refresher lock").take() {
-            task.abort();
-        }
+        let gate = server.gate.lock().await;
+        let connection = server.state().enter(Phase::Closed);
         if let Some(connection) = connection {
             tracing::info!(server = name, "disconnecting MCP server");
             connection.close().await;
         }
-        server.tools.lock().expect("tools lock").clear();
-        server.resources.lock().expect("resources lock").clear();
-        server.prompts.lock().expect("prompts lock").clear();
-        server
-            .subscriptions
-            .lock()
-            .expect("subscriptions lock")
-            .clear();
+        {
+            let mut state = server.state();
+            state.offered = Default::default();
+            state.subscriptions.clear();
+        }
+        drop(gate);
         self.inner.rebuild_catalog();
         Ok(())
     }
@@ -340,14 +316,14 @@ impl McpServerManager {
     /// The resources a server offered when it was last connected.
     pub fn resources(&self, name: &str) -> Result<Vec<McpResource>, McpError> {
         let server = self.inner.server(name)?;
-        let resources = server.resources.lock().expect("resources lock").clone();
+        let resources = server.state().offered.resources.clone();
         Ok(resources)
     }
 
     /// The prompts a server offered when it was last connected.
     pub fn prompts(&self, name: &str) -> Result<Vec<McpPrompt>, McpError> {
         let server = self.inner.server(name)?;
-        let prompts = server.prompts.lock().expect("prompts lock").clone();
+        let prompts = server.state().offered.prompts.clone();
         Ok(prompts)
     }
 
@@ -355,7 +331,7 @@ impl McpServerManager {
     /// servers and servers not connected).
     pub fn stderr_tail(&self, name: &str) -> Result<Vec<String>, McpError> {
         let server = self.inner.server(name)?;
-        let live = server.live.lock().expect("live lock").clone();
+        let live = server.state().connection().cloned();
         Ok(live.map(|c| c.stderr_tail()).unwrap_or_default())
     }
 
@@ -541,7 +517,7 @@ impl McpServerManager {
             .expect("servers lock")
             .iter()
             .filter_map(|server| {
-                let connection = server.live.lock().expect("live lock").clone()?;
+                let connection = server.state().connection()?.clone();
                 Some((server.config.name.clone(), connection))
             })
             .collect();
@@ -584,7 +560,7 @@ impl McpServerManager {
         responder: Arc<dyn McpAuthResponder>,
     ) -> Result<(), McpError> {
         let server = self.inner.server(name)?;
-        *server.responder.lock().expect("responder lock") = Some(responder);
+        server.state().responder = Some(responder);
         Ok(())
     }
 }
@@ -651,12 +627,13 @@ impl Inner {
             .expect("servers lock")
             .iter()
             .map(|s| {
-                let mut tools = s.tools.lock().expect("tools lock").clone();
+                let state = s.state();
+                let mut tools = state.offered.tools.clone();
                 if offer_host_tools {
                     tools.extend(crate::resource_tools::host_tools(
                         &s.config.name,
-                        &s.resources.lock().expect("resources lock"),
-                        &s.prompts.lock().expect("prompts lock"),
+                        &state.offered.resources,
+                        &state.offered.prompts,
                     ));
                 }
                 (s.config.name.clone(), tools)

@@ -89,7 +89,7 @@ impl McpServerManager {
             .await?;
         let resources: Vec<McpResource> = from_json_list(list);
         let slot = self.inner.server(server)?;
-        *slot.resources.lock().expect("resources lock") = resources.clone();
+        slot.state().offered.resources = resources.clone();
         self.inner.rebuild_catalog();
         Ok(resources)
     }
@@ -136,10 +136,7 @@ impl McpServerManager {
         })
         .await?;
         let slot = self.inner.server(server)?;
-        slot.subscriptions
-            .lock()
-            .expect("subscriptions lock")
-            .insert(uri.to_owned());
+        slot.state().subscriptions.insert(uri.to_owned());
         Ok(())
     }
 
@@ -147,10 +144,7 @@ impl McpServerManager {
     /// [`subscribe_resource`](Self::subscribe_resource).
     pub async fn unsubscribe_resource(&self, server: &str, uri: &str) -> Result<(), McpError> {
         let slot = self.inner.server(server)?;
-        slot.subscriptions
-            .lock()
-            .expect("subscriptions lock")
-            .remove(uri);
+        slot.state().subscriptions.remove(uri);
         self.offered_request(server, SUBSCRIPTIONS, |peer| {
             let params = UnsubscribeRequestParams::new(uri);
             async move { peer.unsubscribe(params).await }
@@ -169,7 +163,7 @@ impl McpServerManager {
             .await?;
         let prompts: Vec<McpPrompt> = from_json_list(list);
         let slot = self.inner.server(server)?;
-        *slot.prompts.lock().expect("prompts lock") = prompts.clone();
+        slot.state().offered.prompts = prompts.clone();
         self.inner.rebuild_catalog();
         Ok(prompts)
     }
@@ -245,19 +239,16 @@ pub(super) async fn follow_list_changes(
                 continue;
             }
         };
-        let current = server
-            .live
-            .lock()
-            .expect("live lock")
-            .as_ref()
-            .is_some_and(|c| std::sync::Arc::ptr_eq(c, &connection));
-        if !current {
-            return;
-        }
-        if resources {
-            *server.resources.lock().expect("resources lock") = from_json_list(list);
-        } else {
-            *server.prompts.lock().expect("prompts lock") = from_json_list(list);
+        {
+            let mut state = server.state();
+            if !state.is_current(&connection) {
+                return;
+            }
+            if resources {
+                state.offered.resources = from_json_list(list);
+            } else {
+                state.offered.prompts = from_json_list(list);
+            }
         }
         manager.rebuild_catalog();
     }

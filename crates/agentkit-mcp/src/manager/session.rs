@@ -1,11 +1,13 @@
 //! Opening a server's connection, replacing a dead one, and following its
 //! `tools/list_changed` notifications.
 //!
-//! The slot's async lock is held for the whole connect, so calls racing to
-//! a disconnected server share one connect. A connection that failed is
+//! The server's async gate is held for the whole connect, so calls racing
+//! to a disconnected server share one connect; the phase moves through
+//! `Connecting` (or `Reconnecting`) to `Ready` or `Failed`. A connection that failed is
 //! discarded only if it is still the current one: a call that noticed a
 //! crash late must not throw away the fresh connection another call made.
 
+use super::state::{Live, Phase};
 use super::{Inner, Server};
 use crate::connection::Connection;
 use crate::convert::RemoteTool;
@@ -36,26 +38,34 @@ impl Inner {
         asked: &mut bool,
     ) -> Result<Arc<Connection>, McpError> {
         let name = server.config.name.as_str();
-        if let Some(reason) = server.refused.lock().expect("refused lock").clone() {
+        if let Some(reason) = server.state().refused.clone() {
             return Err(McpError::AuthRefused {
                 server: name.to_owned(),
                 reason,
             });
         }
-        let mut slot = server.slot.lock().await;
-        if let Some(connection) = slot.as_ref() {
-            if !connection.is_closed() {
-                return Ok(connection.clone());
+        let _gate = server.gate.lock().await;
+        let dead = {
+            let mut state = server.state();
+            match state.connection() {
+                Some(connection) if !connection.is_closed() => return Ok(connection.clone()),
+                Some(_) => {
+                    tracing::warn!(server = name, "MCP session closed; reconnecting");
+                    state.enter(Phase::Reconnecting)
+                }
+                None => state.enter(Phase::Connecting),
             }
-            tracing::warn!(server = name, "MCP session closed; reconnecting");
-            if let Some(old) = slot.take() {
-                // Closing a dead session only reaps what is left of it.
-                old.close().await;
-            }
+        };
+        if let Some(old) = dead {
+            // Closing a dead session only reaps what is left of it.
+            old.close().await;
         }
+        // Whatever way this connect ends (a verdict, waiting for
+        // credentials, or its future dropped), it is not in progress after.
+        let _attempt = Attempt(server);
         loop {
             #[allow(unused_mut)]
-            let mut credentials = server.credentials.lock().expect("credentials lock").clone();
+            let mut credentials = server.state().credentials.clone();
             #[cfg(feature = "oauth")]
             if let Some(token) = server.oauth.access_token().await {
                 credentials = Some(crate::auth::McpCredentials::Bearer(token));
@@ -66,10 +76,8 @@ impl Inner {
                 .await
             {
                 Ok(connection) => {
-                    server.last_error.lock().expect("last error lock").take();
                     let connection = Arc::new(connection);
                     self.adopt(server, &connection);
-                    *slot = Some(connection.clone());
                     return Ok(connection);
                 }
                 Err(McpError::AuthRequired(mut request)) => {
@@ -84,7 +92,7 @@ impl Inner {
                 }
                 Err(err) => {
                     tracing::warn!(server = name, %err, "MCP connect failed");
-                    *server.last_error.lock().expect("last error lock") = Some(err.clone());
+                    server.state().enter(Phase::Failed(err.clone()));
                     return Err(err);
                 }
             }
@@ -102,25 +110,6 @@ impl Inner {
             prompts = discovery.prompts.len(),
             "MCP server connected"
         );
-        *server.tools.lock().expect("tools lock") = discovery.tools.clone();
-        *server.resources.lock().expect("resources lock") = discovery.resources.clone();
-        *server.prompts.lock().expect("prompts lock") = discovery.prompts.clone();
-        *server.live.lock().expect("live lock") = Some(connection.clone());
-        self.rebuild_catalog();
-        let renew: Vec<String> = server
-            .subscriptions
-            .lock()
-            .expect("subscriptions lock")
-            .iter()
-            .cloned()
-            .collect();
-        super::resources::renew_subscriptions(
-            &server.config.name,
-            connection,
-            renew,
-            server.config.call_timeout,
-        );
-
         let tools = follow_tool_changes(
             self.weak.clone(),
             Arc::downgrade(server),
@@ -136,29 +125,43 @@ impl Inner {
         let task = tokio::spawn(async move {
             futures::join!(tools, lists);
         });
-        if let Some(old) = server
-            .refresher
-            .lock()
-            .expect("refresher lock")
-            .replace(task.abort_handle())
-        {
-            old.abort();
-        }
+        let renew: Vec<String> = {
+            let mut state = server.state();
+            state.offered.tools = discovery.tools.clone();
+            state.offered.resources = discovery.resources.clone();
+            state.offered.prompts = discovery.prompts.clone();
+            // Only a connect moves to `Ready`, and connects hold the gate:
+            // no session is left behind here.
+            let replaced = state.enter(Phase::Ready(Live {
+                connection: connection.clone(),
+                refresher: task.abort_handle(),
+            }));
+            debug_assert!(replaced.is_none(), "a connect replaced an open session");
+            state.subscriptions.iter().cloned().collect()
+        };
+        self.rebuild_catalog();
+        super::resources::renew_subscriptions(
+            &server.config.name,
+            connection,
+            renew,
+            server.config.call_timeout,
+        );
     }
 
     /// Forgets a connection that failed, unless it was already replaced.
     pub(super) async fn discard(&self, server: &Server, failed: &Arc<Connection>) {
-        let mut slot = server.slot.lock().await;
-        if slot.as_ref().is_some_and(|c| Arc::ptr_eq(c, failed)) {
-            slot.take();
-            {
-                let mut live = server.live.lock().expect("live lock");
-                if live.as_ref().is_some_and(|c| Arc::ptr_eq(c, failed)) {
-                    live.take();
-                }
+        let gate = server.gate.lock().await;
+        let old = {
+            let mut state = server.state();
+            if state.is_current(failed) {
+                state.enter(Phase::Closed)
+            } else {
+                None
             }
-            drop(slot);
-            failed.close().await;
+        };
+        drop(gate);
+        if let Some(old) = old {
+            old.close().await;
         }
     }
 
@@ -170,17 +173,25 @@ impl Inner {
         connection: &Arc<Connection>,
         tools: Vec<RemoteTool>,
     ) {
-        let current = server
-            .live
-            .lock()
-            .expect("live lock")
-            .as_ref()
-            .is_some_and(|c| Arc::ptr_eq(c, connection));
-        if !current {
-            return;
+        {
+            let mut state = server.state();
+            if !state.is_current(connection) {
+                return;
+            }
+            state.offered.tools = tools;
         }
-        *server.tools.lock().expect("tools lock") = tools;
         self.rebuild_catalog();
+    }
+}
+
+/// Ends a connect attempt: a phase still `Connecting` or `Reconnecting`
+/// (no verdict: waiting for credentials, or the future was dropped) goes
+/// back to `Closed`.
+struct Attempt<'a>(&'a Server);
+
+impl Drop for Attempt<'_> {
+    fn drop(&mut self) {
+        self.0.state().connect_ended();
     }
 }
 

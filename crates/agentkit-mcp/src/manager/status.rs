@@ -1,9 +1,9 @@
 //! What the host can see of one server: [`ServerStatus`] and its
 //! [`ServerState`].
 //!
-//! The state is derived when asked, from what the manager already keeps
-//! (the live connection, the host's refusal, pending auth requests, the
-//! last connect error), so it can never disagree with them.
+//! The state is derived when asked, from the server's one runtime value
+//! (its connection's phase, the host's refusal) and the pending auth
+//! requests, so it can never disagree with them.
 
 use super::Server;
 use crate::error::McpError;
@@ -41,6 +41,9 @@ pub enum ServerState {
     Disconnected,
     /// A session is open; its tools are in the catalog.
     Connected,
+    /// A connect is in progress: the first, or one replacing a session
+    /// that closed (calls wait for it).
+    Connecting,
     /// The server wants credentials: the newest pending request, to answer
     /// with [`McpServerManager::resolve_auth`](crate::McpServerManager::resolve_auth).
     NeedsAuth(Box<AuthRequest>),
@@ -56,44 +59,33 @@ pub enum ServerState {
 }
 
 pub(super) fn status_of(server: &Server, pending: &[AuthRequest]) -> ServerStatus {
-    let live = server.live.lock().expect("live lock").clone();
-    let live = live.filter(|c| !c.is_closed());
-    let info = live.as_ref().map(|c| c.server_info.clone());
+    let runtime = server.state();
+    let newest = pending
+        .iter()
+        .rev()
+        .find(|request| request.provider == server.config.name);
+    let state = runtime.state(newest);
+    let live = runtime.connection().filter(|c| !c.is_closed());
+    let info = live.map(|c| &c.server_info);
     let field = |path: &[&str]| {
-        let mut value = info.as_ref()?;
+        let mut value = info?;
         for key in path {
             value = value.get(*key)?;
         }
         value.as_str().map(str::to_owned)
     };
-    let state = if live.is_some() {
-        ServerState::Connected
-    } else if let Some(reason) = server.refused.lock().expect("refused lock").clone() {
-        ServerState::AuthRefused { reason }
-    } else if let Some(request) = pending
-        .iter()
-        .rev()
-        .find(|request| request.provider == server.config.name)
-    {
-        ServerState::NeedsAuth(Box::new(request.clone()))
-    } else if let Some(err) = server.last_error.lock().expect("last error lock").clone() {
-        ServerState::Failed(err)
-    } else {
-        ServerState::Disconnected
-    };
     ServerStatus {
         name: server.config.name.clone(),
         connected: live.is_some(),
         state,
-        pid: live.as_ref().and_then(|c| c.pid()),
+        pid: live.and_then(|c| c.pid()),
         server_name: field(&["serverInfo", "name"]),
         server_version: field(&["serverInfo", "version"]),
         protocol_version: field(&["protocolVersion"]),
         instructions: field(&["instructions"]),
-        tools: server
+        tools: runtime
+            .offered
             .tools
-            .lock()
-            .expect("tools lock")
             .iter()
             .map(|t| t.name.clone())
             .collect(),

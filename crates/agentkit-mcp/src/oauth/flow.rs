@@ -131,7 +131,7 @@ impl OAuthFlow {
         server_url: &str,
         challenge: Option<&str>,
     ) -> Result<(AuthorizationManager, bool), String> {
-        crate::http::install_tls_provider();
+        agentkit_http::install_tls_provider();
         let mut manager = AuthorizationManager::new(server_url)
             .await
             .map_err(|err| describe(&err))?;

@@ -125,7 +125,7 @@ async fn client_credentials_jwt(
 /// One form POST to a token endpoint; the JSON answer, or the OAuth error
 /// in words.
 async fn token_request(endpoint: &str, form: &[(&str, String)]) -> Result<Value, String> {
-    crate::http::install_tls_provider();
+    agentkit_http::install_tls_provider();
     let response = reqwest::Client::new()
         .post(endpoint)
         .header(reqwest::header::ACCEPT, "application/json")

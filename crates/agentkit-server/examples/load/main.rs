@@ -20,75 +20,26 @@
 mod client;
 mod provider;
 
+use agentkit_testkit::process::{ListeningProcess, example_binary};
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-/// A replica process, killed when dropped.
-struct Replica {
-    child: Child,
-    url: String,
-}
-
-impl Replica {
-    fn start(conninfo: &str, dir: &Path, provider: &str) -> Self {
-        let binary = std::env::current_exe()
-            .expect("own path")
-            .with_file_name("replica");
-        assert!(
-            binary.is_file(),
-            "{} is missing: build it with `cargo build --release -p agentkit-server --example replica`",
-            binary.display()
-        );
-        let mut child = Command::new(&binary)
+/// A replica process (`examples/replica.rs`, next to this binary), killed
+/// when dropped.
+fn replica(conninfo: &str, dir: &Path, provider: &str) -> ListeningProcess {
+    ListeningProcess::spawn(
+        Command::new(example_binary("replica"))
             .env("REPLICA_PG", conninfo)
             .env("REPLICA_TOKEN", client::TOKEN)
             .env("REPLICA_LEASE_MS", "3000")
             .env("REPLICA_DIR", dir)
-            .env("REPLICA_PROVIDER", provider)
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("the replica starts");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().expect("piped"))
-            .read_line(&mut line)
-            .expect("the replica says where it listens");
-        let address = line
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("the replica said {line:?}"));
-        Self {
-            url: format!("http://{address}"),
-            child,
-        }
-    }
-
-    /// Peak resident memory so far, MiB.
-    fn peak_rss_mib(&self) -> f64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
-            .unwrap_or_default();
-        status
-            .lines()
-            .find(|l| l.starts_with("VmHWM:"))
-            .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
-            .map_or(f64::NAN, |kib| kib / 1024.0)
-    }
-
-    /// SIGKILL: no chance to save, release or flush anything.
-    fn kill(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Replica {
-    fn drop(&mut self) {
-        self.kill();
-    }
+            .env("REPLICA_PROVIDER", provider),
+        "the replica",
+    )
 }
 
 struct Options {
@@ -156,10 +107,15 @@ async fn phase(
     let dir = tempfile::tempdir().expect("a temporary directory");
     // The job tool returns at once: the test is about the server.
     std::fs::write(dir.path().join("release"), b"").expect("the release mark");
-    let mut replicas: Vec<Replica> = (0..options.replicas)
-        .map(|_| Replica::start(conninfo, dir.path(), provider))
+    let mut replicas: Vec<ListeningProcess> = (0..options.replicas)
+        .map(|_| replica(conninfo, dir.path(), provider))
         .collect();
-    let urls = Arc::new(replicas.iter().map(|r| r.url.clone()).collect::<Vec<_>>());
+    let urls = Arc::new(
+        replicas
+            .iter()
+            .map(ListeningProcess::url)
+            .collect::<Vec<_>>(),
+    );
     let http = reqwest::Client::builder()
         .no_proxy()
         .build()

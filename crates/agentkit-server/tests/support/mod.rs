@@ -373,8 +373,6 @@ pub fn contents(session: &Value) -> Vec<String> {
 /// A plain HTTP client. The workspace builds reqwest's rustls without a
 /// crypto provider (no aws-lc-sys), so ring is installed first.
 pub fn http_client() -> reqwest::Client {
-    if rustls::crypto::CryptoProvider::get_default().is_none() {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    }
+    agentkit_http::install_tls_provider();
     reqwest::Client::new()
 }
