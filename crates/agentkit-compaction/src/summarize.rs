@@ -79,7 +79,7 @@ impl<M: ModelAdapter> Summarizer for ModelSummarizer<M> {
             cache: None,
             output_schema: None,
         };
-        let mut turn = session.begin_turn(request, None).await?;
+        let mut turn = session.begin_turn(request).await?;
         let mut folder = DeltaFolder::new();
         while let Some(event) = turn.next_event().await? {
             match event {

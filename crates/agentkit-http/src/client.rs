@@ -10,7 +10,6 @@
 use crate::redact::{REDACTED, header_secret, redact_secrets};
 use crate::retry::{duration_from_secs, parse_retry_after};
 use crate::{ProviderError, ProviderErrorKind, RetryNotice, RetryPolicy, SseLimits, SseStream};
-use agentkit_core::TurnCancellation;
 use bytes::Bytes;
 use futures::stream::BoxStream;
 use futures::{StreamExt, stream};
@@ -365,17 +364,14 @@ impl HttpClient {
     /// Sends `request` and returns its event stream once the first byte of
     /// the body has arrived, retrying failures the policy allows until then.
     ///
-    /// Cancelling `cancellation` stops everything at once, a backoff sleep
-    /// included, and drops the connection.
-    pub async fn post_sse(
-        &self,
-        request: StreamRequest,
-        cancellation: Option<&TurnCancellation>,
-    ) -> Result<StreamResponse, ProviderError> {
+    /// Cancelling is dropping the returned future (or, later, the stream):
+    /// everything stops at once, a backoff sleep included, and the
+    /// connection closes.
+    pub async fn post_sse(&self, request: StreamRequest) -> Result<StreamResponse, ProviderError> {
         let span = tracing::info_span!("agentkit_http.post_sse", url = %request.url);
         let secrets = credentials(&request.headers);
         let work = self.send_with_retries(request, None).instrument(span);
-        let opened = cancellable(work, cancellation).await?;
+        let opened = work.await?;
         let (body, retries, status, request_id) = opened.body();
         let events = SseStream::with_limits(body, self.config.sse_limits).with_secrets(secrets);
         Ok(StreamResponse {
@@ -387,7 +383,7 @@ impl HttpClient {
     }
 
     /// Sends `request` and returns its body as raw bytes once the first one
-    /// has arrived, under the same timeouts, retries and cancellation as
+    /// has arrived, under the same timeouts, retries and cancellation (by drop) as
     /// [`post_sse`](Self::post_sse): for a streaming format other than
     /// server-sent events. `signer`, when given, adds headers to every
     /// attempt as it is sent.
@@ -400,11 +396,10 @@ impl HttpClient {
         &self,
         request: StreamRequest,
         signer: Option<&dyn RequestSigner>,
-        cancellation: Option<&TurnCancellation>,
     ) -> Result<ByteStreamResponse, ProviderError> {
         let span = tracing::info_span!("agentkit_http.post_bytes", url = %request.url);
         let work = self.send_with_retries(request, signer).instrument(span);
-        let opened = cancellable(work, cancellation).await?;
+        let opened = work.await?;
         let (body, retries, status, request_id) = opened.body();
         Ok(ByteStreamResponse {
             status,
@@ -610,27 +605,6 @@ impl HttpClient {
             first,
             rest,
         })
-    }
-}
-
-/// Runs `work` unless `cancellation` fires first; a cancelled request drops
-/// its connection (and any backoff sleep) at once.
-async fn cancellable<T>(
-    work: impl std::future::Future<Output = Result<T, ProviderError>>,
-    cancellation: Option<&TurnCancellation>,
-) -> Result<T, ProviderError> {
-    match cancellation {
-        Some(token) => {
-            if token.is_cancelled() {
-                return Err(ProviderError::cancelled());
-            }
-            tokio::select! {
-                biased;
-                () = token.cancelled() => Err(ProviderError::cancelled()),
-                result = work => result,
-            }
-        }
-        None => work.await,
     }
 }
 

@@ -1,7 +1,6 @@
 //! The client against a real HTTP server on 127.0.0.1: retries, timeouts,
 //! cancellation and stream decoding over an actual socket.
 
-use agentkit_core::CancellationController;
 use agentkit_http::testing::{Ending, ScriptedResponse, TestServer};
 use agentkit_http::{
     HttpClient, HttpConfig, ProviderError, ProviderErrorKind, RetryPolicy, SseEvent, StreamRequest,
@@ -59,7 +58,7 @@ async fn sends_the_body_and_headers_and_decodes_events() {
         TestServer::start([ScriptedResponse::sse(OK_BODY).with_header("x-request-id", "req-1")])
             .await
             .unwrap();
-    let mut response = within(client(fast_retries()).post_sse(request(&server), None))
+    let mut response = within(client(fast_retries()).post_sse(request(&server)))
         .await
         .unwrap();
     assert_eq!(response.status, 200);
@@ -95,7 +94,7 @@ async fn a_utf8_character_and_crlf_split_across_reads_decode() {
         crlf + 3,
     ]);
     let server = TestServer::start([script]).await.unwrap();
-    let mut response = within(client(fast_retries()).post_sse(request(&server), None))
+    let mut response = within(client(fast_retries()).post_sse(request(&server)))
         .await
         .unwrap();
     let events = within(drain(&mut response)).await.unwrap();
@@ -116,7 +115,7 @@ async fn a_429_with_retry_after_in_seconds_is_waited_out() {
     .await
     .unwrap();
     let started = Instant::now();
-    let mut response = within(client(fast_retries()).post_sse(request(&server), None))
+    let mut response = within(client(fast_retries()).post_sse(request(&server)))
         .await
         .unwrap();
     assert!(
@@ -143,7 +142,7 @@ async fn a_retry_after_date_in_the_past_retries_at_once() {
     ])
     .await
     .unwrap();
-    let response = within(client(fast_retries()).post_sse(request(&server), None))
+    let response = within(client(fast_retries()).post_sse(request(&server)))
         .await
         .unwrap();
     assert_eq!(response.retries[0].delay, Duration::ZERO);
@@ -163,7 +162,7 @@ async fn server_errors_back_off_and_attempts_are_bounded() {
     ])
     .await
     .unwrap();
-    let err = within(client(fast_retries()).post_sse(request(&server), None))
+    let err = within(client(fast_retries()).post_sse(request(&server)))
         .await
         .unwrap_err();
     assert_eq!(err.kind, ProviderErrorKind::Overloaded);
@@ -193,7 +192,7 @@ async fn client_errors_are_not_retried() {
         ])
         .await
         .unwrap();
-        let err = within(client(fast_retries()).post_sse(request(&server), None))
+        let err = within(client(fast_retries()).post_sse(request(&server)))
             .await
             .unwrap_err();
         assert_eq!(err.kind, kind);
@@ -211,7 +210,7 @@ async fn a_connection_cut_before_the_first_byte_is_retried() {
     ])
     .await
     .unwrap();
-    let mut response = within(client(fast_retries()).post_sse(request(&server), None))
+    let mut response = within(client(fast_retries()).post_sse(request(&server)))
         .await
         .unwrap();
     assert_eq!(response.retries.len(), 1);
@@ -227,7 +226,7 @@ async fn a_connection_cut_after_content_is_not_retried() {
     ])
     .await
     .unwrap();
-    let mut response = within(client(fast_retries()).post_sse(request(&server), None))
+    let mut response = within(client(fast_retries()).post_sse(request(&server)))
         .await
         .unwrap();
     let mut seen = Vec::new();
@@ -250,7 +249,7 @@ async fn an_unreachable_server_is_a_transport_error_after_every_attempt() {
         listener.local_addr().unwrap().port()
     };
     let request = StreamRequest::json(format!("http://127.0.0.1:{port}/"), &json!({}));
-    let err = within(client(fast_retries()).post_sse(request, None))
+    let err = within(client(fast_retries()).post_sse(request))
         .await
         .unwrap_err();
     assert_eq!(err.kind, ProviderErrorKind::Transport);
@@ -263,7 +262,7 @@ async fn a_silent_stream_hits_the_idle_timeout() {
     let server = TestServer::start([ScriptedResponse::sse("data: one\n\n").ending(Ending::Stall)])
         .await
         .unwrap();
-    let mut response = within(client(fast_retries()).post_sse(request(&server), None))
+    let mut response = within(client(fast_retries()).post_sse(request(&server)))
         .await
         .unwrap();
     assert_eq!(
@@ -282,60 +281,52 @@ async fn a_silent_stream_hits_the_idle_timeout() {
     assert!(started.elapsed() < Duration::from_secs(5));
 }
 
+/// Cancelling is dropping the request: a 30 s backoff is not waited out
+/// and the second scripted answer is never asked for.
 #[tokio::test]
-async fn cancelling_during_a_backoff_returns_at_once() {
+async fn dropping_the_request_during_a_backoff_stops_it() {
     let server = TestServer::start([
         ScriptedResponse::json(429, "{}").with_header("retry-after", "30"),
         ScriptedResponse::sse(OK_BODY),
     ])
     .await
     .unwrap();
-    let controller = CancellationController::new();
-    let token = controller.handle().checkpoint();
-    let interrupter = controller.clone();
-    tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(150)).await;
-        interrupter.interrupt();
-    });
-    let started = Instant::now();
-    let err = within(client(fast_retries()).post_sse(request(&server), Some(&token)))
-        .await
-        .unwrap_err();
-    assert_eq!(err.kind, ProviderErrorKind::Cancelled);
-    assert!(started.elapsed() < Duration::from_secs(5));
+    let client = client(fast_retries());
+    let opening = client.post_sse(request(&server));
+    let first_refused = async {
+        while server.requests().is_empty() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    };
+    tokio::select! {
+        opened = opening => panic!("the 30 s backoff ended early: {:?}", opened.err()),
+        () = within(first_refused) => {}
+    }
+    // `opening` is dropped: nothing is left to send the retry.
     assert_eq!(server.requests().len(), 1);
+    assert_eq!(server.remaining(), 1);
 }
 
+/// Dropping the event stream mid-answer closes the connection: the server
+/// sees its client hang up.
 #[tokio::test]
-async fn cancelling_mid_stream_drops_the_connection() {
+async fn dropping_the_stream_mid_answer_closes_the_connection() {
     let server = TestServer::start([ScriptedResponse::sse("data: one\n\n").ending(Ending::Stall)])
         .await
         .unwrap();
     let client = HttpClient::new(HttpConfig::default().with_retry(RetryPolicy::none())).unwrap();
-    let controller = CancellationController::new();
-    let token = controller.handle().checkpoint();
-    let mut response = within(client.post_sse(request(&server), Some(&token)))
-        .await
-        .unwrap();
+    let mut response = within(client.post_sse(request(&server))).await.unwrap();
     assert!(
-        within(response.events.next_event(Some(&token)))
+        within(response.events.next_event(None))
             .await
             .unwrap()
             .is_some()
     );
-    let interrupter = controller.clone();
-    tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        interrupter.interrupt();
-    });
-    let err = within(response.events.next_event(Some(&token)))
-        .await
-        .unwrap_err();
-    assert_eq!(err.kind, ProviderErrorKind::Cancelled);
-    assert_eq!(
-        within(response.events.next_event(None)).await,
-        Ok(None),
-        "closed for good"
+    assert_eq!(server.hung_up(), 0, "the stream is still open");
+    drop(response);
+    assert!(
+        server.wait_for_hang_ups(1, Duration::from_secs(20)).await,
+        "dropping the stream closed the connection"
     );
 }
 
@@ -347,7 +338,7 @@ async fn a_json_error_with_status_200_is_reported_as_an_error() {
     )])
     .await
     .unwrap();
-    let err = within(client(fast_retries()).post_sse(request(&server), None))
+    let err = within(client(fast_retries()).post_sse(request(&server)))
         .await
         .unwrap_err();
     assert_eq!(err.kind, ProviderErrorKind::Overloaded);
@@ -362,7 +353,7 @@ async fn a_stream_silent_before_its_first_byte_is_retried() {
     ])
     .await
     .unwrap();
-    let mut response = within(client(fast_retries()).post_sse(request(&server), None))
+    let mut response = within(client(fast_retries()).post_sse(request(&server)))
         .await
         .unwrap();
     assert_eq!(response.retries.len(), 1);
@@ -382,7 +373,7 @@ async fn retry_after_ms_wins_over_retry_after() {
     ])
     .await
     .unwrap();
-    let response = within(client(fast_retries()).post_sse(request(&server), None))
+    let response = within(client(fast_retries()).post_sse(request(&server)))
         .await
         .unwrap();
     assert_eq!(response.retries[0].delay, Duration::from_millis(120));
@@ -404,7 +395,7 @@ async fn sse_comments_keep_a_slow_stream_alive() {
         .with_pause(Duration::from_millis(200))])
     .await
     .unwrap();
-    let mut response = within(client(RetryPolicy::none()).post_sse(request(&server), None))
+    let mut response = within(client(RetryPolicy::none()).post_sse(request(&server)))
         .await
         .unwrap();
     let events = within(drain(&mut response)).await.unwrap();
@@ -424,7 +415,7 @@ async fn absurd_retry_after_values_are_clamped_not_panicking() {
                 .await
                 .unwrap();
         let policy = fast_retries().with_max_retry_after(Duration::from_secs(7));
-        let err = within(client(policy).post_sse(request(&server), None))
+        let err = within(client(policy).post_sse(request(&server)))
             .await
             .unwrap_err();
         assert_eq!(err.kind, ProviderErrorKind::RateLimited, "{name}: {value}");
@@ -460,9 +451,7 @@ async fn requests_beyond_the_connection_bound_wait_for_an_open_one_to_end() {
             .with_max_connections(1),
     )
     .unwrap();
-    let mut first = within(client.post_sse(request(&server), None))
-        .await
-        .unwrap();
+    let mut first = within(client.post_sse(request(&server))).await.unwrap();
     assert_eq!(
         within(first.events.next_event(None))
             .await
@@ -474,7 +463,7 @@ async fn requests_beyond_the_connection_bound_wait_for_an_open_one_to_end() {
     // A clone shares the bound.
     let second = tokio::spawn({
         let (client, request) = (client.clone(), request(&server));
-        async move { client.post_sse(request, None).await }
+        async move { client.post_sse(request).await }
     });
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(!second.is_finished(), "the second request waits");

@@ -111,7 +111,7 @@ fn client(limits: SseLimits) -> HttpClient {
 /// Every event until the end or the first error.
 async fn read_all(url: &str, limits: SseLimits) -> (Vec<SseEvent>, Option<ProviderError>) {
     let request = StreamRequest::json(url, &json!({"stream": true}));
-    let mut response = match client(limits).post_sse(request, None).await {
+    let mut response = match client(limits).post_sse(request).await {
         Ok(response) => response,
         Err(err) => return (Vec::new(), Some(err)),
     };

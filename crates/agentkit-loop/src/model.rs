@@ -7,9 +7,7 @@
 //! sees HTTP.
 
 use crate::{PromptCacheRequest, TranscriptView};
-use agentkit_core::{
-    Delta, FinishReason, MetadataMap, SessionId, ToolCallPart, TurnCancellation, TurnId, Usage,
-};
+use agentkit_core::{Delta, FinishReason, MetadataMap, SessionId, ToolCallPart, TurnId, Usage};
 /// The one error a model call ends in, shared with the HTTP layer.
 pub use agentkit_core::{ModelError, ModelErrorKind};
 use agentkit_tools_core::ToolSpec;
@@ -191,11 +189,12 @@ pub trait ModelSession: Send + 'static {
     type Turn: ModelTurn;
 
     /// Sends the request and returns the streaming turn.
-    async fn begin_turn(
-        &mut self,
-        request: TurnRequest,
-        cancellation: Option<TurnCancellation>,
-    ) -> Result<Self::Turn, ModelError>;
+    ///
+    /// Cancelling is dropping: the driver drops this future when the turn
+    /// is interrupted before the answer starts, and the [`ModelTurn`] when
+    /// it is interrupted mid-answer, so an adapter needs no cancellation
+    /// token; its connection closes with whatever it dropped.
+    async fn begin_turn(&mut self, request: TurnRequest) -> Result<Self::Turn, ModelError>;
 }
 
 /// A streaming model turn: a stream of [`ModelTurnEvent`]s polled one at a

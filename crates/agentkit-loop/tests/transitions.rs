@@ -516,7 +516,6 @@ impl agentkit_loop::ModelSession for RacingSession {
     async fn begin_turn(
         &mut self,
         _request: agentkit_loop::TurnRequest,
-        _cancellation: Option<agentkit_core::TurnCancellation>,
     ) -> Result<RacingTurn, ModelError> {
         Ok(RacingTurn(self.0.clone(), false))
     }

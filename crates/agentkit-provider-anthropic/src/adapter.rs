@@ -8,7 +8,6 @@
 use crate::AnthropicConfig;
 use crate::request::request_body;
 use crate::stream::EventDecoder;
-use agentkit_core::TurnCancellation;
 use agentkit_http::{DecodedStream, HttpClient, SseStream, StreamRequest};
 use agentkit_loop::{
     EncodedTranscript, ModelAdapter, ModelError, ModelSession, ModelTurn, ModelTurnEvent,
@@ -88,11 +87,7 @@ impl AnthropicSession {
 impl ModelSession for AnthropicSession {
     type Turn = AnthropicTurn;
 
-    async fn begin_turn(
-        &mut self,
-        request: TurnRequest,
-        cancellation: Option<TurnCancellation>,
-    ) -> Result<AnthropicTurn, ModelError> {
+    async fn begin_turn(&mut self, request: TurnRequest) -> Result<AnthropicTurn, ModelError> {
         let body = self.request_body(&request);
         let config = &self.shared.config;
         let mut http = StreamRequest::with_body(config.endpoint(), body);
@@ -107,11 +102,7 @@ impl ModelSession for AnthropicSession {
             http = http.with_header(name.clone(), value.clone());
         }
         tracing::debug!(turn = %request.turn_id, model = %config.model, "starting a Messages API turn");
-        let response = self
-            .shared
-            .client
-            .post_sse(http, cancellation.as_ref())
-            .await?;
+        let response = self.shared.client.post_sse(http).await?;
         let retries = response.retries.iter();
         let warnings = retries.map(|retry| ModelTurnEvent::Warning(format!("anthropic: {retry}")));
         Ok(AnthropicTurn {

@@ -55,7 +55,7 @@
 //!         Item::user("What is 17 × 23?"),
 //!     ]),
 //! );
-//! let mut turn = session.begin_turn(request, None).await?;
+//! let mut turn = session.begin_turn(request).await?;
 //! let mut answer = String::new();
 //! while let Some(event) = turn.next_event().await? {
 //!     if let ModelTurnEvent::Delta(Delta::AppendText { chunk, .. }) = event {

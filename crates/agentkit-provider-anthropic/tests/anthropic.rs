@@ -117,7 +117,7 @@ async fn run_with(config: AnthropicConfig, request: TurnRequest) -> Result<Outco
     tokio::time::timeout(LIMIT, async move {
         let adapter = AnthropicAdapter::new(config)?;
         let mut session = adapter.start_session(SessionConfig::new("s-1")).await?;
-        let mut turn = session.begin_turn(request, None).await?;
+        let mut turn = session.begin_turn(request).await?;
         let mut events = Vec::new();
         loop {
             match turn.next_event().await {
@@ -464,7 +464,7 @@ async fn dropping_a_turn_mid_stream_closes_the_connection() {
         .await
         .unwrap();
     let turn = session
-        .begin_turn(request(vec![Item::user("Hi")]), None)
+        .begin_turn(request(vec![Item::user("Hi")]))
         .await
         .unwrap();
     agentkit_testkit::assert_drop_closes_connection(turn, &server, LIMIT).await;

@@ -13,7 +13,6 @@ use crate::eventstream::FrameDecoder;
 use crate::request::request_body;
 use crate::sigv4::{Credentials, SignRequest, authorization};
 use crate::stream::{ConverseDecoder, classify};
-use agentkit_core::TurnCancellation;
 use agentkit_http::{HttpClient, RequestSigner, StreamRequest};
 use agentkit_loop::{
     ModelAdapter, ModelError, ModelErrorKind as K, ModelSession, ModelTurn, ModelTurnEvent,
@@ -212,11 +211,7 @@ fn amz_date(now: SystemTime) -> String {
 impl ModelSession for BedrockSession {
     type Turn = BedrockTurn;
 
-    async fn begin_turn(
-        &mut self,
-        request: TurnRequest,
-        cancellation: Option<TurnCancellation>,
-    ) -> Result<BedrockTurn, ModelError> {
+    async fn begin_turn(&mut self, request: TurnRequest) -> Result<BedrockTurn, ModelError> {
         let body = self.request_body(&request);
         let config = &self.shared.config;
         tracing::debug!(turn = %request.turn_id, model = %config.model, "starting a Bedrock turn");
@@ -237,7 +232,7 @@ impl ModelSession for BedrockSession {
         let response = self
             .shared
             .client
-            .post_bytes(http, Some(&signer), cancellation.as_ref())
+            .post_bytes(http, Some(&signer))
             .await
             .map_err(request_error)?;
         let bytes = response

@@ -234,7 +234,7 @@ async fn drain(mut turn: BedrockTurn) -> Result<Outcome, ModelError> {
 
 async fn run(adapter: &BedrockAdapter, request: TurnRequest) -> Result<Outcome, ModelError> {
     let mut session = adapter.start_session(SessionConfig::new("s")).await?;
-    drain(session.begin_turn(request, None).await?).await
+    drain(session.begin_turn(request).await?).await
 }
 
 fn text_turn() -> Reply {
@@ -663,7 +663,7 @@ async fn a_throttled_request_is_signed_again_and_retried() {
         .await
         .unwrap();
     let mut turn = session
-        .begin_turn(request(vec![Item::user("x")]), None)
+        .begin_turn(request(vec![Item::user("x")]))
         .await
         .unwrap();
     let first = turn.next_event().await.unwrap();

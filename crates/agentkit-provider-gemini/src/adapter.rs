@@ -7,7 +7,6 @@
 use crate::GeminiConfig;
 use crate::request::request_body;
 use crate::stream::GeminiDecoder;
-use agentkit_core::TurnCancellation;
 use agentkit_http::{DecodedStream, HttpClient, SseStream, StreamRequest};
 use agentkit_loop::{
     ModelAdapter, ModelError, ModelSession, ModelTurn, ModelTurnEvent, SessionConfig, TurnRequest,
@@ -91,11 +90,7 @@ impl GeminiSession {
 impl ModelSession for GeminiSession {
     type Turn = GeminiTurn;
 
-    async fn begin_turn(
-        &mut self,
-        request: TurnRequest,
-        cancellation: Option<TurnCancellation>,
-    ) -> Result<GeminiTurn, ModelError> {
+    async fn begin_turn(&mut self, request: TurnRequest) -> Result<GeminiTurn, ModelError> {
         let config = &self.shared.config;
         let mut http = StreamRequest::with_body(config.endpoint(), self.request_body(&request));
         if let Some(key) = config.api_key.as_deref().filter(|k| !k.is_empty()) {
@@ -105,11 +100,7 @@ impl ModelSession for GeminiSession {
             http = http.with_header(name.clone(), value.clone());
         }
         tracing::debug!(turn = %request.turn_id, model = %config.model, "starting a Gemini turn");
-        let response = self
-            .shared
-            .client
-            .post_sse(http, cancellation.as_ref())
-            .await?;
+        let response = self.shared.client.post_sse(http).await?;
         self.turns += 1;
         let ids = format!("call_{:08x}_{}_", self.nonce, self.turns);
         let pricing = config.prices.clone().map(|p| (p, config.model.clone()));

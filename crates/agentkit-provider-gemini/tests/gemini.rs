@@ -58,7 +58,7 @@ struct Outcome {
 
 async fn run(adapter: &GeminiAdapter, request: TurnRequest) -> Result<Outcome, ModelError> {
     let mut session = adapter.start_session(SessionConfig::new("s")).await?;
-    let mut turn = session.begin_turn(request, None).await?;
+    let mut turn = session.begin_turn(request).await?;
     let mut outcome = Outcome {
         parts: Vec::new(),
         calls: Vec::new(),
@@ -260,4 +260,23 @@ async fn failures_are_typed_and_quota_or_keys_are_not_retried() {
             .expect("fails");
         assert_eq!(error.kind, kind, "{error:?}");
     }
+}
+
+/// Cancelling is dropping the turn: the connection closes with it.
+#[tokio::test]
+async fn dropping_a_turn_mid_stream_closes_the_connection() {
+    let chunk = json!({"candidates": [{"content": {"role": "model", "parts": [{"text": "Bon"}]}}]});
+    let server = TestServer::start([sse(&[chunk]).ending(Ending::Stall)])
+        .await
+        .unwrap();
+    let adapter = adapter(&server);
+    let mut session = adapter
+        .start_session(SessionConfig::new("s"))
+        .await
+        .unwrap();
+    let turn = session
+        .begin_turn(request(vec![Item::user("Hi")]))
+        .await
+        .unwrap();
+    agentkit_testkit::assert_drop_closes_connection(turn, &server, Duration::from_secs(20)).await;
 }

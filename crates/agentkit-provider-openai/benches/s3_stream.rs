@@ -131,7 +131,7 @@ async fn over_http(body: &Bytes) -> Duration {
         output_schema: None,
     };
     let started = Instant::now();
-    let turn = session.begin_turn(request, None).await.unwrap();
+    let turn = session.begin_turn(request).await.unwrap();
     let appends = drain(turn).await;
     let elapsed = started.elapsed();
     assert_eq!(appends, CONTENT_CHUNKS);

@@ -8,7 +8,6 @@
 use crate::OpenAiConfig;
 use crate::request::request_body;
 use crate::stream::ChunkDecoder;
-use agentkit_core::TurnCancellation;
 use agentkit_http::{DecodedStream, HttpClient, SseStream, StreamRequest};
 use agentkit_loop::{
     EncodedTranscript, ModelAdapter, ModelError, ModelSession, ModelTurn, ModelTurnEvent,
@@ -121,11 +120,7 @@ impl OpenAiSession {
 impl ModelSession for OpenAiSession {
     type Turn = OpenAiTurn;
 
-    async fn begin_turn(
-        &mut self,
-        request: TurnRequest,
-        cancellation: Option<TurnCancellation>,
-    ) -> Result<OpenAiTurn, ModelError> {
+    async fn begin_turn(&mut self, request: TurnRequest) -> Result<OpenAiTurn, ModelError> {
         let body = self.request_body(&request);
         let config = &self.shared.config;
         let mut http = StreamRequest::with_body(config.endpoint(), body);
@@ -136,11 +131,7 @@ impl ModelSession for OpenAiSession {
             http = http.with_header(name.clone(), value.clone());
         }
         tracing::debug!(turn = %request.turn_id, model = %config.model, "starting a Chat Completions turn");
-        let response = self
-            .shared
-            .client
-            .post_sse(http, cancellation.as_ref())
-            .await?;
+        let response = self.shared.client.post_sse(http).await?;
         let retries = response.retries.iter();
         let warnings = retries.map(|retry| ModelTurnEvent::Warning(format!("openai: {retry}")));
         Ok(OpenAiTurn {

@@ -55,7 +55,7 @@
 //!     TurnId::new("turn-1"),
 //!     TranscriptView::from_items(vec![Item::user("Say hello in French.")]),
 //! );
-//! let mut turn = session.begin_turn(request, None).await?;
+//! let mut turn = session.begin_turn(request).await?;
 //! let mut answer = String::new();
 //! while let Some(event) = turn.next_event().await? {
 //!     match event {

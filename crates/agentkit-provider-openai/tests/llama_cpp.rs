@@ -168,7 +168,7 @@ async fn cancelling_mid_answer_ends_the_turn() {
         .unwrap();
     let request = request(vec![Item::user("Tell me a long story about a cat.")], false);
     let deltas = tokio::time::timeout(limit(&session), async {
-        let mut turn = model_session.begin_turn(request, None).await.unwrap();
+        let mut turn = model_session.begin_turn(request).await.unwrap();
         let mut deltas = 0;
         // Cancelling is dropping the turn: stop at the first delta.
         while deltas == 0 {

@@ -373,7 +373,7 @@ async fn dropping_a_turn_mid_stream_closes_the_connection() {
         .await
         .unwrap();
     let turn = session
-        .begin_turn(request(vec![Item::user("Hi")]), None)
+        .begin_turn(request(vec![Item::user("Hi")]))
         .await
         .unwrap();
     agentkit_testkit::assert_drop_closes_connection(turn, &server, LIMIT).await;
@@ -481,7 +481,7 @@ async fn fallback_ids_are_unique_across_the_session_and_missing_usage_is_unknown
     let mut ids = Vec::new();
     for _ in 0..2 {
         let mut turn = session
-            .begin_turn(request(vec![Item::user("Hi")]), None)
+            .begin_turn(request(vec![Item::user("Hi")]))
             .await
             .unwrap();
         let mut usage = None;

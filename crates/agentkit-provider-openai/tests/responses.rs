@@ -435,7 +435,7 @@ async fn dropping_a_turn_mid_stream_closes_the_connection() {
         .await
         .unwrap();
     let turn = session
-        .begin_turn(request(vec![Item::user("Hi")]), None)
+        .begin_turn(request(vec![Item::user("Hi")]))
         .await
         .unwrap();
     agentkit_testkit::assert_drop_closes_connection(turn, &server, LIMIT).await;
@@ -517,7 +517,7 @@ async fn a_lost_previous_response_falls_back_to_the_whole_history_once() {
         .await
         .unwrap();
     let mut turn = session
-        .begin_turn(request(transcript.clone()), None)
+        .begin_turn(request(transcript.clone()))
         .await
         .expect("the fallback request succeeds");
     let mut warnings = Vec::new();
@@ -549,7 +549,7 @@ async fn a_lost_previous_response_falls_back_to_the_whole_history_once() {
     // The next turn chains again, from the response the fallback stored.
     transcript.push(stored("resp_1"));
     transcript.push(Item::user("Thanks."));
-    let turn = session.begin_turn(request(transcript), None).await.unwrap();
+    let turn = session.begin_turn(request(transcript)).await.unwrap();
     drop(turn);
     let next = server.requests()[2].json();
     assert_eq!(next["previous_response_id"], "resp_1");
@@ -626,19 +626,14 @@ async fn a_chained_turn_of_a_long_session_sends_under_one_percent() {
     ];
     items.extend((0..4_999).flat_map(coding_round));
     assert_eq!(items.len(), 10_000);
-    drop(
-        session
-            .begin_turn(request(items.clone()), None)
-            .await
-            .unwrap(),
-    );
+    drop(session.begin_turn(request(items.clone())).await.unwrap());
     let [mut call, result] = coding_round(4_999);
     call.metadata
         .insert("agentkit.response_id".into(), json!("resp_n"));
     call.metadata
         .insert("agentkit.provider".into(), json!("openai-responses"));
     items.extend([call, result]);
-    drop(session.begin_turn(request(items), None).await.unwrap());
+    drop(session.begin_turn(request(items)).await.unwrap());
     let requests = server.requests();
     let (full, chained) = (requests[0].body.len(), requests[1].body.len());
     println!("turn N: {full} bytes, turn N+1 chained: {chained} bytes");

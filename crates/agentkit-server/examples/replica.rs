@@ -16,7 +16,6 @@
 //! file `release` appears there (or the turn is cancelled).
 
 use agentkit_core::ItemKind;
-use agentkit_core::TurnCancellation;
 use agentkit_http::{HttpConfig, RetryPolicy};
 use agentkit_loop::{Agent, ModelAdapter, ModelError, ModelSession, SessionConfig, TurnRequest};
 use agentkit_provider_openai::{OpenAiAdapter, OpenAiConfig};
@@ -52,11 +51,7 @@ impl ModelAdapter for JobModel {
 impl ModelSession for JobSession {
     type Turn = ScriptedTurnStream;
 
-    async fn begin_turn(
-        &mut self,
-        request: TurnRequest,
-        cancellation: Option<TurnCancellation>,
-    ) -> Result<ScriptedTurnStream, ModelError> {
+    async fn begin_turn(&mut self, request: TurnRequest) -> Result<ScriptedTurnStream, ModelError> {
         let (len, last) = {
             let transcript = request.transcript.read();
             (transcript.len(), transcript.last().map(|item| item.kind))
@@ -70,7 +65,7 @@ impl ModelSession for JobSession {
         let mut session = model
             .start_session(SessionConfig::new(request.session_id.clone()))
             .await?;
-        session.begin_turn(request, cancellation).await
+        session.begin_turn(request).await
     }
 }
 

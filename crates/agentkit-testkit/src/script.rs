@@ -1,6 +1,6 @@
 //! The scripted model.
 
-use agentkit_core::{Delta, FinishReason, PartId, PartKind, ToolCallPart, TurnCancellation, Usage};
+use agentkit_core::{Delta, FinishReason, PartId, PartKind, ToolCallPart, Usage};
 use agentkit_loop::{
     ModelAdapter, ModelError, ModelErrorKind, ModelSession, ModelTurn, ModelTurnEvent,
     ModelTurnResult, SessionConfig, TurnRequest,
@@ -342,11 +342,7 @@ pub struct ScriptedSession {
 impl ModelSession for ScriptedSession {
     type Turn = ScriptedTurnStream;
 
-    async fn begin_turn(
-        &mut self,
-        request: TurnRequest,
-        _cancellation: Option<TurnCancellation>,
-    ) -> Result<ScriptedTurnStream, ModelError> {
+    async fn begin_turn(&mut self, request: TurnRequest) -> Result<ScriptedTurnStream, ModelError> {
         if self.shared.record {
             self.shared
                 .requests
@@ -436,7 +432,7 @@ mod tests {
     }
 
     async fn first_event(session: &mut ScriptedSession) -> Option<ModelTurnEvent> {
-        let mut turn = session.begin_turn(request(), None).await.unwrap();
+        let mut turn = session.begin_turn(request()).await.unwrap();
         turn.next_event().await.unwrap()
     }
 
@@ -449,7 +445,7 @@ mod tests {
         first_event(&mut two).await;
         assert_eq!(shared.remaining(), 0);
         assert_eq!(shared.requests().len(), 2);
-        let err = one.begin_turn(request(), None).await.err().unwrap();
+        let err = one.begin_turn(request()).await.err().unwrap();
         assert!(err.message.contains("no more turns"));
 
         let own = ScriptedModel::per_session([ScriptedTurn::text("a")]).without_recording();
@@ -470,15 +466,10 @@ mod tests {
         ]);
         let mut session = model.start_session(SessionConfig::new("s")).await.unwrap();
         assert_eq!(
-            session
-                .begin_turn(request(), None)
-                .await
-                .err()
-                .unwrap()
-                .kind,
+            session.begin_turn(request()).await.err().unwrap().kind,
             ModelErrorKind::RateLimited
         );
-        let mut turn = session.begin_turn(request(), None).await.unwrap();
+        let mut turn = session.begin_turn(request()).await.unwrap();
         assert_eq!(
             turn.next_event().await.unwrap_err().kind,
             ModelErrorKind::Protocol

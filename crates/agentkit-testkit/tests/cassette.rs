@@ -13,7 +13,7 @@ async fn stream(url: &str, body: serde_json::Value) -> Vec<String> {
     let client = HttpClient::new(HttpConfig::default().with_retry(RetryPolicy::none())).unwrap();
     let request = StreamRequest::json(format!("{url}/v1/stream"), &body)
         .with_header("authorization", "Bearer sk-live-secret");
-    let mut response = client.post_sse(request, None).await.unwrap();
+    let mut response = client.post_sse(request).await.unwrap();
     let mut data = Vec::new();
     while let Some(event) = response.events.next_event(None).await.unwrap() {
         data.push(event.data);

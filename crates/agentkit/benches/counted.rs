@@ -161,10 +161,7 @@ fn s1_model_only() -> String {
     let request = TurnRequest::new("model", TurnId::new("turn-1"), view);
     let play = |session: &mut <ScriptedModel as ModelAdapter>::Session| {
         rt.block_on(async {
-            let mut turn = session
-                .begin_turn(request.clone(), None)
-                .await
-                .expect("a turn");
+            let mut turn = session.begin_turn(request.clone()).await.expect("a turn");
             while let Some(event) = turn.next_event().await.expect("an event") {
                 std::hint::black_box(&event);
             }

@@ -48,9 +48,9 @@ impl BodySession {
     async fn send(&mut self, request: TurnRequest) -> Duration {
         let start = Instant::now();
         match self {
-            Self::Chat(s) => drop(s.begin_turn(request, None).await.expect("a turn")),
-            Self::Responses(s) => drop(s.begin_turn(request, None).await.expect("a turn")),
-            Self::Anthropic(s) => drop(s.begin_turn(request, None).await.expect("a turn")),
+            Self::Chat(s) => drop(s.begin_turn(request).await.expect("a turn")),
+            Self::Responses(s) => drop(s.begin_turn(request).await.expect("a turn")),
+            Self::Anthropic(s) => drop(s.begin_turn(request).await.expect("a turn")),
         }
         start.elapsed()
     }
@@ -60,7 +60,7 @@ impl BodySession {
 async fn post(client: &HttpClient, url: &str, body: Vec<u8>) -> Duration {
     let start = Instant::now();
     let response = client
-        .post_sse(StreamRequest::with_body(format!("{url}/raw"), body), None)
+        .post_sse(StreamRequest::with_body(format!("{url}/raw"), body))
         .await
         .expect("a response");
     drop(response);
@@ -203,23 +203,13 @@ async fn chained_bytes() -> (usize, usize, usize, usize) {
     let pairs = ITEMS / 2 - 1;
     let mut view = TranscriptView::from_items(traffic::history(pairs));
     let turn = |view: &TranscriptView, n: usize| request(n, view.clone());
-    drop(
-        session
-            .begin_turn(turn(&view, 0), None)
-            .await
-            .expect("turn N"),
-    );
+    drop(session.begin_turn(turn(&view, 0)).await.expect("turn N"));
     // The model answered turn N with a call (stored as `resp_n`), and the
     // call's result follows.
     for (n, id) in [(1, "resp_n"), (2, "resp_n1")] {
         let [call, result] = traffic::round(pairs + n);
         view = view.appended([stored(call, id), result]);
-        drop(
-            session
-                .begin_turn(turn(&view, n), None)
-                .await
-                .expect("turn N+n"),
-        );
+        drop(session.begin_turn(turn(&view, n)).await.expect("turn N+n"));
     }
     let sizes: Vec<usize> = server.requests().iter().map(|r| r.body.len()).collect();
     assert_eq!(sizes.len(), 4, "N, N+1, N+2 refused, N+2 whole");

@@ -147,7 +147,7 @@ async fn a_structured_answer_is_parsed_into_the_type() {
         TranscriptView::from_items(vec![Item::user("Where is CERN?")]),
     )
     .with_output_schema(schema);
-    let mut turn = session.begin_turn(request, None).await.unwrap();
+    let mut turn = session.begin_turn(request).await.unwrap();
     let mut folder = DeltaFolder::new();
     while let Some(event) = turn.next_event().await.unwrap() {
         if let ModelTurnEvent::Delta(delta) = event {
@@ -237,4 +237,52 @@ async fn an_account_out_of_credit_reaches_the_loop_as_quota_exceeded_and_is_not_
         }
         assert_eq!(server.requests().len(), 1, "{kind}: asked once");
     }
+}
+
+/// Interrupting a turn while the model streams ends it as cancelled, and
+/// the loop's drop of the model turn closes the provider connection: no
+/// cancellation token travels through the adapter or the HTTP client.
+#[tokio::test]
+async fn interrupting_the_loop_mid_stream_closes_the_provider_connection() {
+    use agentkit::core::CancellationController;
+    let first = r#"data: {"id":"c-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"Bon"},"finish_reason":null}]}"#;
+    let server =
+        TestServer::start([ScriptedResponse::sse(format!("{first}\n\n"))
+            .ending(agentkit_http::testing::Ending::Stall)])
+        .await
+        .unwrap();
+    let vars = vec![
+        ("AGENTKIT_MODEL", "local-model".to_owned()),
+        ("OPENAI_BASE_URL", format!("{}/v1", server.url())),
+    ];
+    let config = ProviderConfig::from_lookup(lookup(vars)).unwrap();
+    let controller = CancellationController::new();
+    let agent = Agent::builder()
+        .model(config.build().expect("the adapter builds"))
+        .cancellation(controller.handle())
+        .input(vec![Item::user("Salut ?")])
+        .build()
+        .unwrap();
+    let mut driver = agent.start(SessionConfig::new("cancel")).await.unwrap();
+    let interrupt = async {
+        while server.requests().is_empty() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        controller.interrupt();
+    };
+    let (step, ()) = tokio::time::timeout(Duration::from_secs(20), async {
+        tokio::join!(driver.next(), interrupt)
+    })
+    .await
+    .expect("in time");
+    match step {
+        Ok(LoopStep::Finished(result)) => {
+            assert_eq!(result.finish_reason, FinishReason::Cancelled)
+        }
+        other => panic!("expected a cancelled turn, got {other:?}"),
+    }
+    assert!(
+        server.wait_for_hang_ups(1, Duration::from_secs(20)).await,
+        "the provider connection was closed"
+    );
 }

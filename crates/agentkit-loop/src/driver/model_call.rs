@@ -139,11 +139,7 @@ impl<S: ModelSession> LoopDriver<S> {
             }
         };
         tokio::pin!(cancelled);
-        let begun = unless_cancelled(
-            cancelled.as_mut(),
-            self.session.begin_turn(request, cancellation.clone()),
-        )
-        .await;
+        let begun = unless_cancelled(cancelled.as_mut(), self.session.begin_turn(request)).await;
         let mut turn = match begun {
             Some(Ok(turn)) => turn,
             // The adapter saw the interrupt before we did: still a cancellation.

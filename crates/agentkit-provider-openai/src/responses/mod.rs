@@ -25,7 +25,6 @@ mod stream;
 pub use config::ResponsesConfig;
 
 use crate::adapter::FallbackIds;
-use agentkit_core::TurnCancellation;
 use agentkit_http::{
     DecodedStream, HttpClient, ProviderError, SseStream, StreamRequest, StreamResponse,
 };
@@ -123,11 +122,7 @@ impl ResponsesSession {
     }
 
     /// Sends one body, with the key and the configured headers.
-    async fn send(
-        &self,
-        body: Vec<u8>,
-        cancellation: Option<&TurnCancellation>,
-    ) -> Result<StreamResponse, ProviderError> {
+    async fn send(&self, body: Vec<u8>) -> Result<StreamResponse, ProviderError> {
         let config = &self.shared.config;
         let mut http = StreamRequest::with_body(config.endpoint(), body);
         if let Some(key) = config.openai.api_key.as_deref().filter(|k| !k.is_empty()) {
@@ -136,7 +131,7 @@ impl ResponsesSession {
         for (name, value) in &config.openai.extra_headers {
             http = http.with_header(name.clone(), value.clone());
         }
-        self.shared.client.post_sse(http, cancellation).await
+        self.shared.client.post_sse(http).await
     }
 }
 
@@ -161,17 +156,13 @@ pub(crate) fn is_previous_response_missing(error: &ProviderError) -> bool {
 impl ModelSession for ResponsesSession {
     type Turn = ResponsesTurn;
 
-    async fn begin_turn(
-        &mut self,
-        request: TurnRequest,
-        cancellation: Option<TurnCancellation>,
-    ) -> Result<ResponsesTurn, ModelError> {
+    async fn begin_turn(&mut self, request: TurnRequest) -> Result<ResponsesTurn, ModelError> {
         let body = self.body(&request, true);
         let chained =
             self.shared.config.previous_response_id && request::continues_a_response(&request);
         tracing::debug!(turn = %request.turn_id, model = %self.shared.config.openai.model, chained, "starting a Responses turn");
         let mut fallback = None;
-        let response = match self.send(body, cancellation.as_ref()).await {
+        let response = match self.send(body).await {
             // The server lost the stored response (expired, deleted, another
             // region): send the whole history once, in the same turn.
             Err(error) if chained && is_previous_response_missing(&error) => {
@@ -181,7 +172,7 @@ impl ModelSession for ResponsesSession {
                     error.message
                 )));
                 let body = self.body(&request, false);
-                self.send(body, cancellation.as_ref()).await
+                self.send(body).await
             }
             other => other,
         }?;

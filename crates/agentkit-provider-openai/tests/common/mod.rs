@@ -95,7 +95,7 @@ pub async fn run_turn_within<A: ModelAdapter>(
 ) -> Result<Outcome, ModelError> {
     tokio::time::timeout(limit, async move {
         let mut session = adapter.start_session(SessionConfig::new("s-1")).await?;
-        let mut turn = session.begin_turn(request, None).await?;
+        let mut turn = session.begin_turn(request).await?;
         let mut events = Vec::new();
         loop {
             match turn.next_event().await {

@@ -12,7 +12,6 @@
 //! it does not show (the S1 numbers are in the providers chapter of the
 //! book).
 
-use agentkit_core::TurnCancellation;
 use agentkit_loop::{
     ModelAdapter, ModelError, ModelSession, ModelTurn, ModelTurnEvent, SessionConfig, TurnRequest,
 };
@@ -35,21 +34,13 @@ impl<A: ModelAdapter> ErasedAdapter for A {
 /// A session whose turn type is erased.
 #[async_trait::async_trait]
 trait ErasedSession: Send + 'static {
-    async fn begin_turn(
-        &mut self,
-        request: TurnRequest,
-        cancellation: Option<TurnCancellation>,
-    ) -> Result<DynTurn, ModelError>;
+    async fn begin_turn(&mut self, request: TurnRequest) -> Result<DynTurn, ModelError>;
 }
 
 #[async_trait::async_trait]
 impl<S: ModelSession> ErasedSession for S {
-    async fn begin_turn(
-        &mut self,
-        request: TurnRequest,
-        cancellation: Option<TurnCancellation>,
-    ) -> Result<DynTurn, ModelError> {
-        let turn = ModelSession::begin_turn(self, request, cancellation).await?;
+    async fn begin_turn(&mut self, request: TurnRequest) -> Result<DynTurn, ModelError> {
+        let turn = ModelSession::begin_turn(self, request).await?;
         Ok(DynTurn(Box::new(turn)))
     }
 }
@@ -119,12 +110,8 @@ impl std::fmt::Debug for DynSession {
 impl ModelSession for DynSession {
     type Turn = DynTurn;
 
-    async fn begin_turn(
-        &mut self,
-        request: TurnRequest,
-        cancellation: Option<TurnCancellation>,
-    ) -> Result<DynTurn, ModelError> {
-        self.0.begin_turn(request, cancellation).await
+    async fn begin_turn(&mut self, request: TurnRequest) -> Result<DynTurn, ModelError> {
+        self.0.begin_turn(request).await
     }
 }
 
