@@ -19,6 +19,7 @@
 //! | `plan` | every call of the host's todo tool ([`AcpServer::plan_tool`]) |
 //! | `session/update` | text and reasoning deltas, tool calls and results |
 //! | `session/request_permission` | `PendingApproval`: allow once, allow always (scoped by [`ALWAYS_SCOPE`]), reject |
+//! | `elicitation/create` (agent to editor) | `PendingQuestion` (an MCP server's elicitation), when the editor announced the `elicitation` capability for its mode; declined otherwise |
 //!
 //! The protocol types of the `agent-client-protocol` crate stay inside this
 //! crate: a host deals in agentkit types only.
@@ -46,6 +47,7 @@
 //! ```
 
 mod commands;
+mod elicit;
 mod error;
 mod kind;
 mod loader;
@@ -57,6 +59,7 @@ mod store;
 mod updates;
 
 pub use commands::{CommandCall, SlashCommand};
+pub use elicit::QUESTION_META;
 pub use error::{AcpError, BoxError};
 pub use kind::ToolKind;
 pub use loader::{MemorySessions, SessionLoader, SessionRecorder, StoredSession};

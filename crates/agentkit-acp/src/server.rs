@@ -272,6 +272,7 @@ where
             server: self,
             sessions: Mutex::new(HashMap::new()),
             counter: AtomicU64::new(0),
+            elicitation: Mutex::new(None),
         });
         let (s1, s2, s3, s4, s5, s6, s7) = (
             state.clone(),
@@ -371,13 +372,19 @@ struct State<M: ModelAdapter> {
     server: AcpServer<M>,
     sessions: Mutex<HashMap<String, SessionHandle>>,
     counter: AtomicU64,
+    /// What the editor announced it can ask its user (`initialize`'s
+    /// `clientCapabilities.elicitation`): tools' questions go there.
+    elicitation: Mutex<Option<acp::ElicitationCapabilities>>,
 }
 
 impl<M: ModelAdapter> State<M>
 where
     LoopDriver<M::Session>: Send,
 {
-    fn initialize(&self, _request: &acp::InitializeRequest) -> acp::InitializeResponse {
+    fn initialize(&self, request: &acp::InitializeRequest) -> acp::InitializeResponse {
+        *self.elicitation.lock().expect("elicitation lock") =
+            request.client_capabilities.elicitation.clone();
+        #[cfg_attr(not(feature = "store"), allow(unused_mut))]
         let mut sessions = acp::SessionCapabilities::new();
         #[cfg(feature = "store")]
         if self.server.store.is_some() {
@@ -513,7 +520,8 @@ where
     }
 
     /// The host's builder for a session, with the server's cancellation
-    /// controller and update observer added.
+    /// controller added, and its update observer (for the caller to add
+    /// last).
     fn prepare(
         &self,
         request: SessionRequest,
@@ -530,9 +538,7 @@ where
             self.server.kinds.clone(),
             self.server.plan_tool.clone(),
         ));
-        let builder = builder
-            .cancellation(cancel.handle())
-            .observer_arc(updates.clone());
+        let builder = builder.cancellation(cancel.handle());
         Ok(Prepared {
             builder,
             cancel,
@@ -549,7 +555,15 @@ where
         cx: ConnectionTo<Client>,
     ) {
         let (cancel, updates) = prepared;
-        let handle = SessionHandle::spawn(driver, cancel, cx, updates, self.server.modes.clone());
+        let elicitation = self.elicitation.lock().expect("elicitation lock").clone();
+        let handle = SessionHandle::spawn(
+            driver,
+            cancel,
+            cx,
+            updates,
+            self.server.modes.clone(),
+            elicitation,
+        );
         self.sessions
             .lock()
             .expect("sessions lock")
@@ -579,7 +593,7 @@ where
         if let Some(StoredSession::Transcript(items)) = &stored {
             builder = builder.transcript(items.clone());
         }
-        let agent = builder.build()?;
+        let agent = builder.observer_arc(updates.clone()).build()?;
         let config = SessionConfig::new(session_id);
         let driver = match stored {
             Some(StoredSession::Snapshot(snapshot)) => agent.resume(config, *snapshot).await?,
@@ -632,7 +646,7 @@ where
             cancel,
             updates,
         } = self.prepare(request, &cx)?;
-        let agent = lease.record(builder).build()?;
+        let agent = crate::store::observed(&lease, builder, updates.clone()).build()?;
         let session = lease
             .open_with(&agent, SessionConfig::new(session_id))
             .await

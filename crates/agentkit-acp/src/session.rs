@@ -21,6 +21,11 @@
 //! for that tool) and reject. A cancellation while the editor is deciding denies
 //! the call and ends the turn.
 //!
+//! A running tool's question (an MCP server's elicitation) goes to the
+//! editor as `elicitation/create` when the editor announced the capability
+//! for its mode, and is declined otherwise (see [`crate::elicit`]). A
+//! cancellation while the editor is deciding cancels the question.
+//!
 //! The task drives a [`Drive`]: a bare `LoopDriver`, or (feature `store`) an
 //! `agentkit_store::Session`, which saves itself at every step. When the
 //! connection ends the task closes it, so a stored session's lease is given
@@ -32,7 +37,10 @@ use agent_client_protocol::v1::schema as acp;
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, Error};
 use agentkit_core::{CancellationController, FinishReason, Item};
-use agentkit_loop::{LoopDriver, LoopInterrupt, LoopStep, ModelSession, PendingApproval};
+use agentkit_loop::{
+    LoopDriver, LoopInterrupt, LoopStep, ModelSession, PendingApproval, PendingQuestion,
+};
+use agentkit_tools_core::HostAnswer;
 use std::collections::HashSet;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
@@ -139,6 +147,8 @@ struct Shared {
     /// The host's modes, and the session's current one.
     modes: Option<SessionModes>,
     mode: Mutex<String>,
+    /// The editor's `elicitation` capability: where questions may go.
+    elicitation: Option<acp::ElicitationCapabilities>,
 }
 
 #[derive(Default)]
@@ -161,6 +171,7 @@ impl SessionHandle {
         cx: ConnectionTo<Client>,
         updates: Arc<UpdateSink>,
         modes: Option<SessionModes>,
+        elicitation: Option<acp::ElicitationCapabilities>,
     ) -> SessionHandle {
         let (starts, receiver) = mpsc::unbounded_channel();
         let mode = modes
@@ -173,6 +184,7 @@ impl SessionHandle {
             state: Mutex::new(TurnState::default()),
             modes,
             mode: Mutex::new(mode),
+            elicitation,
         });
         let runner = Runner {
             driver,
@@ -341,12 +353,13 @@ impl<D: Drive> Runner<D> {
                 Ok(LoopStep::Interrupt(LoopInterrupt::ApprovalRequest(pending))) => {
                     self.approve(pending).await?;
                 }
-                // ACP has no method for a tool's question: declined.
                 Ok(LoopStep::Interrupt(LoopInterrupt::Question(pending))) => {
-                    pending
-                        .decline(self.driver.driver())
-                        .map_err(|err| Error::internal_error().data(err.to_string()))?;
+                    self.question(pending).await?;
                 }
+                // A later kind of pause: a cooperative one needs nothing;
+                // a blocking one makes the next step fail, which ends the
+                // turn with an error.
+                Ok(LoopStep::Interrupt(_)) => continue,
                 Err(err) => {
                     return Err(Error::internal_error().data(err));
                 }
@@ -360,6 +373,32 @@ impl<D: Drive> Runner<D> {
             .lock()
             .expect("turn state lock")
             .cancel_requested
+    }
+
+    /// Puts a tool's question to the editor (when it can show it) and
+    /// answers the call with its user's reply.
+    async fn question(&mut self, pending: PendingQuestion) -> Result<(), Error> {
+        let session_id = acp::SessionId::new(self.driver.driver().session_id().as_str());
+        let request =
+            crate::elicit::request(session_id, &pending, self.shared.elicitation.as_ref());
+        let reply = match request {
+            Some(request) => elicit(self.cx.clone(), self.shared.clone(), request).await,
+            None => HostAnswer::Decline,
+        };
+        let driver = self.driver.driver();
+        let call_id = pending.call.id.clone();
+        let resolved = match driver.answer_question_for(call_id.clone(), reply) {
+            // The editor's content does not match the schema: the call
+            // goes on without it.
+            Err(agentkit_loop::LoopError::InvalidState(
+                agentkit_loop::InvalidStateReason::InvalidAnswer { error, .. },
+            )) => {
+                tracing::warn!(%error, "the editor's answer does not match the question; declined");
+                driver.answer_question_for(call_id, HostAnswer::Decline)
+            }
+            other => other,
+        };
+        resolved.map_err(|err| Error::internal_error().data(err.to_string()))
     }
 
     async fn approve(&mut self, pending: PendingApproval) -> Result<(), Error> {
@@ -458,6 +497,33 @@ async fn ask(
             Err(_) => Permission::Reject,
         },
         () = cancellation.cancelled() => Permission::Cancelled,
+    }
+}
+
+/// Sends the question to the editor, unless the turn is cancelled first
+/// (then, as when the editor fails the request, the answer says so).
+async fn elicit(
+    cx: ConnectionTo<Client>,
+    shared: Arc<Shared>,
+    request: acp::CreateElicitationRequest,
+) -> HostAnswer {
+    let cancellation = shared.cancel.handle().checkpoint();
+    if shared
+        .state
+        .lock()
+        .expect("turn state lock")
+        .cancel_requested
+    {
+        return HostAnswer::Cancel;
+    }
+    let asked = cx.send_request(request).block_task();
+    tokio::select! {
+        response = asked => match response {
+            Ok(response) => crate::elicit::answer(response),
+            // No answer (the editor failed the request): nothing agreed.
+            Err(_) => HostAnswer::Decline,
+        },
+        () = cancellation.cancelled() => HostAnswer::Cancel,
     }
 }
 

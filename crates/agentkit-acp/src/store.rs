@@ -11,9 +11,10 @@
 
 use crate::AcpError;
 use crate::session::Drive;
+use crate::updates::UpdateSink;
 use agent_client_protocol::v1::schema as acp;
-use agentkit_loop::{LoopDriver, LoopStep, ModelSession};
-use agentkit_store::{Session, SessionStore};
+use agentkit_loop::{AgentBuilder, LoopDriver, LoopStep, ModelAdapter, ModelSession};
+use agentkit_store::{Session, SessionLease, SessionStore};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -47,6 +48,19 @@ where
             tracing::warn!(session = %id, "the stored session was not closed cleanly: {err}");
         }
     }
+}
+
+/// `builder` recording into `lease`, then streaming to the editor through
+/// `updates`. The order matters: observers run in the order they were
+/// added, so the store holds a call's start (its `ToolStarted` mark) before
+/// the editor is told the call is in progress. An agent killed after the
+/// editor saw `in_progress` then always loads the call as interrupted.
+pub(crate) fn observed<M: ModelAdapter>(
+    lease: &SessionLease,
+    builder: AgentBuilder<M>,
+    updates: Arc<UpdateSink>,
+) -> AgentBuilder<M> {
+    lease.record(builder).observer_arc(updates)
 }
 
 /// Answers `session/list`: the stored sessions that have a working
@@ -107,6 +121,201 @@ fn iso8601(time: SystemTime) -> String {
 mod tests {
     use super::iso8601;
     use std::time::{Duration, UNIX_EPOCH};
+
+    mod killed {
+        //! An agent killed at the worst moment for the editor: right after
+        //! it was told a call is in progress. The kill is a copy of the
+        //! SQLite files taken at that instant, inside the update sink (one
+        //! thread, so nothing else writes meanwhile): what a SIGKILL leaves
+        //! on disk. No timing luck: the copy is taken at exactly that point.
+
+        use crate::ToolKind;
+        use crate::updates::{UpdateSink, round_updates};
+        use agent_client_protocol::v1::schema as acp;
+        use agentkit_core::{Item, SessionId};
+        use agentkit_loop::{Agent, LoopInterrupt, LoopStep};
+        use agentkit_store::{NewSession, SessionLease, SessionStore, SqliteStore, StoreError};
+        use agentkit_testkit::{ScriptedModel, ScriptedTurn};
+        use agentkit_tools_core::{
+            ApprovalReason, PermissionChecker, PermissionDecision, PermissionRequest, Tool,
+            ToolContext, ToolError, ToolRegistry, ToolRequest, ToolResult, ToolSpec, approval_for,
+        };
+        use serde_json::{Value, json};
+        use std::path::Path;
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use std::time::Duration;
+
+        /// Counts its runs, then holds until dropped (a long command).
+        #[derive(Clone, Default)]
+        struct Hold {
+            runs: Arc<AtomicUsize>,
+        }
+
+        #[async_trait::async_trait]
+        impl Tool for Hold {
+            fn spec(&self) -> Arc<ToolSpec> {
+                Arc::new(ToolSpec::new("hold", "holds", json!({ "type": "object" })).unwrap())
+            }
+
+            fn proposed_requests(
+                &self,
+                _input: &Value,
+            ) -> Result<Vec<PermissionRequest>, ToolError> {
+                Ok(vec![PermissionRequest::custom(
+                    "hold.run",
+                    "hold",
+                    json!({}),
+                )])
+            }
+
+            async fn invoke(
+                &self,
+                _request: ToolRequest,
+                _ctx: ToolContext,
+            ) -> Result<ToolResult, ToolError> {
+                self.runs.fetch_add(1, Ordering::SeqCst);
+                std::future::pending().await
+            }
+        }
+
+        /// Every call is asked, as the coding agent asks for `sleep 20`.
+        struct AskAll;
+
+        impl PermissionChecker for AskAll {
+            fn evaluate(&self, request: &PermissionRequest) -> PermissionDecision {
+                PermissionDecision::RequireApproval(approval_for(
+                    request,
+                    ApprovalReason::PolicyRequiresConfirmation,
+                ))
+            }
+        }
+
+        fn copy_database(from: &Path, to: &Path) {
+            std::fs::create_dir_all(to).unwrap();
+            for name in ["sessions.db", "sessions.db-wal"] {
+                if from.join(name).exists() {
+                    std::fs::copy(from.join(name), to.join(name)).unwrap();
+                }
+            }
+        }
+
+        #[tokio::test(flavor = "current_thread")]
+        async fn a_kill_right_after_in_progress_loads_the_call_interrupted_and_never_reruns_it() {
+            let dir = tempfile::tempdir().unwrap();
+            let live = dir.path().join("live");
+            let killed = dir.path().join("killed");
+            std::fs::create_dir(&live).unwrap();
+            let store: Arc<dyn SessionStore> =
+                Arc::new(SqliteStore::open(live.join("sessions.db")).unwrap());
+            let id = SessionId::new("s");
+            store
+                .create(NewSession::new().with_id(id.clone()))
+                .await
+                .unwrap();
+            let ttl = Duration::from_millis(300);
+            let lease = SessionLease::acquire_with_ttl(store.clone(), &id, ttl)
+                .await
+                .unwrap();
+
+            // The sink the server adds, its notifications going to the kill.
+            let told = Arc::new(tokio::sync::Notify::new());
+            let kill = {
+                let (told, live, killed) = (told.clone(), live.clone(), killed.clone());
+                move |update: acp::SessionUpdate| {
+                    if let acp::SessionUpdate::ToolCallUpdate(update) = &update
+                        && update.fields.status == Some(acp::ToolCallStatus::InProgress)
+                    {
+                        copy_database(&live, &killed);
+                        told.notify_one();
+                    }
+                }
+            };
+            let updates = Arc::new(UpdateSink::to(kill, Arc::new(ToolKind::guess), None));
+            let hold = Hold::default();
+            let model = ScriptedModel::new([ScriptedTurn::tool_call("call_1", "hold", json!({}))]);
+            let builder = Agent::builder()
+                .model(model)
+                .add_tool_source(ToolRegistry::new().with(hold.clone()))
+                .permissions(AskAll);
+            let agent = super::super::observed(&lease, builder, updates)
+                .build()
+                .unwrap();
+            let mut session = lease.open(&agent).await.unwrap();
+            let LoopStep::Interrupt(LoopInterrupt::AwaitingInput(input)) =
+                session.next().await.unwrap()
+            else {
+                panic!("a new session waits for input")
+            };
+            input.submit(&mut session, vec![Item::user("go")]).unwrap();
+            let LoopStep::Interrupt(LoopInterrupt::ApprovalRequest(pending)) =
+                session.next().await.unwrap()
+            else {
+                panic!("the call is asked")
+            };
+            // Allowed, as the editor's "allow once" does.
+            pending.approve(&mut session).unwrap();
+            tokio::select! {
+                step = session.next() => panic!("the held call never ends: {step:?}"),
+                () = told.notified() => {}
+            }
+            drop(session);
+            assert!(
+                killed.join("sessions.db").exists(),
+                "the editor was told in_progress"
+            );
+
+            // A new process loads what the kill left.
+            let store: Arc<dyn SessionStore> =
+                Arc::new(SqliteStore::open(killed.join("sessions.db")).unwrap());
+            let mut attempts = 0;
+            let lease = loop {
+                // The killed process's lease runs out after `ttl`.
+                match SessionLease::acquire_with_ttl(store.clone(), &id, ttl).await {
+                    Err(StoreError::Busy { .. }) if attempts < 200 => {
+                        attempts += 1;
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                    other => break other.unwrap(),
+                }
+            };
+            let model = ScriptedModel::new([ScriptedTurn::text("resumed")]);
+            let agent = lease
+                .record(
+                    Agent::builder()
+                        .model(model)
+                        .add_tool_source(ToolRegistry::new().with(hold.clone()))
+                        .permissions(AskAll),
+                )
+                .build()
+                .unwrap();
+            let mut session = lease.open(&agent).await.unwrap();
+
+            // What `session/load` shows: the call failed as interrupted.
+            let shown = round_updates(&session.snapshot().round);
+            assert_eq!(
+                shown.len(),
+                1,
+                "the killed call has a final state: {shown:?}"
+            );
+            assert_eq!(shown[0].tool_call_id.0.as_ref(), "call_1");
+            assert_eq!(shown[0].fields.status, Some(acp::ToolCallStatus::Failed));
+            let text = serde_json::to_string(&shown[0].fields.content).unwrap();
+            assert!(text.contains("interrupted"), "{text}");
+
+            // Going on answers it as interrupted; it never runs again.
+            let turn = loop {
+                match session.next().await.unwrap() {
+                    LoopStep::Finished(turn) => break turn,
+                    LoopStep::Interrupt(LoopInterrupt::AfterToolResult(_)) => {}
+                    other => panic!("the resumed turn ends without asking again: {other:?}"),
+                }
+            };
+            assert_eq!(turn.items.last().unwrap().text_content(), "resumed");
+            assert_eq!(hold.runs.load(Ordering::SeqCst), 1, "no call runs twice");
+            session.close().await.unwrap();
+        }
+    }
 
     #[test]
     fn timestamps_are_iso_8601_in_utc() {

@@ -8,12 +8,19 @@
 //! | `ContentDelta` on a text part | `agent_message_chunk` |
 //! | `ContentDelta` on a reasoning part | `agent_thought_chunk` |
 //! | `ToolCallRequested` | `tool_call` (status `pending`, kind, title, `rawInput`) |
-//! | `ApprovalResolved` (approved) | `tool_call_update` (status `in_progress`) |
+//! | `ToolStarted` | `tool_call_update` (status `in_progress`) |
 //! | `ToolResultReceived` | `tool_call_update` (`completed` or `failed`, the output as content and `rawOutput`) |
 //! | `ToolCallRequested` of the plan tool | also `plan` (the todo list) |
 //!
 //! Observers run inline and must not block: sending a notification only
-//! queues it on the connection. The same module replays a stored transcript
+//! queues it on the connection.
+//!
+//! `in_progress` means the call has started, never less: it is sent when
+//! the loop starts the call, not when the editor approves it. With a
+//! session store the sink is registered after the store's recorder, so by
+//! the time the editor reads `in_progress` the store holds the call's start,
+//! and an agent killed at any moment after that loads the call as
+//! interrupted (not run again) rather than still to run. The same module replays a stored transcript
 //! for `session/load` ([`replay`]) and turns prompt content blocks into a
 //! user item ([`prompt_item`]).
 
@@ -31,8 +38,7 @@ pub(crate) type KindFn = Arc<dyn Fn(&str) -> ToolKind + Send + Sync>;
 
 /// Streams one session's events to the editor; see the [module docs](self).
 pub(crate) struct UpdateSink {
-    cx: ConnectionTo<Client>,
-    session_id: acp::SessionId,
+    out: Box<dyn Fn(acp::SessionUpdate) + Send + Sync>,
     kinds: KindFn,
     /// The todo tool whose calls are the session's plan.
     plan_tool: Option<Arc<str>>,
@@ -47,9 +53,22 @@ impl UpdateSink {
         kinds: KindFn,
         plan_tool: Option<Arc<str>>,
     ) -> Self {
+        let session_id = acp::SessionId::new(session_id);
+        Self::to(
+            move |update| send_update(&cx, &session_id, update),
+            kinds,
+            plan_tool,
+        )
+    }
+
+    /// A sink that hands each update to `out`.
+    pub(crate) fn to(
+        out: impl Fn(acp::SessionUpdate) + Send + Sync + 'static,
+        kinds: KindFn,
+        plan_tool: Option<Arc<str>>,
+    ) -> Self {
         Self {
-            cx,
-            session_id: acp::SessionId::new(session_id),
+            out: Box::new(out),
             kinds,
             plan_tool,
             parts: Mutex::new(HashMap::new()),
@@ -57,7 +76,7 @@ impl UpdateSink {
     }
 
     pub(crate) fn send(&self, update: acp::SessionUpdate) {
-        send_update(&self.cx, &self.session_id, update);
+        (self.out)(update);
     }
 
     pub(crate) fn tool_call_update(&self, call: &ToolCallPart) -> acp::ToolCallUpdate {
@@ -106,15 +125,13 @@ impl LoopObserver for UpdateSink {
                     self.send(acp::SessionUpdate::Plan(plan));
                 }
             }
-            AgentEvent::ApprovalResolved {
-                call_id,
-                approved: true,
-            } => self.send(acp::SessionUpdate::ToolCallUpdate(
-                acp::ToolCallUpdate::new(
+            // Started, not merely approved: see the module docs.
+            AgentEvent::ToolStarted { call_id, .. } => self.send(
+                acp::SessionUpdate::ToolCallUpdate(acp::ToolCallUpdate::new(
                     call_id.as_str().to_owned(),
                     acp::ToolCallUpdateFields::new().status(acp::ToolCallStatus::InProgress),
-                ),
-            )),
+                )),
+            ),
             AgentEvent::ToolResultReceived { result } => {
                 self.send(acp::SessionUpdate::ToolCallUpdate(result_update(&result)));
             }
@@ -232,6 +249,18 @@ pub(crate) fn replay_round(
     session_id: &str,
     round: &[agentkit_loop::SnapshotCall],
 ) -> Result<(), Error> {
+    for update in round_updates(round) {
+        cx.send_notification(acp::SessionNotification::new(
+            acp::SessionId::new(session_id),
+            acp::SessionUpdate::ToolCallUpdate(update),
+        ))?;
+    }
+    Ok(())
+}
+
+/// The updates [`replay_round`] sends.
+#[cfg(feature = "store")]
+pub(crate) fn round_updates(round: &[agentkit_loop::SnapshotCall]) -> Vec<acp::ToolCallUpdate> {
     use agentkit_loop::{SnapshotCall, SnapshotCallState};
     let failed = |call: &SnapshotCall, text: &str| {
         acp::ToolCallUpdate::new(
@@ -243,6 +272,7 @@ pub(crate) fn replay_round(
                 ))]),
         )
     };
+    let mut updates = Vec::new();
     for call in round {
         let update = match &call.state {
             SnapshotCallState::Interrupted => failed(
@@ -260,12 +290,9 @@ pub(crate) fn replay_round(
             SnapshotCallState::Rejected { message, .. } => failed(call, message),
             _ => continue,
         };
-        cx.send_notification(acp::SessionNotification::new(
-            acp::SessionId::new(session_id),
-            acp::SessionUpdate::ToolCallUpdate(update),
-        ))?;
+        updates.push(update);
     }
-    Ok(())
+    updates
 }
 
 /// The user item for a prompt. Text blocks are kept as they are; resource

@@ -30,6 +30,7 @@ mod id;
 mod item;
 pub mod keys;
 mod metadata;
+mod model_error;
 mod part;
 mod transcript;
 mod usage;
@@ -41,6 +42,7 @@ pub use finish::FinishReason;
 pub use id::{ApprovalId, ItemId, PartId, SessionId, TaskId, ToolCallId, TurnId};
 pub use item::{Item, ItemKind};
 pub use metadata::{MetadataIter, MetadataMap};
+pub use model_error::{ModelError, ModelErrorKind};
 pub use part::{
     CustomPart, FilePart, MediaPart, Modality, Part, ReasoningPart, StructuredPart, TextPart,
     ToolCallPart, ToolOutput, ToolResultPart,

@@ -548,8 +548,16 @@ impl HttpClient {
                 error.provider_code = error_type;
             }
             tracing::debug!(status, body = %text, "provider refused the request");
+            // A retry status whose body says waiting cannot help (an
+            // account out of credit, sent by OpenAI as a 429) is final.
+            let hopeless = matches!(
+                error.kind,
+                ProviderErrorKind::QuotaExceeded
+                    | ProviderErrorKind::Authentication
+                    | ProviderErrorKind::ContextLengthExceeded
+            );
             return Err(AttemptError {
-                retryable: self.config.retry.retries_status(status),
+                retryable: self.config.retry.retries_status(status) && !hopeless,
                 error,
             });
         }

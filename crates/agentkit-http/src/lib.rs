@@ -12,8 +12,9 @@
 //! - [`SseStream`] decodes the body into [`SseEvent`]s, whatever the network
 //!   did to the byte boundaries, with every line and event capped by
 //!   [`SseLimits`];
-//! - [`ProviderError`] says what went wrong and, through its
-//!   [`ProviderErrorKind`], whether retrying can help;
+//! - [`ModelError`] (agentkit-core's, shared with the loop; also named
+//!   [`ProviderError`] here) says what went wrong and, through its
+//!   [`ModelErrorKind`], whether retrying can help;
 //! - [`PriceTable`] computes a call's cost from its tokens when the provider
 //!   does not report it.
 //!
@@ -57,7 +58,7 @@ pub use client::{
     StreamResponse,
 };
 pub use decoded::{DecodedStream, SseDecoder};
-pub use error::{ProviderError, ProviderErrorKind};
+pub use error::{ModelError, ModelErrorKind, ProviderError, ProviderErrorKind};
 pub use limits::{
     DEFAULT_MAX_ANSWER_BYTES, DEFAULT_MAX_ANSWER_PARTS, DEFAULT_MAX_EVENT_BYTES,
     DEFAULT_MAX_LINE_BYTES, SseLimits,

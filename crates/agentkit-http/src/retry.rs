@@ -2,7 +2,9 @@
 //!
 //! A request is retried only while nothing of the answer has reached the
 //! caller: on a connection failure, or on a status that means "not now"
-//! (408, 429, 500, 502, 503, 504, 529). Once a byte of the stream has been
+//! (408, 429, 500, 502, 503, 504, 529) unless the body says waiting cannot
+//! help (an account out of quota, a bad key, a prompt too long: OpenAI
+//! sends `insufficient_quota` as a 429). Once a byte of the stream has been
 //! handed on, a retry would duplicate output, so the client never does it.
 //! The wait is the provider's `Retry-After` when it sent one, otherwise an
 //! exponential backoff with jitter so that many clients failing together do

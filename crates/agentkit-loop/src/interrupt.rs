@@ -67,6 +67,9 @@ use serde::{Deserialize, Serialize};
 ///         LoopStep::Interrupt(LoopInterrupt::Question(pending)) => pending.decline(&mut driver)?,
 ///         // Cooperative: the tool round is done; nothing to add.
 ///         LoopStep::Interrupt(LoopInterrupt::AfterToolResult(_)) => {}
+///         // Kinds of pause a later release adds (the enum is
+///         // non-exhaustive): a blocking one makes the next `next()` fail.
+///         LoopStep::Interrupt(_) => {}
 ///         // The turn's items: the call, its result, the answer.
 ///         LoopStep::Finished(turn) => break turn.items.last().unwrap().text_content(),
 ///     }
@@ -93,6 +96,9 @@ pub enum LoopStep {
 // SDK does). One value per `next()` call: boxing it would cost an API change
 // for nothing measurable.
 #[allow(clippy::large_enum_variant)]
+// More kinds of pause will come (the question was one): a host's match
+// needs an arm for the rest.
+#[non_exhaustive]
 pub enum LoopInterrupt {
     /// A tool call needs approval. Blocking: `next()` refuses to run until
     /// it is resolved.

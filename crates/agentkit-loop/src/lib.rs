@@ -31,6 +31,8 @@
 //!         LoopStep::Interrupt(LoopInterrupt::ApprovalRequest(pending)) => pending.approve(&mut driver)?,
 //!         LoopStep::Interrupt(LoopInterrupt::Question(pending)) => pending.decline(&mut driver)?,
 //!         LoopStep::Interrupt(LoopInterrupt::AfterToolResult(_)) => {}
+//!         // Later kinds of pause (the enum is non-exhaustive).
+//!         LoopStep::Interrupt(_) => {}
 //!         LoopStep::Finished(result) => println!("{}", result.items[0].text_content()),
 //!     }
 //! }

@@ -10,12 +10,13 @@ use crate::{PromptCacheRequest, TranscriptView};
 use agentkit_core::{
     Delta, FinishReason, MetadataMap, SessionId, ToolCallPart, TurnCancellation, TurnId, Usage,
 };
+/// The one error a model call ends in, shared with the HTTP layer.
+pub use agentkit_core::{ModelError, ModelErrorKind};
 use agentkit_tools_core::ToolSpec;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Duration;
 
 /// How a session is opened.
 #[derive(Clone, Debug, PartialEq)]
@@ -170,83 +171,6 @@ impl ModelTurnResult {
             finish_reason,
             metadata: MetadataMap::new(),
         }
-    }
-}
-
-/// What kind of failure a [`ModelError`] is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum ModelErrorKind {
-    /// Too many requests (HTTP 429).
-    RateLimited,
-    /// The provider is overloaded (HTTP 529, `overloaded_error`).
-    Overloaded,
-    /// Missing or wrong credentials (HTTP 401/403).
-    Authentication,
-    /// The request was refused as malformed (HTTP 400).
-    InvalidRequest,
-    /// The prompt is longer than the model's context window.
-    ContextLengthExceeded,
-    /// The provider failed (HTTP 5xx).
-    Server,
-    /// The connection failed.
-    Transport,
-    /// The provider went silent for longer than the idle timeout (no byte,
-    /// not even a keep-alive).
-    Timeout,
-    /// The provider's answer could not be understood (malformed stream).
-    Protocol,
-    /// The provider's answer grew past a cap (one line, one event, or the
-    /// whole answer's bytes or parts; see `agentkit_http::SseLimits`):
-    /// decoding stopped, and nothing of the answer was kept.
-    LimitExceeded,
-    /// The turn was cancelled.
-    Cancelled,
-    /// Anything else.
-    Other,
-}
-
-/// A failed model call.
-#[derive(Clone, Debug, PartialEq, thiserror::Error)]
-#[error("{kind:?}: {message}")]
-pub struct ModelError {
-    /// What kind of failure.
-    pub kind: ModelErrorKind,
-    /// The provider's own message, or ours.
-    pub message: String,
-    /// The HTTP status, when there was one.
-    pub status: Option<u16>,
-    /// How long the provider asked us to wait before retrying.
-    pub retry_after: Option<Duration>,
-}
-
-impl ModelError {
-    /// An error of this kind.
-    pub fn new(kind: ModelErrorKind, message: impl Into<String>) -> Self {
-        Self {
-            kind,
-            message: message.into(),
-            status: None,
-            retry_after: None,
-        }
-    }
-
-    /// Sets the HTTP status.
-    pub fn with_status(mut self, status: u16) -> Self {
-        self.status = Some(status);
-        self
-    }
-
-    /// `true` when trying again later may succeed.
-    pub fn is_retryable(&self) -> bool {
-        matches!(
-            self.kind,
-            ModelErrorKind::RateLimited
-                | ModelErrorKind::Overloaded
-                | ModelErrorKind::Server
-                | ModelErrorKind::Transport
-                | ModelErrorKind::Timeout
-        )
     }
 }
 

@@ -391,8 +391,8 @@ async fn run_case(case: Case) -> Result<(), String> {
                     .unwrap();
             }
             Ok(LoopStep::Finished(_)) => {}
-            Ok(LoopStep::Interrupt(LoopInterrupt::Question(pending))) => {
-                return Err(format!("step {step}: no tool here asks: {pending:?}"));
+            Ok(LoopStep::Interrupt(other)) => {
+                return Err(format!("step {step}: unexpected pause {other:?}"));
             }
             Err(LoopError::Model(_)) if model.remaining() == 0 => break,
             Err(LoopError::Model(_)) => {}

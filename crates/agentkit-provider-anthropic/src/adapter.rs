@@ -6,7 +6,6 @@
 //! starting with a warning for every retried request.
 
 use crate::AnthropicConfig;
-use crate::error::model_error;
 use crate::request::request_body;
 use crate::stream::EventDecoder;
 use agentkit_core::TurnCancellation;
@@ -42,7 +41,7 @@ impl std::fmt::Debug for AnthropicAdapter {
 impl AnthropicAdapter {
     /// An adapter with this configuration.
     pub fn new(config: AnthropicConfig) -> Result<Self, ModelError> {
-        let client = HttpClient::new(config.http.clone()).map_err(model_error)?;
+        let client = HttpClient::new(config.http.clone())?;
         Ok(Self {
             shared: Arc::new(Shared { config, client }),
         })
@@ -112,8 +111,7 @@ impl ModelSession for AnthropicSession {
             .shared
             .client
             .post_sse(http, cancellation.as_ref())
-            .await
-            .map_err(model_error)?;
+            .await?;
         let retries = response.retries.iter();
         let warnings = retries.map(|retry| ModelTurnEvent::Warning(format!("anthropic: {retry}")));
         Ok(AnthropicTurn {
@@ -160,7 +158,7 @@ impl ModelTurn for AnthropicTurn {
     ) -> Poll<Result<Option<ModelTurnEvent>, ModelError>> {
         self.stream.poll_next(cx).map_err(|error| {
             tracing::debug!(%error, "Messages API turn failed");
-            model_error(error)
+            error
         })
     }
 }

@@ -72,7 +72,6 @@
 
 mod adapter;
 mod config;
-mod error;
 mod request;
 mod stream;
 mod usage;

@@ -14,11 +14,9 @@ use crate::request::request_body;
 use crate::sigv4::{Credentials, SignRequest, authorization};
 use crate::stream::{ConverseDecoder, classify};
 use agentkit_core::TurnCancellation;
-use agentkit_http::{
-    HttpClient, ProviderError, ProviderErrorKind as K, RequestSigner, StreamRequest,
-};
+use agentkit_http::{HttpClient, RequestSigner, StreamRequest};
 use agentkit_loop::{
-    ModelAdapter, ModelError, ModelErrorKind as M, ModelSession, ModelTurn, ModelTurnEvent,
+    ModelAdapter, ModelError, ModelErrorKind as K, ModelSession, ModelTurn, ModelTurnEvent,
     SessionConfig, TurnRequest,
 };
 use futures::StreamExt;
@@ -54,8 +52,7 @@ impl std::fmt::Debug for BedrockAdapter {
 impl BedrockAdapter {
     /// An adapter with this configuration.
     pub fn new(config: BedrockConfig) -> Result<Self, ModelError> {
-        let client = HttpClient::new(config.http.clone())
-            .map_err(|err| ModelError::new(M::Other, err.message))?;
+        let client = HttpClient::new(config.http.clone())?;
         Ok(Self {
             shared: Arc::new(Shared { config, client }),
         })
@@ -90,7 +87,7 @@ struct Signer<'a> {
 }
 
 impl RequestSigner for Signer<'_> {
-    fn sign(&self, url: &str, body: &[u8]) -> Result<Vec<(String, String)>, ProviderError> {
+    fn sign(&self, url: &str, body: &[u8]) -> Result<Vec<(String, String)>, ModelError> {
         signed_headers(self.config, &self.credentials, url, body, SystemTime::now())
     }
 }
@@ -106,13 +103,13 @@ impl BedrockSession {
 /// The loop's error for a refused or failed request: Bedrock names its
 /// errors by exception (`ThrottlingException`, in the `x-amzn-ErrorType`
 /// header the HTTP client keeps as the provider code).
-fn request_error(error: ProviderError) -> ModelError {
+fn request_error(error: ModelError) -> ModelError {
     match (error.kind, error.status) {
-        (K::Cancelled, _) => ModelError::new(M::Cancelled, error.message),
-        (K::Timeout, None) => ModelError::new(M::Timeout, error.message),
-        (K::InvalidRequest, None) => ModelError::new(M::InvalidRequest, error.message),
+        (K::Cancelled, _) => ModelError::new(K::Cancelled, error.message),
+        (K::Timeout, None) => ModelError::new(K::Timeout, error.message),
+        (K::InvalidRequest, None) => ModelError::new(K::InvalidRequest, error.message),
         (_, None) => ModelError::new(
-            M::Transport,
+            K::Transport,
             format!("the request to Bedrock failed: {}", error.message),
         ),
         (_, Some(status)) => {
@@ -131,9 +128,9 @@ fn signed_headers(
     url: &str,
     body: &[u8],
     now: SystemTime,
-) -> Result<Vec<(String, String)>, ProviderError> {
+) -> Result<Vec<(String, String)>, ModelError> {
     let (host, path) = host_and_path(url)
-        .ok_or_else(|| ProviderError::new(K::InvalidRequest, format!("bad Bedrock URL {url}")))?;
+        .ok_or_else(|| ModelError::new(K::InvalidRequest, format!("bad Bedrock URL {url}")))?;
     let amz_date = amz_date(now);
     let mut headers = vec![
         ("content-type".to_owned(), "application/json".to_owned()),
@@ -227,7 +224,7 @@ impl ModelSession for BedrockSession {
             Some(credentials) => credentials.clone(),
             None => credentials::resolve(|name| std::env::var(name).ok()).ok_or_else(|| {
                 ModelError::new(
-                    M::Authentication,
+                    K::Authentication,
                     "no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY or a shared credentials file",
                 )
             })?,
@@ -299,7 +296,7 @@ impl BedrockTurn {
             }
             let frame = match self.frames.next_frame() {
                 Ok(frame) => frame,
-                Err(err) => return Poll::Ready(Err(ModelError::new(M::Protocol, err.to_string()))),
+                Err(err) => return Poll::Ready(Err(ModelError::new(K::Protocol, err.to_string()))),
             };
             if let Some(frame) = frame {
                 if let Err(err) = self.decoder.on_frame(&frame, &mut self.queue) {
@@ -311,16 +308,16 @@ impl BedrockTurn {
                 Some(Ok(bytes)) => self.frames.push(&bytes),
                 Some(Err(err)) => {
                     return Poll::Ready(Err(ModelError::new(
-                        M::Transport,
+                        K::Transport,
                         format!("the stream was interrupted: {err}"),
                     )));
                 }
                 None => {
                     if let Err(err) = self.frames.finish() {
-                        return Poll::Ready(Err(ModelError::new(M::Protocol, err.to_string())));
+                        return Poll::Ready(Err(ModelError::new(K::Protocol, err.to_string())));
                     }
                     return Poll::Ready(Err(ModelError::new(
-                        M::Protocol,
+                        K::Protocol,
                         "the stream ended before its metadata event",
                     )));
                 }

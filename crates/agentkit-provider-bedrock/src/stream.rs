@@ -275,8 +275,10 @@ pub(crate) fn classify(status: Option<u16>, name: &str, message: &str) -> ModelE
         | "expiredtoken"
         | "invalidsignature"
         | "incompletesignature"
-        | "missingauthenticationtoken"
-        | "servicequotaexceeded" => M::Authentication,
+        | "missingauthenticationtoken" => M::Authentication,
+        // The account's quota for the model is used up: raising it takes a
+        // person, so waiting and retrying does not help.
+        "servicequotaexceeded" => M::QuotaExceeded,
         _ => match status {
             Some(429) => M::RateLimited,
             Some(503) => M::Overloaded,

@@ -8,38 +8,12 @@ use crate::GeminiConfig;
 use crate::request::request_body;
 use crate::stream::GeminiDecoder;
 use agentkit_core::TurnCancellation;
-use agentkit_http::{
-    DecodedStream, HttpClient, ProviderError, ProviderErrorKind as P, SseStream, StreamRequest,
-};
+use agentkit_http::{DecodedStream, HttpClient, SseStream, StreamRequest};
 use agentkit_loop::{
-    ModelAdapter, ModelError, ModelErrorKind as M, ModelSession, ModelTurn, ModelTurnEvent,
-    SessionConfig, TurnRequest,
+    ModelAdapter, ModelError, ModelSession, ModelTurn, ModelTurnEvent, SessionConfig, TurnRequest,
 };
 use std::sync::Arc;
 use std::task::{Context, Poll};
-
-/// The HTTP layer's error as the loop's: the kinds match one to one, and an
-/// account out of quota is refused like a bad key (never retried).
-pub(crate) fn model_error(error: ProviderError) -> ModelError {
-    let kind = match error.kind {
-        P::RateLimited => M::RateLimited,
-        P::Overloaded => M::Overloaded,
-        P::Authentication | P::QuotaExceeded => M::Authentication,
-        P::InvalidRequest => M::InvalidRequest,
-        P::ContextLengthExceeded => M::ContextLengthExceeded,
-        P::Server => M::Server,
-        P::Transport => M::Transport,
-        P::Timeout => M::Timeout,
-        P::Protocol => M::Protocol,
-        P::LimitExceeded => M::LimitExceeded,
-        P::Cancelled => M::Cancelled,
-        _ => M::Other,
-    };
-    let mut model = ModelError::new(kind, error.message);
-    model.status = error.status;
-    model.retry_after = error.retry_after;
-    model
-}
 
 struct Shared {
     config: GeminiConfig,
@@ -64,7 +38,7 @@ impl std::fmt::Debug for GeminiAdapter {
 impl GeminiAdapter {
     /// An adapter with this configuration.
     pub fn new(config: GeminiConfig) -> Result<Self, ModelError> {
-        let client = HttpClient::new(config.http.clone()).map_err(model_error)?;
+        let client = HttpClient::new(config.http.clone())?;
         Ok(Self {
             shared: Arc::new(Shared { config, client }),
         })
@@ -135,8 +109,7 @@ impl ModelSession for GeminiSession {
             .shared
             .client
             .post_sse(http, cancellation.as_ref())
-            .await
-            .map_err(model_error)?;
+            .await?;
         self.turns += 1;
         let ids = format!("call_{:08x}_{}_", self.nonce, self.turns);
         let pricing = config.prices.clone().map(|p| (p, config.model.clone()));
@@ -182,6 +155,6 @@ impl ModelTurn for GeminiTurn {
         &mut self,
         cx: &mut Context<'_>,
     ) -> Poll<Result<Option<ModelTurnEvent>, ModelError>> {
-        self.stream.poll_next(cx).map_err(model_error)
+        self.stream.poll_next(cx)
     }
 }

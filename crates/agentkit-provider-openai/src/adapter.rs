@@ -6,7 +6,6 @@
 //! starting with a warning for every retried request.
 
 use crate::OpenAiConfig;
-use crate::error::model_error;
 use crate::request::request_body;
 use crate::stream::ChunkDecoder;
 use agentkit_core::TurnCancellation;
@@ -42,7 +41,7 @@ impl std::fmt::Debug for OpenAiAdapter {
 impl OpenAiAdapter {
     /// An adapter with this configuration.
     pub fn new(config: OpenAiConfig) -> Result<Self, ModelError> {
-        let client = HttpClient::new(config.http.clone()).map_err(model_error)?;
+        let client = HttpClient::new(config.http.clone())?;
         Ok(Self {
             shared: Arc::new(Shared { config, client }),
         })
@@ -141,8 +140,7 @@ impl ModelSession for OpenAiSession {
             .shared
             .client
             .post_sse(http, cancellation.as_ref())
-            .await
-            .map_err(model_error)?;
+            .await?;
         let retries = response.retries.iter();
         let warnings = retries.map(|retry| ModelTurnEvent::Warning(format!("openai: {retry}")));
         Ok(OpenAiTurn {
@@ -189,7 +187,7 @@ impl ModelTurn for OpenAiTurn {
     ) -> Poll<Result<Option<ModelTurnEvent>, ModelError>> {
         self.stream.poll_next(cx).map_err(|error| {
             tracing::debug!(%error, "Chat Completions turn failed");
-            model_error(error)
+            error
         })
     }
 }

@@ -72,7 +72,6 @@
 mod adapter;
 mod azure;
 mod config;
-mod error;
 mod presets;
 mod request;
 mod responses;

@@ -137,7 +137,7 @@ replayed!(
     |d: Decoded| {
         let error = d.error.expect("an error");
         assert!(!error.is_retryable(), "{error:?}");
-        assert_eq!(error.kind, agentkit_loop::ModelErrorKind::Authentication);
+        assert_eq!(error.kind, agentkit_loop::ModelErrorKind::QuotaExceeded);
         assert!(error.message.contains("exceeded your current quota"));
         assert!(d.finished.is_none());
     }

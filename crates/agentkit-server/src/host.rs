@@ -397,6 +397,9 @@ async fn drive<S: ModelSession>(session: &mut Session<S>, hosted: &Hosted) -> bo
                 hosted.hub.finish_run(&Outcome::Success);
                 return true;
             }
+            // A later kind of pause: a cooperative one needs nothing; a
+            // blocking one makes the next `next()` fail, which ends the run.
+            Ok(LoopStep::Interrupt(_)) => {}
             Err(StoreError::LeaseLost(_)) => {
                 hosted
                     .hub

@@ -136,6 +136,9 @@ async fn drive<S: ModelSession>(
                     child.agent
                 )));
             }
+            // A later kind of pause: a cooperative one needs nothing; a
+            // blocking one makes the next `next()` fail, which fails the call.
+            Ok(LoopStep::Interrupt(_)) => {}
             Err(err) => break Err(failed(&mut driver, &child, err)),
         }
     };

@@ -79,6 +79,10 @@ pub enum DriveError {
     /// The transcript at the end is not valid.
     #[error("the transcript is not valid: {0}")]
     InvalidTranscript(#[from] TranscriptError),
+    /// A kind of pause this helper does not answer (the loop's interrupts
+    /// grow; `run_to_finish` knows those of its release), as debug text.
+    #[error("the loop paused with an interrupt run_to_finish does not know: {0}")]
+    UnknownInterrupt(String),
     /// More steps than the limit (a loop that never ends).
     #[error("no turn finished within {0} steps")]
     TooManySteps(usize),
@@ -125,6 +129,9 @@ pub async fn run_to_finish<S: ModelSession>(
             LoopStep::Interrupt(LoopInterrupt::AfterToolResult(_)) => pauses += 1,
             LoopStep::Interrupt(LoopInterrupt::AwaitingInput(_)) => {
                 return Err(DriveError::AwaitingInput);
+            }
+            LoopStep::Interrupt(other) => {
+                return Err(DriveError::UnknownInterrupt(format!("{other:?}")));
             }
         }
     }

@@ -166,3 +166,75 @@ async fn a_structured_answer_is_parsed_into_the_type() {
     let sent = server.requests()[0].json();
     assert_eq!(sent["tool_choice"]["name"], "place");
 }
+
+/// An account out of credit, as each provider reports it, reaches the loop
+/// as `QuotaExceeded` with the status kept, and is asked once: the HTTP
+/// layer's retry policy (three attempts by default) does not send the same
+/// request from the same account again.
+#[tokio::test]
+async fn an_account_out_of_credit_reaches_the_loop_as_quota_exceeded_and_is_not_retried() {
+    use agentkit::agent::{LoopError, ModelErrorKind};
+    let openai = r#"{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}"#;
+    let cases = [
+        (
+            vec![("AGENTKIT_MODEL", "local-model".to_owned())],
+            "OPENAI_BASE_URL",
+            402,
+            r#"{"error":{"message":"Insufficient Balance","type":"unknown_error","param":null,"code":"invalid_request_error"}}"#,
+        ),
+        (
+            vec![
+                ("AGENTKIT_PROVIDER", "openai".to_owned()),
+                ("OPENAI_API_KEY", "sk-test".to_owned()),
+            ],
+            "OPENAI_BASE_URL",
+            429,
+            openai,
+        ),
+        (
+            vec![
+                ("AGENTKIT_PROVIDER", "anthropic".to_owned()),
+                ("ANTHROPIC_API_KEY", "sk-ant-test".to_owned()),
+            ],
+            "ANTHROPIC_BASE_URL",
+            400,
+            r#"{"type":"error","error":{"type":"invalid_request_error","message":"Your credit balance is too low to access the Anthropic API."}}"#,
+        ),
+        (
+            vec![
+                ("AGENTKIT_PROVIDER", "gemini".to_owned()),
+                ("GEMINI_API_KEY", "g-test".to_owned()),
+            ],
+            "GEMINI_BASE_URL",
+            402,
+            r#"{"error":{"code":402,"message":"billing account disabled"}}"#,
+        ),
+    ];
+    for (mut vars, url_var, status, body) in cases {
+        let refused = || ScriptedResponse::json(status, body);
+        let server = TestServer::start([refused(), refused(), refused()])
+            .await
+            .unwrap();
+        vars.push((url_var, format!("{}/v1", server.url())));
+        let config = ProviderConfig::from_lookup(lookup(vars)).unwrap();
+        let kind = config.kind;
+        let agent = Agent::builder()
+            .model(config.build().expect("the adapter builds"))
+            .input(vec![Item::user("Salut ?")])
+            .build()
+            .unwrap();
+        let mut driver = agent.start(SessionConfig::new("quota")).await.unwrap();
+        let step = tokio::time::timeout(Duration::from_secs(20), driver.next())
+            .await
+            .expect("in time");
+        match step {
+            Err(LoopError::Model(error)) => {
+                assert_eq!(error.kind, ModelErrorKind::QuotaExceeded, "{kind}: {error}");
+                assert_eq!(error.status, Some(status), "{kind}");
+                assert!(!error.is_retryable(), "{kind}");
+            }
+            other => panic!("{kind}: expected a model error, got {other:?}"),
+        }
+        assert_eq!(server.requests().len(), 1, "{kind}: asked once");
+    }
+}

@@ -8,6 +8,8 @@
 //! for an approval, stop at the step limit. Errors are shown and the
 //! conversation goes on; only Ctrl-D or a second Ctrl-C at the prompt quit.
 
+mod question;
+
 use crate::context::{ContextControl, ContextKeeper, window_for};
 use crate::diagnose;
 use crate::input::{Input, InputEvent, Mode};
@@ -245,7 +247,7 @@ impl Ctx {
                     self.note("(Ctrl-C again or Ctrl-D to quit)", Look::Dim);
                 }
                 InputEvent::Eof => return None,
-                InputEvent::Key(_) => {}
+                InputEvent::Key(_) | InputEvent::Escape => {}
             }
         }
     }
@@ -287,7 +289,7 @@ impl Ctx {
                 }
                 InputEvent::Interrupt => break Answer::Cancel,
                 InputEvent::Eof => break Answer::No,
-                InputEvent::Submit(_) => {}
+                InputEvent::Submit(_) | InputEvent::Escape => {}
             }
         };
         let mut screen = self.screen();
@@ -318,7 +320,7 @@ impl Ctx {
                     let _ = self.screen().take_input();
                     return None;
                 }
-                InputEvent::Key(_) => {}
+                InputEvent::Key(_) | InputEvent::Escape => {}
             }
         }
     }
@@ -360,7 +362,7 @@ async fn advance<S: ModelSession>(
                     ctx.controller.interrupt();
                     ctx.note("cancelling the turn…", Look::Warn);
                 }
-                InputEvent::Eof | InputEvent::Key(_) => {}
+                InputEvent::Eof | InputEvent::Key(_) | InputEvent::Escape => {}
             },
             _ = ticker.tick() => ctx.screen().tick(),
         }
@@ -507,11 +509,7 @@ pub async fn run<M: ModelAdapter + Clone + 'static>(
                 }
             }
             Ok(LoopStep::Interrupt(LoopInterrupt::Question(pending))) => {
-                ctx.note(
-                    format!("declined a question: {}", pending.question.message),
-                    Look::Warn,
-                );
-                if let Err(error) = pending.decline(&mut driver) {
+                if let Err(error) = ctx.answer_question(&mut driver, pending).await {
                     summary.errors += 1;
                     ctx.note(format!("error: {error}"), Look::Bad);
                 }
@@ -537,6 +535,16 @@ pub async fn run<M: ModelAdapter + Clone + 'static>(
                             }
                         }
                     }
+                }
+            }
+            // A kind of pause this program does not know (the loop's
+            // interrupts are non-exhaustive): a blocking one cannot be
+            // answered, so the session stops rather than spin.
+            Ok(LoopStep::Interrupt(other)) => {
+                if other.is_blocking() {
+                    summary.errors += 1;
+                    ctx.note(format!("cannot answer {other:?}; quitting"), Look::Bad);
+                    break;
                 }
             }
             Ok(LoopStep::Finished(result)) => {

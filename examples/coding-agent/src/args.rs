@@ -39,7 +39,10 @@ usage: coding-agent [OPTIONS]              the interactive agent
 
 exec mode: PROMPT is the argument, or standard input when it is absent
 or `-`. Progress goes to standard error, the final answer to standard
-output. Approvals nobody gave (see --approval) are denied.
+output. Approvals nobody gave (see --approval) are denied. A question
+an MCP server asks during a tool call (elicitation) is declined: nobody
+is there to answer it (stderr says so; with --json, a
+{\"event\":\"question\",...,\"answer\":\"declined\"} line).
   --json              standard output: every event as a JSON line, then
                       one {\"event\":\"exec_finished\",...} line
   --output-schema FILE  the final answer must be JSON matching the JSON

@@ -10,6 +10,9 @@
 //! Nobody is there to answer an approval: the [`ApprovalMode`] approves
 //! what it covers and everything else is denied, with a reason the model
 //! reads (it may still answer, but the exit code reports the denial).
+//! Nor is anyone there to answer a tool's question (an MCP server's
+//! elicitation): it is declined, noted on standard error and, with
+//! `--json`, as a `question` event line.
 //! `--output-schema` asks the model for structured output and checks the
 //! answer against the schema before it counts as done.
 
@@ -166,6 +169,8 @@ pub async fn run<M: ModelAdapter + Clone + 'static>(
         base_url: exec.base_url.clone(),
         window: exec.window,
         denied: 0,
+        questions_declined: 0,
+        json: exec.json,
         interrupted: false,
         error: None,
     };
@@ -203,6 +208,7 @@ pub async fn run<M: ModelAdapter + Clone + 'static>(
             "output": output,
             "error": why,
             "denied": turn.denied,
+            "questions_declined": turn.questions_declined,
             "usage": usage_json(&usage),
             "session_id": session_id,
         });
@@ -220,6 +226,10 @@ struct Turn {
     base_url: Option<String>,
     window: usize,
     denied: u32,
+    /// Questions of tools declined (nobody to ask).
+    questions_declined: u32,
+    /// `--json`: each declined question is an event line too.
+    json: bool,
     interrupted: bool,
     error: Option<String>,
 }
@@ -286,18 +296,43 @@ impl Turn {
                     }
                 }
                 // Nobody to ask in exec mode: a tool's question (an MCP
-                // server's elicitation) is declined.
+                // server's elicitation) is declined, and said so.
                 LoopStep::Interrupt(LoopInterrupt::Question(pending)) => {
+                    self.questions_declined += 1;
+                    let who = match pending.question.source.as_str() {
+                        "" => format!("the tool {}", pending.call.name),
+                        source => format!("MCP server {source}"),
+                    };
                     note(
-                        format!("  declined a question: {}", pending.question.message),
+                        format!(
+                            "  declined a question from {who} (exec mode asks nobody): {}",
+                            pending.question.message
+                        ),
                         Look::Warn,
                     );
+                    if self.json {
+                        let line = json!({
+                            "event": "question",
+                            "call_id": pending.call.id.as_str(),
+                            "tool": pending.call.name,
+                            "question": pending.question,
+                            "answer": "declined",
+                        });
+                        let mut out = std::io::stdout().lock();
+                        let _ = writeln!(out, "{line}");
+                        let _ = out.flush();
+                    }
                     if let Err(error) = pending.decline(driver) {
                         self.error = Some(error.to_string());
                         return None;
                     }
                 }
                 LoopStep::Interrupt(LoopInterrupt::AfterToolResult(_)) => {}
+                LoopStep::Interrupt(other) if other.is_blocking() => {
+                    self.error = Some(format!("cannot answer {other:?}"));
+                    return None;
+                }
+                LoopStep::Interrupt(_) => {}
                 LoopStep::Finished(result) => return Some(result),
             }
         }

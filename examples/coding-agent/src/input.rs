@@ -22,6 +22,9 @@ pub enum InputEvent {
     Key(char),
     /// Ctrl-C.
     Interrupt,
+    /// Esc, while a question's field or choice is read ([`Mode::Field`],
+    /// [`Mode::Choice`]).
+    Escape,
     /// Ctrl-D on an empty line, or the end of standard input.
     Eof,
 }
@@ -33,6 +36,8 @@ pub enum Mode {
     Line,
     /// A question answered by one key.
     Choice,
+    /// A form field: a line, or Esc to decline the question.
+    Field,
 }
 
 enum Source {
@@ -120,7 +125,7 @@ impl Input {
                             return event;
                         }
                     }
-                    Event::Paste(text) if mode == Mode::Line => screen.insert(&text),
+                    Event::Paste(text) if mode != Mode::Choice => screen.insert(&text),
                     Event::Resize(..) => screen.redraw(),
                     _ => {}
                 }
@@ -139,6 +144,7 @@ fn on_key(screen: &mut Screen, key: KeyEvent, mode: Mode) -> Option<InputEvent> 
             }
             screen.edit(Edit::Delete);
         }
+        KeyCode::Esc if mode != Mode::Line => return Some(InputEvent::Escape),
         KeyCode::Char(ch) if mode == Mode::Choice && !ctrl => {
             return Some(InputEvent::Key(ch));
         }
@@ -147,7 +153,7 @@ fn on_key(screen: &mut Screen, key: KeyEvent, mode: Mode) -> Option<InputEvent> 
         KeyCode::Char('u') if ctrl => screen.edit(Edit::ClearLine),
         KeyCode::Char('w') if ctrl => screen.edit(Edit::DeleteWord),
         KeyCode::Char(ch) if !ctrl => screen.insert(ch.encode_utf8(&mut [0; 4])),
-        KeyCode::Enter if mode == Mode::Line => {
+        KeyCode::Enter if mode != Mode::Choice => {
             return Some(InputEvent::Submit(screen.take_input()));
         }
         KeyCode::Backspace => screen.edit(Edit::Backspace),

@@ -160,6 +160,9 @@ pub async fn connect(
     workspace: Option<&std::path::Path>,
 ) -> Result<(McpServerManager, Vec<String>), McpConfigError> {
     let manager = McpServerManager::new();
+    // A server's question during a tool call (elicitation) pauses that
+    // call and reaches the user; announced in the handshake, so set first.
+    manager.route_elicitation_to_calls(true);
     if let Some(workspace) = workspace {
         // Announced in the handshake: set before the servers connect.
         manager

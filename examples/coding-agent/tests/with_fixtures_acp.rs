@@ -205,3 +205,45 @@ fn slash_commands_and_plans_reach_the_editor() {
     assert_eq!(texts(&messages[2], "user"), ["hello again"]);
     assert!(texts(&messages[2], "assistant").is_empty());
 }
+
+/// A question an MCP server asks during a tool call goes to an editor that
+/// announced form elicitation (`elicitation/create`), and the editor's
+/// answer goes back: accepted content reaches the server, a cancel too.
+#[test]
+fn an_mcp_servers_question_is_put_to_the_editor() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("work")).unwrap();
+    let reference = Path::new(env!("CARGO_MANIFEST_DIR")).join(
+        "../../crates/agentkit-mcp/tests/fixtures/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
+    );
+    assert!(
+        reference.is_file(),
+        "the MCP reference server is not installed: run `cargo xtask fixtures`"
+    );
+    // Where the agent looks for its MCP servers by default.
+    let config = dir.path().join("config/agentkit");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(
+        config.join("mcp.toml"),
+        format!(
+            "[mcp_servers.ev]\ncommand = \"node\"\nargs = [{:?}, \"stdio\"]\n",
+            reference.display().to_string()
+        ),
+    )
+    .unwrap();
+    let ask = "mcp_ev_trigger-elicitation-request";
+    let server = Server::start(vec![
+        sse(tool_calls(&[("call_1", ask, json!({}))])),
+        sse(text_answer("Hello, Grace.")),
+        sse(tool_calls(&[("call_2", ask, json!({}))])),
+        sse(text_answer("Cancelled.")),
+    ]);
+    run_client("coding-agent-elicitation.mjs", &server, dir.path(), 3);
+    // The model read what the server made of the editor's answers, the
+    // schema's defaults filled in for what the editor left out.
+    let first = texts(&server.messages()[1], "tool").join("\n");
+    assert!(first.contains("- Name: Grace Hopper"), "{first}");
+    assert!(first.contains("- Favorite Number: 3.14"), "{first}");
+    let second = texts(&server.messages()[3], "tool").join("\n");
+    assert!(second.contains("User cancelled"), "{second}");
+}

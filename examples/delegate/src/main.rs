@@ -188,6 +188,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             LoopStep::Interrupt(LoopInterrupt::AwaitingInput(_)) => {
                 return Err("the lead asked for input before answering".into());
             }
+            // Later kinds of pause: nothing to do for a cooperative one; a
+            // blocking one makes the next `next()` fail.
+            LoopStep::Interrupt(_) => {}
             LoopStep::Finished(result) => break result,
         }
     };

@@ -159,6 +159,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
             LoopStep::Interrupt(LoopInterrupt::AfterToolResult(_)) => {}
             LoopStep::Interrupt(LoopInterrupt::AwaitingInput(_)) => break,
+            // Later kinds of pause: nothing to do for a cooperative one; a
+            // blocking one makes the next `next()` fail.
+            LoopStep::Interrupt(_) => {}
             LoopStep::Finished(result) => {
                 println!(
                     "finished: {:?}, {} items this turn",

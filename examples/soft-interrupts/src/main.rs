@@ -118,6 +118,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 pending.decline(&mut driver)?
             }
             LoopStep::Interrupt(LoopInterrupt::AwaitingInput(_)) => break,
+            // Later kinds of pause: nothing to do for a cooperative one; a
+            // blocking one makes the next `next()` fail.
+            LoopStep::Interrupt(_) => {}
             LoopStep::Finished(result) => {
                 println!(
                     "finished: {}",

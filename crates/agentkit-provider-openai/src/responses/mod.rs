@@ -25,7 +25,6 @@ mod stream;
 pub use config::ResponsesConfig;
 
 use crate::adapter::FallbackIds;
-use crate::error::model_error;
 use agentkit_core::TurnCancellation;
 use agentkit_http::{
     DecodedStream, HttpClient, ProviderError, SseStream, StreamRequest, StreamResponse,
@@ -63,7 +62,7 @@ impl ResponsesAdapter {
     /// An adapter with this configuration.
     pub fn new(config: impl Into<ResponsesConfig>) -> Result<Self, ModelError> {
         let config = config.into();
-        let client = HttpClient::new(config.openai.http.clone()).map_err(model_error)?;
+        let client = HttpClient::new(config.openai.http.clone())?;
         Ok(Self {
             shared: Arc::new(Shared { config, client }),
         })
@@ -185,8 +184,7 @@ impl ModelSession for ResponsesSession {
                 self.send(body, cancellation.as_ref()).await
             }
             other => other,
-        }
-        .map_err(model_error)?;
+        }?;
         let config = &self.shared.config;
         let warnings = fallback.into_iter().chain(
             response
@@ -241,7 +239,7 @@ impl ModelTurn for ResponsesTurn {
     ) -> Poll<Result<Option<ModelTurnEvent>, ModelError>> {
         self.stream.poll_next(cx).map_err(|error| {
             tracing::debug!(%error, "Responses turn failed");
-            model_error(error)
+            error
         })
     }
 }

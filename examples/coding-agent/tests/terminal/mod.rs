@@ -144,6 +144,13 @@ impl Term {
         });
     }
 
+    /// Waits until the last line (the prompt) starts with `prefix`.
+    pub fn wait_prompt_starting(&self, prefix: &str) {
+        self.wait_until(&format!("a prompt starting {prefix:?}"), |screen| {
+            screen.lines().last().is_some_and(|l| l.starts_with(prefix))
+        });
+    }
+
     /// Types `text` (no Enter).
     pub fn type_text(&mut self, text: &str) {
         self.writer.write_all(text.as_bytes()).unwrap();

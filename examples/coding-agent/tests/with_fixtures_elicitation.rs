@@ -1,0 +1,215 @@
+//! A question an MCP server asks during a tool call (elicitation), in each
+//! place the coding agent runs, against the MCP reference server (installed
+//! by `cargo xtask fixtures`) and the OpenAI-compatible test server:
+//!
+//! - on a terminal (a pty) the user fills the form in field by field, with
+//!   defaults, choices and re-asking after a wrong value, and Esc declines;
+//! - `exec` mode has nobody to ask: the question is declined, said so on
+//!   standard error and as a `question` event line with `--json`.
+//!
+//! What the server got back is read from the tool's result, which the
+//! server writes from the answer it received.
+
+#[allow(dead_code)] // each test file uses part of the harness
+mod server;
+#[allow(dead_code)]
+mod terminal;
+
+use serde_json::{Value, json};
+use server::{Server, sse, text_answer, texts, tool_calls};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use terminal::Term;
+
+/// The reference server's tool that asks a 13-field form.
+const ASK: &str = "mcp_ev_trigger-elicitation-request";
+
+fn reference_server() -> PathBuf {
+    let entry = Path::new(env!("CARGO_MANIFEST_DIR")).join(
+        "../../crates/agentkit-mcp/tests/fixtures/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
+    );
+    assert!(
+        entry.is_file(),
+        "the MCP reference server is not installed: run `cargo xtask fixtures` ({} is missing)",
+        entry.display()
+    );
+    entry
+}
+
+/// Writes the MCP config where the agent looks by default
+/// (`$XDG_CONFIG_HOME/agentkit/mcp.toml`, `XDG_CONFIG_HOME` being
+/// `config` under `state`): the reference server as `ev`.
+fn configure(state: &Path) {
+    let dir = state.join("config/agentkit");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("mcp.toml"),
+        format!(
+            "[mcp_servers.ev]\ncommand = \"node\"\nargs = [{:?}, \"stdio\"]\n",
+            reference_server().display().to_string()
+        ),
+    )
+    .unwrap();
+}
+
+/// The text of every tool result the model read in request `n`.
+fn results(server: &Server, n: usize) -> String {
+    texts(&server.messages()[n], "tool").join("\n")
+}
+
+/// On a terminal: the form is asked field by field. Enter on a required
+/// field without a default, a word for a yes/no field and a word for an
+/// integer are refused with the reason and asked again; Enter takes the
+/// default; a choice is picked by number or by title. The server gets the
+/// answers with the defaults filled in. A second question is declined
+/// with Esc.
+#[test]
+fn the_terminal_asks_the_form_field_by_field() {
+    let dir = tempfile::tempdir().unwrap();
+    configure(dir.path());
+    let server = Server::start(vec![
+        sse(tool_calls(&[("call_1", ASK, json!({}))])),
+        sse(text_answer("Thanks, Ada.")),
+        sse(tool_calls(&[("call_2", ASK, json!({}))])),
+        sse(text_answer("You declined.")),
+    ]);
+    let url = server.base_url();
+    let mut term = Term::spawn(
+        &[
+            "--workspace",
+            dir.path().to_str().unwrap(),
+            // Approvals are not what this is about; questions are still asked.
+            "--yes",
+        ],
+        &[("OPENAI_BASE_URL", &url), ("AGENTKIT_MODEL", "test-model")],
+        dir.path(),
+    );
+    term.wait_prompt();
+    term.enter("who am I?");
+    term.wait_for("MCP server ev asks:");
+    term.wait_for("Please provide inputs for the following fields:");
+    // The schema's fields, in its order: what is typed at each (an empty
+    // string is Enter), and the refusal a wrong value gets first.
+    let answers: &[(&str, &[&str])] = &[
+        ("name", &["", "Ada Lovelace"]),
+        ("check", &["maybe", "y"]),
+        ("firstLine", &[""]),
+        ("email", &[""]),
+        ("homepage", &[""]),
+        ("birthdate", &[""]),
+        ("integer", &["many", "7"]),
+        ("number", &[""]),
+        ("untitledSingleSelectEnum", &["3"]),
+        ("untitledMultipleSelectEnum", &[""]),
+        ("titledSingleSelectEnum", &["Wonder Woman"]),
+        ("titledMultipleSelectEnum", &[""]),
+        ("legacyTitledEnum", &["Dogs"]),
+    ];
+    for (field, typed) in answers {
+        for text in *typed {
+            term.wait_prompt_starting(&format!("  {field}"));
+            term.enter(text);
+        }
+    }
+    term.wait_for("Thanks, Ada.");
+    let screen = term.screen();
+    // What the user saw: descriptions, types, defaults, choices, reasons.
+    for shown in [
+        "name — String: Your full, legal name (text, required)",
+        "this field is required; try again",
+        "\"maybe\": answer yes or no; try again",
+        "\"many\" is not a whole number; try again",
+        "integer — Integer: Your favorite integer",
+        "choices: 1) Monica  2) Rachel  3) Joey",
+        "3) Wonder Woman (hero-3)",
+        "you: sent",
+    ] {
+        assert!(
+            screen.contains(shown),
+            "{shown:?} not on the screen:\n{screen}"
+        );
+    }
+    let got = results(&server, 1);
+    assert!(got.contains("- Name: Ada Lovelace"), "{got}");
+    assert!(got.contains("- Agreed to terms: true"), "{got}");
+    assert!(got.contains("- Favorite Integer: 7"), "{got}");
+    // Defaults the user took with Enter reached the server.
+    assert!(got.contains("- Favorite Number: 3.14"), "{got}");
+    assert!(got.contains("It was a dark and stormy night."), "{got}");
+    // Choices by number and by title, sent as their values.
+    assert!(got.contains("Joey"), "{got}");
+    assert!(got.contains("hero-3"), "{got}");
+    assert!(got.contains("pet-2"), "{got}");
+
+    // The second question: Esc declines it.
+    term.wait_prompt();
+    term.enter("ask again");
+    term.wait_prompt_starting("  name");
+    term.type_text("\x1b");
+    term.wait_for("You declined.");
+    assert!(term.screen().contains("you: declined"));
+    let got = results(&server, 3);
+    assert!(got.contains("declined"), "{got}");
+    term.wait_prompt();
+    term.ctrl_d();
+    assert!(term.wait_exit());
+}
+
+/// `exec` has nobody to ask: the question is declined, on standard error
+/// and (with `--json`) as a `question` event; the turn goes on and
+/// completes.
+#[test]
+fn exec_declines_a_question_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    configure(dir.path());
+    let server = Server::start(vec![
+        sse(tool_calls(&[("call_1", ASK, json!({}))])),
+        sse(text_answer("Nobody answered.")),
+    ]);
+    let output = agentkit_testkit::process::output_within(
+        Command::new(env!("CARGO_BIN_EXE_coding-agent"))
+            .args(["exec", "--json", "--full-auto", "who am I?"])
+            .args(["--workspace", dir.path().to_str().unwrap()])
+            .env("OPENAI_BASE_URL", server.base_url())
+            .env("AGENTKIT_MODEL", "test-model")
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("ANTHROPIC_API_KEY")
+            .env_remove("AGENTKIT_PROVIDER")
+            .env("CODING_AGENT_STATE_DIR", dir.path().join("state"))
+            .env("XDG_CONFIG_HOME", dir.path().join("config"))
+            .stdin(Stdio::null()),
+        std::time::Duration::from_secs(120),
+        "coding-agent exec",
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("declined a question from MCP server ev (exec mode asks nobody)"),
+        "{stderr}"
+    );
+    let events: Vec<Value> = stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let question = events
+        .iter()
+        .find(|e| e["event"] == "question")
+        .unwrap_or_else(|| panic!("no question event:\n{stdout}"));
+    assert_eq!(question["answer"], "declined");
+    assert_eq!(question["call_id"], "call_1");
+    assert_eq!(question["tool"], ASK);
+    assert_eq!(question["question"]["source"], "ev");
+    assert_eq!(
+        question["question"]["message"],
+        "Please provide inputs for the following fields:"
+    );
+    assert_eq!(question["question"]["kind"]["mode"], "form");
+    let finished = events.last().unwrap();
+    assert_eq!(finished["event"], "exec_finished");
+    assert_eq!(finished["questions_declined"], 1);
+    assert_eq!(finished["outcome"], "completed");
+    // The server heard the decline.
+    let got = results(&server, 1);
+    assert!(got.contains("User declined"), "{got}");
+}
