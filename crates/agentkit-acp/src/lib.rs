@@ -49,6 +49,7 @@
 mod commands;
 mod elicit;
 mod error;
+mod files;
 mod kind;
 mod loader;
 mod modes;
@@ -61,6 +62,7 @@ mod updates;
 pub use commands::{CommandCall, SlashCommand};
 pub use elicit::QUESTION_META;
 pub use error::{AcpError, BoxError};
+pub use files::EditorFiles;
 pub use kind::ToolKind;
 pub use loader::{MemorySessions, SessionLoader, SessionRecorder, StoredSession};
 pub use modes::{SessionMode, SessionModes};

@@ -12,7 +12,9 @@ use crate::session::{Drive, Prompt, SessionHandle};
 #[cfg(feature = "store")]
 use crate::updates::replay_round;
 use crate::updates::{KindFn, UpdateSink, prompt_item, replay};
-use crate::{AcpError, BoxError, SessionLoader, SessionModes, StoredSession, ToolKind};
+use crate::{
+    AcpError, BoxError, EditorFiles, SessionLoader, SessionModes, StoredSession, ToolKind,
+};
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema as acp;
 use agent_client_protocol::{Client, ConnectTo, Error};
@@ -39,6 +41,11 @@ pub struct SessionRequest {
     /// (ACP clients send their configured servers here); connect them with
     /// `agentkit-mcp` and add them as a tool source.
     pub mcp_servers: Vec<EditorMcpServer>,
+    /// The editor's files, when it announced `fs.readTextFile` or
+    /// `fs.writeTextFile`: read and write through them so edits land in
+    /// its buffers (check each path first; see [`EditorFiles`]). `None`:
+    /// use the disk.
+    pub editor_files: Option<EditorFiles>,
 }
 
 /// An MCP server the editor passes to a session.
@@ -272,6 +279,7 @@ where
             server: self,
             sessions: Mutex::new(HashMap::new()),
             counter: AtomicU64::new(0),
+            client_fs: Mutex::new(acp::FileSystemCapabilities::new()),
             elicitation: Mutex::new(None),
         });
         let (s1, s2, s3, s4, s5, s6, s7) = (
@@ -372,6 +380,8 @@ struct State<M: ModelAdapter> {
     server: AcpServer<M>,
     sessions: Mutex<HashMap<String, SessionHandle>>,
     counter: AtomicU64,
+    /// What the editor announced in `initialize`.
+    client_fs: Mutex<acp::FileSystemCapabilities>,
     /// What the editor announced it can ask its user (`initialize`'s
     /// `clientCapabilities.elicitation`): tools' questions go there.
     elicitation: Mutex<Option<acp::ElicitationCapabilities>>,
@@ -382,6 +392,8 @@ where
     LoopDriver<M::Session>: Send,
 {
     fn initialize(&self, request: &acp::InitializeRequest) -> acp::InitializeResponse {
+        *self.client_fs.lock().expect("client capabilities lock") =
+            request.client_capabilities.fs.clone();
         *self.elicitation.lock().expect("elicitation lock") =
             request.client_capabilities.elicitation.clone();
         #[cfg_attr(not(feature = "store"), allow(unused_mut))]
@@ -400,6 +412,12 @@ where
                 self.server.name.clone(),
                 self.server.version.clone(),
             ))
+    }
+
+    /// The editor's files for a session, as it announced them.
+    fn editor_files(&self, session_id: &str, cx: &ConnectionTo<Client>) -> Option<EditorFiles> {
+        let fs = self.client_fs.lock().expect("client capabilities lock");
+        EditorFiles::offered(cx.clone(), session_id, &fs)
     }
 
     fn fresh_id(&self) -> String {
@@ -584,6 +602,7 @@ where
             cwd,
             loaded: stored.is_some(),
             mcp_servers,
+            editor_files: self.editor_files(session_id, &cx),
         };
         let Prepared {
             mut builder,
@@ -640,6 +659,7 @@ where
             cwd,
             loaded,
             mcp_servers,
+            editor_files: self.editor_files(session_id, &cx),
         };
         let Prepared {
             builder,

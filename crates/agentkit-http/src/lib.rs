@@ -39,9 +39,9 @@
 //! ```
 
 mod client;
+pub mod codec;
 mod decoded;
 mod error;
-pub mod json;
 mod limits;
 
 mod pricing;

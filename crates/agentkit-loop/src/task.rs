@@ -93,6 +93,20 @@ pub trait TaskManager: Send + Sync {
 
     /// Runs one call to completion.
     async fn run(&self, job: ToolJob) -> Result<ToolResult, ToolError>;
+
+    /// [`run`](Self::run) as one owned future: what the loop holds while
+    /// the call runs. The default boxes `run`'s future inside another;
+    /// a manager can return a single box (the [`SimpleTaskManager`] does:
+    /// one allocation less per call).
+    fn run_shared(
+        self: Arc<Self>,
+        job: ToolJob,
+    ) -> futures::future::BoxFuture<'static, Result<ToolResult, ToolError>>
+    where
+        Self: 'static,
+    {
+        Box::pin(async move { self.run(job).await })
+    }
 }
 
 /// Runs calls one after another, on the driver's own task.
@@ -131,20 +145,33 @@ impl TaskManager for SimpleTaskManager {
     }
 
     async fn run(&self, job: ToolJob) -> Result<ToolResult, ToolError> {
-        let guarded = AssertUnwindSafe(job.run()).catch_unwind();
-        let outcome = match self.timeout {
-            Some(limit) => tokio::time::timeout(limit, guarded)
-                .await
-                .map_err(|_| ToolError::Timeout(limit))?,
-            None => guarded.await,
-        };
-        outcome.unwrap_or_else(|panic| {
-            Err(ToolError::Internal(format!(
-                "tool panicked: {}",
-                panic_message(&*panic)
-            )))
-        })
+        run_guarded(self.timeout, job).await
     }
+
+    fn run_shared(
+        self: Arc<Self>,
+        job: ToolJob,
+    ) -> futures::future::BoxFuture<'static, Result<ToolResult, ToolError>> {
+        Box::pin(run_guarded(self.timeout, job))
+    }
+}
+
+/// Runs `job` on the caller's task: a panic becomes an error result, and
+/// `timeout` a [`ToolError::Timeout`].
+async fn run_guarded(timeout: Option<Duration>, job: ToolJob) -> Result<ToolResult, ToolError> {
+    let guarded = AssertUnwindSafe(job.run()).catch_unwind();
+    let outcome = match timeout {
+        Some(limit) => tokio::time::timeout(limit, guarded)
+            .await
+            .map_err(|_| ToolError::Timeout(limit))?,
+        None => guarded.await,
+    };
+    outcome.unwrap_or_else(|panic| {
+        Err(ToolError::Internal(format!(
+            "tool panicked: {}",
+            panic_message(&*panic)
+        )))
+    })
 }
 
 /// Runs up to `max_parallel` calls of a round at once, each on its own tokio

@@ -32,7 +32,7 @@ use agentkit_core::{
     DataRef, FilePart, Item, ItemKind, MediaPart, Modality, Part, ReasoningPart, ToolCallPart,
     ToolOutput, ToolResultPart,
 };
-use agentkit_http::json::{write_str, write_value};
+use agentkit_http::codec::{write_str, write_value};
 use agentkit_loop::{
     BlockWriter, CacheBreakpoint, EncodedTranscript, PromptCacheMode, PromptCacheRequest,
     PromptCacheRetention, PromptCacheStrategy, TurnRequest,

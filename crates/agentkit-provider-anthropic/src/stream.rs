@@ -12,7 +12,7 @@
 
 use crate::usage::WireUsage;
 use agentkit_core::{Delta, FinishReason, MetadataMap, PartId, PartKind, ToolCallPart};
-use agentkit_http::json::JsonReader;
+use agentkit_http::codec::JsonReader;
 use agentkit_http::{PriceTable, ProviderError, SseEventRef};
 use agentkit_loop::{ModelTurnEvent, ModelTurnResult};
 use serde::Deserialize;

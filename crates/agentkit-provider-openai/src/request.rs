@@ -19,7 +19,7 @@ use agentkit_core::{
     DataRef, FilePart, Item, ItemKind, MediaPart, Modality, Part, ToolCallPart, ToolOutput,
     ToolResultPart,
 };
-use agentkit_http::json::{write_json_str, write_str};
+use agentkit_http::codec::{write_json_str, write_str};
 use agentkit_loop::{
     BlockWriter, EncodedTranscript, OutputSchema, PromptCacheMode, PromptCacheRequest,
     PromptCacheRetention, TurnRequest,

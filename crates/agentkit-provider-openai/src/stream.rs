@@ -17,7 +17,7 @@ use agentkit_core::{Delta, FinishReason, MetadataMap, PartId, PartKind, ToolCall
 use agentkit_http::PriceTable;
 #[cfg(test)]
 use agentkit_http::SseEvent;
-use agentkit_http::json::JsonReader;
+use agentkit_http::codec::JsonReader;
 use agentkit_http::{ProviderError, SseEventRef};
 use agentkit_loop::{ModelTurnEvent, ModelTurnResult};
 use serde::Deserialize;
@@ -216,18 +216,26 @@ fn read_chunk<'a>(data: &'a str, chunk: &mut Chunk<'a>) -> Option<()> {
 /// content), what [`read_chunk`] would read from it; `None` for any other
 /// layout (member order, spacing, more members), which the general reader
 /// takes.
-fn read_content_chunk(data: &str) -> Option<(Cow<'_, str>, Cow<'_, str>, Cow<'_, str>)> {
+///
+/// `known` is the (id, model) of the chunks before: every chunk of a
+/// stream repeats them, so a chunk carrying the same ones is checked with
+/// one comparison each, and gives `None` for them, instead of reading them
+/// again (a different one is read as any other).
+fn read_content_chunk<'a>(
+    data: &'a str,
+    known: (Option<&str>, Option<&str>),
+) -> Option<ContentChunk<'a>> {
     let mut reader = JsonReader::new(data);
     let fixed = |reader: &mut JsonReader<'_>, text: &str| reader.consume(text).then_some(());
     fixed(&mut reader, r#"{"id":"#)?;
-    let id = reader.str()?;
+    let id = same_or_str(&mut reader, known.0)?;
     fixed(
         &mut reader,
         r#","object":"chat.completion.chunk","created":"#,
     )?;
     reader.u64()?;
     fixed(&mut reader, r#","model":"#)?;
-    let model = reader.str()?;
+    let model = same_or_str(&mut reader, known.1)?;
     if reader.consume(r#","service_tier":"#) {
         reader.str()?;
     }
@@ -244,6 +252,25 @@ fn read_content_chunk(data: &str) -> Option<(Cow<'_, str>, Cow<'_, str>, Cow<'_,
     fixed(&mut reader, "}")?;
     reader.end()?;
     Some((id, model, content))
+}
+
+/// (id, model, content) of a text chunk; the id and model are `None` when
+/// they are the known ones.
+type ContentChunk<'a> = (Option<Cow<'a, str>>, Option<Cow<'a, str>>, Cow<'a, str>);
+
+/// `None` inside when the next string is `known` written without escapes
+/// (consumed by one comparison), else the string read.
+#[inline]
+fn same_or_str<'a>(
+    reader: &mut JsonReader<'a>,
+    known: Option<&str>,
+) -> Option<Option<Cow<'a, str>>> {
+    if let Some(known) = known
+        && reader.consume_quoted(known)
+    {
+        return Some(None);
+    }
+    reader.str().map(Some)
 }
 
 /// A string or `null`.
@@ -396,6 +423,9 @@ pub(crate) struct ChunkDecoder {
     finish_reason: Option<String>,
     response_id: Option<String>,
     model: Option<String>,
+    /// Set once the id and model are known: whether they are plain JSON
+    /// strings, which chunks repeating them are checked against.
+    plain_known: Option<bool>,
     finished: bool,
 }
 
@@ -465,14 +495,19 @@ impl ChunkDecoder {
         data: &str,
         out: &mut VecDeque<ModelTurnEvent>,
     ) -> Result<(), ProviderError> {
-        if let Some((id, model, content)) = read_content_chunk(data) {
+        let known = match self.plain_known {
+            Some(true) => (self.response_id.as_deref(), self.model.as_deref()),
+            _ => (None, None),
+        };
+        if let Some((id, model, content)) = read_content_chunk(data, known) {
             // What the general path does with such a chunk, directly.
             if self.response_id.is_none() {
-                self.response_id = Some(id.into_owned());
+                self.response_id = id.map(Cow::into_owned);
             }
             if self.model.is_none() {
-                self.model = Some(model.into_owned());
+                self.model = model.map(Cow::into_owned);
             }
+            self.check_known();
             if !content.is_empty() {
                 self.append(OpenKind::Text, content.into_owned(), out);
             }
@@ -491,6 +526,7 @@ impl ChunkDecoder {
         if self.model.is_none() {
             self.model = chunk.model.take().map(Cow::into_owned);
         }
+        self.check_known();
         // We never ask for `n > 1`; other choices would be another answer.
         for choice in chunk.choices.iter_mut() {
             if let Some(delta) = &mut choice.delta {
@@ -509,6 +545,16 @@ impl ChunkDecoder {
             out.push_back(ModelTurnEvent::Usage(usage));
         }
         Ok(())
+    }
+
+    /// Once the id and model are known: whether later chunks may compare
+    /// them instead of reading them (they are plain JSON strings).
+    fn check_known(&mut self) {
+        if self.plain_known.is_none()
+            && let (Some(id), Some(model)) = (&self.response_id, &self.model)
+        {
+            self.plain_known = Some(JsonReader::is_plain(id) && JsonReader::is_plain(model));
+        }
     }
 
     /// The body ended without `[DONE]`.

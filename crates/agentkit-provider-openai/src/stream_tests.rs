@@ -266,8 +266,19 @@ fn the_content_chunk_reader_reads_what_the_general_reader_reads_or_leaves_it() {
         let mut general = Chunk::empty();
         let general = read_chunk(data, &mut general).map(|()| general);
         let serde: Option<Chunk<'_>> = serde_json::from_str(data).ok();
-        if let Some((id, model, content)) = read_content_chunk(data) {
+        if let Some((id, model, content)) = read_content_chunk(data, (None, None)) {
+            let (id, model) = (id.expect("an id"), model.expect("a model"));
             read += 1;
+            // The id and model of the chunks before are compared, not read;
+            // different ones are read.
+            let repeated = read_content_chunk(data, (Some("chatcmpl-9"), Some("gpt-4o-mini")));
+            let (none_id, none_model, same) = repeated.expect("read with the known values");
+            assert!(none_id.is_none() && none_model.is_none());
+            assert_eq!(same, content);
+            let other = read_content_chunk(data, (Some("chatcmpl-"), Some("gpt-4o-mini-2")));
+            let (other_id, other_model, _) = other.expect("read with other values");
+            assert_eq!(other_id.as_deref(), Some(id.as_ref()));
+            assert_eq!(other_model.as_deref(), Some(model.as_ref()));
             for chunk in [
                 general.expect("the general reader reads it"),
                 serde.expect("serde_json reads it"),

@@ -23,6 +23,17 @@ pub enum ScriptStep {
     Fail(ModelError),
     /// Wait this long (tokio time, so paused-clock tests run instantly).
     Delay(Duration),
+    /// Emit a tool call whose input is parsed from this JSON text when it
+    /// is emitted, as an adapter parses a streamed call: each session (and
+    /// each play of the turn) holds an input of its own.
+    RawCall {
+        /// The call's id.
+        id: String,
+        /// The tool's name.
+        name: String,
+        /// The input, as JSON text.
+        input: String,
+    },
 }
 
 /// A scripted model turn, built step by step.
@@ -125,6 +136,21 @@ impl ScriptedTurn {
         self.steps.push(ScriptStep::Event(ModelTurnEvent::ToolCall(
             ToolCallPart::new(id, name, input),
         )));
+        self
+    }
+
+    /// Emits a tool call whose input is parsed from `input` (JSON text)
+    /// when it is emitted, as a real adapter parses the call it streams:
+    /// unlike [`call`](Self::call), whose input every play shares, each
+    /// play holds an input of its own (what a memory measurement should
+    /// count). Input that is not JSON fails the stream with a decoding
+    /// error.
+    pub fn call_json(mut self, id: &str, name: &str, input: &str) -> Self {
+        self.steps.push(ScriptStep::RawCall {
+            id: id.to_owned(),
+            name: name.to_owned(),
+            input: input.to_owned(),
+        });
         self
     }
 
@@ -371,6 +397,17 @@ impl ModelTurn for ScriptedTurnStream {
                 None => Ok(None),
                 Some(ScriptStep::Event(event)) => Ok(Some(event)),
                 Some(ScriptStep::Fail(error)) => Err(error),
+                Some(ScriptStep::RawCall { id, name, input }) => {
+                    match serde_json::from_str::<Value>(&input) {
+                        Ok(input) => Ok(Some(ModelTurnEvent::ToolCall(ToolCallPart::new(
+                            id, name, input,
+                        )))),
+                        Err(err) => Err(ModelError::new(
+                            ModelErrorKind::Protocol,
+                            format!("scripted call input is not JSON: {err}"),
+                        )),
+                    }
+                }
                 Some(ScriptStep::Delay(duration)) => {
                     self.delay = Some(Box::pin(tokio::time::sleep(duration)));
                     continue;

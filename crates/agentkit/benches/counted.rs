@@ -280,11 +280,16 @@ fn resume_snapshot() -> String {
 const IDLE_SESSIONS: usize = 1_000;
 
 /// Target 3: the live heap an idle session keeps after one turn (a tool
-/// round and an answer), per session.
+/// round and an answer), per session. The call's input is parsed from
+/// JSON text when the model emits it, as a real adapter parses the call it
+/// streams, so each session holds (and the figure counts) its own input.
 fn idle_session() -> String {
     let rt = runtime();
-    let model =
-        ScriptedModel::per_session([tool_turn(0), ScriptedTurn::text("done")]).without_recording();
+    let call = ScriptedTurn::new()
+        .say_chunks(&["Let", " me", " check", "."])
+        .call_json("call-0", "echo", r#"{"text":"hi"}"#)
+        .finish(FinishReason::ToolCall);
+    let model = ScriptedModel::per_session([call, ScriptedTurn::text("done")]).without_recording();
     let agent = Agent::builder()
         .model(model)
         .add_tool_source(tools())

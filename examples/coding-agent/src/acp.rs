@@ -10,11 +10,13 @@
 //! and `coding-agent --resume ID` continues one an editor started. The
 //! editor's mode picker offers the approval modes (ask, auto-edit,
 //! full-auto), its prompt box the slash commands (`/compact`, `/clear`,
-//! `/help`), and its plan view the agent's todo list (`todo_write`).
+//! `/help`), and its plan view the agent's todo list (`todo_write`). When
+//! the editor offers its buffers, the file tools read and write through
+//! them (`buffers.rs`); shell commands stay in the agent's own sandbox.
 //!
 //! Standard output carries the protocol only: notes go to standard error.
 
-use crate::app::agent_builder;
+use crate::app::agent_builder_with;
 use crate::context::{ContextControl, ContextKeeper};
 use crate::policy::ApprovalMode;
 use crate::policy::SessionAllowList;
@@ -113,12 +115,14 @@ where
             .unwrap_or_else(|e| e.into_inner())
             .insert(request.session_id.clone(), control.clone());
         let keeper = ContextKeeper::new(model.clone(), window, control);
-        Ok(agent_builder(
+        let files = crate::buffers::fs_config(&request.cwd, request.editor_files.clone());
+        Ok(agent_builder_with(
             model.clone(),
             &request.cwd,
             always,
             mcp.as_ref(),
             keeper,
+            files,
         ))
     })
     .agent_info("coding-agent", env!("CARGO_PKG_VERSION"))

@@ -382,10 +382,24 @@ pub fn agent_builder<M: ModelAdapter>(
     mcp: Option<&McpServerManager>,
     context: ContextKeeper,
 ) -> AgentBuilder<M> {
+    let files = FsToolsConfig::new(workspace);
+    agent_builder_with(model, workspace, always, mcp, context, files)
+}
+
+/// [`agent_builder`] with the file tools' configuration given (over ACP:
+/// the editor's buffers, see `buffers.rs`).
+pub fn agent_builder_with<M: ModelAdapter>(
+    model: M,
+    workspace: &Path,
+    always: SessionAllowList,
+    mcp: Option<&McpServerManager>,
+    context: ContextKeeper,
+    files: FsToolsConfig,
+) -> AgentBuilder<M> {
     let builder = Agent::builder()
         .model(model)
         .compaction(context)
-        .add_tool_source(fs_tools(FsToolsConfig::new(workspace)))
+        .add_tool_source(fs_tools(files))
         // Commands run under Landlock where the kernel has it: writes only
         // beneath the workspace (the tool says so when it runs unsandboxed).
         .add_tool_source(shell_tools(

@@ -19,6 +19,7 @@
 mod acp;
 mod app;
 mod args;
+mod buffers;
 mod context;
 mod demo;
 mod diagnose;

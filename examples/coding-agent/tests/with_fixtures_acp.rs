@@ -206,6 +206,47 @@ fn slash_commands_and_plans_reach_the_editor() {
     assert!(texts(&messages[2], "assistant").is_empty());
 }
 
+/// An editor that offers its buffers (`fs.readTextFile`,
+/// `fs.writeTextFile`) gets the file tools' reads and writes: the model
+/// reads the unsaved buffer, not the disk, the write lands in the editor's
+/// buffer, not on disk, and a path outside the workspace is checked (the
+/// user refuses it) before the editor is asked.
+#[test]
+fn file_tools_use_the_editors_buffers_when_offered() {
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = dir.path().join("work");
+    std::fs::create_dir(&workspace).unwrap();
+    std::fs::write(workspace.join("notes.txt"), "saved: buy milk\n").unwrap();
+    std::fs::write(dir.path().join("outside.txt"), "secret\n").unwrap();
+    let server = Server::start(vec![
+        sse(tool_calls(&[
+            ("call_1", "fs_read_file", json!({ "path": "notes.txt" })),
+            (
+                "call_2",
+                "fs_read_file",
+                json!({ "path": "../outside.txt" }),
+            ),
+        ])),
+        sse(tool_calls(&[(
+            "call_3",
+            "fs_write_file",
+            json!({ "path": "out.txt", "content": "summary: oat milk\n" }),
+        )])),
+        sse(text_answer("Wrote the summary.")),
+    ]);
+    run_client("coding-agent-buffers.mjs", &server, dir.path(), 3);
+    let results = texts(&server.messages()[1], "tool");
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert!(results[0].contains("unsaved: buy oat milk"), "{results:?}");
+    assert!(!results[1].contains("secret"), "{results:?}");
+    // The disk is untouched: the write is the editor's to save.
+    assert!(!workspace.join("out.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(workspace.join("notes.txt")).unwrap(),
+        "saved: buy milk\n"
+    );
+}
+
 /// A question an MCP server asks during a tool call goes to an editor that
 /// announced form elicitation (`elicitation/create`), and the editor's
 /// answer goes back: accepted content reaches the server, a cancel too.

@@ -5,14 +5,17 @@
 //! never accept what serde_json refuses, nor read a value differently.
 //! Properties: a document it skips whole serde_json accepts; a string it
 //! reads is the string serde_json decodes; an integer it reads is the
-//! `u64` serde_json reads; any text `write_str` writes, and any document
+//! `u64` serde_json reads; a plain string it reads is consumed whole by
+//! `consume_quoted`, which consumes nothing else that serde_json does not
+//! read as that string; any text `write_str` writes, and any document
 //! `write_value` writes, as serde_json writes them, byte for byte (the
 //! request encoders build bodies with them).
 
 use crate::{Outcome, Target, seeds_or_tokens};
-use agentkit_http::json::{JsonReader, write_str, write_value};
+use agentkit_http::codec::{JsonReader, write_str, write_value};
 use proptest::strategy::BoxedStrategy;
 use serde::de::IgnoredAny;
+use std::borrow::Cow;
 
 /// The target.
 pub const TARGET: Target = Target {
@@ -115,6 +118,31 @@ fn check(input: &[u8]) -> Outcome {
                     "read {read:?} from {text:?}; serde_json: {other:?}"
                 ));
             }
+        }
+    }
+    // `consume_quoted` against a string read before (the decoders compare
+    // a stream's repeated id so), and against a fixed one.
+    let mut reader = JsonReader::new(text);
+    // A string written without escapes (read borrowed) and plain, with no
+    // whitespace before it (`consume_quoted` skips none).
+    if text.starts_with('"')
+        && let Some(Cow::Borrowed(read)) = reader.str()
+        && JsonReader::is_plain(read)
+    {
+        let mut quoted = JsonReader::new(text);
+        if !quoted.consume_quoted(read) || quoted.end().is_some() != reader.end().is_some() {
+            return Err(format!(
+                "consume_quoted({read:?}) disagrees with str() on {text:?}"
+            ));
+        }
+    }
+    for known in ["a", "", "chatcmpl-1"] {
+        let mut quoted = JsonReader::new(text);
+        if quoted.consume_quoted(known)
+            && quoted.end().is_some()
+            && serde_json::from_str::<String>(text).ok().as_deref() != Some(known)
+        {
+            return Err(format!("consume_quoted({known:?}) took {text:?}"));
         }
     }
     let mut reader = JsonReader::new(text);

@@ -14,10 +14,12 @@ pub(crate) mod machine;
 mod model_call;
 mod questions;
 mod resume;
+mod running;
 
 mod tool_round;
 
 pub(crate) use resume::check_snapshot;
+pub(crate) use running::{Running, RunningCall, Salvage};
 
 use crate::error::panic_message;
 use crate::{
@@ -27,117 +29,12 @@ use crate::{
 use agentkit_core::{
     CancellationHandle, Item, SessionId, ToolCallId, TurnCancellation, validate_transcript,
 };
-use agentkit_tools_core::{ApprovalDecision, ResolvedCatalog, ToolError, ToolResult};
-use futures::future::BoxFuture;
-use futures::stream::FuturesUnordered;
-use futures::{FutureExt, StreamExt};
+use agentkit_tools_core::{ApprovalDecision, ResolvedCatalog};
+use futures::FutureExt;
 use machine::{Action, DriverCore, Note, QueuedMessages, RecordedRewrite, ToolOutcome};
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use tracing::Instrument;
-
-/// What a call resolves to: its index in the round, its id and outcome.
-type CallOutcome = (usize, ToolCallId, Result<ToolResult, ToolError>);
-
-/// A running call.
-type RunningCall = BoxFuture<'static, CallOutcome>;
-
-/// The calls of the open round that are running, owned by one `next()`.
-///
-/// If that `next()` is dropped mid-round, the calls that already finished
-/// are salvaged for the next `next()` (their real results are kept) and the
-/// rest are dropped at once, which cancels them (an MCP call sends its
-/// cancellation, a concurrent task is aborted): a host that gave up waiting
-/// does not keep work running, and nothing runs twice.
-///
-/// One call at a time is the common case (the default task manager): it is
-/// held as is, and a `FuturesUnordered` (two allocations to make, one per
-/// call pushed) is made only when a second call runs beside it.
-pub(crate) struct Running {
-    one: Option<RunningCall>,
-    many: Option<FuturesUnordered<RunningCall>>,
-    salvage: Arc<std::sync::Mutex<Vec<CallOutcome>>>,
-}
-
-impl Running {
-    fn new(salvage: Arc<std::sync::Mutex<Vec<CallOutcome>>>) -> Self {
-        Self {
-            one: None,
-            many: None,
-            salvage,
-        }
-    }
-
-    /// `true` when no call runs.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.one.is_none() && self.many.as_ref().is_none_or(FuturesUnordered::is_empty)
-    }
-
-    /// Runs `call` beside the others.
-    fn push(&mut self, call: RunningCall) {
-        if self.is_empty() {
-            self.one = Some(call);
-        } else {
-            self.many
-                .get_or_insert_with(FuturesUnordered::new)
-                .push(call);
-        }
-    }
-
-    /// Drops every running call, which cancels it.
-    fn clear(&mut self) {
-        self.one = None;
-        self.many = None;
-    }
-
-    /// The next call to finish; `None` when none runs.
-    pub(crate) fn poll_next(
-        &mut self,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<CallOutcome>> {
-        use std::task::Poll;
-        if let Some(call) = self.one.as_mut()
-            && let Poll::Ready(outcome) = call.poll_unpin(cx)
-        {
-            self.one = None;
-            return Poll::Ready(Some(outcome));
-        }
-        if let Some(many) = self.many.as_mut()
-            && let Poll::Ready(Some(outcome)) = many.poll_next_unpin(cx)
-        {
-            return Poll::Ready(Some(outcome));
-        }
-        if self.is_empty() {
-            Poll::Ready(None)
-        } else {
-            Poll::Pending
-        }
-    }
-
-    /// Every call that already finished, without waiting.
-    pub(crate) fn ready(&mut self) -> Vec<CallOutcome> {
-        let mut ready = Vec::new();
-        let waker = futures::task::noop_waker_ref();
-        let mut cx = std::task::Context::from_waker(waker);
-        while let std::task::Poll::Ready(Some(outcome)) = self.poll_next(&mut cx) {
-            ready.push(outcome);
-        }
-        ready
-    }
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        if self.is_empty() {
-            return;
-        }
-        let ready = self.ready();
-        self.salvage
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .extend(ready);
-    }
-}
 
 /// The runtime of one session; see the crate docs for the host loop.
 ///
@@ -187,8 +84,9 @@ pub struct LoopDriver<S: ModelSession> {
     /// number in the core).
     checkpoint: Option<(u64, TurnCancellation)>,
     config: Arc<dyn DriverConfig>,
-    /// Results of calls that finished before a `next()` was dropped.
-    salvage: Arc<std::sync::Mutex<Vec<CallOutcome>>>,
+    /// Results of calls that finished before a `next()` was dropped; made
+    /// with the first call a turn runs.
+    salvage: Option<Salvage>,
     /// Calls running in the background; made when first needed (a call
     /// routed to the background, or the host asking), as most sessions
     /// never have one.
@@ -209,7 +107,8 @@ pub struct LoopDriver<S: ModelSession> {
     )>,
     /// The running calls of a round that paused for a question: the
     /// asking call's future (and any other) lives on across the yield.
-    parked: Option<Running>,
+    /// Boxed: it is rarely set, and it would make every driver larger.
+    parked: Option<Box<Running>>,
     /// The origin of the core's time (see [`Routed`](machine::Routed)):
     /// read when a call first needs a timer, so a session without one
     /// never reads the clock.
@@ -219,8 +118,15 @@ pub struct LoopDriver<S: ModelSession> {
 /// Model usage reported by running calls through their
 /// [`UsageSink`](agentkit_tools_core::UsageSink), possibly from other tasks;
 /// the driver adds it to the turn before each step of the core.
-#[derive(Clone, Default)]
-pub(crate) struct ToolUsage(Arc<ReportedUsage>);
+///
+/// The sink is made with the first call of a turn and shared by every
+/// later call (cloning it is a reference count, not an allocation).
+#[derive(Default)]
+pub(crate) struct ToolUsage {
+    /// Made with the first sink.
+    reported: Option<Arc<ReportedUsage>>,
+    sink: Option<agentkit_tools_core::UsageSink>,
+}
 
 #[derive(Default)]
 pub(crate) struct ReportedUsage {
@@ -233,25 +139,44 @@ pub(crate) struct ReportedUsage {
 
 impl ToolUsage {
     /// A sink for one call's context.
-    pub(crate) fn sink(&self) -> agentkit_tools_core::UsageSink {
-        let shared = self.0.clone();
-        agentkit_tools_core::UsageSink::new(move |usage| {
-            let mut total = shared.usage.lock().unwrap_or_else(|e| e.into_inner());
-            total
-                .get_or_insert_with(Default::default)
-                .accumulate(&usage);
-            shared.any.store(true, std::sync::atomic::Ordering::Release);
-        })
+    pub(crate) fn sink(&mut self) -> agentkit_tools_core::UsageSink {
+        let reported = &mut self.reported;
+        self.sink
+            .get_or_insert_with(|| {
+                let shared = reported.get_or_insert_with(Arc::default).clone();
+                agentkit_tools_core::UsageSink::new(move |usage| {
+                    let mut total = shared.usage.lock().unwrap_or_else(|e| e.into_inner());
+                    total
+                        .get_or_insert_with(Default::default)
+                        .accumulate(&usage);
+                    shared.any.store(true, std::sync::atomic::Ordering::Release);
+                })
+            })
+            .clone()
+    }
+
+    /// Drops the driver's handle on the shared sink (calls still running
+    /// in the background keep theirs; their reports still arrive).
+    fn release_sink(&mut self) {
+        self.sink = None;
+        // Nothing holds the sink any more and nothing is left to take.
+        if let Some(reported) = &self.reported
+            && Arc::strong_count(reported) == 1
+            && !reported.any.load(std::sync::atomic::Ordering::Acquire)
+        {
+            self.reported = None;
+        }
     }
 
     /// Everything reported since the last call. A report landing right
     /// after the flag is read is taken at the next step.
     fn take(&self) -> Option<agentkit_core::Usage> {
-        if !self.0.any.load(std::sync::atomic::Ordering::Acquire) {
+        let reported = self.reported.as_ref()?;
+        if !reported.any.load(std::sync::atomic::Ordering::Acquire) {
             return None;
         }
-        let mut total = self.0.usage.lock().unwrap_or_else(|e| e.into_inner());
-        self.0
+        let mut total = reported.usage.lock().unwrap_or_else(|e| e.into_inner());
+        reported
             .any
             .store(false, std::sync::atomic::Ordering::Relaxed);
         total.take()
@@ -334,7 +259,7 @@ impl<S: ModelSession> LoopDriver<S> {
             cancellation,
             checkpoint: None,
             config,
-            salvage: Arc::default(),
+            salvage: None,
             background: std::sync::OnceLock::new(),
             last_catalog: None,
             tool_usage: ToolUsage::default(),
@@ -544,22 +469,39 @@ impl<S: ModelSession> LoopDriver<S> {
         // the core still sees running belong to a `next()` that was
         // dropped: the finished ones keep their real results, the others
         // are answered as interrupted rather than run twice.
-        let salvaged = std::mem::take(&mut *self.salvage.lock().unwrap_or_else(|e| e.into_inner()));
-        for (index, call_id, outcome) in salvaged {
+        let salvaged = self
+            .salvage
+            .as_ref()
+            .map(|salvage| std::mem::take(&mut *salvage.lock().unwrap_or_else(|e| e.into_inner())));
+        for (index, call_id, outcome) in salvaged.into_iter().flatten() {
             let outcome = ToolOutcome::of(&call_id, outcome);
             self.core.on_tool_done(index, &call_id, outcome);
         }
         let mut running = match self.parked.take() {
             // The round paused for a question: its calls live on.
-            Some(parked) => parked,
+            Some(parked) => *parked,
             None => {
                 self.core.on_calls_lost();
-                Running::new(self.salvage.clone())
+                Running::new()
             }
         };
         let result = self.run_round(&mut running).await;
         if !running.is_empty() {
-            self.parked = Some(running);
+            self.parked = Some(Box::new(running));
+        } else if matches!(result, Ok(LoopStep::Finished(_))) && self.replies.is_empty() {
+            // The turn is over: an idle session keeps no question queue,
+            // no call sinks and no salvage (the next turn's first call
+            // makes them again).
+            drop(running);
+            self.questions = None;
+            self.tool_usage.release_sink();
+            if self
+                .salvage
+                .as_ref()
+                .is_some_and(|salvage| Arc::strong_count(salvage) == 1)
+            {
+                self.salvage = None;
+            }
         }
         result
     }
@@ -589,7 +531,7 @@ impl<S: ModelSession> LoopDriver<S> {
                     }
                     Action::StartTool(call) => {
                         if let Some(call) = self.start_call(call) {
-                            running.push(call);
+                            running.push(call, &mut self.salvage);
                         }
                         self.core.poll()
                     }

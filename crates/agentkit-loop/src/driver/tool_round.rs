@@ -127,7 +127,7 @@ impl<S: ModelSession> LoopDriver<S> {
                         now,
                     },
                 );
-                Some(
+                Some(RunningCall::Other(
                     async move {
                         let _guard = AbandonOnDrop { tasks, task_id };
                         // A detached task drops its sender: the core, which
@@ -138,18 +138,14 @@ impl<S: ModelSession> LoopDriver<S> {
                         (index, call_id, outcome)
                     }
                     .boxed(),
-                )
+                ))
             }
-            _ => Some(
-                async move {
-                    let outcome = manager.run(job).instrument(span.clone()).await;
-                    if record_content && let Ok(result) = &outcome {
-                        span.record("gen_ai.tool.call.result", result.output.to_text().as_str());
-                    }
-                    (index, call_id, outcome)
-                }
-                .boxed(),
-            ),
+            _ => Some(RunningCall::Managed {
+                index,
+                call_id,
+                run: manager.run_shared(job).instrument(span),
+                record_content,
+            }),
         }
     }
 
@@ -158,56 +154,70 @@ impl<S: ModelSession> LoopDriver<S> {
         self.clock.get_or_insert_with(Instant::now).elapsed()
     }
 
-    /// Waits until a call finishes, the turn is cancelled, or (when the
-    /// core says so: several calls run at once) an urgent message is
-    /// queued; the core sorts it out.
+    /// Waits until a call finishes or asks the host something, the turn is
+    /// cancelled, a detach-after deadline passes, or (when the core says
+    /// so: several calls run at once) an urgent message is queued; the core
+    /// sorts it out. Only the waits that can end are set up: a session
+    /// without a cancellation handle, a timer or parallel calls polls its
+    /// calls and nothing else.
     pub(super) async fn await_calls(&mut self, running: &mut Running, wake_on_urgent: bool) {
         if running.is_empty() {
             self.core.on_calls_lost();
             return;
         }
         let cancellation = self.turn_cancellation();
-        let soft = self.soft.clone();
-        let parallel = wake_on_urgent;
-        let cancelled = async {
-            match &cancellation {
-                Some(token) => token.cancelled().await,
-                None => std::future::pending().await,
-            }
+        let soft = if wake_on_urgent {
+            Some(self.soft.clone())
+        } else {
+            None
         };
-        let urgent = async {
-            if parallel {
-                soft.urgent_pushed().await
-            } else {
-                std::future::pending().await
-            }
-        };
+        // The core's next deadline, on the clock it was given; no clock
+        // read yet means no timer ever ran, and the calls are not scanned.
+        let deadline = self
+            .clock
+            .and_then(|origin| Some(origin + self.core.poll_timeout()?));
         let questions = self.questions.as_ref().map(|(queue, _)| queue.clone());
-        let asked = async {
-            match &questions {
-                Some(questions) => questions.asked().await,
-                None => std::future::pending().await,
-            }
-        };
-        // The core's next deadline, on the clock it was given.
-        let deadline = self.core.poll_timeout().zip(self.clock);
-        let timer = async {
-            match deadline {
-                Some((at, origin)) => tokio::time::sleep_until((origin + at).into()).await,
-                None => std::future::pending().await,
-            }
-        };
         let mut timed_out = false;
         tokio::select! {
             biased;
-            _ = cancelled => {}
-            _ = urgent => {}
-            _ = asked => {}
-            _ = timer => timed_out = true,
-            Some((index, call_id, outcome)) = std::future::poll_fn(|cx| running.poll_next(cx)) => {
-                let outcome = ToolOutcome::of(&call_id, outcome);
-                self.core.on_tool_done(index, &call_id, outcome);
+            // A disabled branch's future is made but never polled.
+            () = async {
+                if let Some(token) = &cancellation {
+                    token.cancelled().await;
+                }
+            }, if cancellation.is_some() => {}
+            () = async {
+                if let Some(soft) = &soft {
+                    soft.urgent_pushed().await;
+                }
+            }, if soft.is_some() => {}
+            () = async {
+                if let Some(at) = deadline {
+                    tokio::time::sleep_until(at.into()).await;
+                }
+            }, if deadline.is_some() => timed_out = true,
+            Some(done) = std::future::poll_fn(|cx| {
+                // A question is an output of polling the calls: the
+                // asking call is polled here (or wakes this waker from
+                // its own task).
+                if let Some(questions) = &questions {
+                    questions.register(cx.waker());
+                }
+                match running.poll_next(cx) {
+                    std::task::Poll::Pending
+                        if questions.as_ref().is_some_and(|q| q.asked()) =>
+                    {
+                        std::task::Poll::Ready(Some(None))
+                    }
+                    other => other.map(|done| done.map(Some)),
+                }
+            }) => {
+                if let Some((index, call_id, outcome)) = done {
+                    let outcome = ToolOutcome::of(&call_id, outcome);
+                    self.core.on_tool_done(index, &call_id, outcome);
+                }
             }
+            else => {}
         }
         // Calls that finished in the same instant as a cancellation, an
         // urgent message or a deadline keep their real results.

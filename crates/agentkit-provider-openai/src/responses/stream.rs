@@ -25,7 +25,7 @@ use super::hosted;
 use agentkit_core::{
     CostUsage, Delta, FinishReason, MetadataMap, PartId, PartKind, TokenUsage, ToolCallPart, Usage,
 };
-use agentkit_http::json::JsonReader;
+use agentkit_http::codec::JsonReader;
 use agentkit_http::{PriceTable, ProviderError, SseEventRef};
 use agentkit_loop::{ModelTurnEvent, ModelTurnResult};
 use serde::Deserialize;

@@ -13,7 +13,7 @@
 //! It never decides alone. Every method returns `None` when it meets
 //! something it does not handle exactly as serde_json would (a key with
 //! escapes, a number where an integer is wanted, a lone surrogate, nesting
-//! deeper than [`MAX_DEPTH`], a duplicate member the caller cares about) or
+//! deeper than 64 levels, a duplicate member the caller cares about) or
 //! when the document is not valid JSON; the caller then parses the event
 //! with serde_json as before, which gives the result or the error. So the
 //! reader only has to be right about what it accepts: everything it skips
@@ -21,7 +21,7 @@
 //! would have decoded.
 //!
 //! ```
-//! use agentkit_http::json::JsonReader;
+//! use agentkit_http::codec::JsonReader;
 //!
 //! let data = r#"{"type":"delta","index":2,"delta":{"text":"caf\u00e9 \"ok\""},"x":[1,{}]}"#;
 //! let mut reader = JsonReader::new(data);
@@ -39,11 +39,12 @@
 //! assert!(JsonReader::new(r#"{"a":01}"#).skip().is_none());
 //! ```
 
+use super::find_special;
 use std::borrow::Cow;
 
 /// How deeply arrays and objects may nest before the reader gives up
 /// (serde_json refuses at 128).
-pub const MAX_DEPTH: u32 = 64;
+pub(crate) const MAX_DEPTH: u32 = 64;
 
 /// Reads one JSON document from a string; see the [module](self) docs.
 #[derive(Debug)]
@@ -52,156 +53,6 @@ pub struct JsonReader<'a> {
     pos: usize,
     depth: u32,
 }
-
-const ONES: u64 = 0x0101_0101_0101_0101;
-const HIGHS: u64 = 0x8080_8080_8080_8080;
-
-/// The high bit of each byte of `word` that is a quote, a backslash or a
-/// control character; the lowest one marks exactly the first such byte.
-#[inline]
-fn specials(word: u64) -> u64 {
-    let quote = word ^ (ONES * u64::from(b'"'));
-    let backslash = word ^ (ONES * u64::from(b'\\'));
-    ((quote.wrapping_sub(ONES) & !quote)
-        | (backslash.wrapping_sub(ONES) & !backslash)
-        | (word.wrapping_sub(ONES * 0x20) & !word))
-        & HIGHS
-}
-
-#[inline]
-fn is_special(byte: u8) -> bool {
-    byte == b'"' || byte == b'\\' || byte < 0x20
-}
-
-/// Where the first quote, backslash or control character is in
-/// `bytes[pos..]`, looking at eight bytes at a time.
-#[inline(always)]
-fn find_special(bytes: &[u8], mut pos: usize) -> Option<usize> {
-    while let Some(word) = bytes.get(pos..pos + 8) {
-        let mut eight = [0; 8];
-        eight.copy_from_slice(word);
-        let found = specials(u64::from_le_bytes(eight));
-        if found != 0 {
-            return Some(pos + (found.trailing_zeros() / 8) as usize);
-        }
-        pos += 8;
-    }
-    while let Some(&byte) = bytes.get(pos) {
-        if is_special(byte) {
-            return Some(pos);
-        }
-        pos += 1;
-    }
-    None
-}
-
-/// Appends `text` to `out` as a JSON string, escaped byte for byte as
-/// serde_json escapes it (`\"`, `\\`, the short escapes of `\b`, `\f`, `\n`,
-/// `\r`, `\t`, `\u00xx` for the other control characters, nothing else):
-/// a request body built with it is the body serde_json would build. The
-/// runs between escapes are copied whole, found eight bytes at a time,
-/// where serde_json looks at every byte.
-///
-/// ```
-/// let mut out = Vec::new();
-/// agentkit_http::json::write_str(&mut out, "caf\u{e9} \"ok\"\n\u{1}");
-/// let text = String::from_utf8(out.clone()).unwrap();
-/// assert_eq!(text, serde_json::to_string("caf\u{e9} \"ok\"\n\u{1}").unwrap());
-/// ```
-#[inline]
-pub fn write_str(out: &mut Vec<u8>, text: &str) {
-    write_escaped(out, text.as_bytes());
-}
-
-/// Appends `value`'s compact JSON text to `out` as a JSON string: what
-/// `write_str(out, &value.to_string())` writes (the APIs' tool-call
-/// `arguments` are sent this way).
-pub fn write_json_str(out: &mut Vec<u8>, value: &serde_json::Value) {
-    let mut text = Vec::with_capacity(128);
-    write_value(&mut text, value);
-    write_escaped(out, &text);
-}
-
-/// Appends `value` to `out` as compact JSON, byte for byte what
-/// `serde_json::to_writer` writes (members in the map's own order), with
-/// its strings escaped by [`write_str`].
-pub fn write_value(out: &mut Vec<u8>, value: &serde_json::Value) {
-    use serde_json::Value;
-    match value {
-        Value::Null => out.extend_from_slice(b"null"),
-        Value::Bool(true) => out.extend_from_slice(b"true"),
-        Value::Bool(false) => out.extend_from_slice(b"false"),
-        // Numbers as serde_json formats them; writing to memory cannot fail.
-        Value::Number(number) => serde_json::to_writer(&mut *out, number).unwrap_or_default(),
-        Value::String(text) => write_str(out, text),
-        Value::Array(values) => {
-            out.push(b'[');
-            for (n, value) in values.iter().enumerate() {
-                if n > 0 {
-                    out.push(b',');
-                }
-                write_value(out, value);
-            }
-            out.push(b']');
-        }
-        Value::Object(members) => {
-            out.push(b'{');
-            for (n, (key, value)) in members.iter().enumerate() {
-                if n > 0 {
-                    out.push(b',');
-                }
-                write_str(out, key);
-                out.push(b':');
-                write_value(out, value);
-            }
-            out.push(b'}');
-        }
-    }
-}
-
-/// `bytes` as a JSON string: the runs between special bytes, found eight
-/// bytes at a time, copied whole.
-fn write_escaped(out: &mut Vec<u8>, bytes: &[u8]) {
-    out.reserve(bytes.len() + 2);
-    out.push(b'"');
-    let mut start = 0;
-    while let Some(at) = find_special(bytes, start) {
-        out.extend_from_slice(&bytes[start..at]);
-        write_escape(out, bytes[at]);
-        start = at + 1;
-    }
-    out.extend_from_slice(&bytes[start..]);
-    out.push(b'"');
-}
-
-/// A quote, backslash or control character, escaped as serde_json does.
-#[inline]
-fn write_escape(out: &mut Vec<u8>, byte: u8) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let short = match byte {
-        b'"' => b'"',
-        b'\\' => b'\\',
-        0x08 => b'b',
-        0x0C => b'f',
-        b'\n' => b'n',
-        b'\r' => b'r',
-        b'\t' => b't',
-        _ => 0,
-    };
-    if short != 0 {
-        out.extend_from_slice(&[b'\\', short]);
-    } else {
-        out.extend_from_slice(&[
-            b'\\',
-            b'u',
-            b'0',
-            b'0',
-            HEX[usize::from(byte >> 4)],
-            HEX[usize::from(byte & 0xF)],
-        ]);
-    }
-}
-
 impl<'a> JsonReader<'a> {
     /// A reader at the start of `text`.
     pub fn new(text: &'a str) -> Self {
@@ -370,6 +221,33 @@ impl<'a> JsonReader<'a> {
             self.pos = end;
         }
         matches
+    }
+
+    /// Consumes the JSON string `"text"` if exactly it comes next (no
+    /// whitespace is skipped first): a value a caller has seen before (a
+    /// stream repeats its id in every event) is checked with one comparison
+    /// instead of being read again. Nothing is consumed when it does not
+    /// match. `text` must be [plain](Self::is_plain), which the caller
+    /// checks once: with a quote, backslash or control character in it, the
+    /// bytes compared would not be one JSON string.
+    #[inline]
+    pub fn consume_quoted(&mut self, text: &str) -> bool {
+        debug_assert!(Self::is_plain(text), "consume_quoted wants a plain string");
+        let bytes = self.bytes();
+        let (open, end) = (self.pos, self.pos + text.len() + 1);
+        let matches = bytes.get(open) == Some(&b'"')
+            && bytes.get(open + 1..end) == Some(text.as_bytes())
+            && bytes.get(end) == Some(&b'"');
+        if matches {
+            self.pos = end + 1;
+        }
+        matches
+    }
+
+    /// Whether `text` is written in JSON as it is, between quotes: it has
+    /// no quote, backslash or control character.
+    pub fn is_plain(text: &str) -> bool {
+        find_special(text.as_bytes(), 0).is_none()
     }
 
     /// Whether `byte` is next (after whitespace); nothing is consumed.
@@ -683,36 +561,6 @@ mod tests {
             reader.str(),
             Some(Cow::Borrowed("no escapes here"))
         ));
-    }
-
-    #[test]
-    fn strings_are_written_as_serde_json_writes_them() {
-        let mut every_byte = String::new();
-        for code in 0u32..0x80 {
-            every_byte.push(char::from_u32(code).unwrap());
-        }
-        for text in [
-            "",
-            "plain",
-            "a \"quoted\" word \\ and a long tail after it",
-            "\u{0}\u{1f}\u{7f}\u{8}\u{c}\n\r\t caf\u{e9} \u{1f980} \u{2014}",
-            every_byte.as_str(),
-        ] {
-            let mut out = Vec::new();
-            write_str(&mut out, text);
-            assert_eq!(out, serde_json::to_vec(text).unwrap(), "{text:?}");
-        }
-        let value = serde_json::json!({
-            "path": "src/\"x\".rs\n",
-            "n": [1, null, -2.5, 1e300, 0.1, u64::MAX, i64::MIN, true, false, {}, []],
-            "z": { "b": "caf\u{e9}", "a": "" },
-        });
-        let mut out = Vec::new();
-        write_json_str(&mut out, &value);
-        assert_eq!(out, serde_json::to_vec(&value.to_string()).unwrap());
-        let mut out = Vec::new();
-        write_value(&mut out, &value);
-        assert_eq!(out, serde_json::to_vec(&value).unwrap());
     }
 
     #[test]

@@ -1,0 +1,67 @@
+//! JSON as the providers' wire formats need it, faster than serde_json at
+//! the sizes they come in, and never different from it.
+//!
+//! Two halves, one public API each:
+//!
+//! - **Writing** ([`write_str`], [`write_json_str`], [`write_value`]): the
+//!   public writer API the request encoders build bodies with. Each writes
+//!   byte for byte what serde_json writes (so a body is the body serde_json
+//!   would build), copying the runs between escapes whole where serde_json
+//!   looks at every byte. These three functions are the whole writer
+//!   surface; how they scan is private.
+//! - **Reading** ([`JsonReader`]): a validating pull reader for the few
+//!   event shapes that make up nearly all of a stream. Its methods are the
+//!   reading surface; its position, nesting count and string scanner are
+//!   private, and it only ever answers "this is what serde_json would have
+//!   read" or "ask serde_json" (`None`).
+//!
+//! Both halves share one scanner that finds a quote, backslash or control
+//! character eight bytes at a time.
+
+mod read;
+mod write;
+
+pub use read::JsonReader;
+pub use write::{write_json_str, write_str, write_value};
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// The high bit of each byte of `word` that is a quote, a backslash or a
+/// control character; the lowest one marks exactly the first such byte.
+#[inline]
+fn specials(word: u64) -> u64 {
+    let quote = word ^ (ONES * u64::from(b'"'));
+    let backslash = word ^ (ONES * u64::from(b'\\'));
+    ((quote.wrapping_sub(ONES) & !quote)
+        | (backslash.wrapping_sub(ONES) & !backslash)
+        | (word.wrapping_sub(ONES * 0x20) & !word))
+        & HIGHS
+}
+
+#[inline]
+fn is_special(byte: u8) -> bool {
+    byte == b'"' || byte == b'\\' || byte < 0x20
+}
+
+/// Where the first quote, backslash or control character is in
+/// `bytes[pos..]`, looking at eight bytes at a time.
+#[inline(always)]
+fn find_special(bytes: &[u8], mut pos: usize) -> Option<usize> {
+    while let Some(word) = bytes.get(pos..pos + 8) {
+        let mut eight = [0; 8];
+        eight.copy_from_slice(word);
+        let found = specials(u64::from_le_bytes(eight));
+        if found != 0 {
+            return Some(pos + (found.trailing_zeros() / 8) as usize);
+        }
+        pos += 8;
+    }
+    while let Some(&byte) = bytes.get(pos) {
+        if is_special(byte) {
+            return Some(pos);
+        }
+        pos += 1;
+    }
+    None
+}

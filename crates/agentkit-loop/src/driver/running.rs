@@ -1,0 +1,163 @@
+//! The calls of the open round that are running, as the driver holds
+//! them: one call without a collection around it (the common case), the
+//! task manager's future without a box around it, and a salvage for the
+//! outcomes of calls that finished when a `next()` was dropped.
+
+use agentkit_core::ToolCallId;
+use agentkit_tools_core::{ToolError, ToolResult};
+use futures::FutureExt;
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use futures::stream::FuturesUnordered;
+use std::sync::Arc;
+
+/// What a call resolves to: its index in the round, its id and outcome.
+pub(crate) type CallOutcome = (usize, ToolCallId, Result<ToolResult, ToolError>);
+
+/// A running call: the task manager's future, with the call's place in
+/// the round beside it rather than in a future boxed around it.
+pub(crate) enum RunningCall {
+    /// A foreground call, run by the task manager.
+    Managed {
+        index: usize,
+        call_id: ToolCallId,
+        run: tracing::instrument::Instrumented<BoxFuture<'static, Result<ToolResult, ToolError>>>,
+        /// Record the result in the call's span.
+        record_content: bool,
+    },
+    /// Any other wait (a detach-after call's outcome).
+    Other(BoxFuture<'static, CallOutcome>),
+}
+
+impl std::future::Future for RunningCall {
+    type Output = CallOutcome;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<CallOutcome> {
+        match &mut *self {
+            Self::Managed {
+                index,
+                call_id,
+                run,
+                record_content,
+            } => {
+                let outcome = std::task::ready!(run.poll_unpin(cx));
+                if *record_content && let Ok(result) = &outcome {
+                    run.span()
+                        .record("gen_ai.tool.call.result", result.output.to_text().as_str());
+                }
+                std::task::Poll::Ready((*index, call_id.clone(), outcome))
+            }
+            Self::Other(wait) => wait.poll_unpin(cx),
+        }
+    }
+}
+
+/// The calls of the open round that are running, owned by one `next()`.
+///
+/// If that `next()` is dropped mid-round, the calls that already finished
+/// are salvaged for the next `next()` (their real results are kept) and the
+/// rest are dropped at once, which cancels them (an MCP call sends its
+/// cancellation, a concurrent task is aborted): a host that gave up waiting
+/// does not keep work running, and nothing runs twice.
+///
+/// One call at a time is the common case (the default task manager): it is
+/// held as is, and a `FuturesUnordered` (two allocations to make, one per
+/// call pushed) is made only when a second call runs beside it.
+pub(crate) struct Running {
+    one: Option<RunningCall>,
+    many: Option<FuturesUnordered<RunningCall>>,
+    /// The driver's salvage, shared once a call runs.
+    salvage: Option<Salvage>,
+}
+
+/// Where a dropped `next()` leaves the outcomes of calls that finished.
+pub(crate) type Salvage = Arc<std::sync::Mutex<Vec<CallOutcome>>>;
+
+impl Running {
+    pub(crate) fn new() -> Self {
+        Self {
+            one: None,
+            many: None,
+            salvage: None,
+        }
+    }
+
+    /// `true` when no call runs.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.one.is_none() && self.many.as_ref().is_none_or(FuturesUnordered::is_empty)
+    }
+
+    /// Runs `call` beside the others; a dropped `next()` leaves what
+    /// finished in `salvage` (the driver's, made with its first call).
+    pub(crate) fn push(&mut self, call: RunningCall, salvage: &mut Option<Salvage>) {
+        if self.salvage.is_none() {
+            self.salvage = Some(salvage.get_or_insert_with(Arc::default).clone());
+        }
+        if self.is_empty() {
+            self.one = Some(call);
+        } else {
+            self.many
+                .get_or_insert_with(FuturesUnordered::new)
+                .push(call);
+        }
+    }
+
+    /// Drops every running call, which cancels it.
+    pub(crate) fn clear(&mut self) {
+        self.one = None;
+        self.many = None;
+    }
+
+    /// The next call to finish; `None` when none runs.
+    pub(crate) fn poll_next(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<CallOutcome>> {
+        use std::task::Poll;
+        if let Some(call) = self.one.as_mut()
+            && let Poll::Ready(outcome) = call.poll_unpin(cx)
+        {
+            self.one = None;
+            return Poll::Ready(Some(outcome));
+        }
+        if let Some(many) = self.many.as_mut()
+            && let Poll::Ready(Some(outcome)) = many.poll_next_unpin(cx)
+        {
+            return Poll::Ready(Some(outcome));
+        }
+        if self.is_empty() {
+            Poll::Ready(None)
+        } else {
+            Poll::Pending
+        }
+    }
+
+    /// Every call that already finished, without waiting.
+    pub(crate) fn ready(&mut self) -> Vec<CallOutcome> {
+        let mut ready = Vec::new();
+        let waker = futures::task::noop_waker_ref();
+        let mut cx = std::task::Context::from_waker(waker);
+        while let std::task::Poll::Ready(Some(outcome)) = self.poll_next(&mut cx) {
+            ready.push(outcome);
+        }
+        ready
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if self.is_empty() {
+            return;
+        }
+        let ready = self.ready();
+        if let Some(salvage) = &self.salvage {
+            salvage
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .extend(ready);
+        }
+    }
+}
