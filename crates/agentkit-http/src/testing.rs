@@ -261,7 +261,8 @@ impl TestServer {
     /// request with what `respond` makes of it, for as many requests as
     /// come: a model whose answer depends on the conversation (a tool call
     /// for a user message, text after the tool's result), shared by many
-    /// sessions in any order, as a load test needs. Requests are not kept
+    /// sessions in any order, as a load test needs. Connections stay open
+    /// between requests, as a provider's do. Requests are not kept
     /// ([`requests`](Self::requests) stays empty): a load test sends many;
     /// `respond` sees each one.
     ///
@@ -275,14 +276,18 @@ impl TestServer {
     /// })
     /// .await?;
     /// agentkit_http::install_tls_provider();
-    /// let answer = reqwest::Client::new()
-    ///     .post(format!("{}/v1/echo", server.url()))
-    ///     .body(r#"{"q":7}"#)
-    ///     .send()
-    ///     .await?
-    ///     .text()
-    ///     .await?;
-    /// assert_eq!(answer, "data: 7\n\n");
+    /// let client = reqwest::Client::new();
+    /// // The second request goes over the connection the first opened.
+    /// for q in [7, 8] {
+    ///     let answer = client
+    ///         .post(format!("{}/v1/echo", server.url()))
+    ///         .body(format!(r#"{{"q":{q}}}"#))
+    ///         .send()
+    ///         .await?
+    ///         .text()
+    ///         .await?;
+    ///     assert_eq!(answer, format!("data: {q}\n\n"));
+    /// }
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// # }).unwrap();
     /// ```
@@ -403,6 +408,24 @@ async fn serve(listener: TcpListener, shared: Arc<Shared>) {
 
 async fn answer(mut socket: TcpStream, shared: Arc<Shared>) {
     let _ = socket.set_nodelay(true);
+    if let Some(respond) = &shared.responder {
+        // Like a provider, the responder keeps connections open between
+        // requests (a load test would otherwise pay a TCP connect and
+        // close per request), unless the client or the answer ends them.
+        while let Ok(request) = read_request(&mut socket).await {
+            let client_closes = request
+                .header("connection")
+                .is_some_and(|v| v.eq_ignore_ascii_case("close"));
+            let response = respond(&request);
+            drop(request);
+            let keep_alive = !client_closes && response.ending == Ending::Complete;
+            let written = write_response(&mut socket, &response, &shared, keep_alive).await;
+            if written.is_err() || !keep_alive {
+                return;
+            }
+        }
+        return;
+    }
     let Ok(request) = read_request(&mut socket).await else {
         return;
     };
@@ -415,13 +438,7 @@ async fn answer(mut socket: TcpStream, shared: Arc<Shared>) {
             requests.push(request);
             answers.push(response.clone());
         }
-        let _ = write_response(&mut socket, &response, &shared).await;
-        return;
-    }
-    if let Some(respond) = &shared.responder {
-        let response = respond(&request);
-        drop(request);
-        let _ = write_response(&mut socket, &response, &shared).await;
+        let _ = write_response(&mut socket, &response, &shared, false).await;
         return;
     }
     lock(&shared.requests).push(request);
@@ -431,7 +448,7 @@ async fn answer(mut socket: TcpStream, shared: Arc<Shared>) {
             r#"{"error":{"message":"the test script has no more responses"}}"#,
         )
     });
-    let _ = write_response(&mut socket, &response, &shared).await;
+    let _ = write_response(&mut socket, &response, &shared, false).await;
 }
 
 /// Sends `request` to the upstream and reads its whole answer; a failure
@@ -526,10 +543,13 @@ async fn read_request(socket: &mut TcpStream) -> io::Result<RecordedRequest> {
     })
 }
 
+/// Writes `response`; with `keep_alive` the connection stays open for the
+/// next request after a complete body.
 async fn write_response(
     socket: &mut TcpStream,
     response: &ScriptedResponse,
     shared: &Shared,
+    keep_alive: bool,
 ) -> io::Result<()> {
     let mut head = format!(
         "HTTP/1.1 {} {}\r\n",
@@ -539,7 +559,11 @@ async fn write_response(
     for (name, value) in &response.headers {
         head.push_str(&format!("{name}: {value}\r\n"));
     }
-    head.push_str("transfer-encoding: chunked\r\nconnection: close\r\n\r\n");
+    head.push_str(if keep_alive {
+        "transfer-encoding: chunked\r\n\r\n"
+    } else {
+        "transfer-encoding: chunked\r\nconnection: close\r\n\r\n"
+    });
     socket.write_all(head.as_bytes()).await?;
     socket.flush().await?;
     for piece in response.pieces() {
@@ -558,7 +582,11 @@ async fn write_response(
         Ending::Complete => {
             socket.write_all(b"0\r\n\r\n").await?;
             socket.flush().await?;
-            socket.shutdown().await
+            if keep_alive {
+                Ok(())
+            } else {
+                socket.shutdown().await
+            }
         }
         Ending::Abort => Ok(()),
         Ending::Stall => {
