@@ -67,7 +67,7 @@ pub use kind::ToolKind;
 pub use loader::{MemorySessions, SessionLoader, SessionRecorder, StoredSession};
 pub use modes::{SessionMode, SessionModes};
 pub use server::{AcpServer, EditorMcpServer, SessionRequest};
-pub use session::{ALWAYS_LABEL, ALWAYS_SCOPE};
+pub use session::{ALWAYS_LABEL, ALWAYS_SCOPE, APPROVAL_META};
 
 // The README's example is compiled with the doc-tests.
 #[cfg(doctest)]

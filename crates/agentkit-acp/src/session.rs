@@ -89,6 +89,11 @@ pub const ALWAYS_SCOPE: &str = "agentkit.always_scope";
 /// words, for the option's label: "Always allow `python3` commands".
 pub const ALWAYS_LABEL: &str = "agentkit.always_label";
 
+/// The `_meta` entry of the tool call in a `session/request_permission`:
+/// the approval request's summary and kind, for an editor that shows more
+/// than the call's title.
+pub const APPROVAL_META: &str = "agentkit.approval";
+
 /// What "allow always" remembers for `pending`, and its words.
 fn always_scope(pending: &PendingApproval) -> (String, String) {
     let text = |key: &str| {
@@ -467,7 +472,7 @@ async fn ask(
     let mut tool_call = updates.tool_call_update(&pending.call);
     tool_call.meta = Some(
         [(
-            "agentkit.approval".to_owned(),
+            APPROVAL_META.to_owned(),
             serde_json::json!({
                 "summary": pending.request.summary,
                 "kind": pending.request.request_kind,

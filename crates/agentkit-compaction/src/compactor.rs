@@ -7,6 +7,7 @@
 use crate::estimate_tokens;
 use crate::summarize::Summarizer;
 use crate::window::{context_window, count_tokens};
+use agentkit_core::keys;
 use agentkit_core::{Item, ItemKind, Part, ToolOutput};
 use agentkit_loop::{
     CompactionReport, LastCallUsage, LoopMutator, MutationContext, Rewrite, TranscriptView,
@@ -309,7 +310,7 @@ fn elide(items: &[Item], protected_from: usize) -> Option<Vec<Item>> {
             let Part::ToolResult(result) = part else {
                 continue;
             };
-            if result.metadata.contains_key("agentkit.compacted") {
+            if result.metadata.contains_key(keys::COMPACTED) {
                 continue;
             }
             let size = match &result.output {
@@ -318,9 +319,7 @@ fn elide(items: &[Item], protected_from: usize) -> Option<Vec<Item>> {
             };
             result.output =
                 ToolOutput::Text(format!("[output elided to save context: {size} bytes]"));
-            result
-                .metadata
-                .insert("agentkit.compacted".into(), true.into());
+            result.metadata.insert(keys::COMPACTED.into(), true.into());
             changed = true;
         }
     }
@@ -350,7 +349,7 @@ fn note(removed: usize) -> Item {
         ItemKind::Context,
         format!("[{removed} earlier items were removed to save context]"),
     )
-    .with_metadata("agentkit.compacted", true)
+    .with_metadata(keys::COMPACTED, true)
 }
 
 fn assemble(items: &[Item], head: usize, cut: usize, marker: Item) -> Vec<Item> {
@@ -387,9 +386,9 @@ async fn summarize(
             cut - head
         ),
     )
-    .with_metadata("agentkit.compacted", true)
-    .with_metadata("agentkit.summary", true)
-    .with_metadata("agentkit.summarized_items", cut - head);
+    .with_metadata(keys::COMPACTED, true)
+    .with_metadata(keys::SUMMARY, true)
+    .with_metadata(keys::SUMMARIZED_ITEMS, cut - head);
     Ok(Some(assemble(items, head, cut, marker)))
 }
 

@@ -486,7 +486,7 @@ impl DeltaFolder {
         parts.extend(self.slots.into_iter().filter_map(|mut slot| {
             if !slot.committed {
                 slot.metadata
-                    .insert("agentkit.incomplete".into(), Value::Bool(true));
+                    .insert(crate::keys::INCOMPLETE.into(), Value::Bool(true));
             }
             slot.into_part().ok()
         }));

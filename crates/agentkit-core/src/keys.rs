@@ -41,3 +41,33 @@ pub const TASK_ID: &str = "agentkit.task_id";
 pub const CALL_ID: &str = "agentkit.call_id";
 /// On a background-task notification: the task failed.
 pub const IS_ERROR: &str = "agentkit.is_error";
+
+/// On an assistant item or turn result: the adapter that produced it (its
+/// provider name, such as `openai` or `anthropic`). An adapter re-sends
+/// provider-specific parts (reasoning, signatures) only to the provider
+/// that wrote them.
+pub const PROVIDER: &str = "agentkit.provider";
+/// On a turn result: the provider's id for the response (OpenAI
+/// Responses chains the next request to it with `previous_response_id`).
+pub const RESPONSE_ID: &str = "agentkit.response_id";
+/// On a turn result: the model the provider says answered.
+pub const MODEL: &str = "agentkit.model";
+/// On a text part cut short (the stream ended inside it): `true`.
+pub const INCOMPLETE: &str = "agentkit.incomplete";
+/// On a tool result or item a compaction rewrote: `true`.
+pub const COMPACTED: &str = "agentkit.compacted";
+/// On the summary item a summarizing compaction wrote: `true`.
+pub const SUMMARY: &str = "agentkit.summary";
+/// On a compaction summary: how many items it stands for.
+pub const SUMMARIZED_ITEMS: &str = "agentkit.summarized_items";
+/// On an approval request forwarded from a sub-agent: the sub-agent's name.
+pub const SUB_AGENT: &str = "agentkit.sub_agent";
+/// On an approval request forwarded from a sub-agent: the chain of
+/// sub-agents it went through, outermost first (`["planner", "researcher"]`).
+pub const SUB_AGENT_PATH: &str = "agentkit.sub_agent_path";
+/// On a sub-agent's forwarded approval: the parent's call that runs it.
+pub const SUB_AGENT_CALL_ID: &str = "agentkit.sub_agent_call_id";
+/// On a sub-agent's forwarded approval: the parent's tool name.
+pub const SUB_AGENT_TOOL: &str = "agentkit.sub_agent_tool";
+/// On a sub-agent's forwarded approval: the parent call's input.
+pub const SUB_AGENT_INPUT: &str = "agentkit.sub_agent_input";

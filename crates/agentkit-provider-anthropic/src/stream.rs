@@ -11,6 +11,7 @@
 //! once its streamed JSON input is complete and checked.
 
 use crate::usage::WireUsage;
+use agentkit_core::keys;
 use agentkit_core::{Delta, FinishReason, MetadataMap, PartId, PartKind, ToolCallPart};
 use agentkit_http::codec::JsonReader;
 use agentkit_http::{PriceTable, ProviderError, SseEventRef};
@@ -195,7 +196,7 @@ fn text_field(value: &Value, name: &str) -> Option<String> {
 
 fn provider_metadata() -> MetadataMap {
     let mut metadata = MetadataMap::new();
-    metadata.insert("agentkit.provider".into(), "anthropic".into());
+    metadata.insert(keys::PROVIDER.into(), "anthropic".into());
     metadata
 }
 
@@ -556,14 +557,10 @@ impl EventDecoder {
         let mut result = ModelTurnResult::new(reason);
         result.metadata = provider_metadata();
         if let Some(id) = self.message_id.take() {
-            result
-                .metadata
-                .insert("agentkit.response_id".into(), id.into());
+            result.metadata.insert(keys::RESPONSE_ID.into(), id.into());
         }
         if let Some(model) = self.model.take() {
-            result
-                .metadata
-                .insert("agentkit.model".into(), model.into());
+            result.metadata.insert(keys::MODEL.into(), model.into());
         }
         out.push_back(ModelTurnEvent::Finished(result));
         self.finished = true;

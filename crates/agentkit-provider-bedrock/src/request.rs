@@ -14,6 +14,7 @@
 use crate::BedrockConfig;
 use crate::config::ToolChoice;
 use crate::stream::PROVIDER;
+use agentkit_core::keys;
 use agentkit_core::{DataRef, Item, ItemKind, Part, ToolOutput, ToolResultPart};
 use agentkit_loop::TurnRequest;
 use serde_json::{Map, Value, json};
@@ -114,7 +115,7 @@ fn item_blocks(item: &Item, assistant: bool) -> Vec<Value> {
             Part::Reasoning(r)
                 if assistant
                     && r.signature.is_some()
-                    && r.metadata.get("agentkit.provider") == Some(&json!(PROVIDER)) =>
+                    && r.metadata.get(keys::PROVIDER) == Some(&json!(PROVIDER)) =>
             {
                 Some(json!({ "reasoningContent": { "reasoningText": {
                     "text": r.summary.clone().unwrap_or_default(),

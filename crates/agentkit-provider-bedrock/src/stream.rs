@@ -9,6 +9,7 @@
 //! stop reason and `metadata`, the last event, the usage.
 
 use crate::eventstream::Frame;
+use agentkit_core::keys;
 use agentkit_core::{
     Delta, FinishReason, MetadataMap, PartId, PartKind, TokenUsage, ToolCallPart, Usage,
 };
@@ -152,7 +153,7 @@ impl ConverseDecoder {
         }));
         let block = if kind == PartKind::Reasoning {
             let mut metadata = MetadataMap::new();
-            metadata.insert("agentkit.provider".into(), PROVIDER.into());
+            metadata.insert(keys::PROVIDER.into(), PROVIDER.into());
             out.push_back(ModelTurnEvent::Delta(Delta::SetMetadata {
                 part_id: part_id.clone(),
                 metadata,
@@ -210,7 +211,7 @@ impl ConverseDecoder {
         let mut result = ModelTurnResult::new(reason);
         result
             .metadata
-            .insert("agentkit.provider".into(), PROVIDER.into());
+            .insert(keys::PROVIDER.into(), PROVIDER.into());
         result
             .metadata
             .insert("bedrock.stop_reason".into(), raw.into());

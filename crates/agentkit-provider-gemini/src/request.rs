@@ -19,6 +19,7 @@
 use crate::GeminiConfig;
 use crate::config::ToolChoice;
 use crate::stream::{CALL_ID, PROVIDER, SIGNATURE};
+use agentkit_core::keys;
 use agentkit_core::{DataRef, Item, ItemKind, MediaPart, Part, ToolOutput, ToolResultPart};
 use agentkit_loop::TurnRequest;
 use agentkit_tools_core::{SchemaDialect, normalize_for};
@@ -160,7 +161,7 @@ fn item_parts(item: &Item, model: bool, names: &HashMap<String, String>) -> Vec<
             }
             // Only a signature from Gemini can be verified by Gemini.
             Part::Reasoning(r)
-                if model && r.metadata.get("agentkit.provider") == Some(&json!(PROVIDER)) =>
+                if model && r.metadata.get(keys::PROVIDER) == Some(&json!(PROVIDER)) =>
             {
                 r.signature
                     .as_ref()

@@ -12,6 +12,7 @@
 //! or a reasoning part's signature) so the request can put it back on the
 //! same part, as Gemini requires for thinking models to call functions.
 
+use agentkit_core::keys;
 use agentkit_core::{
     Delta, FinishReason, MetadataMap, PartId, PartKind, TokenUsage, ToolCallPart, Usage,
 };
@@ -186,7 +187,7 @@ impl GeminiDecoder {
         }));
         if kind == Open::Thought {
             let mut metadata = MetadataMap::new();
-            metadata.insert("agentkit.provider".into(), PROVIDER.into());
+            metadata.insert(keys::PROVIDER.into(), PROVIDER.into());
             out.push_back(ModelTurnEvent::Delta(Delta::SetMetadata {
                 part_id: part_id.clone(),
                 metadata,
@@ -225,12 +226,12 @@ impl GeminiDecoder {
         };
         let mut result = ModelTurnResult::new(reason);
         let metadata = &mut result.metadata;
-        metadata.insert("agentkit.provider".into(), PROVIDER.into());
+        metadata.insert(keys::PROVIDER.into(), PROVIDER.into());
         let raw = self.finish_reason.take().or(self.block_reason.take());
         for (key, value) in [
             ("gemini.finish_reason", raw),
-            ("agentkit.response_id", self.response_id.take()),
-            ("agentkit.model", self.model.take()),
+            (keys::RESPONSE_ID, self.response_id.take()),
+            (keys::MODEL, self.model.take()),
         ] {
             if let Some(value) = value {
                 metadata.insert(key.into(), value.into());

@@ -13,6 +13,7 @@
 //! reason is still a complete answer. One that stops before is not.
 
 use crate::usage::WireUsage;
+use agentkit_core::keys;
 use agentkit_core::{Delta, FinishReason, MetadataMap, PartId, PartKind, ToolCallPart};
 use agentkit_http::PriceTable;
 #[cfg(test)]
@@ -654,7 +655,7 @@ impl ChunkDecoder {
                 }));
                 if kind == OpenKind::Reasoning {
                     let mut metadata = MetadataMap::new();
-                    metadata.insert("agentkit.provider".into(), "openai".into());
+                    metadata.insert(keys::PROVIDER.into(), "openai".into());
                     out.push_back(ModelTurnEvent::Delta(Delta::SetMetadata {
                         part_id: part_id.clone(),
                         metadata,
@@ -744,16 +745,12 @@ impl ChunkDecoder {
         let mut result = ModelTurnResult::new(reason);
         result
             .metadata
-            .insert("agentkit.provider".into(), "openai".into());
+            .insert(keys::PROVIDER.into(), "openai".into());
         if let Some(id) = self.response_id.take() {
-            result
-                .metadata
-                .insert("agentkit.response_id".into(), id.into());
+            result.metadata.insert(keys::RESPONSE_ID.into(), id.into());
         }
         if let Some(model) = self.model.take() {
-            result
-                .metadata
-                .insert("agentkit.model".into(), model.into());
+            result.metadata.insert(keys::MODEL.into(), model.into());
         }
         out.push_back(ModelTurnEvent::Finished(result));
         self.finished = true;

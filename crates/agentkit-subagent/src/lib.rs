@@ -77,10 +77,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 /// Metadata key naming the sub-agent an approval request comes from.
-pub const SUB_AGENT_KEY: &str = "agentkit.sub_agent";
+pub const SUB_AGENT_KEY: &str = agentkit_core::keys::SUB_AGENT;
 /// Metadata key with the chain of sub-agents an approval request went
 /// through, outermost first (`["planner", "researcher"]`).
-pub const SUB_AGENT_PATH_KEY: &str = "agentkit.sub_agent_path";
+pub const SUB_AGENT_PATH_KEY: &str = agentkit_core::keys::SUB_AGENT_PATH;
 
 type Factory<M> = dyn Fn() -> AgentBuilder<M> + Send + Sync;
 

@@ -9,6 +9,7 @@
 //! the call answers approvals.
 
 use crate::{SUB_AGENT_KEY, SUB_AGENT_PATH_KEY, SubAgentError};
+use agentkit_core::keys;
 use agentkit_core::{
     ApprovalId, CancellationController, FinishReason, ItemKind, ToolCallId, ToolOutput,
     TurnCancellation, TurnId,
@@ -191,7 +192,7 @@ fn answer(child: &Child, result: TurnResult) -> Result<ToolResult, ToolError> {
         FinishReason::StepLimit => {
             let limit = result
                 .metadata
-                .get("agentkit.max_model_calls")
+                .get(keys::MAX_MODEL_CALLS)
                 .and_then(Value::as_u64)
                 .unwrap_or_default();
             return Err(SubAgentError::StepLimit {
@@ -243,12 +244,12 @@ pub(crate) fn surfaced(
         // The innermost child: keep the call that really needs approval.
         request
             .metadata
-            .insert("agentkit.sub_agent_call_id".into(), call.id.as_str().into());
+            .insert(keys::SUB_AGENT_CALL_ID.into(), call.id.as_str().into());
         request
             .metadata
-            .insert("agentkit.sub_agent_tool".into(), call.name.into());
+            .insert(keys::SUB_AGENT_TOOL.into(), call.name.into());
         request.metadata.insert(
-            "agentkit.sub_agent_input".into(),
+            keys::SUB_AGENT_INPUT.into(),
             std::sync::Arc::unwrap_or_clone(call.input),
         );
     }

@@ -156,7 +156,7 @@ impl LoopObserver for View {
             } => {
                 let ids = item
                     .metadata
-                    .get("agentkit.soft_interrupt_ids")
+                    .get(agentkit::core::keys::SOFT_INTERRUPT_IDS)
                     .and_then(Value::as_array)
                     .map(|ids| {
                         ids.iter()

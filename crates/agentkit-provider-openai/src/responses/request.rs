@@ -18,6 +18,7 @@
 use super::ResponsesConfig;
 use super::stream::{ITEM_ID, PROVIDER};
 use crate::ToolChoice;
+use agentkit_core::keys;
 use agentkit_core::{
     DataRef, FilePart, Item, ItemKind, MediaPart, Modality, Part, ReasoningPart, ToolOutput,
     ToolResultPart,
@@ -202,10 +203,10 @@ fn continuation(items: agentkit_loop::TranscriptItems<'_>) -> (Option<String>, u
         if item.kind != ItemKind::Assistant {
             continue;
         }
-        let from_us = item.metadata.get("agentkit.provider") == Some(&json!(PROVIDER));
+        let from_us = item.metadata.get(keys::PROVIDER) == Some(&json!(PROVIDER));
         if let Some(id) = item
             .metadata
-            .get("agentkit.response_id")
+            .get(keys::RESPONSE_ID)
             .and_then(Value::as_str)
             .filter(|_| from_us)
         {

@@ -22,6 +22,7 @@
 //! event is an error, and a stream that ends before any of these is cut.
 
 use super::hosted;
+use agentkit_core::keys;
 use agentkit_core::{
     CostUsage, Delta, FinishReason, MetadataMap, PartId, PartKind, TokenUsage, ToolCallPart, Usage,
 };
@@ -267,7 +268,7 @@ impl ResponsesDecoder {
         }));
         if reasoning {
             let mut metadata = MetadataMap::new();
-            metadata.insert("agentkit.provider".into(), PROVIDER.into());
+            metadata.insert(keys::PROVIDER.into(), PROVIDER.into());
             if let Some(id) = item_id {
                 metadata.insert(ITEM_ID.into(), id.into());
             }
@@ -408,7 +409,7 @@ impl ResponsesDecoder {
         let part_id = PartId::new(format!("p{}", self.next_part));
         self.next_part += 1;
         let mut metadata = MetadataMap::new();
-        metadata.insert("agentkit.provider".into(), PROVIDER.into());
+        metadata.insert(keys::PROVIDER.into(), PROVIDER.into());
         if let Some(id) = item["id"].as_str() {
             metadata.insert(ITEM_ID.into(), id.into());
         }
@@ -510,16 +511,12 @@ impl ResponsesDecoder {
         let mut result = ModelTurnResult::new(reason);
         result
             .metadata
-            .insert("agentkit.provider".into(), PROVIDER.into());
+            .insert(keys::PROVIDER.into(), PROVIDER.into());
         if let Some(id) = response.id {
-            result
-                .metadata
-                .insert("agentkit.response_id".into(), id.into());
+            result.metadata.insert(keys::RESPONSE_ID.into(), id.into());
         }
         if let Some(model) = response.model {
-            result
-                .metadata
-                .insert("agentkit.model".into(), model.into());
+            result.metadata.insert(keys::MODEL.into(), model.into());
         }
         out.push_back(ModelTurnEvent::Finished(result));
         self.finished = true;
