@@ -13,6 +13,10 @@
 //! `/help`), and its plan view the agent's todo list (`todo_write`). When
 //! the editor offers its buffers, the file tools read and write through
 //! them (`buffers.rs`); shell commands stay in the agent's own sandbox.
+//! The MCP servers are connected once and shared by every session, so
+//! their roots (MCP `roots`) are the directories of the sessions opened so
+//! far: announced empty at startup, each new or loaded session adds its
+//! own, and the servers are told of each change.
 //!
 //! Standard output carries the protocol only: notes go to standard error.
 
@@ -24,8 +28,9 @@ use crate::sessions::Sessions;
 use crate::todo::TODO_TOOL;
 use agentkit_acp::{AcpError, AcpServer, CommandCall, SessionMode, SessionModes, SlashCommand};
 use agentkit_loop::ModelAdapter;
-use agentkit_mcp::McpServerManager;
-use std::collections::HashMap;
+use agentkit_mcp::{McpRoot, McpServerManager};
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 /// The approval modes as ACP session modes: the editor's mode picker
@@ -92,6 +97,59 @@ fn run_command(controls: &Controls, call: &CommandCall) -> Result<String, agentk
     })
 }
 
+/// The directories of the sessions opened on this connection, offered to
+/// the shared MCP servers as their roots.
+#[derive(Clone)]
+struct SessionRoots {
+    manager: McpServerManager,
+    dirs: Arc<Mutex<BTreeSet<PathBuf>>>,
+    /// Held while the list is read and sent, so a late update never
+    /// overwrites a newer one.
+    sending: Arc<tokio::sync::Mutex<()>>,
+}
+
+impl SessionRoots {
+    fn new(manager: McpServerManager) -> Self {
+        Self {
+            manager,
+            dirs: Arc::default(),
+            sending: Arc::default(),
+        }
+    }
+
+    /// Adds a session's directory; the servers hear of it in the
+    /// background (the editor's `session/new` does not wait on them).
+    fn add(&self, dir: &Path) {
+        let added = self
+            .dirs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(dir.to_path_buf());
+        if !added {
+            return;
+        }
+        let this = self.clone();
+        tokio::spawn(async move {
+            let _sending = this.sending.lock().await;
+            let roots = this
+                .dirs
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .iter()
+                .map(|dir| McpRoot::directory(dir).name(root_name(dir)))
+                .collect();
+            this.manager.set_roots(roots).await;
+        });
+    }
+}
+
+/// A root's name: the directory's last component.
+fn root_name(dir: &Path) -> String {
+    dir.file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_else(|| dir.display().to_string())
+}
+
 /// Serves ACP on stdio until the editor closes the connection.
 pub async fn serve<M>(
     model: M,
@@ -105,7 +163,11 @@ where
 {
     let controls = Controls::default();
     let registered = controls.clone();
+    let roots = mcp.clone().map(SessionRoots::new);
     AcpServer::new(move |request| {
+        if let Some(roots) = &roots {
+            roots.add(&request.cwd);
+        }
         // "Always" in the terminal is a per-session allow-list; over ACP the
         // editor's "allow always" answers play that part.
         let always = SessionAllowList::default();

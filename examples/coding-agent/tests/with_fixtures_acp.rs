@@ -272,3 +272,28 @@ fn an_mcp_servers_question_is_put_to_the_editor() {
     let second = texts(&server.messages()[3], "tool").join("\n");
     assert!(second.contains("User cancelled"), "{second}");
 }
+
+/// The MCP servers are shared by the editor's sessions, so their roots
+/// are every open session's directory: two sessions, and the `roots`
+/// fixture server (crates/agentkit-mcp/tests/fixtures/roots.mjs, which
+/// asks `roots/list` afresh) lists both.
+#[test]
+fn mcp_servers_get_every_sessions_directory_as_a_root() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(dir.path()).unwrap();
+    std::fs::create_dir(base.join("work")).unwrap();
+    std::fs::create_dir(base.join("other")).unwrap();
+    let config = base.join("config/agentkit");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(config.join("mcp.toml"), server::roots_mcp_config()).unwrap();
+    let server = Server::start(vec![
+        sse(tool_calls(&[("call_1", "mcp_roots_list_roots", json!({}))])),
+        sse(text_answer("Both.")),
+    ]);
+    run_client("coding-agent-roots.mjs", &server, &base, 1);
+    let listed = texts(&server.messages()[1], "tool").join("\n");
+    let mut lines: Vec<&str> = listed.lines().collect();
+    lines.sort_unstable();
+    let uri = |name: &str| format!("file://{}", base.join(name).display());
+    assert_eq!(lines, [uri("other"), uri("work")], "{listed}");
+}

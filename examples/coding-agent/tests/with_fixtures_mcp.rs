@@ -97,22 +97,11 @@ fn mcp_tools_from_a_config_file_in_line_mode() {
 /// model's call and the model reads the workspace's `file://` URI.
 #[test]
 fn exec_offers_the_workspace_as_the_mcp_root() {
-    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../crates/agentkit-mcp/tests/fixtures/roots.mjs");
-    // The SDK it imports comes with the reference server's install.
-    server::reference_mcp_server();
     let dir = tempfile::tempdir().unwrap();
     let workspace = std::fs::canonicalize(dir.path()).unwrap().join("my work");
     std::fs::create_dir(&workspace).unwrap();
     let config = dir.path().join("mcp.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[mcp_servers.roots]\ncommand = \"node\"\nargs = [{:?}]\n",
-            fixture.display().to_string()
-        ),
-    )
-    .unwrap();
+    std::fs::write(&config, server::roots_mcp_config()).unwrap();
     let server = server::Server::start(vec![
         server::sse(server::tool_calls(&[(
             "call_1",
