@@ -15,8 +15,9 @@
 //! them (`buffers.rs`); shell commands stay in the agent's own sandbox.
 //! The MCP servers are connected once and shared by every session, so
 //! their roots (MCP `roots`) are the directories of the sessions opened so
-//! far: announced empty at startup, each new or loaded session adds its
-//! own, and the servers are told of each change.
+//! open: announced empty at startup, each new or loaded session adds its
+//! own, a closed one (`session/close`) takes it away, and the servers are
+//! told of each change.
 //!
 //! Standard output carries the protocol only: notes go to standard error.
 
@@ -97,12 +98,13 @@ fn run_command(controls: &Controls, call: &CommandCall) -> Result<String, agentk
     })
 }
 
-/// The directories of the sessions opened on this connection, offered to
+/// The directories of the sessions open on this connection, offered to
 /// the shared MCP servers as their roots.
 #[derive(Clone)]
 struct SessionRoots {
     manager: McpServerManager,
-    dirs: Arc<Mutex<BTreeSet<PathBuf>>>,
+    /// Each open session's directory, by session id.
+    dirs: Arc<Mutex<HashMap<String, PathBuf>>>,
     /// Held while the list is read and sent, so a late update never
     /// overwrites a newer one.
     sending: Arc<tokio::sync::Mutex<()>>,
@@ -117,24 +119,40 @@ impl SessionRoots {
         }
     }
 
-    /// Adds a session's directory; the servers hear of it in the
-    /// background (the editor's `session/new` does not wait on them).
-    fn add(&self, dir: &Path) {
-        let added = self
-            .dirs
+    /// Adds a session's directory.
+    fn add(&self, session: &str, dir: &Path) {
+        self.dirs
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(dir.to_path_buf());
-        if !added {
-            return;
-        }
+            .insert(session.to_owned(), dir.to_path_buf());
+        self.send();
+    }
+
+    /// Takes a closed session's directory away (unless another open
+    /// session has it too).
+    fn remove(&self, session: &str) {
+        self.dirs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(session);
+        self.send();
+    }
+
+    /// Sends the union of the directories; the servers hear of it in the
+    /// background (the editor's request does not wait on them). The
+    /// manager tells them only when the list really changed.
+    fn send(&self) {
         let this = self.clone();
         tokio::spawn(async move {
             let _sending = this.sending.lock().await;
-            let roots = this
+            let dirs: BTreeSet<PathBuf> = this
                 .dirs
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
+                .values()
+                .cloned()
+                .collect();
+            let roots = dirs
                 .iter()
                 .map(|dir| McpRoot::directory(dir).name(root_name(dir)))
                 .collect();
@@ -164,9 +182,10 @@ where
     let controls = Controls::default();
     let registered = controls.clone();
     let roots = mcp.clone().map(SessionRoots::new);
+    let closing = (roots.clone(), controls.clone());
     AcpServer::new(move |request| {
         if let Some(roots) = &roots {
-            roots.add(&request.cwd);
+            roots.add(&request.session_id, &request.cwd);
         }
         // "Always" in the terminal is a per-session allow-list; over ACP the
         // editor's "allow always" answers play that part.
@@ -188,6 +207,16 @@ where
         ))
     })
     .agent_info("coding-agent", env!("CARGO_PKG_VERSION"))
+    .on_session_closed(move |id| {
+        let (roots, controls) = &closing;
+        if let Some(roots) = roots {
+            roots.remove(id);
+        }
+        controls
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(id);
+    })
     .session_modes(modes())
     .slash_commands(commands(), move |call| run_command(&controls, call))
     .plan_tool(TODO_TOOL)
