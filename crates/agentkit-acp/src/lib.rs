@@ -13,6 +13,7 @@
 //! | `session/prompt` | a user item; the turn runs with `LoopDriver::next` |
 //! | `session/prompt` during a turn | a soft interrupt (`driver.soft_interrupts()`) |
 //! | `session/cancel` | the turn's cancellation; it ends with `stopReason: cancelled` |
+//! | `session/close` | the turn cancelled, the agent stopped, then [`AcpServer::on_session_closed`] |
 //! | `session/set_mode` | the host's [`SessionModes`]: which approvals are given unasked |
 //! | `session/list` | (feature `store`) the stored sessions, by working directory |
 //! | `available_commands_update`, a `/command` prompt | the host's [`SlashCommand`]s and their handler |

@@ -102,6 +102,9 @@ impl EditorMcpServer {
     }
 }
 
+/// What [`AcpServer::on_session_closed`] calls.
+type CloseHook = dyn Fn(&str) + Send + Sync;
+
 type Factory<M> = dyn Fn(&SessionRequest) -> Result<AgentBuilder<M>, BoxError> + Send + Sync;
 
 /// Serves agentkit agents to an ACP client (an editor) over one connection.
@@ -133,6 +136,7 @@ pub struct AcpServer<M: ModelAdapter> {
     modes: Option<SessionModes>,
     commands: Option<Commands>,
     plan_tool: Option<Arc<str>>,
+    on_close: Option<Arc<CloseHook>>,
     name: String,
     version: String,
 }
@@ -154,6 +158,7 @@ where
             modes: None,
             commands: None,
             plan_tool: None,
+            on_close: None,
             name: "agentkit".to_owned(),
             version: env!("CARGO_PKG_VERSION").to_owned(),
         }
@@ -163,6 +168,15 @@ where
     pub fn agent_info(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
         self.name = name.into();
         self.version = version.into();
+        self
+    }
+
+    /// Called with a session's id once the editor closed it
+    /// (`session/close`) and its agent stopped: where a host lets go of
+    /// what it keeps per session (the session's directory among the MCP
+    /// roots, say). Sessions ending with the connection are not reported.
+    pub fn on_session_closed(mut self, hook: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        self.on_close = Some(Arc::new(hook));
         self
     }
 
@@ -282,7 +296,8 @@ where
             client_fs: Mutex::new(acp::FileSystemCapabilities::new()),
             elicitation: Mutex::new(None),
         });
-        let (s1, s2, s3, s4, s5, s6, s7) = (
+        let (s1, s2, s3, s4, s5, s6, s7, s8) = (
+            state.clone(),
             state.clone(),
             state.clone(),
             state.clone(),
@@ -346,6 +361,15 @@ where
                 },
                 agent_client_protocol::on_receive_request!(),
             )
+            .on_receive_request(
+                async move |request: acp::CloseSessionRequest, responder, cx| {
+                    let state = s8.clone();
+                    cx.spawn(async move {
+                        responder.respond_with_result(state.close(&request.session_id).await)
+                    })
+                },
+                agent_client_protocol::on_receive_request!(),
+            )
             .on_receive_notification(
                 async move |notification: acp::CancelNotification, _cx| {
                     s5.cancel(&notification.session_id);
@@ -397,7 +421,8 @@ where
         *self.elicitation.lock().expect("elicitation lock") =
             request.client_capabilities.elicitation.clone();
         #[cfg_attr(not(feature = "store"), allow(unused_mut))]
-        let mut sessions = acp::SessionCapabilities::new();
+        let mut sessions =
+            acp::SessionCapabilities::new().close(acp::SessionCloseCapabilities::new());
         #[cfg(feature = "store")]
         if self.server.store.is_some() {
             sessions = sessions.list(acp::SessionListCapabilities::new());
@@ -733,6 +758,22 @@ where
             item: prompt_item(&request.prompt),
             responder,
         })
+    }
+
+    /// Handles `session/close`: the running turn is cancelled, the agent
+    /// stopped (a stored session saved and its lease given up), then the
+    /// host is told.
+    async fn close(&self, session_id: &acp::SessionId) -> Result<acp::CloseSessionResponse, Error> {
+        let id = session_id.0.to_string();
+        let handle = self.sessions.lock().expect("sessions lock").remove(&id);
+        let Some(handle) = handle else {
+            return Err(acp::Error::session_not_found(id).into());
+        };
+        handle.shut_down().await;
+        if let Some(hook) = &self.server.on_close {
+            hook(&id);
+        }
+        Ok(acp::CloseSessionResponse::new())
     }
 
     fn cancel(&self, session_id: &acp::SessionId) {

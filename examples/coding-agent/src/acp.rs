@@ -13,6 +13,11 @@
 //! `/help`), and its plan view the agent's todo list (`todo_write`). When
 //! the editor offers its buffers, the file tools read and write through
 //! them (`buffers.rs`); shell commands stay in the agent's own sandbox.
+//! The MCP servers are connected once and shared by every session, so
+//! their roots (MCP `roots`) are the directories of the sessions opened so
+//! open: announced empty at startup, each new or loaded session adds its
+//! own, a closed one (`session/close`) takes it away, and the servers are
+//! told of each change.
 //!
 //! Standard output carries the protocol only: notes go to standard error.
 
@@ -24,8 +29,9 @@ use crate::sessions::Sessions;
 use crate::todo::TODO_TOOL;
 use agentkit_acp::{AcpError, AcpServer, CommandCall, SessionMode, SessionModes, SlashCommand};
 use agentkit_loop::ModelAdapter;
-use agentkit_mcp::McpServerManager;
-use std::collections::HashMap;
+use agentkit_mcp::{McpRoot, McpServerManager};
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 /// The approval modes as ACP session modes: the editor's mode picker
@@ -92,6 +98,76 @@ fn run_command(controls: &Controls, call: &CommandCall) -> Result<String, agentk
     })
 }
 
+/// The directories of the sessions open on this connection, offered to
+/// the shared MCP servers as their roots.
+#[derive(Clone)]
+struct SessionRoots {
+    manager: McpServerManager,
+    /// Each open session's directory, by session id.
+    dirs: Arc<Mutex<HashMap<String, PathBuf>>>,
+    /// Held while the list is read and sent, so a late update never
+    /// overwrites a newer one.
+    sending: Arc<tokio::sync::Mutex<()>>,
+}
+
+impl SessionRoots {
+    fn new(manager: McpServerManager) -> Self {
+        Self {
+            manager,
+            dirs: Arc::default(),
+            sending: Arc::default(),
+        }
+    }
+
+    /// Adds a session's directory.
+    fn add(&self, session: &str, dir: &Path) {
+        self.dirs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(session.to_owned(), dir.to_path_buf());
+        self.send();
+    }
+
+    /// Takes a closed session's directory away (unless another open
+    /// session has it too).
+    fn remove(&self, session: &str) {
+        self.dirs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(session);
+        self.send();
+    }
+
+    /// Sends the union of the directories; the servers hear of it in the
+    /// background (the editor's request does not wait on them). The
+    /// manager tells them only when the list really changed.
+    fn send(&self) {
+        let this = self.clone();
+        tokio::spawn(async move {
+            let _sending = this.sending.lock().await;
+            let dirs: BTreeSet<PathBuf> = this
+                .dirs
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .values()
+                .cloned()
+                .collect();
+            let roots = dirs
+                .iter()
+                .map(|dir| McpRoot::directory(dir).name(root_name(dir)))
+                .collect();
+            this.manager.set_roots(roots).await;
+        });
+    }
+}
+
+/// A root's name: the directory's last component.
+fn root_name(dir: &Path) -> String {
+    dir.file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_else(|| dir.display().to_string())
+}
+
 /// Serves ACP on stdio until the editor closes the connection.
 pub async fn serve<M>(
     model: M,
@@ -105,7 +181,12 @@ where
 {
     let controls = Controls::default();
     let registered = controls.clone();
+    let roots = mcp.clone().map(SessionRoots::new);
+    let closing = (roots.clone(), controls.clone());
     AcpServer::new(move |request| {
+        if let Some(roots) = &roots {
+            roots.add(&request.session_id, &request.cwd);
+        }
         // "Always" in the terminal is a per-session allow-list; over ACP the
         // editor's "allow always" answers play that part.
         let always = SessionAllowList::default();
@@ -126,6 +207,16 @@ where
         ))
     })
     .agent_info("coding-agent", env!("CARGO_PKG_VERSION"))
+    .on_session_closed(move |id| {
+        let (roots, controls) = &closing;
+        if let Some(roots) = roots {
+            roots.remove(id);
+        }
+        controls
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(id);
+    })
     .session_modes(modes())
     .slash_commands(commands(), move |call| run_command(&controls, call))
     .plan_tool(TODO_TOOL)

@@ -95,18 +95,19 @@ fn main() -> ExitCode {
 }
 
 /// Connects the MCP servers of `--mcp` (or the default config file, when
-/// it exists), telling `report` how each went. `workspace` is offered to
-/// the servers as the client's root (MCP `roots`).
+/// it exists), telling `report` how each went. `roots` are offered to the
+/// servers as the client's roots (MCP `roots`): the workspace, or over ACP
+/// the open sessions' directories.
 async fn connect_mcp(
     args: &args::Args,
-    workspace: Option<&std::path::Path>,
+    roots: Option<Vec<agentkit_mcp::McpRoot>>,
     report: impl Fn(String),
 ) -> Result<Option<agentkit_mcp::McpServerManager>, String> {
     let Some(path) = args.mcp.clone().or_else(mcp::default_path) else {
         return Ok(None);
     };
     let servers = mcp::read(&path).map_err(|error| error.to_string())?;
-    let (manager, lines) = mcp::connect(servers, workspace)
+    let (manager, lines) = mcp::connect(servers, roots)
         .await
         .map_err(|error| error.to_string())?;
     lines.into_iter().for_each(report);
@@ -133,7 +134,12 @@ async fn serve_acp(
         Ok(store) => store,
         Err(error) => return fail(error),
     };
-    let mcp = match connect_mcp(args, None, |line| eprintln!("coding-agent: {line}")).await {
+    // The roots start empty; each session adds its directory (acp.rs).
+    let mcp = match connect_mcp(args, Some(Vec::new()), |line| {
+        eprintln!("coding-agent: {line}")
+    })
+    .await
+    {
         Ok(mcp) => mcp,
         Err(error) => return fail(error),
     };
@@ -286,7 +292,7 @@ async fn run() -> ExitCode {
             Ok(exec) => exec,
             Err(error) => return fail(error),
         };
-        exec.mcp = match connect_mcp(&args, Some(&exec.workspace), |line| {
+        exec.mcp = match connect_mcp(&args, Some(mcp::workspace_roots(&exec.workspace)), |line| {
             eprintln!("coding-agent: {line}")
         })
         .await
@@ -328,7 +334,7 @@ async fn run() -> ExitCode {
     let screen = Arc::new(Mutex::new(Screen::new(tty)));
     let say = |line: Line| screen.lock().unwrap_or_else(|e| e.into_inner()).line(line);
 
-    let mcp = match connect_mcp(&args, Some(&workspace), |line| {
+    let mcp = match connect_mcp(&args, Some(mcp::workspace_roots(&workspace)), |line| {
         say(Line::new(line, Look::Dim))
     })
     .await

@@ -17,7 +17,7 @@
 //! Other keys in the file are ignored. Servers that fail to connect are
 //! reported and left out; the agent runs without them.
 
-use agentkit_mcp::{McpServerConfig, McpServerManager};
+use agentkit_mcp::{McpRoot, McpServerConfig, McpServerManager};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -153,23 +153,26 @@ fn parse(text: &str, path: &Path) -> Result<Vec<McpServerConfig>, McpConfigError
     Ok(servers)
 }
 
+/// The roots a workspace offers MCP servers: the directory itself.
+pub fn workspace_roots(workspace: &Path) -> Vec<McpRoot> {
+    vec![McpRoot::directory(workspace).name("workspace")]
+}
+
 /// Registers and connects `servers`; returns the manager and one line per
-/// server saying how it went.
+/// server saying how it went. `roots`, when given, are announced in the
+/// handshake (an empty list still announces the capability, for a host
+/// that adds directories later).
 pub async fn connect(
     servers: Vec<McpServerConfig>,
-    workspace: Option<&std::path::Path>,
+    roots: Option<Vec<McpRoot>>,
 ) -> Result<(McpServerManager, Vec<String>), McpConfigError> {
     let manager = McpServerManager::new();
     // A server's question during a tool call (elicitation) pauses that
     // call and reaches the user; announced in the handshake, so set first.
     manager.route_elicitation_to_calls(true);
-    if let Some(workspace) = workspace {
+    if let Some(roots) = roots {
         // Announced in the handshake: set before the servers connect.
-        manager
-            .set_roots(vec![
-                agentkit_mcp::McpRoot::directory(workspace).name("workspace"),
-            ])
-            .await;
+        manager.set_roots(roots).await;
     }
     for config in servers {
         let name = config.name.clone();

@@ -272,3 +272,37 @@ fn an_mcp_servers_question_is_put_to_the_editor() {
     let second = texts(&server.messages()[3], "tool").join("\n");
     assert!(second.contains("User cancelled"), "{second}");
 }
+
+/// The MCP servers are shared by the editor's sessions, so their roots
+/// are every open session's directory: two sessions, and the `roots`
+/// fixture server (crates/agentkit-mcp/tests/fixtures/roots.mjs, which
+/// asks `roots/list` afresh) lists both; once the editor closes the first
+/// session (`session/close`), only the other.
+#[test]
+fn mcp_servers_get_every_sessions_directory_as_a_root() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(dir.path()).unwrap();
+    std::fs::create_dir(base.join("work")).unwrap();
+    std::fs::create_dir(base.join("other")).unwrap();
+    let config = base.join("config/agentkit");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(config.join("mcp.toml"), server::roots_mcp_config()).unwrap();
+    let server = Server::start(vec![
+        sse(tool_calls(&[("call_1", "mcp_roots_list_roots", json!({}))])),
+        sse(text_answer("Both.")),
+        sse(tool_calls(&[("call_2", "mcp_roots_list_roots", json!({}))])),
+        sse(text_answer("One.")),
+    ]);
+    run_client("coding-agent-roots.mjs", &server, &base, 4);
+    let messages = server.messages();
+    let listed = texts(&messages[1], "tool").join("\n");
+    let mut lines: Vec<&str> = listed.lines().collect();
+    lines.sort_unstable();
+    let uri = |name: &str| format!("file://{}", base.join(name).display());
+    assert_eq!(lines, [uri("other"), uri("work")], "{listed}");
+    // The second session's conversation: both calls, the second after the
+    // first session was closed.
+    let results = texts(&messages[3], "tool");
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert_eq!(results[1], uri("other"));
+}

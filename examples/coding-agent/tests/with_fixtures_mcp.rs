@@ -91,3 +91,47 @@ fn mcp_tools_from_a_config_file_in_line_mode() {
     let _guard = runtime.enter();
     drop(server);
 }
+
+/// The workspace is offered to MCP servers as the client's root: the
+/// fixture server's `list_roots` asks the agent (`roots/list`) during the
+/// model's call and the model reads the workspace's `file://` URI.
+#[test]
+fn exec_offers_the_workspace_as_the_mcp_root() {
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = std::fs::canonicalize(dir.path()).unwrap().join("my work");
+    std::fs::create_dir(&workspace).unwrap();
+    let config = dir.path().join("mcp.toml");
+    std::fs::write(&config, server::roots_mcp_config()).unwrap();
+    let server = server::Server::start(vec![
+        server::sse(server::tool_calls(&[(
+            "call_1",
+            "mcp_roots_list_roots",
+            json!({}),
+        )])),
+        server::sse(server::text_answer("Listed.")),
+    ]);
+    let output = Command::new(env!("CARGO_BIN_EXE_coding-agent"))
+        .arg("exec")
+        .args(["--workspace", workspace.to_str().unwrap()])
+        .args([
+            "--mcp",
+            config.to_str().unwrap(),
+            "--yes",
+            "where may you work?",
+        ])
+        .env("OPENAI_BASE_URL", server.base_url())
+        .env("AGENTKIT_MODEL", "test-model")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("AGENTKIT_PROVIDER")
+        .env("CODING_AGENT_STATE_DIR", dir.path().join("state"))
+        .env("XDG_CONFIG_HOME", dir.path().join("config"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{log}");
+    let results = server::texts(&server.messages()[1], "tool");
+    let expected = format!("file://{}", workspace.display()).replace(' ', "%20");
+    assert_eq!(results, [expected], "{log}");
+}

@@ -142,6 +142,20 @@ pub fn reference_mcp_server() -> std::path::PathBuf {
     entry
 }
 
+/// The `roots` fixture MCP server (`crates/agentkit-mcp/tests/fixtures/roots.mjs`:
+/// its `list_roots` tool asks the client's roots afresh), as an MCP config
+/// file's text naming it `roots`. Its SDK comes with the reference
+/// server's install.
+pub fn roots_mcp_config() -> String {
+    reference_mcp_server();
+    let entry = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../crates/agentkit-mcp/tests/fixtures/roots.mjs");
+    format!(
+        "[mcp_servers.roots]\ncommand = \"node\"\nargs = [{:?}]\n",
+        entry.display().to_string()
+    )
+}
+
 /// Names the reference server `name` in the MCP config the agent reads by
 /// default when `XDG_CONFIG_HOME` is `state/config`.
 pub fn configure_reference_mcp(state: &std::path::Path, name: &str) {
