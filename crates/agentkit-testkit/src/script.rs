@@ -484,7 +484,7 @@ mod tests {
         let mut inputs = Vec::new();
         for id in ["a", "b"] {
             let mut session = model.start_session(SessionConfig::new(id)).await.unwrap();
-            let mut turn = session.begin_turn(request(), None).await.unwrap();
+            let mut turn = session.begin_turn(request()).await.unwrap();
             match turn.next_event().await.unwrap() {
                 Some(ModelTurnEvent::ToolCall(call)) => {
                     assert_eq!((call.id.as_str(), call.name.as_str()), ("c1", "echo"));
@@ -494,7 +494,7 @@ mod tests {
                 other => panic!("expected the call, got {other:?}"),
             }
             drop(turn);
-            let mut bad = session.begin_turn(request(), None).await.unwrap();
+            let mut bad = session.begin_turn(request()).await.unwrap();
             assert_eq!(
                 bad.next_event().await.unwrap_err().kind,
                 ModelErrorKind::Protocol
