@@ -48,6 +48,7 @@ mod pricing;
 mod redact;
 mod replay;
 mod retry;
+mod shell;
 mod sse;
 #[cfg(feature = "test-server")]
 pub mod testing;
@@ -66,6 +67,7 @@ pub use limits::{
 pub use pricing::{ModelPrice, PriceTable};
 pub use redact::{REDACTED, redact_secrets};
 pub use retry::{RetryNotice, RetryPolicy, parse_retry_after};
+pub use shell::{AdapterShared, retry_warnings};
 pub use sse::{SseEvent, SseEventRef, SseParser, SseStream};
 pub use tls::install_tls_provider;
 
