@@ -15,6 +15,10 @@
 //! - [`ModelError`] (agentkit-core's, shared with the loop; also named
 //!   [`ProviderError`] here) says what went wrong and, through its
 //!   [`ModelErrorKind`], whether retrying can help;
+//! - [`DecodedStream`] runs an adapter's [`SseDecoder`] over the stream,
+//!   and [`AdapterShared`] with [`retry_warnings`] is the rest of an
+//!   adapter's shell: its configuration beside one pooled client, and a
+//!   warning per retried request;
 //! - [`PriceTable`] computes a call's cost from its tokens when the provider
 //!   does not report it.
 //!

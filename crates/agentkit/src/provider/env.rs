@@ -58,9 +58,9 @@ const APIS: [ProviderKind; 8] = [
 /// Which API a [`ProviderConfig`] talks to.
 ///
 /// The named Chat Completions servers (Groq, Mistral, Ollama ...) are one
-/// variant holding the OpenAI adapter's
-/// [`Preset`](agentkit_provider_openai::Preset): a preset added there is
-/// selectable by name here with no change to this type.
+/// variant holding the OpenAI adapter's `Preset` (`agentkit::openai::Preset`):
+/// a preset added there is selectable by name here with no change to this
+/// type.
 ///
 /// ```
 /// # #[cfg(feature = "openai")] {
@@ -98,8 +98,7 @@ pub enum ProviderKind {
 
 impl ProviderKind {
     /// Every provider, in the order they are inferred: the APIs, then the
-    /// presets in [`Preset::ALL`](agentkit_provider_openai::Preset::ALL)'s
-    /// order (with the `openai` feature).
+    /// presets in `Preset::ALL`'s order (with the `openai` feature).
     pub const ALL: [ProviderKind; APIS.len() + PRESETS] = {
         let mut all = [Self::OpenAi; APIS.len() + PRESETS];
         let mut i = 0;
