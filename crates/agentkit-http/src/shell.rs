@@ -67,3 +67,33 @@ pub fn retry_warnings<'a>(
 ) -> impl Iterator<Item = String> + 'a {
     retries.iter().map(move |retry| format!("{label}: {retry}"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{ProviderError, ProviderErrorKind};
+    use std::time::Duration;
+
+    #[test]
+    fn each_retry_is_one_labelled_warning_in_order() {
+        let notice = |attempt, kind| RetryNotice {
+            attempt,
+            delay: Duration::from_millis(250),
+            error: ProviderError::new(kind, "busy"),
+        };
+        let retries = [
+            notice(1, ProviderErrorKind::RateLimited),
+            notice(2, ProviderErrorKind::Overloaded),
+        ];
+        let warnings: Vec<String> = retry_warnings("gemini", &retries).collect();
+        assert_eq!(warnings.len(), 2);
+        for (warning, retry) in warnings.iter().zip(&retries) {
+            assert_eq!(*warning, format!("gemini: {retry}"));
+        }
+        assert!(
+            warnings[0].starts_with("gemini: attempt 1 failed"),
+            "{warnings:?}"
+        );
+        assert!(warnings[1].contains("retried after 250 ms"), "{warnings:?}");
+    }
+}
