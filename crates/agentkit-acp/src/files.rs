@@ -19,7 +19,9 @@ use agent_client_protocol::{Client, ErrorCode};
 use std::io;
 use std::path::Path;
 
-/// One session's access to the editor's files; see the [module docs](self).
+/// One session's access to the editor's files: a host's file tools read a
+/// buffer as the user sees it (unsaved edits included) and write into the
+/// buffer, where the user reviews the change, instead of the disk.
 ///
 /// A method the editor did not announce fails with
 /// [`io::ErrorKind::Unsupported`] without asking it; a file the editor does
