@@ -15,6 +15,10 @@
 //! - [`ModelError`] (agentkit-core's, shared with the loop; also named
 //!   [`ProviderError`] here) says what went wrong and, through its
 //!   [`ModelErrorKind`], whether retrying can help;
+//! - [`DecodedStream`] runs an adapter's [`SseDecoder`] over the stream,
+//!   and [`AdapterShared`] with [`retry_warnings`] is the rest of an
+//!   adapter's shell: its configuration beside one pooled client, and a
+//!   warning per retried request;
 //! - [`PriceTable`] computes a call's cost from its tokens when the provider
 //!   does not report it.
 //!
@@ -48,6 +52,7 @@ mod pricing;
 mod redact;
 mod replay;
 mod retry;
+mod shell;
 mod sse;
 #[cfg(feature = "test-server")]
 pub mod testing;
@@ -66,6 +71,7 @@ pub use limits::{
 pub use pricing::{ModelPrice, PriceTable};
 pub use redact::{REDACTED, redact_secrets};
 pub use retry::{RetryNotice, RetryPolicy, parse_retry_after};
+pub use shell::{AdapterShared, retry_warnings};
 pub use sse::{SseEvent, SseEventRef, SseParser, SseStream};
 pub use tls::install_tls_provider;
 

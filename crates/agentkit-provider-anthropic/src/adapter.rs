@@ -8,7 +8,7 @@
 use crate::AnthropicConfig;
 use crate::request::request_body;
 use crate::stream::EventDecoder;
-use agentkit_http::{DecodedStream, HttpClient, SseStream, StreamRequest};
+use agentkit_http::{AdapterShared, DecodedStream, SseStream, StreamRequest, retry_warnings};
 use agentkit_loop::{
     EncodedTranscript, ModelAdapter, ModelError, ModelSession, ModelTurn, ModelTurnEvent,
     PromptCacheRequest, SessionConfig, TurnRequest,
@@ -16,10 +16,7 @@ use agentkit_loop::{
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-struct Shared {
-    config: AnthropicConfig,
-    client: HttpClient,
-}
+type Shared = AdapterShared<AnthropicConfig>;
 
 /// A [`ModelAdapter`] for OpenAI Messages API and compatible servers.
 #[derive(Clone)]
@@ -40,9 +37,8 @@ impl std::fmt::Debug for AnthropicAdapter {
 impl AnthropicAdapter {
     /// An adapter with this configuration.
     pub fn new(config: AnthropicConfig) -> Result<Self, ModelError> {
-        let client = HttpClient::new(config.http.clone())?;
         Ok(Self {
-            shared: Arc::new(Shared { config, client }),
+            shared: AdapterShared::new(config.http.clone(), config)?,
         })
     }
 
@@ -103,8 +99,7 @@ impl ModelSession for AnthropicSession {
         }
         tracing::debug!(turn = %request.turn_id, model = %config.model, "starting a Messages API turn");
         let response = self.shared.client.post_sse(http).await?;
-        let retries = response.retries.iter();
-        let warnings = retries.map(|retry| ModelTurnEvent::Warning(format!("anthropic: {retry}")));
+        let warnings = retry_warnings("anthropic", &response.retries).map(ModelTurnEvent::Warning);
         Ok(AnthropicTurn {
             stream: DecodedStream::new(
                 response.events,

@@ -13,7 +13,7 @@ use crate::eventstream::FrameDecoder;
 use crate::request::request_body;
 use crate::sigv4::{Credentials, SignRequest, authorization};
 use crate::stream::{ConverseDecoder, classify};
-use agentkit_http::{HttpClient, RequestSigner, StreamRequest};
+use agentkit_http::{AdapterShared, RequestSigner, StreamRequest, retry_warnings};
 use agentkit_loop::{
     ModelAdapter, ModelError, ModelErrorKind as K, ModelSession, ModelTurn, ModelTurnEvent,
     SessionConfig, TurnRequest,
@@ -28,10 +28,7 @@ use std::time::SystemTime;
 /// The media type of AWS's binary event-stream.
 const EVENT_STREAM: &str = "application/vnd.amazon.eventstream";
 
-struct Shared {
-    config: BedrockConfig,
-    client: HttpClient,
-}
+type Shared = AdapterShared<BedrockConfig>;
 
 /// A [`ModelAdapter`] for Amazon Bedrock's Converse API.
 #[derive(Clone)]
@@ -51,9 +48,8 @@ impl std::fmt::Debug for BedrockAdapter {
 impl BedrockAdapter {
     /// An adapter with this configuration.
     pub fn new(config: BedrockConfig) -> Result<Self, ModelError> {
-        let client = HttpClient::new(config.http.clone())?;
         Ok(Self {
-            shared: Arc::new(Shared { config, client }),
+            shared: AdapterShared::new(config.http.clone(), config)?,
         })
     }
 
@@ -240,12 +236,8 @@ impl ModelSession for BedrockSession {
             .map(|chunk| chunk.map(|b| b.to_vec()).map_err(|err| err.message))
             .boxed();
         let mut turn = BedrockTurn::from_byte_stream(bytes);
-        turn.queue.extend(
-            response
-                .retries
-                .iter()
-                .map(|retry| ModelTurnEvent::Warning(format!("bedrock: {retry}"))),
-        );
+        turn.queue
+            .extend(retry_warnings("bedrock", &response.retries).map(ModelTurnEvent::Warning));
         Ok(turn)
     }
 }

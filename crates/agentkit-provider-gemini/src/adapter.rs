@@ -7,17 +7,14 @@
 use crate::GeminiConfig;
 use crate::request::request_body;
 use crate::stream::GeminiDecoder;
-use agentkit_http::{DecodedStream, HttpClient, SseStream, StreamRequest};
+use agentkit_http::{AdapterShared, DecodedStream, SseStream, StreamRequest, retry_warnings};
 use agentkit_loop::{
     ModelAdapter, ModelError, ModelSession, ModelTurn, ModelTurnEvent, SessionConfig, TurnRequest,
 };
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-struct Shared {
-    config: GeminiConfig,
-    client: HttpClient,
-}
+type Shared = AdapterShared<GeminiConfig>;
 
 /// A [`ModelAdapter`] for Google Gemini.
 #[derive(Clone)]
@@ -37,9 +34,8 @@ impl std::fmt::Debug for GeminiAdapter {
 impl GeminiAdapter {
     /// An adapter with this configuration.
     pub fn new(config: GeminiConfig) -> Result<Self, ModelError> {
-        let client = HttpClient::new(config.http.clone())?;
         Ok(Self {
-            shared: Arc::new(Shared { config, client }),
+            shared: AdapterShared::new(config.http.clone(), config)?,
         })
     }
 
@@ -104,10 +100,7 @@ impl ModelSession for GeminiSession {
         self.turns += 1;
         let ids = format!("call_{:08x}_{}_", self.nonce, self.turns);
         let pricing = config.prices.clone().map(|p| (p, config.model.clone()));
-        let warnings = response
-            .retries
-            .iter()
-            .map(|retry| ModelTurnEvent::Warning(format!("gemini: {retry}")));
+        let warnings = retry_warnings("gemini", &response.retries).map(ModelTurnEvent::Warning);
         Ok(GeminiTurn {
             stream: DecodedStream::new(response.events, GeminiDecoder::new(ids, pricing))
                 .with_queued(warnings),

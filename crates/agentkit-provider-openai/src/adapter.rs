@@ -8,7 +8,7 @@
 use crate::OpenAiConfig;
 use crate::request::request_body;
 use crate::stream::ChunkDecoder;
-use agentkit_http::{DecodedStream, HttpClient, SseStream, StreamRequest};
+use agentkit_http::{AdapterShared, DecodedStream, SseStream, StreamRequest, retry_warnings};
 use agentkit_loop::{
     EncodedTranscript, ModelAdapter, ModelError, ModelSession, ModelTurn, ModelTurnEvent,
     PromptCacheRequest, SessionConfig, TurnRequest,
@@ -16,10 +16,7 @@ use agentkit_loop::{
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-struct Shared {
-    config: OpenAiConfig,
-    client: HttpClient,
-}
+type Shared = AdapterShared<OpenAiConfig>;
 
 /// A [`ModelAdapter`] for OpenAI Chat Completions and compatible servers.
 #[derive(Clone)]
@@ -40,9 +37,8 @@ impl std::fmt::Debug for OpenAiAdapter {
 impl OpenAiAdapter {
     /// An adapter with this configuration.
     pub fn new(config: OpenAiConfig) -> Result<Self, ModelError> {
-        let client = HttpClient::new(config.http.clone())?;
         Ok(Self {
-            shared: Arc::new(Shared { config, client }),
+            shared: AdapterShared::new(config.http.clone(), config)?,
         })
     }
 
@@ -132,8 +128,7 @@ impl ModelSession for OpenAiSession {
         }
         tracing::debug!(turn = %request.turn_id, model = %config.model, "starting a Chat Completions turn");
         let response = self.shared.client.post_sse(http).await?;
-        let retries = response.retries.iter();
-        let warnings = retries.map(|retry| ModelTurnEvent::Warning(format!("openai: {retry}")));
+        let warnings = retry_warnings("openai", &response.retries).map(ModelTurnEvent::Warning);
         Ok(OpenAiTurn {
             stream: DecodedStream::new(
                 response.events,

@@ -26,7 +26,8 @@ pub use config::ResponsesConfig;
 
 use crate::adapter::FallbackIds;
 use agentkit_http::{
-    DecodedStream, HttpClient, ProviderError, SseStream, StreamRequest, StreamResponse,
+    AdapterShared, DecodedStream, ProviderError, SseStream, StreamRequest, StreamResponse,
+    retry_warnings,
 };
 use agentkit_loop::{
     EncodedTranscript, ModelAdapter, ModelError, ModelSession, ModelTurn, ModelTurnEvent,
@@ -36,10 +37,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use stream::ResponsesDecoder;
 
-struct Shared {
-    config: ResponsesConfig,
-    client: HttpClient,
-}
+type Shared = AdapterShared<ResponsesConfig>;
 
 /// A [`ModelAdapter`] for the OpenAI Responses API.
 #[derive(Clone)]
@@ -61,9 +59,8 @@ impl ResponsesAdapter {
     /// An adapter with this configuration.
     pub fn new(config: impl Into<ResponsesConfig>) -> Result<Self, ModelError> {
         let config = config.into();
-        let client = HttpClient::new(config.openai.http.clone())?;
         Ok(Self {
-            shared: Arc::new(Shared { config, client }),
+            shared: AdapterShared::new(config.openai.http.clone(), config)?,
         })
     }
 
@@ -178,10 +175,7 @@ impl ModelSession for ResponsesSession {
         }?;
         let config = &self.shared.config;
         let warnings = fallback.into_iter().chain(
-            response
-                .retries
-                .iter()
-                .map(|retry| ModelTurnEvent::Warning(format!("openai responses: {retry}"))),
+            retry_warnings("openai responses", &response.retries).map(ModelTurnEvent::Warning),
         );
         let pricing = config
             .openai

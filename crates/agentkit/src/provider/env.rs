@@ -37,7 +37,40 @@ pub const DEFAULT_ANTHROPIC_MODEL: &str = "claude-sonnet-4-5";
 /// The default model for `gemini`.
 pub const DEFAULT_GEMINI_MODEL: &str = "gemini-2.5-flash";
 
+/// How many OpenAI-compatible presets the umbrella crate knows.
+#[cfg(feature = "openai")]
+const PRESETS: usize = agentkit_provider_openai::Preset::ALL.len();
+#[cfg(not(feature = "openai"))]
+const PRESETS: usize = 0;
+
+/// The kinds that are not presets, in the order they are inferred.
+const APIS: [ProviderKind; 8] = [
+    ProviderKind::OpenAi,
+    ProviderKind::OpenAiChat,
+    ProviderKind::Anthropic,
+    ProviderKind::Compatible,
+    ProviderKind::Gemini,
+    ProviderKind::Bedrock,
+    ProviderKind::Azure,
+    ProviderKind::AzureChat,
+];
+
 /// Which API a [`ProviderConfig`] talks to.
+///
+/// The named Chat Completions servers (Groq, Mistral, Ollama ...) are one
+/// variant holding the OpenAI adapter's `Preset` (`agentkit::openai::Preset`):
+/// a preset added there is selectable by name here with no change to this
+/// type.
+///
+/// ```
+/// # #[cfg(feature = "openai")] {
+/// use agentkit::openai::Preset;
+/// use agentkit::provider::ProviderKind;
+///
+/// let groq = ProviderKind::ALL.into_iter().find(|k| k.name() == "groq");
+/// assert_eq!(groq, Some(ProviderKind::Preset(Preset::Groq)));
+/// # }
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ProviderKind {
@@ -57,50 +90,29 @@ pub enum ProviderKind {
     Azure,
     /// Azure OpenAI, Chat Completions.
     AzureChat,
-    /// OpenRouter.
-    OpenRouter,
-    /// Groq.
-    Groq,
-    /// Mistral AI.
-    Mistral,
-    /// DeepSeek.
-    DeepSeek,
-    /// xAI.
-    Xai,
-    /// Together AI.
-    Together,
-    /// Fireworks AI.
-    Fireworks,
-    /// Ollama on this machine.
-    Ollama,
-    /// LM Studio on this machine.
-    LmStudio,
-    /// vLLM on this machine.
-    Vllm,
+    /// A named Chat Completions server (OpenRouter, Groq, Ollama ...): its
+    /// URL, key variable, default model and quirks come from the preset.
+    #[cfg(feature = "openai")]
+    Preset(agentkit_provider_openai::Preset),
 }
 
 impl ProviderKind {
-    /// Every provider, in the order they are inferred.
-    pub const ALL: [ProviderKind; 18] = [
-        Self::OpenAi,
-        Self::OpenAiChat,
-        Self::Anthropic,
-        Self::Compatible,
-        Self::Gemini,
-        Self::Bedrock,
-        Self::Azure,
-        Self::AzureChat,
-        Self::OpenRouter,
-        Self::Groq,
-        Self::Mistral,
-        Self::DeepSeek,
-        Self::Xai,
-        Self::Together,
-        Self::Fireworks,
-        Self::Ollama,
-        Self::LmStudio,
-        Self::Vllm,
-    ];
+    /// Every provider, in the order they are inferred: the APIs, then the
+    /// presets in `Preset::ALL`'s order (with the `openai` feature).
+    pub const ALL: [ProviderKind; APIS.len() + PRESETS] = {
+        let mut all = [Self::OpenAi; APIS.len() + PRESETS];
+        let mut i = 0;
+        while i < APIS.len() {
+            all[i] = APIS[i];
+            i += 1;
+        }
+        #[cfg(feature = "openai")]
+        while i < all.len() {
+            all[i] = Self::Preset(agentkit_provider_openai::Preset::ALL[i - APIS.len()]);
+            i += 1;
+        }
+        all
+    };
 
     /// The value of `AGENTKIT_PROVIDER` that selects it.
     pub fn name(self) -> &'static str {
@@ -113,16 +125,8 @@ impl ProviderKind {
             Self::Bedrock => "bedrock",
             Self::Azure => "azure",
             Self::AzureChat => "azure-chat",
-            Self::OpenRouter => "openrouter",
-            Self::Groq => "groq",
-            Self::Mistral => "mistral",
-            Self::DeepSeek => "deepseek",
-            Self::Xai => "xai",
-            Self::Together => "together",
-            Self::Fireworks => "fireworks",
-            Self::Ollama => "ollama",
-            Self::LmStudio => "lmstudio",
-            Self::Vllm => "vllm",
+            #[cfg(feature = "openai")]
+            Self::Preset(preset) => preset.name(),
         }
     }
 
@@ -142,31 +146,21 @@ impl ProviderKind {
         }
     }
 
-    /// `true` for the named Chat Completions servers.
-    #[cfg(feature = "openai")]
-    fn is_preset(self) -> bool {
-        Self::ALL[8..].contains(&self)
-    }
-
     /// The variables holding the key (the first one is named when it is
     /// missing), and whether a key is required.
-    fn key_vars(self) -> (&'static [&'static str], bool) {
+    fn key_vars(self) -> (Vec<&'static str>, bool) {
         match self {
-            Self::OpenAi | Self::OpenAiChat => (&["OPENAI_API_KEY"], true),
-            Self::Compatible => (&["OPENAI_API_KEY"], false),
-            Self::Anthropic => (&["ANTHROPIC_API_KEY"], true),
-            Self::Gemini => (&["GEMINI_API_KEY", "GOOGLE_API_KEY"], true),
+            Self::OpenAi | Self::OpenAiChat => (vec!["OPENAI_API_KEY"], true),
+            Self::Compatible => (vec!["OPENAI_API_KEY"], false),
+            Self::Anthropic => (vec!["ANTHROPIC_API_KEY"], true),
+            Self::Gemini => (vec!["GEMINI_API_KEY", "GOOGLE_API_KEY"], true),
             // A key or a token; checked apart.
-            Self::Azure | Self::AzureChat => (&["AZURE_OPENAI_API_KEY"], false),
-            Self::OpenRouter => (&["OPENROUTER_API_KEY"], true),
-            Self::Groq => (&["GROQ_API_KEY"], true),
-            Self::Mistral => (&["MISTRAL_API_KEY"], true),
-            Self::DeepSeek => (&["DEEPSEEK_API_KEY"], true),
-            Self::Xai => (&["XAI_API_KEY"], true),
-            Self::Together => (&["TOGETHER_API_KEY"], true),
-            Self::Fireworks => (&["FIREWORKS_API_KEY"], true),
+            Self::Azure | Self::AzureChat => (vec!["AZURE_OPENAI_API_KEY"], false),
+            // Local servers need none.
+            #[cfg(feature = "openai")]
+            Self::Preset(preset) => (preset.key_var().into_iter().collect(), !preset.is_local()),
             // The AWS credential chain, read when a request is signed.
-            Self::Ollama | Self::LmStudio | Self::Vllm | Self::Bedrock => (&[], false),
+            Self::Bedrock => (Vec::new(), false),
         }
     }
 
@@ -189,17 +183,8 @@ impl ProviderKind {
             Self::Gemini => Some(DEFAULT_GEMINI_MODEL),
             Self::Compatible | Self::Azure | Self::AzureChat | Self::Bedrock => None,
             #[cfg(feature = "openai")]
-            kind => kind.preset().and_then(|p| p.default_model()),
-            #[cfg(not(feature = "openai"))]
-            _ => None,
+            Self::Preset(preset) => preset.default_model(),
         }
-    }
-
-    #[cfg(feature = "openai")]
-    fn preset(self) -> Option<agentkit_provider_openai::Preset> {
-        self.is_preset()
-            .then(|| agentkit_provider_openai::Preset::from_name(self.name()))
-            .flatten()
     }
 }
 
@@ -275,7 +260,8 @@ pub enum ConfigError {
 /// let vars = [("AGENTKIT_PROVIDER", "groq"), ("GROQ_API_KEY", "gsk-test")];
 /// let lookup = |name: &str| vars.iter().find(|(n, _)| *n == name).map(|(_, v)| v.to_string());
 /// let groq = ProviderConfig::from_lookup(lookup)?;
-/// assert_eq!((groq.kind, groq.model.as_str()), (ProviderKind::Groq, "llama-3.3-70b-versatile"));
+/// let kind = ProviderKind::Preset(agentkit::openai::Preset::Groq);
+/// assert_eq!((groq.kind, groq.model.as_str()), (kind, "llama-3.3-70b-versatile"));
 /// # Ok::<(), ConfigError>(())
 /// ```
 #[derive(Clone, PartialEq, Eq)]
@@ -455,11 +441,7 @@ impl ProviderConfig {
                 Ok(DynModel::new(adapter))
             }
             #[cfg(feature = "openai")]
-            kind if kind.is_preset() => {
-                let preset = kind.preset().ok_or(ConfigError::NotCompiled {
-                    provider: kind,
-                    feature: "openai",
-                })?;
+            ProviderKind::Preset(preset) => {
                 let mut config = preset.config(self.api_key.clone(), Some(self.model.clone()));
                 if let Some(url) = &self.base_url {
                     config.base_url = url.clone();
@@ -627,6 +609,7 @@ pub fn model_from_env() -> Result<DynModel, ConfigError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use agentkit_provider_openai::Preset;
 
     fn config(vars: &[(&str, &str)]) -> Result<ProviderConfig, ConfigError> {
         ProviderConfig::from_lookup(|name| {
@@ -709,37 +692,37 @@ mod tests {
             ),
             (
                 &[("GROQ_API_KEY", "gsk")],
-                ProviderKind::Groq,
+                ProviderKind::Preset(Preset::Groq),
                 "llama-3.3-70b-versatile",
                 Some("gsk"),
             ),
             (
                 &[("MISTRAL_API_KEY", "m")],
-                ProviderKind::Mistral,
+                ProviderKind::Preset(Preset::Mistral),
                 "mistral-large-latest",
                 Some("m"),
             ),
             (
                 &[("DEEPSEEK_API_KEY", "d")],
-                ProviderKind::DeepSeek,
+                ProviderKind::Preset(Preset::DeepSeek),
                 "deepseek-chat",
                 Some("d"),
             ),
             (
                 &[("AGENTKIT_PROVIDER", "ollama")],
-                ProviderKind::Ollama,
+                ProviderKind::Preset(Preset::Ollama),
                 "llama3.2",
                 None,
             ),
             (
                 &[("AGENTKIT_PROVIDER", "vllm"), ("AGENTKIT_MODEL", "qwen")],
-                ProviderKind::Vllm,
+                ProviderKind::Preset(Preset::Vllm),
                 "qwen",
                 None,
             ),
             (
                 &[("AGENTKIT_PROVIDER", "XAI"), ("XAI_API_KEY", "x")],
-                ProviderKind::Xai,
+                ProviderKind::Preset(Preset::Xai),
                 "grok-4",
                 Some("x"),
             ),
