@@ -2,8 +2,9 @@
 //!
 //! [`DynModel`] erases an adapter's type so a host can pick OpenAI,
 //! Anthropic or any compatible server from its configuration;
-//! [`model_from_env`] does the picking from documented environment
-//! variables (see [`ProviderConfig`]). [`parse_structured`] turns an answer
+//! `model_from_env` does the picking from documented environment
+//! variables (see `ProviderConfig`; both exist with any provider feature:
+//! `openai`, `anthropic`, `gemini`, `bedrock`). [`parse_structured`] turns an answer
 //! given under an [`OutputSchema`](agentkit_loop::OutputSchema) into a Rust
 //! type.
 
