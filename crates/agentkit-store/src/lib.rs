@@ -66,6 +66,8 @@ mod store;
 #[cfg(feature = "postgres")]
 mod pg_connect;
 #[cfg(feature = "postgres")]
+mod pg_log;
+#[cfg(feature = "postgres")]
 mod postgres;
 #[cfg(feature = "sqlite")]
 mod sqlite;

@@ -8,9 +8,10 @@
 //! every checkpoint. A crash loses only the items still in flight (those
 //! appended in the last few milliseconds).
 
+use crate::pg_log::{PgLogWriter, write_log};
 use crate::recover::Mark;
 use crate::store::{
-    Checkpoint, LeaseToken, LogEntry, LogWriter, NewSession, RawInfo, SessionInfo, SessionStore,
+    Checkpoint, LeaseToken, LogWriter, NewSession, RawInfo, SessionInfo, SessionStore,
     StoredSession, fork_prefix, fork_snapshot, fresh_token, now_ms, parse_json, pending_migrations,
     read_checkpoint,
 };
@@ -19,7 +20,7 @@ use agentkit_core::{Item, SessionId};
 use deadpool_postgres::{Object, Pool};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 use tokio_postgres::{Client, GenericClient, Row};
 
 const BACKEND: &str = "postgres";
@@ -96,7 +97,7 @@ pub const PG_SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 /// Serializes migrations of workers that open the database together.
 const MIGRATION_LOCK: i64 = 0x6167_656e_746b_6974;
 
-fn db(err: tokio_postgres::Error) -> StoreError {
+pub(crate) fn db(err: tokio_postgres::Error) -> StoreError {
     StoreError::database(BACKEND, err)
 }
 
@@ -150,7 +151,7 @@ impl PgStore {
 }
 
 /// A connection from the pool (opened when none is idle).
-async fn get(pool: &Pool) -> StoreResult<Object> {
+pub(crate) async fn get(pool: &Pool) -> StoreResult<Object> {
     pool.get()
         .await
         .map_err(|err| StoreError::database(BACKEND, err))
@@ -247,7 +248,7 @@ async fn insert_session(
     Ok(id)
 }
 
-async fn insert_items(
+pub(crate) async fn insert_items(
     client: &impl GenericClient,
     id: &SessionId,
     first: usize,
@@ -275,7 +276,11 @@ async fn insert_items(
 
 /// Appends `items` to the session's archive (one statement, like
 /// [`insert_items`]).
-async fn archive(client: &impl GenericClient, id: &SessionId, items: &[Item]) -> StoreResult<()> {
+pub(crate) async fn archive(
+    client: &impl GenericClient,
+    id: &SessionId,
+    items: &[Item],
+) -> StoreResult<()> {
     if items.is_empty() {
         return Ok(());
     }
@@ -661,40 +666,6 @@ impl SessionStore for PgStore {
     }
 }
 
-enum Command {
-    Write(LogEntry),
-    Flush(oneshot::Sender<StoreResult<()>>),
-}
-
-/// Hands entries to the writer task; never blocks.
-struct PgLogWriter {
-    sender: mpsc::UnboundedSender<Command>,
-}
-
-#[async_trait::async_trait]
-impl LogWriter for PgLogWriter {
-    fn write(&self, entry: LogEntry) {
-        // The task only stops when this writer is dropped.
-        let _ = self.sender.send(Command::Write(entry));
-    }
-
-    async fn flush(&self) -> StoreResult<()> {
-        let (done, wait) = oneshot::channel();
-        if self.sender.send(Command::Flush(done)).is_err() {
-            return Err(StoreError::corrupt(
-                &SessionId::new(""),
-                "the log writer task stopped",
-            ));
-        }
-        wait.await.unwrap_or_else(|_| {
-            Err(StoreError::corrupt(
-                &SessionId::new(""),
-                "the log writer task stopped",
-            ))
-        })
-    }
-}
-
 /// Extends a lease: $1 session, $2 owner, $3 milliseconds.
 const RENEW: &str = "UPDATE agentkit_leases
     SET expires_at = clock_timestamp() + $3::DOUBLE PRECISION * INTERVAL '1 millisecond'
@@ -740,100 +711,6 @@ async fn save_checkpoint_only(
         .await
         .map_err(db)?;
     if saved == 0 {
-        return Err(StoreError::LeaseLost(lease.session_id.clone()));
-    }
-    Ok(())
-}
-
-/// Writes entries in order, batching whatever queued up while the last
-/// batch was written; the first failure is reported at the next flush.
-async fn write_log(pool: Pool, lease: LeaseToken, mut commands: mpsc::UnboundedReceiver<Command>) {
-    let mut failure: Option<StoreError> = None;
-    let mut batch = Vec::new();
-    while let Some(command) = commands.recv().await {
-        let mut next = Some(command);
-        while let Some(command) = next.take() {
-            match command {
-                Command::Write(entry) => {
-                    batch.push(entry);
-                    next = commands.try_recv().ok();
-                }
-                Command::Flush(done) => {
-                    write_batch(&pool, &lease, &mut batch, &mut failure).await;
-                    let _ = done.send(failure.take().map_or(Ok(()), Err));
-                }
-            }
-        }
-        write_batch(&pool, &lease, &mut batch, &mut failure).await;
-    }
-}
-
-async fn write_batch(
-    pool: &Pool,
-    lease: &LeaseToken,
-    batch: &mut Vec<LogEntry>,
-    failure: &mut Option<StoreError>,
-) {
-    if batch.is_empty() {
-        return;
-    }
-    if let Err(err) = write_entries(pool, lease, batch).await {
-        failure.get_or_insert(err);
-    }
-    batch.clear();
-}
-
-/// Writes items ($3 indexes, $4 JSON) and marks ($5, in order) of session
-/// $1 if lease $2 still holds, in one statement (one round trip); returns
-/// how many rows it wrote. Each part checks the lease, so a worker that lost
-/// it can never write into the session again.
-const WRITE_ENTRIES: &str = "WITH lease AS (
-        SELECT 1 FROM agentkit_leases WHERE session_id = $1 AND owner = $2
-    ), items AS (
-        INSERT INTO agentkit_items (session_id, seq, item)
-        SELECT $1, seq, item FROM UNNEST($3::BIGINT[], $4::TEXT[]) AS rows (seq, item)
-        WHERE EXISTS (SELECT 1 FROM lease)
-        ON CONFLICT (session_id, seq) DO UPDATE SET item = excluded.item
-        RETURNING 1
-    ), marks AS (
-        INSERT INTO agentkit_marks (session_id, mark)
-        SELECT $1, mark FROM UNNEST($5::TEXT[]) WITH ORDINALITY AS rows (mark, n)
-        WHERE EXISTS (SELECT 1 FROM lease)
-        ORDER BY n
-        RETURNING 1
-    )
-    SELECT (SELECT COUNT(*) FROM items) + (SELECT COUNT(*) FROM marks)";
-
-async fn write_entries(pool: &Pool, lease: &LeaseToken, entries: &[LogEntry]) -> StoreResult<()> {
-    let mut seqs = Vec::new();
-    let mut items = Vec::new();
-    let mut marks = Vec::new();
-    for entry in entries {
-        match entry {
-            LogEntry::Item { index, item } => {
-                seqs.push(*index as i64);
-                items.push(serde_json::to_string(item)?);
-            }
-            LogEntry::Mark(mark) => marks.push(serde_json::to_string(mark)?),
-        }
-    }
-    let client = get(pool).await?;
-    let statement = client.prepare_cached(WRITE_ENTRIES).await.map_err(db)?;
-    let written: i64 = client
-        .query_one(
-            &statement,
-            &[
-                &lease.session_id.as_str(),
-                &lease.owner,
-                &seqs,
-                &items,
-                &marks,
-            ],
-        )
-        .await
-        .map_err(db)?
-        .get(0);
-    if written < entries.len() as i64 {
         return Err(StoreError::LeaseLost(lease.session_id.clone()));
     }
     Ok(())

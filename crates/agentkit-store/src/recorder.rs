@@ -6,16 +6,21 @@
 //! and the few events recovery needs, to the backend's [`LogWriter`].
 //!
 //! When a mutator rewrites the transcript (compaction), the item rows no
-//! longer match the indices the driver reports (the recorder learns it from
-//! `on_transcript_rewritten` and from `MutationFinished`). It then stops
-//! writing until the next checkpoint, which stores the rewritten transcript
-//! whole; a crash in between resumes from the rows written before the
-//! rewrite, which form a valid transcript. The items the rewrite removed
-//! are held here until that checkpoint archives them.
+//! longer match the indices the driver reports. If the rewrite kept the
+//! items this step appended (those since the checkpoint) at its end, as a
+//! compaction keeps the recent tail, the rows follow it at once
+//! ([`LogEntry::Rewrite`]): the new transcript replaces them, the checkpoint
+//! then covers what precedes the step's items, and appends and marks go on,
+//! so a kill after a compaction loses nothing. Any other rewrite (and a
+//! failed write) stops the writing until the next checkpoint, which stores
+//! the rewritten transcript whole; a crash in between resumes from the rows
+//! written before the rewrite, which form a valid transcript. The items
+//! such a rewrite removed are held here until that checkpoint archives
+//! them.
 
 use crate::recover::Mark;
 use crate::store::{LogEntry, LogWriter};
-use agentkit_core::Item;
+use agentkit_core::{Item, ItemId};
 use agentkit_loop::{
     AgentEvent, LoopObserver, TaskManager, TaskRouting, ToolJob, TranscriptObserver,
 };
@@ -40,6 +45,8 @@ pub struct Recorder {
     state: Mutex<LogState>,
     /// Items rewrites removed, not archived yet.
     archive: Mutex<Vec<Item>>,
+    /// The ids of the items appended since the checkpoint, in order.
+    appended: Mutex<Vec<Option<ItemId>>>,
 }
 
 impl std::fmt::Debug for Recorder {
@@ -56,6 +63,7 @@ impl Recorder {
             writer,
             state: Mutex::new(LogState::default()),
             archive: Mutex::new(Vec::new()),
+            appended: Mutex::new(Vec::new()),
         }
     }
 
@@ -73,6 +81,11 @@ impl Recorder {
             next_index: len,
             broken: false,
         };
+        self.appended_ids().clear();
+    }
+
+    fn appended_ids(&self) -> std::sync::MutexGuard<'_, Vec<Option<ItemId>>> {
+        self.appended.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// `true` when items wait to be archived.
@@ -123,13 +136,44 @@ impl TranscriptObserver for Recorder {
             return;
         }
         state.next_index += 1;
+        self.appended_ids().push(item.id.clone());
         self.writer.write(LogEntry::Item {
             index,
             item: item.clone(),
         });
     }
 
-    fn on_transcript_rewritten(&self, _items: &[Item], archived: &[Item]) {
+    fn on_transcript_rewritten(&self, items: &[Item], archived: &[Item]) {
+        let mut state = self.lock();
+        let appended = self.appended_ids();
+        // The step's own items, unchanged in identity, end the new
+        // transcript: the rows can follow the rewrite now.
+        let kept = !state.broken
+            && appended.len() <= items.len()
+            && appended.iter().all(Option::is_some)
+            && items[items.len() - appended.len()..]
+                .iter()
+                .map(|item| &item.id)
+                .eq(appended.iter());
+        if kept {
+            let new_ids: std::collections::HashSet<&ItemId> =
+                items.iter().filter_map(|item| item.id.as_ref()).collect();
+            let removed = archived
+                .iter()
+                .filter(|item| item.id.as_ref().is_none_or(|id| !new_ids.contains(id)))
+                .count();
+            let fresh_ids = (items.len() + removed).saturating_sub(state.next_index) as u64;
+            self.writer.write(LogEntry::Rewrite {
+                items: items.to_vec(),
+                archived: archived.to_vec(),
+                checkpoint_len: items.len() - appended.len(),
+                fresh_ids,
+            });
+            state.next_index = items.len();
+            return;
+        }
+        drop(appended);
+        drop(state);
         // The next checkpoint stores the new transcript whole, and archives
         // what it no longer holds.
         self.archive
@@ -149,7 +193,6 @@ impl LoopObserver for Recorder {
             AgentEvent::SoftInterruptInjected { .. } => self.mark(Mark::SoftInterruptsDrained),
             AgentEvent::ModelCallStarted { .. } => self.mark(Mark::ModelCallStarted),
             AgentEvent::ToolStarted { call_id, .. } => self.mark(Mark::ToolStarted { call_id }),
-            AgentEvent::MutationFinished { dirty: true, .. } => self.mark_broken(),
             _ => {}
         }
     }

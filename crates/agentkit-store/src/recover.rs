@@ -43,6 +43,13 @@ pub enum Mark {
         /// The call.
         call_id: ToolCallId,
     },
+    /// A mutator rewrote the transcript and the rows followed it (see
+    /// [`LogEntry::Rewrite`](crate::LogEntry::Rewrite)); the rewrite may
+    /// have generated up to `fresh_ids` item ids, never to be reused.
+    Rewritten {
+        /// Item ids the rewrite may have used.
+        fresh_ids: u64,
+    },
 }
 
 /// The snapshot to resume from: the checkpoint, brought forward by the
@@ -94,6 +101,7 @@ pub(crate) fn recover(
             Mark::SoftInterruptsDrained => snapshot.soft_interrupts.clear(),
             Mark::ModelCallStarted => snapshot.next_turn_index += 1,
             Mark::ToolStarted { .. } => {}
+            &Mark::Rewritten { fresh_ids } => snapshot.next_item_index += fresh_ids,
         }
     }
     if extra > 0 {

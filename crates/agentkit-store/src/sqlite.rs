@@ -678,6 +678,33 @@ impl SqliteLogWriter {
                         self.lease.owner
                     ])
                 }),
+            LogEntry::Rewrite {
+                items,
+                archived,
+                checkpoint_len,
+                fresh_ids,
+            } => {
+                let tx = conn.unchecked_transaction().map_err(db)?;
+                check_lease(&tx, &self.lease.session_id, &self.lease.owner)?;
+                archive(&tx, &self.lease.session_id, archived)?;
+                tx.execute("DELETE FROM items WHERE session_id = ?1", params![id])
+                    .map_err(db)?;
+                insert_items(&tx, &self.lease.session_id, 0, items)?;
+                let mark = Mark::Rewritten {
+                    fresh_ids: *fresh_ids,
+                };
+                tx.execute(
+                    "UPDATE sessions SET transcript_len = ?2 WHERE id = ?1",
+                    params![id, *checkpoint_len as i64],
+                )
+                .map_err(db)?;
+                tx.execute(
+                    "INSERT INTO marks (session_id, mark) VALUES (?1, ?2)",
+                    params![id, serde_json::to_string(&mark)?],
+                )
+                .map_err(db)?;
+                tx.commit().map(|()| 1)
+            }
         }
         .map_err(db)?;
         if written == 0 {

@@ -129,8 +129,9 @@ pub struct Checkpoint<'a> {
     pub archived: &'a [Item],
 }
 
-/// One record of the append path: an item, or a journal mark.
+/// One record of the append path: an item, a journal mark, or a rewrite.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub enum LogEntry {
     /// An item appended at `index`.
     Item {
@@ -141,6 +142,22 @@ pub enum LogEntry {
     },
     /// Something the driver did that the next checkpoint will include.
     Mark(Mark),
+    /// A mutator rewrote the transcript (compaction) and kept the items the
+    /// step appended since the checkpoint at its end: the rows become
+    /// `items`, `archived` joins the archive, the checkpoint now covers the
+    /// first `checkpoint_len` rows, and a [`Mark::Rewritten`] is journaled,
+    /// all in one transaction. Appends and marks then go on at once
+    /// instead of waiting for the next checkpoint.
+    Rewrite {
+        /// The whole new transcript.
+        items: Vec<Item>,
+        /// What it no longer holds unchanged.
+        archived: Vec<Item>,
+        /// How many of `items` precede this step's own.
+        checkpoint_len: usize,
+        /// How many item ids the rewrite may have generated.
+        fresh_ids: u64,
+    },
 }
 
 /// The synchronous append path, called from transcript observers.

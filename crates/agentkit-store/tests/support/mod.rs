@@ -33,6 +33,7 @@ macro_rules! shared_suite {
             rewrites_by_mutators_are_stored,
             newer_schemas_are_refused,
             input_logs_are_stored_replayed_and_forked,
+            a_kill_after_a_compaction_keeps_what_followed_it,
         );
     };
     (@tests $make:expr; $($name:ident),* $(,)?) => {$(

@@ -2,7 +2,7 @@
 
 use super::Backend;
 use super::tools::{Danger, DangerNeedsApproval, RedactResults, registry};
-use agentkit_core::{FinishReason, Item, TokenUsage, Usage, validate_transcript};
+use agentkit_core::{FinishReason, Item, SessionId, TokenUsage, Usage, validate_transcript};
 use agentkit_loop::{Agent, LoopInterrupt, LoopStep, ModelSession};
 use agentkit_store::{NewSession, Session, SessionLease, SessionStore, StoreError};
 use agentkit_testkit::{ScriptedModel, ScriptedTurn};
@@ -627,4 +627,106 @@ pub async fn input_logs_are_stored_replayed_and_forked(backend: &impl Backend) {
         store2.input_lines(&"nope".into()).await,
         Err(StoreError::NotFound(_))
     ));
+}
+
+/// Waits until the store holds `len` items of `id` (a backend may write
+/// through a task), for at most a minute.
+async fn wait_for_rows(store: &Arc<dyn SessionStore>, id: &SessionId, len: usize) -> Vec<Item> {
+    let waited = std::time::Instant::now();
+    loop {
+        let items = store.load(id).await.unwrap().items;
+        if items.len() >= len {
+            return items;
+        }
+        assert!(
+            waited.elapsed() < Duration::from_secs(60),
+            "{} of {len} rows stored",
+            items.len()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// A compaction in the middle of a step, then the worker dies while the
+/// next call runs, before any checkpoint: the rows followed the rewrite,
+/// so the resumed session holds the rewritten transcript and the model's
+/// answer after it, and the call that had started is answered as
+/// interrupted instead of the model being asked again.
+pub async fn a_kill_after_a_compaction_keeps_what_followed_it(backend: &impl Backend) {
+    let store = open(backend).await;
+    let id: SessionId = "s-compacted".into();
+    let model = ScriptedModel::new([
+        ScriptedTurn::tool_call("c1", "slow", json!({ "ms": 1 })),
+        ScriptedTurn::tool_call("c2", "slow", json!({ "ms": 600_000 })),
+        ScriptedTurn::text("c2 was interrupted"),
+    ]);
+    // One agent per lease: its recorder writes under that lease.
+    let agent = |lease: &SessionLease| {
+        lease
+            .record(
+                Agent::builder()
+                    .model(model.clone())
+                    .add_tool_source(registry(&Danger::default(), store.clone()))
+                    .mutator(RedactResults)
+                    .input(vec![Item::user("go")]),
+            )
+            .build()
+            .unwrap()
+    };
+    let lease = SessionLease::create(store.clone(), NewSession::new().with_id(id.as_str()))
+        .await
+        .unwrap();
+    let token = lease.token().clone();
+    let first = agent(&lease);
+    let mut session = lease.open(&first).await.unwrap();
+    // Driven without checkpoints: what survives is what the recorder wrote.
+    let driver = session.driver_mut();
+    let stored = loop {
+        tokio::select! {
+            step = driver.next() => match step.unwrap() {
+                LoopStep::Interrupt(LoopInterrupt::AfterToolResult(_)) => {}
+                other => panic!("{other:?}"),
+            },
+            // user, c1's call and (redacted) result, c2's call
+            items = wait_for_rows(&store, &id, 4) => break items,
+        }
+    };
+    let result = |item: &Item| item.tool_results().next().unwrap().clone();
+    assert_eq!(result(&stored[2]).output.to_text(), "[redacted]");
+    assert_eq!(stored[3].tool_calls().next().unwrap().id.as_str(), "c2");
+    // Killed while c2 runs: no checkpoint; the lease goes (as it would
+    // expire).
+    drop(session);
+    store.release(&token).await.unwrap();
+    let lease = SessionLease::acquire(store.clone(), &id).await.unwrap();
+    let second = agent(&lease);
+    let mut resumed = lease.open(&second).await.unwrap();
+    loop {
+        match resumed.next().await.unwrap() {
+            LoopStep::Interrupt(LoopInterrupt::AfterToolResult(_)) => {}
+            LoopStep::Finished(_) => break,
+            other => panic!("{other:?}"),
+        }
+    }
+    let transcript = resumed.transcript().to_vec();
+    validate_transcript(&transcript).unwrap();
+    assert_eq!(transcript.len(), 6, "{:?}", texts(&transcript));
+    assert_eq!(transcript[..4], stored[..4]);
+    let answer = result(&transcript[4]);
+    assert_eq!(answer.call_id.as_str(), "c2");
+    assert!(answer.is_error, "answered as interrupted: {answer:?}");
+    assert_eq!(transcript[5].text_content(), "c2 was interrupted");
+    assert_eq!(
+        model.requests().len(),
+        3,
+        "the model was not asked for c2 again"
+    );
+    // c1's original result was archived with the rewrite, once.
+    let archived = store.archived(&id).await.unwrap();
+    let originals = archived
+        .iter()
+        .filter(|item| item.id == stored[2].id)
+        .count();
+    assert_eq!(originals, 1, "{archived:?}");
+    resumed.close().await.unwrap();
 }
