@@ -500,18 +500,30 @@ async fn forward(upstream: &Upstream, request: &RecordedRequest) -> ScriptedResp
     }
 }
 
+/// Reads more of the request into `buffer`, which grows only once bytes
+/// are there: a kept-alive connection waiting for its next request holds no
+/// buffer, and the connection's task no 8 KiB array (with ten thousand load
+/// test sessions in one process, the server's memory counts too).
+async fn read_more(socket: &mut TcpStream, buffer: &mut Vec<u8>, want: usize) -> io::Result<()> {
+    loop {
+        socket.readable().await?;
+        buffer.reserve(want.clamp(1, 64 * 1024));
+        match socket.try_read_buf(buffer) {
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(_) => return Ok(()),
+            Err(err) if err.kind() == io::ErrorKind::WouldBlock => {}
+            Err(err) => return Err(err),
+        }
+    }
+}
+
 async fn read_request(socket: &mut TcpStream) -> io::Result<RecordedRequest> {
     let mut buffer = Vec::new();
-    let mut chunk = [0u8; 8192];
     let head_end = loop {
         if let Some(end) = find(&buffer, b"\r\n\r\n") {
             break end;
         }
-        let n = socket.read(&mut chunk).await?;
-        if n == 0 {
-            return Err(io::ErrorKind::UnexpectedEof.into());
-        }
-        buffer.extend_from_slice(&chunk[..n]);
+        read_more(socket, &mut buffer, 4096).await?;
     };
     let head = String::from_utf8_lossy(&buffer[..head_end]).into_owned();
     let mut lines = head.split("\r\n");
@@ -528,12 +540,10 @@ async fn read_request(socket: &mut TcpStream) -> io::Result<RecordedRequest> {
         .and_then(|(_, v)| v.parse::<usize>().ok())
         .unwrap_or(0);
     let mut body = buffer[head_end + 4..].to_vec();
+    drop(buffer);
     while body.len() < length {
-        let n = socket.read(&mut chunk).await?;
-        if n == 0 {
-            return Err(io::ErrorKind::UnexpectedEof.into());
-        }
-        body.extend_from_slice(&chunk[..n]);
+        let missing = length - body.len();
+        read_more(socket, &mut body, missing).await?;
     }
     Ok(RecordedRequest {
         method,

@@ -135,7 +135,7 @@ fn main() {
         let tasks: Vec<_> = (0..sessions)
             .map(|i| {
                 let adapter = adapter.clone();
-                tokio::spawn(async move {
+                let session = async move {
                     let first = Arc::new(Mutex::new(None));
                     let agent = Agent::builder()
                         .model(adapter)
@@ -151,6 +151,13 @@ fn main() {
                         .await
                         .unwrap();
                     let asked = Instant::now();
+                    if i == 0 {
+                        eprintln!(
+                            "driver: {} bytes, next(): {} bytes",
+                            std::mem::size_of_val(&driver),
+                            std::mem::size_of_val(&driver.next())
+                        );
+                    }
                     loop {
                         match driver.next().await {
                             Ok(LoopStep::Finished(_)) => break,
@@ -160,7 +167,11 @@ fn main() {
                     }
                     let at = first.lock().unwrap().expect("a streamed delta");
                     Ok(at - asked)
-                })
+                };
+                if i == 0 {
+                    eprintln!("session future: {} bytes", std::mem::size_of_val(&session));
+                }
+                tokio::spawn(session)
             })
             .collect();
         let mut firsts = Vec::with_capacity(sessions);
