@@ -224,7 +224,7 @@ impl ResponsesDecoder {
         out: &mut VecDeque<ModelTurnEvent>,
     ) -> PartId {
         if let Some((id, open_kind, _)) = self.open.get(&index)
-            && *open_kind == kind
+            && same_kind(open_kind, &kind)
         {
             return id.clone();
         }
@@ -627,6 +627,16 @@ impl agentkit_http::SseDecoder for ResponsesDecoder {
 
     fn is_finished(&self) -> bool {
         self.finished
+    }
+}
+
+/// `a == b`, without a call for the two kinds parts are begun with here.
+#[inline]
+fn same_kind(a: &PartKind, b: &PartKind) -> bool {
+    match (a, b) {
+        (PartKind::Text, PartKind::Text) | (PartKind::Reasoning, PartKind::Reasoning) => true,
+        (PartKind::Text | PartKind::Reasoning, _) => false,
+        _ => a == b,
     }
 }
 
