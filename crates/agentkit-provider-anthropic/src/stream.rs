@@ -12,7 +12,7 @@
 
 use crate::usage::WireUsage;
 use agentkit_core::keys;
-use agentkit_core::{Delta, FinishReason, MetadataMap, PartId, PartKind, ToolCallPart};
+use agentkit_core::{Delta, FinishReason, MetadataMap, PartId, PartKind, ToolCallPart, ToolInput};
 use agentkit_http::codec::{self, Layout};
 use agentkit_http::{PriceTable, ProviderError, SseEventRef};
 use agentkit_loop::{ModelTurnEvent, ModelTurnResult};
@@ -238,6 +238,18 @@ impl EventDecoder {
         // A text delta in the API's layout is one whatever the event's
         // name (the general path goes by the JSON `type` too).
         if let Some((index, delta)) = read_text_delta(data) {
+            // Straight onto the open part; anything else (a block that
+            // never started, a tool-use block) as any delta.
+            if let Some(Block::Part(part_id)) = self.blocks.get(&index) {
+                let chunk = delta.text.or(delta.thinking).unwrap_or_default();
+                if !chunk.is_empty() {
+                    out.push_back(ModelTurnEvent::Delta(Delta::AppendText {
+                        part_id: part_id.clone(),
+                        chunk: chunk.into_owned(),
+                    }));
+                }
+                return Ok(());
+            }
             return self.delta(index, delta, out);
         }
         if event.event == "content_block_delta"
@@ -457,11 +469,11 @@ impl EventDecoder {
             } => {
                 let input = if json.trim().is_empty() {
                     match initial {
-                        Value::Null => Value::Object(Default::default()),
-                        value => value,
+                        Value::Null => ToolInput::empty_object(),
+                        value => ToolInput::from_value(&value),
                     }
                 } else {
-                    serde_json::from_str(&json).map_err(|err| {
+                    ToolInput::from_json(&json).map_err(|err| {
                         protocol(format!(
                             "the input of tool call {name} ({id}) is not valid JSON ({err}): {}",
                             excerpt(&json)

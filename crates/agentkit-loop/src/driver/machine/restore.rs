@@ -119,6 +119,7 @@ impl DriverCore {
                     number: 1,
                     step,
                     spare_round: Vec::new(),
+                    spare_stream: Default::default(),
                 },
                 // Version 1 did not record the turn.
                 None => Turn {
@@ -130,6 +131,7 @@ impl DriverCore {
                     number: 1,
                     step,
                     spare_round: Vec::new(),
+                    spare_stream: Default::default(),
                 },
             };
             Phase::InTurn(Box::new(turn))
@@ -181,7 +183,7 @@ fn snapshot_call(entry: &RoundCall) -> SnapshotCall {
     SnapshotCall {
         call_id: entry.call.id.clone(),
         tool_name: entry.call.name.clone(),
-        arguments_hash: arguments_hash(&entry.call.input),
+        arguments_hash: arguments_hash(&entry.call.input.to_value()),
         state: match &entry.state {
             CallState::Unchecked => SnapshotCallState::Unchecked,
             CallState::Queued(_) => SnapshotCallState::Queued,
