@@ -38,9 +38,9 @@
 //!     Ok(bytes::Bytes::from_static(b"\xA9\r\n\r\n")),
 //! ];
 //! let mut events = SseStream::from_byte_stream(futures::stream::iter(chunks));
-//! let event = events.next_event(None).await?.expect("one event");
+//! let event = events.next_event().await?.expect("one event");
 //! assert_eq!(event.data, "café");
-//! assert_eq!(events.next_event(None).await?, None);
+//! assert_eq!(events.next_event().await?, None);
 //! # Ok::<(), agentkit_http::ProviderError>(())
 //! # }).unwrap();
 //! ```

@@ -276,6 +276,12 @@ impl EncodedTranscript {
         }
     }
 
+    /// Block `index`'s tag alone (what a layout reads for every block,
+    /// without slicing the bytes).
+    pub fn tag(&self, index: usize) -> u8 {
+        self.blocks[index].tag
+    }
+
     /// Block `index`: its tag and bytes.
     pub fn block(&self, index: usize) -> (u8, &[u8]) {
         let block = self.blocks[index];
@@ -427,6 +433,7 @@ mod tests {
         assert_eq!(encoded.item_blocks(0), 0..0, "an empty block is dropped");
         assert_eq!(encoded.item_blocks(1), 0..2);
         assert_eq!(encoded.block(1), (1, &b"y"[..]));
+        assert_eq!(encoded.tag(1), 1);
         assert_eq!(encoded.blocks_of_items(1..3), 0..3);
         assert_eq!(encoded.blocks_of_items(1..1), 0..0);
         let mut out = Vec::new();

@@ -83,15 +83,11 @@ struct Layout {
 
 impl Layout {
     fn push(&mut self, role: u8, block: usize) {
-        if self.messages.last().is_none_or(|m| m.role != role) {
-            self.messages.push(Message {
-                role,
-                end: self.blocks.len(),
-            });
-        }
         self.blocks.push(block);
-        if let Some(last) = self.messages.last_mut() {
-            last.end = self.blocks.len();
+        let end = self.blocks.len();
+        match self.messages.last_mut() {
+            Some(last) if last.role == role => last.end = end,
+            _ => self.messages.push(Message { role, end }),
         }
     }
 
@@ -121,8 +117,7 @@ pub(crate) fn request_body(
         .reserve(encoded.blocks_of_items(0..encoded.len()).len());
     for item in 0..encoded.len() {
         for block in encoded.item_blocks(item) {
-            let (tag, _) = encoded.block(block);
-            match tag & tag::ROLE {
+            match encoded.tag(block) & tag::ROLE {
                 tag::SYSTEM if layout.messages.is_empty() => layout.system.push(block),
                 tag::SYSTEM => {}
                 tag::INLINE if layout.messages.is_empty() => {}
@@ -270,7 +265,7 @@ fn mark(
     let start = layout.message_start(at);
     let found = (start..=at)
         .rev()
-        .find(|&position| encoded.block(layout.blocks[position]).0 & tag::NOT_CACHEABLE == 0);
+        .find(|&position| encoded.tag(layout.blocks[position]) & tag::NOT_CACHEABLE == 0);
     match found {
         Some(position) if !marked.contains(&position) => {
             marked.push(position);

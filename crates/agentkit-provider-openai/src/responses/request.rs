@@ -29,6 +29,7 @@ use agentkit_loop::{
 };
 use agentkit_tools_core::{SchemaDialect, ToolSpec, normalize_for};
 use serde_json::{Map, Value, json};
+use std::ops::Range;
 
 /// Builds the JSON body for one streamed turn, encoding only the items
 /// `encoded` does not hold yet. `chain`: continue from the last stored
@@ -86,19 +87,26 @@ fn encode_plain_item(item: &Item, out: &mut BlockWriter<'_>) -> bool {
         ItemKind::Assistant => "assistant",
         _ => "user",
     };
-    // The text parts waiting to become one message.
-    let mut texts: Vec<&str> = Vec::new();
-    let flush = |texts: &mut Vec<&str>, out: &mut BlockWriter<'_>| {
-        if texts.is_empty() {
+    // The non-empty text parts of `parts[range]`: one message's texts.
+    let texts = |range: Range<usize>| {
+        item.parts[range].iter().filter_map(|part| match part {
+            Part::Text(text) if !text.text.is_empty() => Some(text.text.as_str()),
+            _ => None,
+        })
+    };
+    // The parts holding the texts waiting to become one message (anything
+    // else in between carries nothing), without collecting them.
+    let flush = |pending: &mut Option<Range<usize>>, out: &mut BlockWriter<'_>| {
+        let Some(range) = pending.take() else {
             return;
-        }
+        };
         out.block(0, |buf| {
             buf.extend_from_slice(br#"{"type":"message","role":"#);
             write_str(buf, role);
             buf.extend_from_slice(br#","content":"#);
             if role == "assistant" {
                 buf.push(b'[');
-                for (n, text) in texts.iter().enumerate() {
+                for (n, text) in texts(range).enumerate() {
                     if n > 0 {
                         buf.push(b',');
                     }
@@ -107,20 +115,25 @@ fn encode_plain_item(item: &Item, out: &mut BlockWriter<'_>) -> bool {
                     buf.push(b'}');
                 }
                 buf.push(b']');
-            } else if let [one] = texts.as_slice() {
-                write_str(buf, one);
             } else {
-                write_str(buf, &texts.join("\n\n"));
+                let mut pieces = texts(range.clone());
+                match (pieces.next(), pieces.next()) {
+                    (Some(one), None) => write_str(buf, one),
+                    _ => write_str(buf, &texts(range).collect::<Vec<_>>().join("\n\n")),
+                }
             }
             buf.push(b'}');
         });
-        texts.clear();
     };
-    for part in &item.parts {
+    let mut pending: Option<Range<usize>> = None;
+    for (index, part) in item.parts.iter().enumerate() {
         match part {
-            Part::Text(text) if !text.text.is_empty() => texts.push(&text.text),
+            Part::Text(text) if !text.text.is_empty() => {
+                let start = pending.as_ref().map_or(index, |range| range.start);
+                pending = Some(start..index + 1);
+            }
             Part::ToolCall(call) if role == "assistant" => {
-                flush(&mut texts, out);
+                flush(&mut pending, out);
                 out.block(0, |buf| {
                     buf.extend_from_slice(br#"{"type":"function_call","call_id":"#);
                     write_str(buf, call.id.as_str());
@@ -132,7 +145,7 @@ fn encode_plain_item(item: &Item, out: &mut BlockWriter<'_>) -> bool {
                 });
             }
             Part::ToolResult(result) => {
-                flush(&mut texts, out);
+                flush(&mut pending, out);
                 out.block(0, |buf| {
                     let head = br#"{"type":"function_call_output","call_id":"#;
                     crate::request::write_result(buf, head, result, b"output");
@@ -142,7 +155,7 @@ fn encode_plain_item(item: &Item, out: &mut BlockWriter<'_>) -> bool {
             _ => {}
         }
     }
-    flush(&mut texts, out);
+    flush(&mut pending, out);
     true
 }
 

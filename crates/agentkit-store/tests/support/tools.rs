@@ -125,3 +125,26 @@ impl LoopMutator for RedactResults {
         Ok(Some(items))
     }
 }
+
+/// Answers whether the store already holds the call's `ToolStarted` mark,
+/// asked before it does anything else (`probe` blocks: the runtime runs
+/// nothing else meanwhile, so no queued write can land in between).
+pub struct MarkProbe {
+    pub probe: Arc<dyn Fn(&str) -> bool + Send + Sync>,
+}
+
+#[async_trait::async_trait]
+impl Tool for MarkProbe {
+    fn spec(&self) -> Arc<ToolSpec> {
+        spec("probe")
+    }
+
+    async fn invoke(
+        &self,
+        request: ToolRequest,
+        _ctx: ToolContext,
+    ) -> Result<ToolResult, ToolError> {
+        let marked = (self.probe)(request.call_id.as_str());
+        Ok(ToolResult::new(if marked { "marked" } else { "unmarked" }))
+    }
+}
