@@ -213,3 +213,34 @@ pub async fn weather_round<M: ModelAdapter>(adapter: M) -> (LoopDriver<M::Sessio
     );
     (driver, result)
 }
+
+/// One test per piece size (whole, 1, 7 and 4,096 bytes) for a recording:
+/// `replayed!(name, replay, check)` writes a module `name` whose tests each
+/// call `check(replay("name", piece).await)`, where `replay` (a function or
+/// closure in the calling file) serves the recording `name` cut into reads
+/// of `piece` bytes (`0`: whole) and returns what the adapter decoded.
+/// Needs tokio's `macros` feature in the calling crate.
+#[macro_export]
+macro_rules! replayed {
+    ($name:ident, $replay:expr, $check:expr) => {
+        mod $name {
+            use super::*;
+            #[tokio::test]
+            async fn whole() {
+                ($check)(($replay)(stringify!($name), 0).await);
+            }
+            #[tokio::test]
+            async fn pieces_of_1() {
+                ($check)(($replay)(stringify!($name), 1).await);
+            }
+            #[tokio::test]
+            async fn pieces_of_7() {
+                ($check)(($replay)(stringify!($name), 7).await);
+            }
+            #[tokio::test]
+            async fn pieces_of_4096() {
+                ($check)(($replay)(stringify!($name), 4096).await);
+            }
+        }
+    };
+}
