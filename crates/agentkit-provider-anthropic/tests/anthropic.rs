@@ -4,19 +4,16 @@
 
 use agentkit_core::{
     FinishReason, Item, ItemKind, MediaPart, Part, ReasoningPart, ToolCallPart, ToolResultPart,
-    TurnId,
 };
 use agentkit_http::testing::{Ending, ScriptedResponse, TestServer};
 use agentkit_http::{HttpConfig, RetryPolicy};
 use agentkit_loop::{
     CacheBreakpoint, ModelError, ModelErrorKind, ModelTurnEvent, PromptCacheRequest,
-    PromptCacheRetention, TranscriptView, TurnRequest,
+    PromptCacheRetention, TurnRequest,
 };
 use agentkit_provider_anthropic::{AnthropicAdapter, AnthropicConfig, ToolChoice};
-use agentkit_testkit::WeatherTool;
-use agentkit_testkit::adapter::{Outcome, run_turn};
+use agentkit_testkit::adapter::{Outcome, run_turn, weather_request as request};
 use serde_json::json;
-use std::sync::Arc;
 use std::time::Duration;
 
 fn fixture(name: &str) -> String {
@@ -36,18 +33,6 @@ fn config(server: &TestServer) -> AnthropicConfig {
                         .with_backoff(Duration::from_millis(10), Duration::from_millis(50)),
                 ),
         )
-}
-
-fn request(items: Vec<Item>) -> TurnRequest {
-    TurnRequest {
-        session_id: "s-1".into(),
-        turn_id: TurnId::new("turn-1"),
-        transcript: TranscriptView::from_items(items),
-        available_tools: vec![Arc::new(WeatherTool::spec())].into(),
-        metadata: Default::default(),
-        cache: None,
-        output_schema: None,
-    }
 }
 
 async fn run_with(config: AnthropicConfig, request: TurnRequest) -> Result<Outcome, ModelError> {

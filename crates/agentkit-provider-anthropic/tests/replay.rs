@@ -37,48 +37,23 @@ async fn replay(name: &str, piece: usize) -> (Vec<Part>, Vec<(String, String)>, 
     )
 }
 
-/// One test per piece size for a recording.
-macro_rules! replayed {
-    ($name:ident, $check:expr) => {
-        mod $name {
-            use super::*;
-            #[tokio::test]
-            async fn whole() {
-                ($check)(replay(stringify!($name), 0).await);
-            }
-            #[tokio::test]
-            async fn pieces_of_1() {
-                ($check)(replay(stringify!($name), 1).await);
-            }
-            #[tokio::test]
-            async fn pieces_of_7() {
-                ($check)(replay(stringify!($name), 7).await);
-            }
-            #[tokio::test]
-            async fn pieces_of_4096() {
-                ($check)(replay(stringify!($name), 4096).await);
-            }
-        }
-    };
-}
-
 // Text, pings, then a tool call whose only argument delta is empty: the
 // input is `{}`, not a parse error.
-replayed!(anthropic_tool_no_args, |(parts, calls, reason): (
-    Vec<Part>,
-    Vec<(String, String)>,
-    FinishReason
-)| {
-    assert_eq!(
-        parts,
-        vec![Part::text("I'll update the issue list for you.")]
-    );
-    assert_eq!(
-        calls,
-        vec![(
-            "toolu_01QE1WLsSVp5hy5Q3GmGTmjP".to_owned(),
-            "updateIssueList{}".to_owned()
-        )]
-    );
-    assert_eq!(reason, FinishReason::ToolCall);
-});
+agentkit_testkit::replayed!(
+    anthropic_tool_no_args,
+    replay,
+    |(parts, calls, reason): (Vec<Part>, Vec<(String, String)>, FinishReason)| {
+        assert_eq!(
+            parts,
+            vec![Part::text("I'll update the issue list for you.")]
+        );
+        assert_eq!(
+            calls,
+            vec![(
+                "toolu_01QE1WLsSVp5hy5Q3GmGTmjP".to_owned(),
+                "updateIssueList{}".to_owned()
+            )]
+        );
+        assert_eq!(reason, FinishReason::ToolCall);
+    }
+);

@@ -248,6 +248,8 @@ pub struct BedrockTurn {
     frames: FrameDecoder,
     decoder: ConverseDecoder,
     queue: VecDeque<ModelTurnEvent>,
+    /// An error ended the stream: like every turn, it is then over.
+    failed: bool,
 }
 
 impl std::fmt::Debug for BedrockTurn {
@@ -267,6 +269,7 @@ impl BedrockTurn {
             frames: FrameDecoder::default(),
             decoder: ConverseDecoder::default(),
             queue: VecDeque::new(),
+            failed: false,
         }
     }
 
@@ -318,7 +321,12 @@ impl ModelTurn for BedrockTurn {
         &mut self,
         cx: &mut Context<'_>,
     ) -> Poll<Result<Option<ModelTurnEvent>, ModelError>> {
-        self.poll_inner(cx)
+        if self.failed {
+            return Poll::Ready(Ok(None));
+        }
+        let polled = self.poll_inner(cx);
+        self.failed = matches!(polled, Poll::Ready(Err(_)));
+        polled
     }
 }
 

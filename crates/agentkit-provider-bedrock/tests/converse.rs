@@ -4,18 +4,17 @@
 //! a tool round trip, reasoning with its signature, cached-token usage,
 //! exceptions mid-stream, HTTP errors and reads of 1, 7 and 4096 bytes.
 
-use agentkit_core::{
-    DeltaFolder, FinishReason, Item, ItemKind, Part, ToolCallPart, ToolResultPart, TurnId, Usage,
-};
+use agentkit_core::{FinishReason, Item, ItemKind, Part, ToolResultPart, TurnId};
 use agentkit_http::testing::ScriptedResponse;
 use agentkit_http::{HttpConfig, RetryPolicy};
 use agentkit_loop::{
     ModelAdapter, ModelError, ModelErrorKind, ModelSession, ModelTurn, ModelTurnEvent,
-    ModelTurnResult, SessionConfig, TranscriptView, TurnRequest,
+    SessionConfig, TranscriptView, TurnRequest,
 };
 use agentkit_provider_bedrock::eventstream::encode_frame;
 use agentkit_provider_bedrock::sigv4::{Credentials, SignRequest, authorization};
 use agentkit_provider_bedrock::{BedrockAdapter, BedrockConfig, BedrockTurn, ToolChoice};
+use agentkit_testkit::adapter::{Outcome, read_to_end};
 use agentkit_tools_core::ToolSpec;
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, StatusCode, Uri};
@@ -203,34 +202,13 @@ fn request(items: Vec<Item>) -> TurnRequest {
     request
 }
 
-#[derive(Debug)]
-struct Outcome {
-    parts: Vec<Part>,
-    calls: Vec<ToolCallPart>,
-    usage: Option<Usage>,
-    finished: Option<ModelTurnResult>,
-}
-
-async fn drain(mut turn: BedrockTurn) -> Result<Outcome, ModelError> {
-    let mut outcome = Outcome {
-        parts: Vec::new(),
-        calls: Vec::new(),
-        usage: None,
-        finished: None,
-    };
-    let mut folder = DeltaFolder::new();
-    while let Some(event) = turn.next_event().await? {
-        match event {
-            ModelTurnEvent::Delta(delta) => folder.apply(&delta).unwrap(),
-            ModelTurnEvent::ToolCall(call) => outcome.calls.push(call),
-            ModelTurnEvent::Usage(usage) => outcome.usage = Some(usage),
-            ModelTurnEvent::Finished(result) => outcome.finished = Some(result),
-            ModelTurnEvent::Warning(_) => {}
-            other => panic!("unexpected {other:?}"),
-        }
+/// Reads `turn` to its end; a stream that fails mid-way is an `Err`.
+async fn drain(turn: BedrockTurn) -> Result<Outcome, ModelError> {
+    let mut outcome = read_to_end(turn).await;
+    match outcome.error.take() {
+        Some(error) => Err(error),
+        None => Ok(outcome),
     }
-    outcome.parts = folder.finish().unwrap();
-    Ok(outcome)
 }
 
 async fn run(adapter: &BedrockAdapter, request: TurnRequest) -> Result<Outcome, ModelError> {
@@ -268,9 +246,9 @@ async fn a_text_turn_is_signed_and_counts_cached_tokens() {
         Item::new(ItemKind::User, vec![Part::text("Say hello."), image]),
     ];
     let outcome = run(&adapter(&server, MODEL), request(items)).await.unwrap();
-    assert_eq!(outcome.parts.len(), 1);
-    assert_eq!(outcome.parts[0].as_text(), Some("Bonjour"));
-    let usage = outcome.usage.unwrap().tokens;
+    assert_eq!(outcome.parts().len(), 1);
+    assert_eq!(outcome.parts()[0].as_text(), Some("Bonjour"));
+    let usage = outcome.usage().unwrap();
     assert_eq!(
         (
             usage.input_tokens,
@@ -280,7 +258,7 @@ async fn a_text_turn_is_signed_and_counts_cached_tokens() {
         ),
         (1210, 3, 1000, 200)
     );
-    let finished = outcome.finished.unwrap();
+    let finished = outcome.finished().unwrap();
     assert_eq!(finished.finish_reason, FinishReason::Completed);
     assert_eq!(finished.metadata["bedrock.stop_reason"], "end_turn");
 
@@ -338,18 +316,19 @@ async fn a_tool_call_streams_its_input_and_its_result_goes_back() {
     let mut items = vec![Item::user("Read a.txt")];
     let first = run(&adapter, request(items.clone())).await.unwrap();
     assert_eq!(
-        first.finished.unwrap().finish_reason,
+        first.finished().unwrap().finish_reason,
         FinishReason::ToolCall
     );
-    assert_eq!(first.calls.len(), 1);
-    let call = first.calls[0].clone();
+    let calls = first.tool_calls();
+    assert_eq!(calls.len(), 1);
+    let call = calls[0].clone();
     assert_eq!(
         (call.id.as_str(), call.name.as_str()),
         ("tooluse_abc", "read_file")
     );
     assert_eq!(call.input, json!({"path": "a.txt"}));
 
-    let mut parts = first.parts;
+    let mut parts = first.parts();
     parts.push(Part::ToolCall(call));
     items.push(Item::new(ItemKind::Assistant, parts));
     items.push(Item::tool_result(ToolResultPart::success(
@@ -358,7 +337,7 @@ async fn a_tool_call_streams_its_input_and_its_result_goes_back() {
     )));
     let second = run(&adapter, request(items)).await.unwrap();
     assert_eq!(
-        second.finished.unwrap().finish_reason,
+        second.finished().unwrap().finish_reason,
         FinishReason::Completed
     );
 
@@ -424,18 +403,18 @@ async fn reasoning_keeps_its_signature_and_goes_back_to_anthropic_only() {
     let mut items = vec![Item::user("Think.")];
     let first = run(&anthropic, request(items.clone())).await.unwrap();
     assert_eq!(
-        first.finished.unwrap().finish_reason,
+        first.finished().unwrap().finish_reason,
         FinishReason::MaxTokens
     );
-    let Part::Reasoning(r) = &first.parts[0] else {
-        panic!("{:?}", first.parts);
+    let Part::Reasoning(r) = &first.parts()[0] else {
+        panic!("{:?}", first.parts());
     };
     assert_eq!(
         (r.summary.as_deref(), r.signature.as_deref()),
         (Some("Thinking."), Some("c2ln"))
     );
-    assert_eq!(first.parts[1].as_text(), Some("Done."));
-    items.push(Item::new(ItemKind::Assistant, first.parts));
+    assert_eq!(first.parts()[1].as_text(), Some("Done."));
+    items.push(Item::new(ItemKind::Assistant, first.parts()));
     items.push(Item::user("Go on."));
     run(&anthropic, request(items.clone())).await.unwrap();
     let llama = BedrockAdapter::new(config("meta.llama3-3-70b-instruct-v1:0")).unwrap();
@@ -608,7 +587,11 @@ async fn any_read_size_gives_the_same_turn() {
         let outcome = run(&adapter(&server, MODEL), request(vec![Item::user("x")]))
             .await
             .unwrap();
-        assert_eq!(outcome.parts[0].as_text(), Some("Bonjour"), "piece {piece}");
+        assert_eq!(
+            outcome.parts()[0].as_text(),
+            Some("Bonjour"),
+            "piece {piece}"
+        );
         let pieces: Vec<Result<Vec<u8>, String>> =
             bytes.chunks(piece).map(|c| Ok(c.to_vec())).collect();
         let replayed = drain(BedrockTurn::from_byte_stream(
@@ -617,11 +600,11 @@ async fn any_read_size_gives_the_same_turn() {
         .await
         .unwrap();
         assert_eq!(
-            replayed.parts[0].as_text(),
+            replayed.parts()[0].as_text(),
             Some("Bonjour"),
             "piece {piece}"
         );
-        assert_eq!(replayed.usage.unwrap().tokens.output_tokens, 3);
+        assert_eq!(replayed.usage().unwrap().output_tokens, 3);
     }
     // Cut inside a frame: a protocol error, not a silent end.
     let bytes = text_turn().body;
@@ -676,7 +659,7 @@ async fn a_throttled_request_is_signed_again_and_retried() {
         other => panic!("expected the retry's warning, got {other:?}"),
     }
     let outcome = drain(turn).await.unwrap();
-    assert_eq!(outcome.parts[0].as_text(), Some("Bonjour"));
+    assert_eq!(outcome.parts()[0].as_text(), Some("Bonjour"));
     let seen = server.seen();
     assert_eq!(seen.len(), 2);
     assert!(

@@ -3,17 +3,13 @@
 //! signatures back on their parts, function responses named after their
 //! calls), cached-token usage, safety blocks, and typed failures.
 
-use agentkit_core::{
-    DeltaFolder, FinishReason, Item, ItemKind, Part, ToolCallPart, ToolResultPart, TurnId, Usage,
-};
+use agentkit_core::{FinishReason, Item, ItemKind, Part, ToolResultPart, TurnId};
 use agentkit_http::testing::{Ending, ScriptedResponse, TestServer};
 use agentkit_http::{HttpConfig, RetryPolicy};
-use agentkit_loop::{
-    ModelAdapter, ModelError, ModelErrorKind, ModelSession, ModelTurn, ModelTurnEvent,
-    ModelTurnResult, SessionConfig, TranscriptView, TurnRequest,
-};
+use agentkit_loop::{ModelError, ModelErrorKind, TranscriptView, TurnRequest};
 use agentkit_provider_gemini::{GeminiAdapter, GeminiConfig};
 use agentkit_testkit::WeatherTool;
+use agentkit_testkit::adapter::{Outcome, run_turn};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
@@ -43,34 +39,14 @@ fn request(items: Vec<Item>) -> TurnRequest {
     request
 }
 
-struct Outcome {
-    parts: Vec<Part>,
-    calls: Vec<ToolCallPart>,
-    usage: Option<Usage>,
-    finished: Option<ModelTurnResult>,
-}
-
+/// One model call of `adapter` to its end; a stream that fails mid-way is
+/// an `Err` here too.
 async fn run(adapter: &GeminiAdapter, request: TurnRequest) -> Result<Outcome, ModelError> {
-    let mut session = adapter.start_session(SessionConfig::new("s")).await?;
-    let mut turn = session.begin_turn(request).await?;
-    let mut outcome = Outcome {
-        parts: Vec::new(),
-        calls: Vec::new(),
-        usage: None,
-        finished: None,
-    };
-    let mut folder = DeltaFolder::new();
-    while let Some(event) = turn.next_event().await? {
-        match event {
-            ModelTurnEvent::Delta(delta) => folder.apply(&delta).unwrap(),
-            ModelTurnEvent::ToolCall(call) => outcome.calls.push(call),
-            ModelTurnEvent::Usage(usage) => outcome.usage = Some(usage),
-            ModelTurnEvent::Finished(result) => outcome.finished = Some(result),
-            _ => {}
-        }
+    let mut outcome = run_turn(adapter.clone(), request).await?;
+    match outcome.error.take() {
+        Some(error) => Err(error),
+        None => Ok(outcome),
     }
-    outcome.parts = folder.finish().unwrap();
-    Ok(outcome)
 }
 
 #[tokio::test]
@@ -98,10 +74,10 @@ async fn a_tool_round_sends_signatures_back_on_their_parts() {
         Item::user("Weather in Paris and Genève?"),
     ];
     let first = run(&adapter, request(items.clone())).await.unwrap();
-    let finished = first.finished.as_ref().unwrap();
+    let finished = first.finished().unwrap();
     assert_eq!(finished.finish_reason, FinishReason::ToolCall);
     assert_eq!(finished.metadata["agentkit.response_id"], "r-1");
-    let usage = first.usage.unwrap().tokens;
+    let usage = first.usage().unwrap();
     assert_eq!(
         (
             usage.input_tokens,
@@ -111,34 +87,30 @@ async fn a_tool_round_sends_signatures_back_on_their_parts() {
         ),
         (1200, 1024, 50, 30)
     );
-    assert_eq!(first.calls.len(), 2);
-    assert_ne!(
-        first.calls[0].id, first.calls[1].id,
-        "each call has its own id"
-    );
-    let [Part::Reasoning(reasoning)] = &first.parts[..] else {
-        panic!("{:?}", first.parts);
+    let calls = first.tool_calls();
+    assert_eq!(calls.len(), 2);
+    assert_ne!(calls[0].id, calls[1].id, "each call has its own id");
+    let parts = first.parts();
+    let [Part::Reasoning(reasoning)] = &parts[..] else {
+        panic!("{parts:?}");
     };
     assert_eq!(
         reasoning.summary.as_deref(),
         Some("The user wants two cities.")
     );
 
-    let mut answer = first.parts.clone();
-    answer.extend(first.calls.iter().cloned().map(Part::ToolCall));
+    let mut answer = parts.clone();
+    answer.extend(calls.iter().cloned().map(Part::ToolCall));
     items.push(Item::new(ItemKind::Assistant, answer));
-    for (call, text) in first.calls.iter().zip(["18°C", "12°C"]) {
+    for (call, text) in calls.iter().zip(["18°C", "12°C"]) {
         items.push(Item::tool_result(ToolResultPart::success(
             call.id.clone(),
             text,
         )));
     }
     let second = run(&adapter, request(items)).await.unwrap();
-    assert_eq!(second.parts, vec![Part::text("Sunny in both.")]);
-    assert_eq!(
-        second.finished.unwrap().finish_reason,
-        FinishReason::Completed
-    );
+    assert_eq!(second.parts(), vec![Part::text("Sunny in both.")]);
+    assert_eq!(second.finish_reason().unwrap(), FinishReason::Completed);
 
     let sent = server.requests();
     assert_eq!(
@@ -192,11 +164,11 @@ async fn safety_and_length_finish_reasons_are_typed() {
         let outcome = run(&adapter(&server), request(vec![Item::user("hi")]))
             .await
             .unwrap();
-        let finished = outcome.finished.unwrap();
+        let finished = outcome.finished().unwrap();
         assert_eq!(finished.finish_reason, expected, "{wire}");
         assert_eq!(finished.metadata["gemini.finish_reason"], wire);
         // What came before the stop is kept.
-        assert_eq!(outcome.parts, vec![Part::text("Partial")], "{wire}");
+        assert_eq!(outcome.parts(), vec![Part::text("Partial")], "{wire}");
     }
 }
 
@@ -250,8 +222,7 @@ async fn failures_are_typed_and_quota_or_keys_are_not_retried() {
         let server = TestServer::start([response]).await.unwrap();
         let error = run(&adapter(&server), request(vec![Item::user("hi")]))
             .await
-            .err()
-            .expect("fails");
+            .expect_err("fails");
         assert_eq!(error.kind, kind, "{error:?}");
     }
 }

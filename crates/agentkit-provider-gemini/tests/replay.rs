@@ -50,33 +50,8 @@ async fn replay(name: &str, piece: usize) -> Decoded {
     }
 }
 
-/// One test per piece size for a recording.
-macro_rules! replayed {
-    ($name:ident, $check:expr) => {
-        mod $name {
-            use super::*;
-            #[tokio::test]
-            async fn whole() {
-                ($check)(replay(stringify!($name), 0).await);
-            }
-            #[tokio::test]
-            async fn pieces_of_1() {
-                ($check)(replay(stringify!($name), 1).await);
-            }
-            #[tokio::test]
-            async fn pieces_of_7() {
-                ($check)(replay(stringify!($name), 7).await);
-            }
-            #[tokio::test]
-            async fn pieces_of_4096() {
-                ($check)(replay(stringify!($name), 4096).await);
-            }
-        }
-    };
-}
-
 // A function call with its thought signature, which must go back with it.
-replayed!(gemini_tool_call, |d: Decoded| {
+agentkit_testkit::replayed!(gemini_tool_call, replay, |d: Decoded| {
     assert_eq!(d.calls.len(), 1);
     let call = &d.calls[0];
     assert_eq!(call.name, "weather");
@@ -93,7 +68,7 @@ replayed!(gemini_tool_call, |d: Decoded| {
 
 // Text over two chunks, then the signature alone on an empty text part: it
 // lands on the text part it belongs to.
-replayed!(gemini_reasoning, |d: Decoded| {
+agentkit_testkit::replayed!(gemini_reasoning, replay, |d: Decoded| {
     let [Part::Text(text)] = &d.parts[..] else {
         panic!("{:?}", d.parts);
     };
@@ -113,7 +88,7 @@ replayed!(gemini_reasoning, |d: Decoded| {
 });
 
 // The prompt itself refused: no candidate, a block reason.
-replayed!(gemini_prompt_block, |d: Decoded| {
+agentkit_testkit::replayed!(gemini_prompt_block, replay, |d: Decoded| {
     assert!(d.parts.is_empty() && d.calls.is_empty());
     assert_eq!(d.reason, FinishReason::Blocked);
     assert_eq!(d.raw_reason, "PROHIBITED_CONTENT");

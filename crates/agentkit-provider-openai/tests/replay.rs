@@ -67,31 +67,6 @@ async fn replay(api: Api, name: &str, piece: usize) -> Decoded {
     decoded
 }
 
-/// One test per piece size for a recording.
-macro_rules! replayed {
-    ($api:expr, $name:ident, $check:expr) => {
-        mod $name {
-            use super::*;
-            #[tokio::test]
-            async fn whole() {
-                ($check)(replay($api, stringify!($name), 0).await);
-            }
-            #[tokio::test]
-            async fn pieces_of_1() {
-                ($check)(replay($api, stringify!($name), 1).await);
-            }
-            #[tokio::test]
-            async fn pieces_of_7() {
-                ($check)(replay($api, stringify!($name), 7).await);
-            }
-            #[tokio::test]
-            async fn pieces_of_4096() {
-                ($check)(replay($api, stringify!($name), 4096).await);
-            }
-        }
-    };
-}
-
 fn custom<'a>(parts: &'a [Part], kind: &str) -> Vec<&'a agentkit_core::CustomPart> {
     parts
         .iter()
@@ -104,9 +79,9 @@ fn custom<'a>(parts: &'a [Part], kind: &str) -> Vec<&'a agentkit_core::CustomPar
 
 // A hosted MCP tool that needs approval: the answer is the approval request
 // (and the server's tool list), not an empty success.
-replayed!(
-    Api::Responses,
+agentkit_testkit::replayed!(
     openai_responses_mcp_approval,
+    |name, piece| replay(Api::Responses, name, piece),
     |d: Decoded| {
         assert!(d.error.is_none(), "{:?}", d.error);
         let finished = d.finished.expect("finished");
@@ -131,9 +106,9 @@ replayed!(
 
 // An account out of quota, told mid-stream: not retryable, whatever the
 // piece size.
-replayed!(
-    Api::Responses,
+agentkit_testkit::replayed!(
     openai_responses_insufficient_quota,
+    |name, piece| replay(Api::Responses, name, piece),
     |d: Decoded| {
         let error = d.error.expect("an error");
         assert!(!error.is_retryable(), "{error:?}");

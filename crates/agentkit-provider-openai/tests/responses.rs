@@ -7,19 +7,15 @@ mod common;
 
 use agentkit_core::{
     FinishReason, Item, ItemKind, MetadataMap, Part, ReasoningPart, ToolCallPart, ToolResultPart,
-    TurnId,
 };
 use agentkit_http::testing::{Ending, ScriptedResponse, TestServer};
 use agentkit_http::{HttpConfig, ModelPrice, PriceTable, RetryPolicy};
 use agentkit_loop::{
-    ModelAdapter, ModelErrorKind, ModelSession, ModelTurn, OutputSchema, SessionConfig,
-    TranscriptView, TurnRequest,
+    ModelAdapter, ModelErrorKind, ModelSession, ModelTurn, OutputSchema, SessionConfig, TurnRequest,
 };
 use agentkit_provider_openai::{OpenAiConfig, ResponsesAdapter, ResponsesConfig};
-use agentkit_testkit::WeatherTool;
-use agentkit_testkit::adapter::{Outcome, run_turn};
+use agentkit_testkit::adapter::{Outcome, run_turn, weather_request as request};
 use serde_json::json;
-use std::sync::Arc;
 use std::time::Duration;
 
 fn fixture(name: &str) -> String {
@@ -39,16 +35,6 @@ fn config(server: &TestServer) -> ResponsesConfig {
                 ),
         )
         .into()
-}
-
-fn request(items: Vec<Item>) -> TurnRequest {
-    let mut request = TurnRequest::new(
-        "s-1",
-        TurnId::new("turn-1"),
-        TranscriptView::from_items(items),
-    );
-    request.available_tools = vec![Arc::new(WeatherTool::spec())].into();
-    request
 }
 
 async fn run(

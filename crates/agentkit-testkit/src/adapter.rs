@@ -17,11 +17,17 @@
 //! # });
 //! ```
 
-use agentkit_core::{DeltaFolder, FinishReason, Part, TokenUsage, ToolCallPart, Usage};
-use agentkit_loop::{
-    ModelAdapter, ModelError, ModelSession, ModelTurn, ModelTurnEvent, ModelTurnResult,
-    SessionConfig, TurnRequest,
+use crate::WeatherTool;
+use agentkit_core::{
+    DeltaFolder, FinishReason, Item, ItemKind, Part, TokenUsage, ToolCallPart, TurnId, Usage,
+    validate_transcript,
 };
+use agentkit_loop::{
+    Agent, LoopDriver, LoopInterrupt, LoopStep, ModelAdapter, ModelError, ModelSession, ModelTurn,
+    ModelTurnEvent, ModelTurnResult, SessionConfig, TranscriptView, TurnRequest, TurnResult,
+};
+use agentkit_tools_core::ToolRegistry;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// How long [`run_turn`] lets a model call take on a loaded machine.
@@ -111,6 +117,30 @@ pub async fn run_turn<A: ModelAdapter>(
     run_turn_within(LIMIT, adapter, request).await
 }
 
+/// Reads `turn` to its end (no time limit: wrap it in one). A stream that
+/// fails mid-way gives an outcome with its `error` set, after checking the
+/// stream is then over.
+pub async fn read_to_end(mut turn: impl ModelTurn) -> Outcome {
+    let mut events = Vec::new();
+    loop {
+        match turn.next_event().await {
+            Ok(Some(event)) => events.push(event),
+            Ok(None) => {
+                return Outcome {
+                    events,
+                    error: None,
+                };
+            }
+            Err(error) => {
+                // After an error the stream is over.
+                assert_eq!(turn.next_event().await, Ok(None));
+                let error = Some(error);
+                return Outcome { events, error };
+            }
+        }
+    }
+}
+
 /// [`run_turn`] with another time limit (a real, slow server).
 pub async fn run_turn_within<A: ModelAdapter>(
     limit: Duration,
@@ -119,26 +149,98 @@ pub async fn run_turn_within<A: ModelAdapter>(
 ) -> Result<Outcome, ModelError> {
     tokio::time::timeout(limit, async move {
         let mut session = adapter.start_session(SessionConfig::new("s-1")).await?;
-        let mut turn = session.begin_turn(request).await?;
-        let mut events = Vec::new();
-        loop {
-            match turn.next_event().await {
-                Ok(Some(event)) => events.push(event),
-                Ok(None) => {
-                    return Ok(Outcome {
-                        events,
-                        error: None,
-                    });
-                }
-                Err(error) => {
-                    // After an error the stream is over.
-                    assert_eq!(turn.next_event().await, Ok(None));
-                    let error = Some(error);
-                    return Ok(Outcome { events, error });
-                }
-            }
-        }
+        let turn = session.begin_turn(request).await?;
+        Ok(read_to_end(turn).await)
     })
     .await
     .expect("the model call finished in time")
+}
+
+/// A request for session `s-1`, model call `turn-1`, with `items` and the
+/// [`WeatherTool`] offered: what the adapters' recorded traffic asks.
+pub fn weather_request(items: Vec<Item>) -> TurnRequest {
+    let mut request = TurnRequest::new(
+        "s-1",
+        TurnId::new("turn-1"),
+        TranscriptView::from_items(items),
+    );
+    request.available_tools = vec![Arc::new(WeatherTool::spec())].into();
+    request
+}
+
+/// The whole path through `adapter`: an agent with the [`WeatherTool`],
+/// the system prompt "Be brief." and the question "Weather in Genève?" runs
+/// its turn to the end within [`LIMIT`] (the model is expected to call the
+/// tool once, then answer). Checks the transcript is valid and is system,
+/// user, the assistant's call, the tool's result, the answer; returns the
+/// driver and the turn's result.
+pub async fn weather_round<M: ModelAdapter>(adapter: M) -> (LoopDriver<M::Session>, TurnResult) {
+    let agent = Agent::builder()
+        .model(adapter)
+        .add_tool_source(ToolRegistry::new().with(WeatherTool))
+        .transcript(vec![Item::system("Be brief.")])
+        .input(vec![Item::user("Weather in Genève?")])
+        .build()
+        .expect("the agent builds");
+    let run = async {
+        let mut driver = agent
+            .start(SessionConfig::new("e2e"))
+            .await
+            .expect("it starts");
+        loop {
+            match driver.next().await.expect("a step") {
+                LoopStep::Finished(result) => return (driver, result),
+                LoopStep::Interrupt(LoopInterrupt::AfterToolResult(_)) => {}
+                other => panic!("unexpected step {other:?}"),
+            }
+        }
+    };
+    let (driver, result) = tokio::time::timeout(LIMIT, run)
+        .await
+        .expect("the round finished in time");
+    let items = driver.transcript().to_vec();
+    validate_transcript(&items).expect("a valid transcript");
+    let kinds: Vec<ItemKind> = items.iter().map(|i| i.kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            ItemKind::System,
+            ItemKind::User,
+            ItemKind::Assistant,
+            ItemKind::Tool,
+            ItemKind::Assistant
+        ]
+    );
+    (driver, result)
+}
+
+/// One test per piece size (whole, 1, 7 and 4,096 bytes) for a recording:
+/// `replayed!(name, replay, check)` writes a module `name` whose tests each
+/// call `check(replay("name", piece).await)`, where `replay` (a function or
+/// closure in the calling file) serves the recording `name` cut into reads
+/// of `piece` bytes (`0`: whole) and returns what the adapter decoded.
+/// Needs tokio's `macros` feature in the calling crate.
+#[macro_export]
+macro_rules! replayed {
+    ($name:ident, $replay:expr, $check:expr) => {
+        mod $name {
+            use super::*;
+            #[tokio::test]
+            async fn whole() {
+                ($check)(($replay)(stringify!($name), 0).await);
+            }
+            #[tokio::test]
+            async fn pieces_of_1() {
+                ($check)(($replay)(stringify!($name), 1).await);
+            }
+            #[tokio::test]
+            async fn pieces_of_7() {
+                ($check)(($replay)(stringify!($name), 7).await);
+            }
+            #[tokio::test]
+            async fn pieces_of_4096() {
+                ($check)(($replay)(stringify!($name), 4096).await);
+            }
+        }
+    };
 }
