@@ -130,18 +130,18 @@ fn write_number(out: &mut Vec<u8>, number: &serde_json::Number) {
     }
 }
 
-/// `n` in decimal: the digits placed from the known length down, stored
-/// as one fixed-size write and cut to that length (no copy call).
 fn write_u64(out: &mut Vec<u8>, mut n: u64) {
-    let len = n.checked_ilog10().map_or(1, |log| log as usize + 1);
-    let mut digits = [b'0'; 20];
-    for at in (0..len).rev() {
+    let mut digits = [0; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
         digits[at] = b'0' + (n % 10) as u8;
         n /= 10;
+        if n == 0 {
+            break;
+        }
     }
-    let start = out.len();
-    out.extend_from_slice(&digits);
-    out.truncate(start + len);
+    out.extend_from_slice(&digits[at..]);
 }
 
 /// The inside of a JSON string holding `bytes` (escaped twice with
