@@ -135,61 +135,12 @@ mod tests {
         use agentkit_core::{Item, SessionId};
         use agentkit_loop::{Agent, LoopInterrupt, LoopStep};
         use agentkit_store::{NewSession, SessionLease, SessionStore, SqliteStore, StoreError};
-        use agentkit_testkit::{ScriptedModel, ScriptedTurn};
-        use agentkit_tools_core::{
-            ApprovalReason, PermissionChecker, PermissionDecision, PermissionRequest, Tool,
-            ToolContext, ToolError, ToolRegistry, ToolRequest, ToolResult, ToolSpec, approval_for,
-        };
-        use serde_json::{Value, json};
+        use agentkit_testkit::{AskFor, GuardedTool, ScriptedModel, ScriptedTurn};
+        use agentkit_tools_core::ToolRegistry;
+        use serde_json::json;
         use std::path::Path;
         use std::sync::Arc;
-        use std::sync::atomic::{AtomicUsize, Ordering};
         use std::time::Duration;
-
-        /// Counts its runs, then holds until dropped (a long command).
-        #[derive(Clone, Default)]
-        struct Hold {
-            runs: Arc<AtomicUsize>,
-        }
-
-        #[async_trait::async_trait]
-        impl Tool for Hold {
-            fn spec(&self) -> Arc<ToolSpec> {
-                Arc::new(ToolSpec::new("hold", "holds", json!({ "type": "object" })).unwrap())
-            }
-
-            fn proposed_requests(
-                &self,
-                _input: &Value,
-            ) -> Result<Vec<PermissionRequest>, ToolError> {
-                Ok(vec![PermissionRequest::custom(
-                    "hold.run",
-                    "hold",
-                    json!({}),
-                )])
-            }
-
-            async fn invoke(
-                &self,
-                _request: ToolRequest,
-                _ctx: ToolContext,
-            ) -> Result<ToolResult, ToolError> {
-                self.runs.fetch_add(1, Ordering::SeqCst);
-                std::future::pending().await
-            }
-        }
-
-        /// Every call is asked, as the coding agent asks for `sleep 20`.
-        struct AskAll;
-
-        impl PermissionChecker for AskAll {
-            fn evaluate(&self, request: &PermissionRequest) -> PermissionDecision {
-                PermissionDecision::RequireApproval(approval_for(
-                    request,
-                    ApprovalReason::PolicyRequiresConfirmation,
-                ))
-            }
-        }
 
         fn copy_database(from: &Path, to: &Path) {
             std::fs::create_dir_all(to).unwrap();
@@ -232,12 +183,14 @@ mod tests {
                 }
             };
             let updates = Arc::new(UpdateSink::to(kill, Arc::new(ToolKind::guess), None));
-            let hold = Hold::default();
+            // Counts its runs, then holds until dropped (a long command); every
+            // call is asked, as the coding agent asks for `sleep 20`.
+            let hold = GuardedTool::holding("hold");
             let model = ScriptedModel::new([ScriptedTurn::tool_call("call_1", "hold", json!({}))]);
             let builder = Agent::builder()
                 .model(model)
                 .add_tool_source(ToolRegistry::new().with(hold.clone()))
-                .permissions(AskAll);
+                .permissions(AskFor::all());
             let agent = super::super::observed(&lease, builder, updates)
                 .build()
                 .unwrap();
@@ -285,7 +238,7 @@ mod tests {
                     Agent::builder()
                         .model(model)
                         .add_tool_source(ToolRegistry::new().with(hold.clone()))
-                        .permissions(AskAll),
+                        .permissions(AskFor::all()),
                 )
                 .build()
                 .unwrap();
@@ -312,7 +265,7 @@ mod tests {
                 }
             };
             assert_eq!(turn.items.last().unwrap().text_content(), "resumed");
-            assert_eq!(hold.runs.load(Ordering::SeqCst), 1, "no call runs twice");
+            assert_eq!(hold.runs(), 1, "no call runs twice");
             session.close().await.unwrap();
         }
     }

@@ -19,6 +19,9 @@
 //!   and [`AdapterShared`] with [`retry_warnings`] is the rest of an
 //!   adapter's shell: its configuration beside one pooled client, and a
 //!   warning per retried request;
+//! - [`config_builders!`] writes the `with_*` methods every provider's
+//!   configuration shares (base URL, key, token limit, headers, HTTP policy,
+//!   prices);
 //! - [`PriceTable`] computes a call's cost from its tokens when the provider
 //!   does not report it.
 //!
@@ -35,13 +38,14 @@
 //!     Ok(bytes::Bytes::from_static(b"\xA9\r\n\r\n")),
 //! ];
 //! let mut events = SseStream::from_byte_stream(futures::stream::iter(chunks));
-//! let event = events.next_event(None).await?.expect("one event");
+//! let event = events.next_event().await?.expect("one event");
 //! assert_eq!(event.data, "café");
-//! assert_eq!(events.next_event(None).await?, None);
+//! assert_eq!(events.next_event().await?, None);
 //! # Ok::<(), agentkit_http::ProviderError>(())
 //! # }).unwrap();
 //! ```
 
+mod builders;
 mod client;
 pub mod codec;
 mod decoded;
@@ -58,6 +62,8 @@ mod sse;
 pub mod testing;
 mod tls;
 
+#[doc(hidden)]
+pub use builders::support as __builders;
 pub use client::{
     ByteStream, ByteStreamResponse, HttpClient, HttpConfig, RequestSigner, StreamRequest,
     StreamResponse,

@@ -13,7 +13,7 @@ impl SseStream {
     /// ```
     /// # futures::executor::block_on(async {
     /// let mut events = agentkit_http::SseStream::from_pieces("data: café\n\n", 1);
-    /// assert_eq!(events.next_event(None).await?.expect("one event").data, "café");
+    /// assert_eq!(events.next_event().await?.expect("one event").data, "café");
     /// # Ok::<(), agentkit_http::ProviderError>(())
     /// # }).unwrap();
     /// ```

@@ -19,12 +19,11 @@
 //! the event (none when it carried no data), the last `id:` persists, and an
 //! event still open when the body ends is discarded. Lines are UTF-8; a
 //! character split across two reads is fine, an invalid one is a
-//! [`Protocol`](ProviderErrorKind::Protocol) error. Every read can be raced
-//! against the turn's cancellation, dropping the connection the moment the
-//! host interrupts.
+//! [`Protocol`](ProviderErrorKind::Protocol) error. There is no cancellation
+//! token: whoever owns the stream cancels it by dropping it (or the future
+//! reading from it), which closes the connection at once.
 
 use crate::{ProviderError, ProviderErrorKind, SseLimits};
-use agentkit_core::TurnCancellation;
 use bytes::Bytes;
 use futures::{Stream, StreamExt, stream};
 use std::collections::VecDeque;
@@ -260,6 +259,25 @@ impl SseParser {
         // The open event's fields while they are lines of this read.
         let mut pending = Pending::default();
         loop {
+            // Between events, an event that is all in this read (nearly
+            // every one) is taken whole.
+            if self.started
+                && self.data_lines == 0
+                && pending.event.is_none()
+                && self.event.is_empty()
+                && let Some((event, data, next)) = self.whole_event(text, start)
+            {
+                start = next;
+                let flow = on_event(SseEventRef {
+                    event,
+                    data,
+                    id: &self.id,
+                });
+                if flow.is_break() {
+                    return Ok(ControlFlow::Break(()));
+                }
+                continue;
+            }
             // The blank line that ends an event needs no search.
             let end = match bytes.get(start) {
                 Some(b'\n' | b'\r') => start,
@@ -294,6 +312,47 @@ impl SseParser {
             self.line.extend_from_slice(tail);
         }
         Ok(ControlFlow::Continue(()))
+    }
+
+    /// The event at `start` of `text` when it is laid out as nearly every
+    /// event is, and all of it is in `text`: an optional `event:` line, one
+    /// `data:` line and the blank line, within the limits. Gives its name,
+    /// its data and where the next line starts: what the line-by-line path
+    /// would dispatch, found with two line-end searches and no state.
+    /// `None` for anything else, which the line-by-line path takes (and
+    /// reports, if it breaks a rule).
+    #[inline]
+    fn whole_event<'c>(&self, text: &'c str, start: usize) -> Option<(&'c str, &'c str, usize)> {
+        let bytes = text.as_bytes();
+        let mut at = start;
+        let mut event = "";
+        if bytes[at..].starts_with(b"event:") {
+            let end = at + self.line_ends.find(&bytes[at..])?;
+            if end - at > self.limits.max_line_bytes {
+                return None;
+            }
+            let value = &text[at + 6..end];
+            event = value.strip_prefix(' ').unwrap_or(value);
+            at = end + self.terminator(bytes, end);
+        }
+        if !bytes.get(at..)?.starts_with(b"data:") {
+            return None;
+        }
+        let end = at + self.line_ends.find(&bytes[at..])?;
+        if end - at > self.limits.max_line_bytes {
+            return None;
+        }
+        let value = &text[at + 5..end];
+        let data = value.strip_prefix(' ').unwrap_or(value);
+        at = end + self.terminator(bytes, end);
+        // The blank line that dispatches it.
+        if !matches!(bytes.get(at), Some(b'\n' | b'\r'))
+            || event.len() + data.len() + 1 > self.limits.max_event_bytes
+        {
+            return None;
+        }
+        let event = if event.is_empty() { "message" } else { event };
+        Some((event, data, at + self.terminator(bytes, at)))
     }
 
     /// The length of the line end at `bytes[end]`: CRLF is one.
@@ -532,24 +591,6 @@ fn utf8(bytes: &[u8]) -> Result<&str, ProviderError> {
 
 type Chunks = Pin<Box<dyn Stream<Item = Result<Bytes, ProviderError>> + Send>>;
 
-/// The next read of `body`, raced against the cancellation.
-async fn read(
-    body: &mut Chunks,
-    cancellation: Option<&TurnCancellation>,
-) -> Option<Result<Bytes, ProviderError>> {
-    match cancellation {
-        // Data first: while bytes are ready the cancellation future is
-        // never polled, so no listener is registered per read; the caller
-        // checks for an interrupt before reading.
-        Some(token) => tokio::select! {
-            biased;
-            next = body.next() => next,
-            () = token.cancelled() => Some(Err(ProviderError::cancelled())),
-        },
-        None => body.next().await,
-    }
-}
-
 /// A stream of [`SseEvent`]s read from a response body.
 ///
 /// Dropping it, or calling [`close`](Self::close), closes the connection.
@@ -695,22 +736,15 @@ impl SseStream {
         Poll::Ready(parsed.map(|_| true))
     }
 
-    /// The next event, `Ok(None)` at the end of the stream.
+    /// The next event, `Ok(None)` at the end of the stream. After an error
+    /// the stream is closed.
     ///
-    /// With a cancellation token, the read stops as soon as the token is
-    /// cancelled: the connection is closed and a `Cancelled` error returned.
-    /// After an error the stream is closed.
-    pub async fn next_event(
-        &mut self,
-        cancellation: Option<&TurnCancellation>,
-    ) -> Result<Option<SseEvent>, ProviderError> {
+    /// Cancelling is dropping: dropping the stream, or the future of a
+    /// read waiting for bytes and then the stream, closes the connection.
+    pub async fn next_event(&mut self) -> Result<Option<SseEvent>, ProviderError> {
         loop {
             if self.body.is_none() && self.ready.is_empty() && self.failed.is_none() {
                 return Ok(None);
-            }
-            if cancellation.is_some_and(TurnCancellation::is_cancelled) {
-                self.close();
-                return Err(ProviderError::cancelled());
             }
             if let Some(event) = self.ready.pop_front() {
                 self.received += 1;
@@ -723,7 +757,7 @@ impl SseStream {
             let Some(body) = self.body.as_mut() else {
                 continue;
             };
-            let parsed = match read(body, cancellation).await {
+            let parsed = match body.next().await {
                 Some(Ok(chunk)) => self.parser.feed(&chunk, &mut self.ready),
                 Some(Err(error)) => Err(error),
                 None => {
@@ -753,7 +787,7 @@ mod tests {
             .collect();
         let mut stream = SseStream::from_byte_stream(stream::iter(chunks));
         let mut events = Vec::new();
-        while let Some(event) = block_on(stream.next_event(None)).expect("decodes") {
+        while let Some(event) = block_on(stream.next_event()).expect("decodes") {
             events.push(event);
         }
         events
@@ -851,13 +885,10 @@ mod tests {
             Ok(Bytes::from_static(b"\xC3\x28\n\n")),
         ];
         let mut stream = SseStream::from_byte_stream(stream::iter(chunks));
-        assert_eq!(
-            block_on(stream.next_event(None)).unwrap().unwrap().data,
-            "ok"
-        );
-        let err = block_on(stream.next_event(None)).unwrap_err();
+        assert_eq!(block_on(stream.next_event()).unwrap().unwrap().data, "ok");
+        let err = block_on(stream.next_event()).unwrap_err();
         assert_eq!(err.kind, ProviderErrorKind::Protocol);
-        assert_eq!(block_on(stream.next_event(None)), Ok(None));
+        assert_eq!(block_on(stream.next_event()), Ok(None));
     }
 
     #[test]
@@ -870,16 +901,5 @@ mod tests {
         parser.feed(b"\n\n", &mut events).unwrap();
         assert_eq!(events[0].data.len(), 1 << 20);
         assert_eq!(parser.line.capacity(), 0);
-    }
-
-    #[test]
-    fn a_cancelled_token_closes_the_stream() {
-        let controller = agentkit_core::CancellationController::new();
-        let token = controller.handle().checkpoint();
-        let mut stream = SseStream::from_bytes(&b"data: a\n\n"[..]);
-        controller.interrupt();
-        let err = block_on(stream.next_event(Some(&token))).unwrap_err();
-        assert_eq!(err.kind, crate::ProviderErrorKind::Cancelled);
-        assert_eq!(block_on(stream.next_event(None)), Ok(None));
     }
 }

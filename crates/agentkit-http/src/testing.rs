@@ -227,7 +227,7 @@ const HOP_HEADERS: [&str; 6] = [
 /// let request = StreamRequest::json(format!("{}/v1/chat", server.url()), &serde_json::json!({ "q": 1 }));
 /// let mut response = client.post_sse(request).await?;
 /// assert_eq!(response.retries.len(), 1, "the 429 was retried");
-/// let event = response.events.next_event(None).await?.unwrap();
+/// let event = response.events.next_event().await?.unwrap();
 /// assert_eq!(event.data, r#"{"text":"hello"}"#);
 ///
 /// let sent = server.requests();

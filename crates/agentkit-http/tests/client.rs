@@ -44,7 +44,7 @@ fn request(server: &TestServer) -> StreamRequest {
 
 async fn drain(response: &mut StreamResponse) -> Result<Vec<SseEvent>, ProviderError> {
     let mut events = Vec::new();
-    while let Some(event) = response.events.next_event(None).await? {
+    while let Some(event) = response.events.next_event().await? {
         events.push(event);
     }
     Ok(events)
@@ -231,7 +231,7 @@ async fn a_connection_cut_after_content_is_not_retried() {
         .unwrap();
     let mut seen = Vec::new();
     let err = loop {
-        match within(response.events.next_event(None)).await {
+        match within(response.events.next_event()).await {
             Ok(Some(event)) => seen.push(event.data),
             Ok(None) => panic!("the cut must be reported"),
             Err(err) => break err,
@@ -266,7 +266,7 @@ async fn a_silent_stream_hits_the_idle_timeout() {
         .await
         .unwrap();
     assert_eq!(
-        within(response.events.next_event(None))
+        within(response.events.next_event())
             .await
             .unwrap()
             .unwrap()
@@ -274,7 +274,7 @@ async fn a_silent_stream_hits_the_idle_timeout() {
         "one"
     );
     let started = Instant::now();
-    let err = within(response.events.next_event(None)).await.unwrap_err();
+    let err = within(response.events.next_event()).await.unwrap_err();
     assert_eq!(err.kind, ProviderErrorKind::Timeout);
     assert!(err.is_retryable());
     assert!(err.message.contains("timed out"), "{}", err.message);
@@ -307,26 +307,46 @@ async fn dropping_the_request_during_a_backoff_stops_it() {
     assert_eq!(server.remaining(), 1);
 }
 
-/// Dropping the event stream mid-answer closes the connection: the server
-/// sees its client hang up.
-#[tokio::test]
-async fn dropping_the_stream_mid_answer_closes_the_connection() {
+/// A server that sends one event and then stalls, and the response whose
+/// first event was read.
+async fn stalled_after_one_event() -> (TestServer, StreamResponse) {
     let server = TestServer::start([ScriptedResponse::sse("data: one\n\n").ending(Ending::Stall)])
         .await
         .unwrap();
     let client = HttpClient::new(HttpConfig::default().with_retry(RetryPolicy::none())).unwrap();
     let mut response = within(client.post_sse(request(&server))).await.unwrap();
-    assert!(
-        within(response.events.next_event(None))
-            .await
-            .unwrap()
-            .is_some()
-    );
+    let first = within(response.events.next_event()).await.unwrap();
+    assert_eq!(first.map(|event| event.data).as_deref(), Some("one"));
+    (server, response)
+}
+
+/// Dropping the event stream mid-answer closes the connection: the server
+/// sees its client hang up.
+#[tokio::test]
+async fn dropping_the_stream_mid_answer_closes_the_connection() {
+    let (server, response) = stalled_after_one_event().await;
     assert_eq!(server.hung_up(), 0, "the stream is still open");
     drop(response);
     assert!(
         server.wait_for_hang_ups(1, Duration::from_secs(20)).await,
         "dropping the stream closed the connection"
+    );
+}
+
+/// Cancelling a read is dropping it: a read waiting for bytes that never
+/// come is dropped, then the stream, and the server sees its client hang
+/// up (there is no cancellation token to hand the read).
+#[tokio::test]
+async fn dropping_a_waiting_read_and_its_stream_closes_the_connection() {
+    let (server, mut response) = stalled_after_one_event().await;
+    // The server stalls: the read waits, and is dropped while waiting.
+    let waiting = futures::FutureExt::now_or_never(response.events.next_event());
+    assert!(waiting.is_none(), "a stalled body has no next event");
+    assert_eq!(server.hung_up(), 0, "the stream is still open");
+    drop(response);
+    assert!(
+        server.wait_for_hang_ups(1, Duration::from_secs(20)).await,
+        "dropping the read and the stream closed the connection"
     );
 }
 
@@ -453,7 +473,7 @@ async fn requests_beyond_the_connection_bound_wait_for_an_open_one_to_end() {
     .unwrap();
     let mut first = within(client.post_sse(request(&server))).await.unwrap();
     assert_eq!(
-        within(first.events.next_event(None))
+        within(first.events.next_event())
             .await
             .unwrap()
             .unwrap()
@@ -471,7 +491,7 @@ async fn requests_beyond_the_connection_bound_wait_for_an_open_one_to_end() {
     drop(first);
     let mut second = within(second).await.unwrap().unwrap();
     assert_eq!(
-        within(second.events.next_event(None))
+        within(second.events.next_event())
             .await
             .unwrap()
             .unwrap()

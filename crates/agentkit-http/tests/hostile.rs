@@ -117,7 +117,7 @@ async fn read_all(url: &str, limits: SseLimits) -> (Vec<SseEvent>, Option<Provid
     };
     let mut events = Vec::new();
     loop {
-        match response.events.next_event(None).await {
+        match response.events.next_event().await {
             Ok(Some(event)) => events.push(event),
             Ok(None) => return (events, None),
             Err(err) => return (events, Some(err)),

@@ -182,6 +182,9 @@ impl<M: ModelAdapter> Agent<M> {
     }
 }
 
+/// A wrapper [`AgentBuilder::wrap_task_manager`] applies at build.
+type TaskManagerLayer = Box<dyn FnOnce(Arc<dyn TaskManager>) -> Arc<dyn TaskManager> + Send>;
+
 /// Builds an [`Agent`].
 ///
 /// Only the model is required. Tools come from tool sources (a
@@ -238,6 +241,7 @@ pub struct AgentBuilder<M> {
     permissions: Arc<dyn PermissionChecker>,
     resources: Arc<dyn ToolResources>,
     task_manager: Arc<dyn TaskManager>,
+    task_manager_layers: Vec<TaskManagerLayer>,
     cancellation: Option<CancellationHandle>,
     mutators: Vec<Arc<dyn LoopMutator>>,
     observers: Vec<Arc<dyn LoopObserver>>,
@@ -257,6 +261,7 @@ impl<M> Default for AgentBuilder<M> {
             permissions: Arc::new(SafeDefaultPermissions),
             resources: Arc::new(()),
             task_manager: Arc::new(SimpleTaskManager::new()),
+            task_manager_layers: Vec::new(),
             cancellation: None,
             mutators: Vec::new(),
             observers: Vec::new(),
@@ -310,6 +315,19 @@ impl<M: ModelAdapter> AgentBuilder<M> {
     /// How tool calls are scheduled (default: [`SimpleTaskManager`]).
     pub fn task_manager(mut self, manager: impl TaskManager + 'static) -> Self {
         self.task_manager = Arc::new(manager);
+        self
+    }
+
+    /// Wraps the task manager the agent ends up with, whichever
+    /// [`task_manager`](Self::task_manager) sets and in whatever order:
+    /// layers apply at [`build`](Self::build), the first added innermost.
+    /// A session store uses it to make each call's start durable before
+    /// the call runs.
+    pub fn wrap_task_manager(
+        mut self,
+        layer: impl FnOnce(Arc<dyn TaskManager>) -> Arc<dyn TaskManager> + Send + 'static,
+    ) -> Self {
+        self.task_manager_layers.push(Box::new(layer));
         self
     }
 
@@ -405,11 +423,15 @@ impl<M: ModelAdapter> AgentBuilder<M> {
         // share the items instead of copying them.
         let transcript = StartingTranscript::new(self.transcript, calls);
         let executor = BasicToolExecutor::new(self.federation).with_permissions(self.permissions);
+        let task_manager = self
+            .task_manager_layers
+            .into_iter()
+            .fold(self.task_manager, |manager, layer| layer(manager));
         Ok(Agent {
             config: Arc::new(AgentConfig {
                 model,
                 executor: Arc::new(executor),
-                task_manager: self.task_manager,
+                task_manager,
                 resources: self.resources,
                 cancellation: self.cancellation,
                 mutators: self.mutators,

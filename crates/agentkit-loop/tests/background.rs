@@ -12,6 +12,7 @@ use agentkit_loop::{
 use agentkit_testkit::{Approvals, ScriptedModel, ScriptedTurn, run_to_finish};
 use agentkit_tool_shell::{ShellConfig, shell_tools};
 use serde_json::json;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 use support::*;
 
@@ -292,4 +293,75 @@ async fn a_task_running_at_snapshot_time_is_reported_as_lost_after_resume() {
         "{}",
         notes[0].text_content()
     );
+}
+
+/// Records, at each `ToolStarted`, how many tasks the runtime holds and
+/// which calls the session's background list shows: a store's recorder
+/// writes its mark at that instant, so a call spawned before it could run,
+/// and be killed, unmarked.
+#[derive(Clone, Default)]
+struct TasksAtStart {
+    tasks: Arc<OnceLock<agentkit_loop::BackgroundTasks>>,
+    seen: Arc<Mutex<Vec<(String, usize, usize)>>>,
+}
+
+impl agentkit_loop::LoopObserver for TasksAtStart {
+    fn handle_event(&self, event: AgentEvent) {
+        if let AgentEvent::ToolStarted { call_id, .. } = event {
+            let listed = self.tasks.get().expect("set before the first step").list();
+            let spawned = tokio::runtime::Handle::current()
+                .metrics()
+                .num_alive_tasks();
+            self.seen
+                .lock()
+                .unwrap()
+                .push((call_id.to_string(), spawned, listed.len()));
+        }
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn background_and_detached_calls_are_reported_started_before_they_are_spawned() {
+    for (routing, listed) in [
+        (TaskRouting::Background, 1),
+        // Still waited for by its round: not listed yet.
+        (TaskRouting::DetachAfter(Duration::from_millis(200)), 0),
+    ] {
+        let model = ScriptedModel::new([
+            ScriptedTurn::new()
+                .call("first", "slow", json!({ "ms": 1_000 }))
+                .call("second", "slow", json!({ "ms": 1_000 }))
+                .finish(FinishReason::ToolCall),
+            ScriptedTurn::text("ok"),
+        ]);
+        let observer = TasksAtStart::default();
+        let mut driver = Agent::builder()
+            .model(model)
+            .add_tool_source(registry())
+            .task_manager(ConcurrentTaskManager::new(2).with_routing(move |_| routing))
+            .observer(observer.clone())
+            .input(vec![Item::user("go")])
+            .build()
+            .unwrap()
+            .start(SessionConfig::new("s"))
+            .await
+            .unwrap();
+        let _ = observer.tasks.set(driver.background_tasks());
+        // The test body is not a task: the runtime holds only the calls'.
+        let before = tokio::runtime::Handle::current()
+            .metrics()
+            .num_alive_tasks();
+        run_to_finish(&mut driver, Approvals::ApproveAll)
+            .await
+            .unwrap();
+        let seen = observer.seen.lock().unwrap().clone();
+        assert_eq!(
+            seen,
+            vec![
+                ("first".to_owned(), before, 0),
+                ("second".to_owned(), before + 1, listed),
+            ],
+            "{routing:?}: each call's task is spawned only after its start was reported"
+        );
+    }
 }

@@ -94,28 +94,10 @@ impl AnthropicConfig {
         }
     }
 
-    /// Sets the API root (a proxy, a gateway, a test server).
-    pub fn with_base_url(mut self, base_url: impl Into<String>) -> Self {
-        self.base_url = base_url.into();
-        self
-    }
-
-    /// Sets the output-token limit.
-    pub fn with_max_tokens(mut self, max_tokens: u32) -> Self {
-        self.max_tokens = max_tokens;
-        self
-    }
-
     /// Turns extended thinking on with this budget (it must be below
     /// `max_tokens`).
     pub fn with_thinking(mut self, budget_tokens: u32) -> Self {
         self.thinking_budget = Some(budget_tokens);
-        self
-    }
-
-    /// Sets the tool choice.
-    pub fn with_tool_choice(mut self, choice: ToolChoice) -> Self {
-        self.tool_choice = Some(choice);
         self
     }
 
@@ -125,35 +107,15 @@ impl AnthropicConfig {
         self
     }
 
-    /// Adds a header to every request.
-    pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-        self.extra_headers.push((name.into(), value.into()));
-        self
-    }
-
-    /// Adds a top-level body field to every request.
-    pub fn with_body_field(mut self, name: impl Into<String>, value: impl Into<Value>) -> Self {
-        self.extra_body.insert(name.into(), value.into());
-        self
-    }
-
-    /// Sets timeouts and retries.
-    pub fn with_http(mut self, http: HttpConfig) -> Self {
-        self.http = http;
-        self
-    }
-
-    /// Sets the price table used to compute each call's cost.
-    pub fn with_prices(mut self, prices: impl Into<Arc<PriceTable>>) -> Self {
-        self.prices = Some(prices.into());
-        self
-    }
-
     /// The URL requests are posted to.
     pub fn endpoint(&self) -> String {
         format!("{}/messages", self.base_url.trim_end_matches('/'))
     }
 }
+
+// The shared `with_*` methods (`with_base_url`, `with_max_tokens` ...).
+agentkit_http::config_builders!(AnthropicConfig: base_url, api_key, max_tokens,
+    tool_choice(ToolChoice), header, body_field, http, prices);
 
 impl std::fmt::Debug for AnthropicConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -13,7 +13,7 @@
 use crate::usage::WireUsage;
 use agentkit_core::keys;
 use agentkit_core::{Delta, FinishReason, MetadataMap, PartId, PartKind, ToolCallPart};
-use agentkit_http::codec::JsonReader;
+use agentkit_http::codec::{self, Layout};
 use agentkit_http::{PriceTable, ProviderError, SseEventRef};
 use agentkit_loop::{ModelTurnEvent, ModelTurnResult};
 use serde::Deserialize;
@@ -79,68 +79,40 @@ struct DeltaBody<'a> {
     partial_json: Option<Cow<'a, str>>,
 }
 
-/// A text delta laid out exactly as the Messages API writes it (nearly
-/// every event of an answer): `{"type":"content_block_delta","index":N,
-/// "delta":{"type":"text_delta","text":"..."}}`, its fixed parts compared
-/// at once and its two values read and checked. Any other layout (other
-/// member order, spacing, more members) is read by [`read_delta`].
+/// A text or thinking delta laid out exactly as the Messages API writes
+/// it (nearly every event of an answer): `{"type":"content_block_delta",
+/// "index":N,"delta":{"type":"text_delta","text":"..."}}` (or
+/// `thinking_delta` and `thinking`), its fixed parts compared at once and
+/// its two values read and checked. Any other layout (other member order,
+/// spacing, more members) is read by [`codec::from_str`].
 fn read_text_delta(data: &str) -> Option<(u64, DeltaBody<'_>)> {
-    let mut reader = JsonReader::new(data);
-    reader
-        .consume(r#"{"type":"content_block_delta","index":"#)
-        .then_some(())?;
-    let index = reader.u64()?;
-    reader
-        .consume(r#","delta":{"type":"text_delta","text":"#)
-        .then_some(())?;
-    let text = reader.str()?;
-    reader.consume("}}").then_some(())?;
-    reader.end()?;
-    let delta = DeltaBody {
-        kind: Cow::Borrowed("text_delta"),
-        text: Some(text),
-        ..DeltaBody::default()
+    let mut layout = Layout::new(data);
+    layout.fixed(r#"{"type":"content_block_delta","index":"#)?;
+    let index = layout.u64()?;
+    layout.fixed(r#","delta":{"type":""#)?;
+    let thinking = if layout.optional(r#"text_delta","text":"#) {
+        false
+    } else {
+        layout.fixed(r#"thinking_delta","thinking":"#)?;
+        true
+    };
+    let text = layout.str()?;
+    layout.fixed("}}")?;
+    layout.end()?;
+    let delta = if thinking {
+        DeltaBody {
+            kind: Cow::Borrowed("thinking_delta"),
+            thinking: Some(text),
+            ..DeltaBody::default()
+        }
+    } else {
+        DeltaBody {
+            kind: Cow::Borrowed("text_delta"),
+            text: Some(text),
+            ..DeltaBody::default()
+        }
     };
     Some((index, delta))
-}
-
-/// A `content_block_delta` event read with [`JsonReader`]: what
-/// [`DeltaEvent`] would give, at a fraction of serde_json's cost per
-/// token (most events of a stream are these). `None` for anything the
-/// reader leaves to serde_json, which then decides as before.
-fn read_delta(data: &str) -> Option<(u64, DeltaBody<'_>)> {
-    let mut reader = JsonReader::new(data);
-    let (mut kind, mut index, mut delta) = (None, None, None);
-    reader.object(|r, key| match key {
-        "type" => JsonReader::once(&mut kind, r.str()?),
-        "index" => JsonReader::once(&mut index, r.u64()?),
-        "delta" => JsonReader::once(&mut delta, read_delta_body(r)?),
-        _ => r.skip(),
-    })?;
-    reader.end()?;
-    (kind? == "content_block_delta").then_some(())?;
-    Some((index?, delta?))
-}
-
-fn read_delta_body<'a>(reader: &mut JsonReader<'a>) -> Option<DeltaBody<'a>> {
-    // Each member once, `null` included (serde counts it as present).
-    let (mut kind, mut text, mut thinking, mut signature, mut partial_json) =
-        (None, None, None, None, None);
-    reader.object(|r, key| match key {
-        "type" => JsonReader::once(&mut kind, r.str()?),
-        "text" => JsonReader::once(&mut text, r.or_null(JsonReader::str)?),
-        "thinking" => JsonReader::once(&mut thinking, r.or_null(JsonReader::str)?),
-        "signature" => JsonReader::once(&mut signature, r.or_null(JsonReader::str)?),
-        "partial_json" => JsonReader::once(&mut partial_json, r.or_null(JsonReader::str)?),
-        _ => r.skip(),
-    })?;
-    Some(DeltaBody {
-        kind: kind.unwrap_or_default(),
-        text: text.flatten(),
-        thinking: thinking.flatten(),
-        signature: signature.flatten(),
-        partial_json: partial_json.flatten(),
-    })
 }
 
 #[derive(Deserialize)]
@@ -269,19 +241,14 @@ impl EventDecoder {
             return self.delta(index, delta, out);
         }
         if event.event == "content_block_delta"
-            && let Some((index, delta)) = read_delta(data)
-        {
-            return self.delta(index, delta, out);
-        }
-        if event.event == "content_block_delta"
-            && let Ok(parsed) = serde_json::from_str::<DeltaEvent<'_>>(data)
+            && let Ok(parsed) = codec::from_str::<DeltaEvent<'_>>(data)
             && parsed.kind == "content_block_delta"
         {
             return self.delta(parsed.index, parsed.delta, out);
         }
         // Anything else, or a delta the fast path could not read (the
         // general path reports what is wrong with it).
-        let parsed: StreamEvent = serde_json::from_str(data).map_err(|err| {
+        let parsed: StreamEvent = codec::from_str(data).map_err(|err| {
             protocol(format!(
                 "a `{}` event is not valid JSON ({err}): {}",
                 event.event,
@@ -617,17 +584,28 @@ mod tests {
         ];
         for data in events {
             let expected = by_serde(data);
-            for read in [shown(read_text_delta(data)), shown(read_delta(data))] {
-                // A reader either gives serde_json's reading or gives up.
-                if read.is_some() {
-                    assert_eq!(read, expected, "{data}");
-                }
+            // The layout either gives serde_json's reading or gives up, and
+            // the general reader always gives it.
+            let read = shown(read_text_delta(data));
+            if read.is_some() {
+                assert_eq!(read, expected, "{data}");
             }
+            let general = codec::from_str::<DeltaEvent<'_>>(data)
+                .ok()
+                .and_then(|event| {
+                    (event.kind == "content_block_delta").then_some((event.index, event.delta))
+                });
+            assert_eq!(shown(general), expected, "{data}");
         }
         // The usual layout takes the exact path; another order the general
         // reader.
         assert!(read_text_delta(events[1]).is_some());
         assert!(read_text_delta(events[3]).is_none());
-        assert!(read_delta(events[3]).is_some());
+        let thinking = r#"{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hm"}}"#;
+        let (_, delta) = read_text_delta(thinking).expect("the thinking layout");
+        assert_eq!(
+            (delta.kind.as_ref(), delta.thinking.as_deref()),
+            ("thinking_delta", Some("hm"))
+        );
     }
 }

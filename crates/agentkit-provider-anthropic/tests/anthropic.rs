@@ -3,23 +3,21 @@
 //! wire format), cut at awkward byte offsets.
 
 use agentkit_core::{
-    DeltaFolder, FinishReason, Item, ItemKind, MediaPart, Part, ReasoningPart, TokenUsage,
-    ToolCallPart, ToolResultPart, TurnId,
+    FinishReason, Item, ItemKind, MediaPart, Part, ReasoningPart, ToolCallPart, ToolResultPart,
+    TurnId,
 };
 use agentkit_http::testing::{Ending, ScriptedResponse, TestServer};
 use agentkit_http::{HttpConfig, RetryPolicy};
 use agentkit_loop::{
-    CacheBreakpoint, ModelAdapter, ModelError, ModelErrorKind, ModelSession, ModelTurn,
-    ModelTurnEvent, PromptCacheRequest, PromptCacheRetention, SessionConfig, TranscriptView,
-    TurnRequest,
+    CacheBreakpoint, ModelError, ModelErrorKind, ModelTurnEvent, PromptCacheRequest,
+    PromptCacheRetention, TranscriptView, TurnRequest,
 };
 use agentkit_provider_anthropic::{AnthropicAdapter, AnthropicConfig, ToolChoice};
-use agentkit_tools_core::ToolSpec;
+use agentkit_testkit::WeatherTool;
+use agentkit_testkit::adapter::{Outcome, run_turn};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
-
-const LIMIT: Duration = Duration::from_secs(20);
 
 fn fixture(name: &str) -> String {
     let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
@@ -45,102 +43,15 @@ fn request(items: Vec<Item>) -> TurnRequest {
         session_id: "s-1".into(),
         turn_id: TurnId::new("turn-1"),
         transcript: TranscriptView::from_items(items),
-        available_tools: vec![Arc::new(weather_tool())].into(),
+        available_tools: vec![Arc::new(WeatherTool::spec())].into(),
         metadata: Default::default(),
         cache: None,
         output_schema: None,
     }
 }
 
-fn weather_tool() -> ToolSpec {
-    ToolSpec::new(
-        "get_weather",
-        "Current weather for a city.",
-        json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
-    )
-    .unwrap()
-}
-
-/// What one turn produced: its events, and the error that ended it, if any.
-struct Outcome {
-    events: Vec<ModelTurnEvent>,
-    error: Option<ModelError>,
-}
-
-impl Outcome {
-    fn parts(&self) -> Vec<Part> {
-        let mut folder = DeltaFolder::new();
-        for event in &self.events {
-            if let ModelTurnEvent::Delta(delta) = event {
-                folder.apply(delta).expect("deltas fit together");
-            }
-        }
-        folder.finish().expect("every part committed")
-    }
-
-    fn tool_calls(&self) -> Vec<ToolCallPart> {
-        self.events
-            .iter()
-            .filter_map(|e| match e {
-                ModelTurnEvent::ToolCall(call) => Some(call.clone()),
-                _ => None,
-            })
-            .collect()
-    }
-
-    fn usage(&self) -> Option<TokenUsage> {
-        self.events.iter().rev().find_map(|e| match e {
-            ModelTurnEvent::Usage(usage) => Some(usage.tokens),
-            _ => None,
-        })
-    }
-
-    fn finish_reason(&self) -> Option<FinishReason> {
-        self.events.iter().find_map(|e| match e {
-            ModelTurnEvent::Finished(result) => Some(result.finish_reason.clone()),
-            _ => None,
-        })
-    }
-
-    fn warnings(&self) -> Vec<String> {
-        self.events
-            .iter()
-            .filter_map(|e| match e {
-                ModelTurnEvent::Warning(w) => Some(w.clone()),
-                _ => None,
-            })
-            .collect()
-    }
-}
-
 async fn run_with(config: AnthropicConfig, request: TurnRequest) -> Result<Outcome, ModelError> {
-    tokio::time::timeout(LIMIT, async move {
-        let adapter = AnthropicAdapter::new(config)?;
-        let mut session = adapter.start_session(SessionConfig::new("s-1")).await?;
-        let mut turn = session.begin_turn(request).await?;
-        let mut events = Vec::new();
-        loop {
-            match turn.next_event().await {
-                Ok(Some(event)) => events.push(event),
-                Ok(None) => {
-                    return Ok(Outcome {
-                        events,
-                        error: None,
-                    });
-                }
-                Err(error) => {
-                    // After an error the turn is over.
-                    assert_eq!(turn.next_event().await, Ok(None));
-                    return Ok(Outcome {
-                        events,
-                        error: Some(error),
-                    });
-                }
-            }
-        }
-    })
-    .await
-    .expect("the turn finished in time")
+    run_turn(AnthropicAdapter::new(config)?, request).await
 }
 
 async fn serve(script: Vec<ScriptedResponse>) -> TestServer {
@@ -372,8 +283,7 @@ async fn http_401_is_an_authentication_error() {
     .await;
     let error = run_with(config(&server), request(vec![Item::user("Hi")]))
         .await
-        .err()
-        .expect("refused");
+        .expect_err("refused");
     assert_eq!(error.kind, ModelErrorKind::Authentication);
     assert_eq!(error.message, "invalid x-api-key");
     assert_eq!(server.requests().len(), 1);
@@ -388,8 +298,7 @@ async fn http_400_prompt_too_long_is_context_length_exceeded() {
     .await;
     let error = run_with(config(&server), request(vec![Item::user("Hi")]))
         .await
-        .err()
-        .expect("refused");
+        .expect_err("refused");
     assert_eq!(error.kind, ModelErrorKind::ContextLengthExceeded);
 }
 
@@ -445,8 +354,7 @@ async fn http_529_is_overloaded_after_the_last_attempt() {
     let server = serve(vec![overloaded(), overloaded(), overloaded()]).await;
     let error = run_with(config(&server), request(vec![Item::user("Hi")]))
         .await
-        .err()
-        .expect("gave up");
+        .expect_err("gave up");
     assert_eq!(error.kind, ModelErrorKind::Overloaded);
     assert_eq!(error.status, Some(529));
     assert_eq!(server.requests().len(), 3);
@@ -454,20 +362,14 @@ async fn http_529_is_overloaded_after_the_last_attempt() {
 
 #[tokio::test]
 async fn dropping_a_turn_mid_stream_closes_the_connection() {
-    let server = serve(vec![
-        ScriptedResponse::sse(fixture("cut.sse")).ending(Ending::Stall),
-    ])
+    agentkit_testkit::assert_dropping_a_turn_closes_the_connection(
+        ScriptedResponse::sse(fixture("cut.sse")),
+        |url| {
+            let config = AnthropicConfig::new("sk-ant-test", "claude-test");
+            AnthropicAdapter::new(config.with_base_url(format!("{url}/v1"))).unwrap()
+        },
+    )
     .await;
-    let adapter = AnthropicAdapter::new(config(&server)).unwrap();
-    let mut session = adapter
-        .start_session(SessionConfig::new("s-1"))
-        .await
-        .unwrap();
-    let turn = session
-        .begin_turn(request(vec![Item::user("Hi")]))
-        .await
-        .unwrap();
-    agentkit_testkit::assert_drop_closes_connection(turn, &server, LIMIT).await;
 }
 
 fn full_transcript() -> Vec<Item> {

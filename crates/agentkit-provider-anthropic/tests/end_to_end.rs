@@ -6,42 +6,15 @@ use agentkit_core::{FinishReason, Item, ItemKind, validate_transcript};
 use agentkit_http::testing::{ScriptedResponse, TestServer};
 use agentkit_loop::{Agent, LoopInterrupt, LoopStep, SessionConfig};
 use agentkit_provider_anthropic::{AnthropicAdapter, AnthropicConfig};
+use agentkit_testkit::WeatherTool;
 use agentkit_testkit::cassette::CassetteSession;
-use agentkit_tools_core::{
-    Tool, ToolContext, ToolError, ToolRegistry, ToolRequest, ToolResult, ToolSpec,
-};
+use agentkit_tools_core::ToolRegistry;
 use serde_json::json;
-use std::sync::Arc;
 use std::time::Duration;
 
 fn fixture(name: &str) -> String {
     let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
-}
-
-struct Weather;
-
-#[async_trait::async_trait]
-impl Tool for Weather {
-    fn spec(&self) -> Arc<ToolSpec> {
-        Arc::new(
-            ToolSpec::new(
-                "get_weather",
-                "Current weather for a city.",
-                json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
-            )
-            .unwrap(),
-        )
-    }
-
-    async fn invoke(
-        &self,
-        request: ToolRequest,
-        _ctx: ToolContext,
-    ) -> Result<ToolResult, ToolError> {
-        let city = request.input["city"].as_str().unwrap_or("?");
-        Ok(ToolResult::new(format!("18°C in {city}")))
-    }
 }
 
 #[tokio::test]
@@ -55,7 +28,7 @@ async fn a_driver_with_a_tool_runs_through_the_adapter() {
     .unwrap();
     let agent = Agent::builder()
         .model(adapter)
-        .add_tool_source(ToolRegistry::new().with(Weather))
+        .add_tool_source(ToolRegistry::new().with(WeatherTool))
         .transcript(vec![Item::system("Be brief.")])
         .input(vec![Item::user("Weather in Genève?")])
         .build()

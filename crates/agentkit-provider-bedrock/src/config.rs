@@ -72,39 +72,15 @@ impl BedrockConfig {
         }
     }
 
-    /// Sets the endpoint root (a VPC endpoint, or a local server in tests).
-    pub fn with_base_url(mut self, base_url: impl Into<String>) -> Self {
-        self.base_url = Some(base_url.into());
-        self
-    }
-
     /// Uses these credentials instead of the chain.
     pub fn with_credentials(mut self, credentials: Credentials) -> Self {
         self.credentials = Some(credentials);
         self
     }
 
-    /// Sets the output-token limit.
-    pub fn with_max_tokens(mut self, max_tokens: u32) -> Self {
-        self.max_tokens = Some(max_tokens);
-        self
-    }
-
-    /// Sets the tool choice.
-    pub fn with_tool_choice(mut self, choice: ToolChoice) -> Self {
-        self.tool_choice = Some(choice);
-        self
-    }
-
     /// Asks an Anthropic model for extended thinking with this budget.
     pub fn with_thinking(mut self, budget: u32) -> Self {
         self.thinking_budget = Some(budget);
-        self
-    }
-
-    /// Sets timeouts and retries.
-    pub fn with_http(mut self, http: HttpConfig) -> Self {
-        self.http = http;
         self
     }
 
@@ -146,6 +122,10 @@ pub(crate) fn encode(text: &str) -> String {
     }
     out
 }
+
+// The shared `with_*` methods (`with_base_url`, `with_max_tokens` ...).
+agentkit_http::config_builders!(BedrockConfig: base_url, max_tokens,
+    tool_choice(ToolChoice), http);
 
 impl std::fmt::Debug for BedrockConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

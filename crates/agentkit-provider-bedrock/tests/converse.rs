@@ -7,6 +7,7 @@
 use agentkit_core::{
     DeltaFolder, FinishReason, Item, ItemKind, Part, ToolCallPart, ToolResultPart, TurnId, Usage,
 };
+use agentkit_http::testing::ScriptedResponse;
 use agentkit_http::{HttpConfig, RetryPolicy};
 use agentkit_loop::{
     ModelAdapter, ModelError, ModelErrorKind, ModelSession, ModelTurn, ModelTurnEvent,
@@ -687,4 +688,29 @@ async fn a_throttled_request_is_signed_again_and_retried() {
             .all(|s| s.headers.get_all("content-type").iter().count() == 1),
         "one content type per attempt"
     );
+}
+
+/// Cancelling is dropping the turn: the signed event-stream request's
+/// connection closes with it.
+#[tokio::test]
+async fn dropping_a_turn_mid_stream_closes_the_connection() {
+    let first = events(&[
+        ("messageStart", json!({"role": "assistant"})),
+        (
+            "contentBlockDelta",
+            json!({"contentBlockIndex": 0, "delta": {"text": "Bon"}}),
+        ),
+    ]);
+    let mut response = ScriptedResponse::sse(first.body);
+    response.headers = vec![(
+        "content-type".into(),
+        "application/vnd.amazon.eventstream".into(),
+    )];
+    agentkit_testkit::assert_dropping_a_turn_closes_the_connection(response, |url| {
+        let config = BedrockConfig::new("us-east-1", MODEL)
+            .with_base_url(url)
+            .with_credentials(credentials());
+        BedrockAdapter::new(config).unwrap()
+    })
+    .await;
 }

@@ -82,45 +82,9 @@ impl GeminiConfig {
         }
     }
 
-    /// Sets the API root (a gateway, or a local server in tests).
-    pub fn with_base_url(mut self, base_url: impl Into<String>) -> Self {
-        self.base_url = base_url.into();
-        self
-    }
-
-    /// Sets the output-token limit.
-    pub fn with_max_tokens(mut self, max_tokens: u32) -> Self {
-        self.max_tokens = Some(max_tokens);
-        self
-    }
-
     /// Asks for thought summaries, with a token budget when given.
     pub fn with_thinking(mut self, budget: Option<u32>) -> Self {
         self.thinking = Some(budget);
-        self
-    }
-
-    /// Sets the tool choice.
-    pub fn with_tool_choice(mut self, choice: ToolChoice) -> Self {
-        self.tool_choice = Some(choice);
-        self
-    }
-
-    /// Adds a header to every request.
-    pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-        self.extra_headers.push((name.into(), value.into()));
-        self
-    }
-
-    /// Sets timeouts and retries.
-    pub fn with_http(mut self, http: HttpConfig) -> Self {
-        self.http = http;
-        self
-    }
-
-    /// Sets the price table.
-    pub fn with_prices(mut self, prices: impl Into<Arc<PriceTable>>) -> Self {
-        self.prices = Some(prices.into());
         self
     }
 
@@ -133,6 +97,10 @@ impl GeminiConfig {
         )
     }
 }
+
+// The shared `with_*` methods (`with_base_url`, `with_max_tokens` ...).
+agentkit_http::config_builders!(GeminiConfig: base_url, api_key, max_tokens,
+    tool_choice(ToolChoice), header, http, prices);
 
 impl std::fmt::Debug for GeminiConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -13,7 +13,7 @@ use agentkit_loop::{
     ModelTurnResult, SessionConfig, TranscriptView, TurnRequest,
 };
 use agentkit_provider_gemini::{GeminiAdapter, GeminiConfig};
-use agentkit_tools_core::ToolSpec;
+use agentkit_testkit::WeatherTool;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
@@ -39,13 +39,7 @@ fn adapter(server: &TestServer) -> GeminiAdapter {
 
 fn request(items: Vec<Item>) -> TurnRequest {
     let mut request = TurnRequest::new("s", TurnId::new("t"), TranscriptView::from_items(items));
-    let spec = ToolSpec::new(
-        "get_weather",
-        "Current weather for a city.",
-        json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
-    )
-    .unwrap();
-    request.available_tools = vec![Arc::new(spec)].into();
+    request.available_tools = vec![Arc::new(WeatherTool::spec())].into();
     request
 }
 
@@ -266,17 +260,9 @@ async fn failures_are_typed_and_quota_or_keys_are_not_retried() {
 #[tokio::test]
 async fn dropping_a_turn_mid_stream_closes_the_connection() {
     let chunk = json!({"candidates": [{"content": {"role": "model", "parts": [{"text": "Bon"}]}}]});
-    let server = TestServer::start([sse(&[chunk]).ending(Ending::Stall)])
-        .await
-        .unwrap();
-    let adapter = adapter(&server);
-    let mut session = adapter
-        .start_session(SessionConfig::new("s"))
-        .await
-        .unwrap();
-    let turn = session
-        .begin_turn(request(vec![Item::user("Hi")]))
-        .await
-        .unwrap();
-    agentkit_testkit::assert_drop_closes_connection(turn, &server, Duration::from_secs(20)).await;
+    agentkit_testkit::assert_dropping_a_turn_closes_the_connection(sse(&[chunk]), |url| {
+        let config = GeminiConfig::new("AIza-test", "gemini-2.5-flash");
+        GeminiAdapter::new(config.with_base_url(format!("{url}/v1beta"))).unwrap()
+    })
+    .await;
 }

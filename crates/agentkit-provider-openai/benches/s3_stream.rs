@@ -100,7 +100,7 @@ async fn sse_only(body: &Bytes, size: usize) -> Duration {
     let started = Instant::now();
     let mut events = SseStream::from_byte_stream(futures::stream::iter(pieces));
     let mut count = 0;
-    while events.next_event(None).await.unwrap().is_some() {
+    while events.next_event().await.unwrap().is_some() {
         count += 1;
     }
     let elapsed = started.elapsed();

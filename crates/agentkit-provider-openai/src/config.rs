@@ -157,48 +157,6 @@ impl OpenAiConfig {
         }
     }
 
-    /// Sets the API key.
-    pub fn with_api_key(mut self, api_key: impl Into<String>) -> Self {
-        self.api_key = Some(api_key.into());
-        self
-    }
-
-    /// Sets the output-token limit.
-    pub fn with_max_tokens(mut self, max_tokens: u32) -> Self {
-        self.max_tokens = Some(max_tokens);
-        self
-    }
-
-    /// Sets the tool choice.
-    pub fn with_tool_choice(mut self, choice: ToolChoice) -> Self {
-        self.tool_choice = Some(choice);
-        self
-    }
-
-    /// Adds a header to every request.
-    pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-        self.extra_headers.push((name.into(), value.into()));
-        self
-    }
-
-    /// Adds a top-level body field to every request.
-    pub fn with_body_field(mut self, name: impl Into<String>, value: impl Into<Value>) -> Self {
-        self.extra_body.insert(name.into(), value.into());
-        self
-    }
-
-    /// Sets timeouts and retries.
-    pub fn with_http(mut self, http: HttpConfig) -> Self {
-        self.http = http;
-        self
-    }
-
-    /// Sets the price table used when the server reports no cost.
-    pub fn with_prices(mut self, prices: impl Into<Arc<PriceTable>>) -> Self {
-        self.prices = Some(prices.into());
-        self
-    }
-
     /// The URL requests are posted to.
     pub fn endpoint(&self) -> String {
         format!(
@@ -208,6 +166,10 @@ impl OpenAiConfig {
         )
     }
 }
+
+// The shared `with_*` methods (`with_base_url`, `with_max_tokens` ...).
+agentkit_http::config_builders!(OpenAiConfig: base_url, api_key, max_tokens,
+    tool_choice(ToolChoice), header, body_field, http, prices);
 
 impl std::fmt::Debug for OpenAiConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

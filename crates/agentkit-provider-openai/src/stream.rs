@@ -18,7 +18,7 @@ use agentkit_core::{Delta, FinishReason, MetadataMap, PartId, PartKind, ToolCall
 use agentkit_http::PriceTable;
 #[cfg(test)]
 use agentkit_http::SseEvent;
-use agentkit_http::codec::JsonReader;
+use agentkit_http::codec::{self, Layout};
 use agentkit_http::{ProviderError, SseEventRef};
 use agentkit_loop::{ModelTurnEvent, ModelTurnResult};
 use serde::Deserialize;
@@ -57,20 +57,6 @@ struct Chunk<'a> {
     error: Option<IgnoredAny>,
 }
 
-impl Chunk<'_> {
-    /// A chunk with nothing read into it yet.
-    fn empty() -> Self {
-        Self {
-            id: None,
-            model: None,
-            choices: Choices::default(),
-            usage: None,
-            x_groq: None,
-            error: None,
-        }
-    }
-}
-
 #[derive(Deserialize)]
 struct XGroq {
     usage: Option<WireUsage>,
@@ -96,28 +82,6 @@ struct Choices<'a> {
 }
 
 impl<'a> Choices<'a> {
-    /// A new empty choice, last.
-    fn push(&mut self) -> &mut Choice<'a> {
-        let empty = Choice {
-            index: 0,
-            delta: None,
-            finish_reason: None,
-        };
-        if self.first.is_none() {
-            return self.first.insert(empty);
-        }
-        self.more.push(empty);
-        let last = self.more.len() - 1;
-        &mut self.more[last]
-    }
-
-    /// Drops the last choice.
-    fn pop(&mut self) {
-        if self.more.pop().is_none() {
-            self.first = None;
-        }
-    }
-
     /// Keeps a choice of index 0; others are another answer.
     fn keep(&mut self, choice: Choice<'a>) {
         if choice.index != 0 {
@@ -183,38 +147,13 @@ struct WireFunction {
     arguments: Option<String>,
 }
 
-/// A chunk read with [`JsonReader`] into an empty `chunk`: what
-/// serde_json would give for [`Chunk`], at a fraction of its cost per
-/// token, for every chunk without `usage` or `error` (nearly all of a
-/// stream). `None` for anything left to serde_json, which then decides as
-/// before (`chunk` is then half-filled and must be replaced).
-fn read_chunk<'a>(data: &'a str, chunk: &mut Chunk<'a>) -> Option<()> {
-    let mut reader = JsonReader::new(data);
-    // Filled in place: a chunk is a few hundred bytes, each move a copy.
-    let mut seen = 0;
-    reader.object(|r, key| match key {
-        "id" => r.member(&mut seen, 1, optional_str).map(|id| chunk.id = id),
-        "model" => r
-            .member(&mut seen, 2, optional_str)
-            .map(|model| chunk.model = model),
-        "choices" => r.member(&mut seen, 4, |r| {
-            r.array(|r| read_choice(r, &mut chunk.choices))
-        }),
-        // Only the usual `null`; a usage report goes to serde_json.
-        "usage" => r.member(&mut seen, 8, |r| r.null()?.then_some(())),
-        "error" | "x_groq" => None,
-        _ => r.skip(),
-    })?;
-    reader.end()
-}
-
 /// A text delta laid out exactly as OpenAI writes it (nearly every chunk
 /// of an answer): `{"id":..,"object":"chat.completion.chunk","created":N,
 /// "model":..,["service_tier":..,]["system_fingerprint":..,]"choices":
 /// [{"index":0,"delta":{"content":".."},"logprobs":null,
 /// "finish_reason":null}][,"usage":null][,"obfuscation":".."]}`: its fixed
 /// parts compared at once, its values read and checked. Gives (id, model,
-/// content), what [`read_chunk`] would read from it; `None` for any other
+/// content), what [`codec::from_str`] would read from it; `None` for any other
 /// layout (member order, spacing, more members), which the general reader
 /// takes.
 ///
@@ -226,37 +165,33 @@ fn read_chunk<'a>(data: &'a str, chunk: &mut Chunk<'a>) -> Option<()> {
 /// one comparison. Either gives `None` for them instead of reading them
 /// again.
 fn read_content_chunk<'a>(data: &'a str, known: Known<'_>) -> Option<ContentChunk<'a>> {
-    let mut reader = JsonReader::new(data);
-    let fixed = |reader: &mut JsonReader<'_>, text: &str| reader.consume(text).then_some(());
-    let (id, model, head) = if !known.head.is_empty() && reader.consume(known.head) {
+    let mut layout = Layout::new(data);
+    let (id, model, head) = if !known.head.is_empty() && layout.optional(known.head) {
         (None, None, None)
     } else {
-        fixed(&mut reader, r#"{"id":"#)?;
-        let id = same_or_str(&mut reader, known.id)?;
-        fixed(
-            &mut reader,
-            r#","object":"chat.completion.chunk","created":"#,
-        )?;
-        reader.u64()?;
-        fixed(&mut reader, r#","model":"#)?;
-        let model = same_or_str(&mut reader, known.model)?;
-        if reader.consume(r#","service_tier":"#) {
-            reader.str()?;
+        layout.fixed(r#"{"id":"#)?;
+        let id = same_or_str(&mut layout, known.id)?;
+        layout.fixed(r#","object":"chat.completion.chunk","created":"#)?;
+        layout.u64()?;
+        layout.fixed(r#","model":"#)?;
+        let model = same_or_str(&mut layout, known.model)?;
+        if layout.optional(r#","service_tier":"#) {
+            layout.str()?;
         }
-        if reader.consume(r#","system_fingerprint":"#) {
-            reader.or_null(JsonReader::str)?;
+        if layout.optional(r#","system_fingerprint":"#) {
+            layout.str_or_null()?;
         }
-        (id, model, Some(reader.offset()))
+        (id, model, Some(layout.offset()))
     };
-    fixed(&mut reader, r#","choices":[{"index":0,"delta":{"content":"#)?;
-    let content = reader.str()?;
-    fixed(&mut reader, r#"},"logprobs":null,"finish_reason":null}]"#)?;
-    reader.consume(r#","usage":null"#);
-    if reader.consume(r#","obfuscation":"#) {
-        reader.str()?;
+    layout.fixed(r#","choices":[{"index":0,"delta":{"content":"#)?;
+    let content = layout.str()?;
+    layout.fixed(r#"},"logprobs":null,"finish_reason":null}]"#)?;
+    layout.optional(r#","usage":null"#);
+    if layout.optional(r#","obfuscation":"#) {
+        layout.str()?;
     }
-    fixed(&mut reader, "}")?;
-    reader.end()?;
+    layout.fixed("}")?;
+    layout.end()?;
     Some(ContentChunk {
         id,
         model,
@@ -289,120 +224,13 @@ struct ContentChunk<'a> {
 /// `None` inside when the next string is `known` written without escapes
 /// (consumed by one comparison), else the string read.
 #[inline]
-fn same_or_str<'a>(
-    reader: &mut JsonReader<'a>,
-    known: Option<&str>,
-) -> Option<Option<Cow<'a, str>>> {
+fn same_or_str<'a>(layout: &mut Layout<'a>, known: Option<&str>) -> Option<Option<Cow<'a, str>>> {
     if let Some(known) = known
-        && reader.consume_quoted(known)
+        && layout.same_str(known)
     {
         return Some(None);
     }
-    reader.str().map(Some)
-}
-
-/// A string or `null`.
-fn optional_str<'a>(reader: &mut JsonReader<'a>) -> Option<Option<Cow<'a, str>>> {
-    reader.or_null(JsonReader::str)
-}
-
-fn read_choice<'a>(reader: &mut JsonReader<'a>, choices: &mut Choices<'a>) -> Option<()> {
-    // Read where it is kept, and dropped again if it is another answer.
-    let choice = choices.push();
-    let mut seen = 0;
-    reader.object(|r, key| match key {
-        "index" => r
-            .member(&mut seen, 1, |r| u32::try_from(r.u64()?).ok())
-            .map(|index| choice.index = index),
-        "delta" => r.member(&mut seen, 2, |r| {
-            if !r.null()? {
-                read_delta(r, choice.delta.insert(WireDelta::default()))?;
-            }
-            Some(())
-        }),
-        "finish_reason" => r
-            .member(&mut seen, 4, optional_str)
-            .map(|reason| choice.finish_reason = reason),
-        _ => r.skip(),
-    })?;
-    if choice.index != 0 {
-        choices.pop();
-    }
-    Some(())
-}
-
-fn read_delta<'a>(reader: &mut JsonReader<'a>, delta: &mut WireDelta<'a>) -> Option<()> {
-    let mut seen = 0;
-    reader.object(|r, key| match key {
-        "content" => r
-            .member(&mut seen, 1, optional_str)
-            .map(|text| delta.content = text),
-        "refusal" => r
-            .member(&mut seen, 2, optional_str)
-            .map(|text| delta.refusal = text),
-        "reasoning_content" => r
-            .member(&mut seen, 4, optional_str)
-            .map(|text| delta.reasoning_content = text),
-        // Only a string is used; anything else is ignored, as its `Value`
-        // would be.
-        "reasoning" => r
-            .member(&mut seen, 8, |r| {
-                Some(if r.null()? {
-                    None
-                } else if r.peek_is(b'"')? {
-                    Some(Value::String(r.str()?.into_owned()))
-                } else {
-                    r.skip()?;
-                    Some(Value::Null)
-                })
-            })
-            .map(|reasoning| delta.reasoning = reasoning),
-        "tool_calls" => r
-            .member(&mut seen, 16, |r| {
-                r.or_null(|r| {
-                    let mut calls = Vec::new();
-                    r.array(|r| read_tool_call(r).map(|call| calls.push(call)))?;
-                    Some(calls)
-                })
-            })
-            .map(|calls| delta.tool_calls = calls),
-        _ => r.skip(),
-    })
-}
-
-fn read_tool_call(reader: &mut JsonReader<'_>) -> Option<WireToolCall> {
-    let (mut index, mut id, mut function) = (None, None, None);
-    reader.object(|r, key| match key {
-        "index" => JsonReader::once(&mut index, r.or_null(JsonReader::u64)?),
-        "id" => JsonReader::once(&mut id, r.or_null(JsonReader::str)?.map(Cow::into_owned)),
-        "function" => {
-            let read = r.or_null(|r| {
-                let (mut name, mut arguments) = (None, None);
-                r.object(|r, key| match key {
-                    "name" => JsonReader::once(
-                        &mut name,
-                        r.or_null(JsonReader::str)?.map(Cow::into_owned),
-                    ),
-                    "arguments" => JsonReader::once(
-                        &mut arguments,
-                        r.or_null(JsonReader::str)?.map(Cow::into_owned),
-                    ),
-                    _ => r.skip(),
-                })?;
-                Some(WireFunction {
-                    name: name.flatten(),
-                    arguments: arguments.flatten(),
-                })
-            })?;
-            JsonReader::once(&mut function, read)
-        }
-        _ => r.skip(),
-    })?;
-    Some(WireToolCall {
-        index: index.flatten(),
-        id: id.flatten(),
-        function: function.flatten(),
-    })
+    layout.str().map(Some)
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -550,10 +378,7 @@ impl ChunkDecoder {
             }
             return Ok(());
         }
-        let mut chunk = Chunk::empty();
-        if read_chunk(data, &mut chunk).is_none() {
-            chunk = parse_chunk(data)?;
-        }
+        let mut chunk = parse_chunk(data)?;
         if chunk.error.is_some() {
             return Err(ProviderError::from_stream_error(data));
         }
@@ -590,7 +415,7 @@ impl ChunkDecoder {
         if self.plain_known.is_none()
             && let (Some(id), Some(model)) = (&self.response_id, &self.model)
         {
-            self.plain_known = Some(JsonReader::is_plain(id) && JsonReader::is_plain(model));
+            self.plain_known = Some(Layout::is_plain(id) && Layout::is_plain(model));
         }
     }
 
@@ -791,7 +616,7 @@ fn tool_call(
 }
 
 fn parse_chunk(data: &str) -> Result<Chunk<'_>, ProviderError> {
-    serde_json::from_str(data).map_err(|err| {
+    codec::from_str(data).map_err(|err| {
         ProviderError::protocol(format!(
             "a stream chunk is not valid JSON ({err}): {}",
             excerpt(data)

@@ -6,42 +6,15 @@ use agentkit_core::{FinishReason, Item, ItemKind, validate_transcript};
 use agentkit_http::testing::{ScriptedResponse, TestServer};
 use agentkit_loop::{Agent, LoopInterrupt, LoopStep, SessionConfig};
 use agentkit_provider_openai::{OpenAiAdapter, OpenAiConfig};
+use agentkit_testkit::WeatherTool;
 use agentkit_testkit::cassette::CassetteSession;
-use agentkit_tools_core::{
-    Tool, ToolContext, ToolError, ToolRegistry, ToolRequest, ToolResult, ToolSpec,
-};
+use agentkit_tools_core::ToolRegistry;
 use serde_json::json;
-use std::sync::Arc;
 use std::time::Duration;
 
 fn fixture(name: &str) -> String {
     let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
-}
-
-struct Weather;
-
-#[async_trait::async_trait]
-impl Tool for Weather {
-    fn spec(&self) -> Arc<ToolSpec> {
-        Arc::new(
-            ToolSpec::new(
-                "get_weather",
-                "Current weather for a city.",
-                json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
-            )
-            .unwrap(),
-        )
-    }
-
-    async fn invoke(
-        &self,
-        request: ToolRequest,
-        _ctx: ToolContext,
-    ) -> Result<ToolResult, ToolError> {
-        let city = request.input["city"].as_str().unwrap_or("?");
-        Ok(ToolResult::new(format!("18°C in {city}")))
-    }
 }
 
 /// Runs an agent with the weather tool over `adapter` until its turn ends.
@@ -53,7 +26,7 @@ async fn weather_round<M: agentkit_loop::ModelAdapter>(
 ) {
     let agent = Agent::builder()
         .model(adapter)
-        .add_tool_source(ToolRegistry::new().with(Weather))
+        .add_tool_source(ToolRegistry::new().with(WeatherTool))
         .transcript(vec![Item::system("Be brief.")])
         .input(vec![Item::user("Weather in Genève?")])
         .build()

@@ -7,17 +7,15 @@
 //! (`tests/cassettes/llama_cpp_*.json`). `cargo xtask llama` installs and
 //! starts the server and re-records them (`AGENTKIT_RECORD=<server root>`).
 
-mod common;
-
 use agentkit_core::{DeltaFolder, FinishReason, Item, ItemKind, Part, ToolResultPart, TurnId};
 use agentkit_loop::{
     ModelAdapter, ModelSession, ModelTurn, ModelTurnEvent, SessionConfig, TranscriptView,
     TurnRequest,
 };
 use agentkit_provider_openai::{OpenAiAdapter, OpenAiConfig, ToolChoice};
+use agentkit_testkit::WeatherTool;
+use agentkit_testkit::adapter::{Outcome, run_turn_within};
 use agentkit_testkit::cassette::CassetteSession;
-use agentkit_tools_core::ToolSpec;
-use common::{Outcome, run_turn_within};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
@@ -54,15 +52,7 @@ fn request(items: Vec<Item>, tools: bool) -> TurnRequest {
         TranscriptView::from_items(items),
     );
     if tools {
-        request.available_tools = vec![Arc::new(
-            ToolSpec::new(
-                "get_weather",
-                "Current weather for a city.",
-                json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
-            )
-            .unwrap(),
-        )]
-        .into();
+        request.available_tools = vec![Arc::new(WeatherTool::spec())].into();
     }
     request
 }

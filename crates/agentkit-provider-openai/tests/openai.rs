@@ -13,13 +13,14 @@ use agentkit_loop::{
     PromptCacheRequest, PromptCacheRetention, SessionConfig, TranscriptView, TurnRequest,
 };
 use agentkit_provider_openai::{OpenAiAdapter, OpenAiConfig, ToolChoice};
-use agentkit_tools_core::ToolSpec;
+use agentkit_testkit::WeatherTool;
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
 
 mod common;
-use common::{LIMIT, Outcome, fixture, run_turn};
+use agentkit_testkit::adapter::{Outcome, run_turn};
+use common::fixture;
 
 fn config(server: &TestServer) -> OpenAiConfig {
     OpenAiConfig::compatible(format!("{}/v1", server.url()), "gpt-test")
@@ -40,20 +41,11 @@ fn request(items: Vec<Item>) -> TurnRequest {
         session_id: "s-1".into(),
         turn_id: TurnId::new("turn-1"),
         transcript: TranscriptView::from_items(items),
-        available_tools: vec![Arc::new(weather_tool())].into(),
+        available_tools: vec![Arc::new(WeatherTool::spec())].into(),
         metadata: Default::default(),
         cache: None,
         output_schema: None,
     }
-}
-
-fn weather_tool() -> ToolSpec {
-    ToolSpec::new(
-        "get_weather",
-        "Current weather for a city.",
-        json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
-    )
-    .unwrap()
 }
 
 async fn run_with(config: OpenAiConfig, request: TurnRequest) -> Result<Outcome, ModelError> {
@@ -273,8 +265,7 @@ async fn http_401_is_an_authentication_error_and_not_retried() {
     .await;
     let error = run_with(config(&server), request(vec![Item::user("Hi")]))
         .await
-        .err()
-        .expect("refused");
+        .expect_err("refused");
     assert_eq!(error.kind, ModelErrorKind::Authentication);
     assert_eq!(error.status, Some(401));
     assert!(error.message.starts_with("Incorrect API key"));
@@ -290,8 +281,7 @@ async fn http_400_context_length_is_recognised() {
     .await;
     let error = run_with(config(&server), request(vec![Item::user("Hi")]))
         .await
-        .err()
-        .expect("refused");
+        .expect_err("refused");
     assert_eq!(error.kind, ModelErrorKind::ContextLengthExceeded);
     assert!(!error.is_retryable());
 }
@@ -354,8 +344,7 @@ async fn http_529_or_503_until_attempts_run_out_is_overloaded() {
         let server = serve(vec![overloaded(), overloaded(), overloaded()]).await;
         let error = run_with(config(&server), request(vec![Item::user("Hi")]))
             .await
-            .err()
-            .expect("gave up");
+            .expect_err("gave up");
         assert_eq!(error.kind, ModelErrorKind::Overloaded, "{status}");
         assert_eq!(error.status, Some(status));
         assert!(error.is_retryable());
@@ -365,18 +354,13 @@ async fn http_529_or_503_until_attempts_run_out_is_overloaded() {
 
 #[tokio::test]
 async fn dropping_a_turn_mid_stream_closes_the_connection() {
-    let body = fixture("cut.sse");
-    let server = serve(vec![ScriptedResponse::sse(body).ending(Ending::Stall)]).await;
-    let adapter = OpenAiAdapter::new(config(&server)).unwrap();
-    let mut session = adapter
-        .start_session(SessionConfig::new("s-1"))
-        .await
-        .unwrap();
-    let turn = session
-        .begin_turn(request(vec![Item::user("Hi")]))
-        .await
-        .unwrap();
-    agentkit_testkit::assert_drop_closes_connection(turn, &server, LIMIT).await;
+    agentkit_testkit::assert_dropping_a_turn_closes_the_connection(
+        ScriptedResponse::sse(fixture("cut.sse")),
+        |url| {
+            OpenAiAdapter::new(OpenAiConfig::compatible(format!("{url}/v1"), "gpt-test")).unwrap()
+        },
+    )
+    .await;
 }
 
 #[tokio::test]

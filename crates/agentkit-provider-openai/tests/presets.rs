@@ -2,16 +2,14 @@
 //! server's quirk is in the request it receives or handled in the stream
 //! it answers with.
 
-mod common;
-
 use agentkit_core::{Item, ItemKind, Part, ReasoningPart, ToolCallPart, ToolResultPart, TurnId};
 use agentkit_http::testing::{ScriptedResponse, TestServer};
 use agentkit_loop::{PromptCacheRequest, TranscriptView, TurnRequest};
 use agentkit_provider_openai::{
     AzureCredential, AzureOpenAi, OpenAiAdapter, OpenAiConfig, Preset, ResponsesAdapter, ToolChoice,
 };
+use agentkit_testkit::adapter::run_turn;
 use agentkit_tools_core::ToolSpec;
-use common::run_turn;
 use serde_json::{Value, json};
 use std::sync::Arc;
 

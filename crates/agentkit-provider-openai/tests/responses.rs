@@ -16,8 +16,8 @@ use agentkit_loop::{
     TranscriptView, TurnRequest,
 };
 use agentkit_provider_openai::{OpenAiConfig, ResponsesAdapter, ResponsesConfig};
-use agentkit_tools_core::ToolSpec;
-use common::{LIMIT, Outcome, run_turn};
+use agentkit_testkit::WeatherTool;
+use agentkit_testkit::adapter::{Outcome, run_turn};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
@@ -41,22 +41,13 @@ fn config(server: &TestServer) -> ResponsesConfig {
         .into()
 }
 
-fn weather_tool() -> ToolSpec {
-    ToolSpec::new(
-        "get_weather",
-        "Current weather for a city.",
-        json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
-    )
-    .unwrap()
-}
-
 fn request(items: Vec<Item>) -> TurnRequest {
     let mut request = TurnRequest::new(
         "s-1",
         TurnId::new("turn-1"),
         TranscriptView::from_items(items),
     );
-    request.available_tools = vec![Arc::new(weather_tool())].into();
+    request.available_tools = vec![Arc::new(WeatherTool::spec())].into();
     request
 }
 
@@ -425,20 +416,14 @@ async fn http_errors_are_retried_or_classified() {
 
 #[tokio::test]
 async fn dropping_a_turn_mid_stream_closes_the_connection() {
-    let server =
-        TestServer::start([ScriptedResponse::sse(fixture("cut.sse")).ending(Ending::Stall)])
-            .await
-            .unwrap();
-    let adapter = ResponsesAdapter::new(config(&server)).unwrap();
-    let mut session = adapter
-        .start_session(SessionConfig::new("s-1"))
-        .await
-        .unwrap();
-    let turn = session
-        .begin_turn(request(vec![Item::user("Hi")]))
-        .await
-        .unwrap();
-    agentkit_testkit::assert_drop_closes_connection(turn, &server, LIMIT).await;
+    agentkit_testkit::assert_dropping_a_turn_closes_the_connection(
+        ScriptedResponse::sse(fixture("cut.sse")),
+        |url| {
+            let openai = OpenAiConfig::compatible(format!("{url}/v1"), "gpt-test");
+            ResponsesAdapter::new(ResponsesConfig::from(openai)).unwrap()
+        },
+    )
+    .await;
 }
 
 #[tokio::test]

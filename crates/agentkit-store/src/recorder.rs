@@ -16,7 +16,12 @@
 use crate::recover::Mark;
 use crate::store::{LogEntry, LogWriter};
 use agentkit_core::Item;
-use agentkit_loop::{AgentEvent, LoopObserver, TranscriptObserver};
+use agentkit_loop::{
+    AgentEvent, LoopObserver, TaskManager, TaskRouting, ToolJob, TranscriptObserver,
+};
+use agentkit_tools_core::{ToolError, ToolRequest, ToolResult};
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
 /// Where the append path stands.
@@ -147,5 +152,56 @@ impl LoopObserver for Recorder {
             AgentEvent::MutationFinished { dirty: true, .. } => self.mark_broken(),
             _ => {}
         }
+    }
+}
+
+/// The task manager layer [`crate::SessionLease::record`] adds: before a
+/// call runs, the log writer is flushed, so the call's
+/// [`Mark::ToolStarted`] (written when the loop reported the start, which
+/// is before the call is handed to the task manager) is stored. A backend
+/// that queues its writes (PostgreSQL's writer task) would otherwise let a
+/// call run, and a kill then lose its mark: the call would run again after
+/// resume. A write that failed fails the call instead of running it
+/// unrecorded (the next checkpoint rewrites the rows).
+pub(crate) struct DurableStarts {
+    pub(crate) inner: Arc<dyn TaskManager>,
+    pub(crate) recorder: Arc<Recorder>,
+}
+
+impl DurableStarts {
+    async fn stored(recorder: &Recorder, job: &ToolJob) -> Result<(), ToolError> {
+        recorder.writer.flush().await.map_err(|err| {
+            recorder.mark_broken();
+            ToolError::Unavailable(format!(
+                "the session store could not record that call {} started, so it did not run: {err}",
+                job.request.call_id
+            ))
+        })
+    }
+}
+
+#[async_trait::async_trait]
+impl TaskManager for DurableStarts {
+    fn max_parallel(&self) -> usize {
+        self.inner.max_parallel()
+    }
+
+    fn route(&self, request: &ToolRequest) -> TaskRouting {
+        self.inner.route(request)
+    }
+
+    async fn run(&self, job: ToolJob) -> Result<ToolResult, ToolError> {
+        Self::stored(&self.recorder, &job).await?;
+        self.inner.run(job).await
+    }
+
+    fn run_shared(
+        self: Arc<Self>,
+        job: ToolJob,
+    ) -> Pin<Box<dyn Future<Output = Result<ToolResult, ToolError>> + Send>> {
+        Box::pin(async move {
+            Self::stored(&self.recorder, &job).await?;
+            self.inner.clone().run_shared(job).await
+        })
     }
 }

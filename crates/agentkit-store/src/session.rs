@@ -7,7 +7,7 @@
 //! after each step, so approvals and input given between steps are kept too.
 //! While a session is open a background task renews its lease.
 
-use crate::recorder::Recorder;
+use crate::recorder::{DurableStarts, Recorder};
 use crate::recover::recover;
 use crate::store::{Checkpoint, LeaseToken, NewSession, SessionStore, derived_title};
 use crate::{StoreError, StoreResult};
@@ -107,12 +107,17 @@ impl SessionLease {
     }
 
     /// Registers the observers that append this session's items as they
-    /// happen. Build one agent per stored session: observers cannot tell
-    /// sessions apart.
+    /// happen, and a task manager layer that waits, before each call runs,
+    /// until the store holds the call's start (so a kill can never let a
+    /// started call run again on resume; with PostgreSQL that is one round
+    /// trip per call). Build one agent per stored session: observers cannot
+    /// tell sessions apart.
     pub fn record<M: ModelAdapter>(&self, builder: AgentBuilder<M>) -> AgentBuilder<M> {
+        let recorder = self.recorder.clone();
         builder
             .transcript_observer_arc(self.recorder.clone())
             .observer_arc(self.recorder.clone())
+            .wrap_task_manager(move |inner| Arc::new(DurableStarts { inner, recorder }))
     }
 
     /// Opens the session with a default [`SessionConfig`]: resumed from the

@@ -51,3 +51,43 @@ impl Tool for EchoTool {
         Ok(ToolResult::new(format!("echo: {text}")))
     }
 }
+
+/// The `get_weather` tool the adapters' recorded traffic uses: input
+/// `{"city": ...}`, answer `18°C in <city>`.
+///
+/// ```
+/// use agentkit_testkit::WeatherTool;
+///
+/// assert_eq!(WeatherTool::spec().name, "get_weather");
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct WeatherTool;
+
+impl WeatherTool {
+    /// Its spec: `get_weather`, "Current weather for a city.", a required
+    /// string `city` (the recorded requests carry exactly this).
+    pub fn spec() -> ToolSpec {
+        let schema = serde_json::json!({
+            "type": "object",
+            "properties": { "city": { "type": "string" } },
+            "required": ["city"]
+        });
+        ToolSpec::new("get_weather", "Current weather for a city.", schema).expect("a valid schema")
+    }
+}
+
+#[async_trait::async_trait]
+impl Tool for WeatherTool {
+    fn spec(&self) -> Arc<ToolSpec> {
+        Arc::new(Self::spec())
+    }
+
+    async fn invoke(
+        &self,
+        request: ToolRequest,
+        _ctx: ToolContext,
+    ) -> Result<ToolResult, ToolError> {
+        let city = request.input["city"].as_str().unwrap_or("?");
+        Ok(ToolResult::new(format!("18°C in {city}")))
+    }
+}

@@ -11,6 +11,12 @@
 //! HTTP client. [`SoakRng`] and [`soak_minutes`] are what the soak tests
 //! behind `cargo xtask soak` share: a seeded random source and a duration.
 //!
+//! For adapter authors: [`adapter::run_turn`] reads one model call of any
+//! adapter to its end, [`WeatherTool`] is the tool the recorded traffic
+//! uses, and (with `cassette`) [`assert_dropping_a_turn_closes_the_connection`]
+//! is the cancellation check every adapter owes. For kill and resume tests:
+//! [`GuardedTool`] asks approval (through [`AskFor`]) and counts its runs.
+//!
 //! # Example
 //!
 //! The README's example (it runs as a doc-test here and in the README):
@@ -35,12 +41,14 @@
 //! # }).unwrap();
 //! ```
 
+pub mod adapter;
 #[cfg(feature = "cassette")]
 pub mod cassette;
 mod drive;
 #[cfg(feature = "cassette")]
 mod dropped;
 mod echo;
+mod guarded;
 #[cfg(feature = "postgres")]
 pub mod pg;
 pub mod process;
@@ -52,8 +60,9 @@ pub use drive::{
     Approvals, DriveError, MAX_STEPS, Run, error_kind, results_by_call, run_to_finish,
 };
 #[cfg(feature = "cassette")]
-pub use dropped::assert_drop_closes_connection;
-pub use echo::EchoTool;
+pub use dropped::{assert_drop_closes_connection, assert_dropping_a_turn_closes_the_connection};
+pub use echo::{EchoTool, WeatherTool};
+pub use guarded::{AskFor, GuardedTool};
 pub use script::{ScriptStep, ScriptedModel, ScriptedSession, ScriptedTurn, ScriptedTurnStream};
 pub use snapshot::normalized;
 pub use soak::{SoakRng, soak_minutes};

@@ -15,7 +15,7 @@ async fn stream(url: &str, body: serde_json::Value) -> Vec<String> {
         .with_header("authorization", "Bearer sk-live-secret");
     let mut response = client.post_sse(request).await.unwrap();
     let mut data = Vec::new();
-    while let Some(event) = response.events.next_event(None).await.unwrap() {
+    while let Some(event) = response.events.next_event().await.unwrap() {
         data.push(event.data);
     }
     data

@@ -7,7 +7,7 @@ mod server;
 
 use agentkit_http::testing::ScriptedResponse;
 use serde_json::{Value, json};
-use server::{Server, sse, text_answer, texts, tool_calls};
+use server::{Server, agent_command, agent_env, sse, text_answer, texts, tool_calls};
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -26,24 +26,13 @@ fn exec(server: Option<&Server>, dir: &Path, args: &[&str], stdin: &str) -> Outp
 /// [`exec`] with the provider variables of `env`.
 fn exec_with(env: &[(&str, &str)], dir: &Path, args: &[&str], stdin: &str) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_coding-agent"));
-    command
+    agent_env(&mut command, None, &dir.join(".agent"))
         .arg("exec")
         .args(["--workspace", dir.to_str().unwrap()])
         .args(args)
-        .env("CODING_AGENT_STATE_DIR", dir.join(".state"))
-        .env("XDG_CONFIG_HOME", dir.join(".config"))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    for var in [
-        "OPENAI_API_KEY",
-        "OPENAI_BASE_URL",
-        "ANTHROPIC_API_KEY",
-        "AGENTKIT_MODEL",
-        "AGENTKIT_PROVIDER",
-    ] {
-        command.env_remove(var);
-    }
     command.envs(env.iter().copied());
     let mut child = command.spawn().unwrap();
     let mut input = child.stdin.take().unwrap();
@@ -270,15 +259,9 @@ fn prompt_without_a_terminal_fails_when_the_turn_fails() {
         400,
         r#"{"error":{"message":"no such model"}}"#,
     )]);
-    let output = Command::new(env!("CARGO_BIN_EXE_coding-agent"))
+    let output = agent_command(&server, &dir.path().join(".agent"))
         .args(["--workspace", dir.path().to_str().unwrap()])
         .args(["--prompt", "hello"])
-        .env("OPENAI_BASE_URL", server.base_url())
-        .env("AGENTKIT_MODEL", "test-model")
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("ANTHROPIC_API_KEY")
-        .env("CODING_AGENT_STATE_DIR", dir.path().join(".state"))
-        .env("XDG_CONFIG_HOME", dir.path().join(".config"))
         .stdin(Stdio::null())
         .output()
         .unwrap();

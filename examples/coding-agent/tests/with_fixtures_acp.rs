@@ -10,7 +10,7 @@
 mod server;
 
 use serde_json::json;
-use server::{Server, sse, text_answer, texts, tool_calls};
+use server::{Server, agent_env, sse, text_answer, texts, tool_calls};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -29,20 +29,15 @@ fn run_client(script: &str, server: &Server, dir: &Path, checks: usize) {
         "the ACP TypeScript SDK is not installed in {}: run `cargo xtask fixtures` (needs Node.js 20+)",
         fixtures().display()
     );
+    let mut client = Command::new("node");
+    client
+        .arg(fixtures().join(script))
+        .arg(env!("CARGO_BIN_EXE_coding-agent"))
+        .arg(dir.join("work"))
+        .current_dir(fixtures())
+        .env("CODING_AGENT_LEASE_MS", "1000");
     let output = agentkit_testkit::process::output_within(
-        Command::new("node")
-            .arg(fixtures().join(script))
-            .arg(env!("CARGO_BIN_EXE_coding-agent"))
-            .arg(dir.join("work"))
-            .current_dir(fixtures())
-            .env("OPENAI_BASE_URL", server.base_url())
-            .env("AGENTKIT_MODEL", "test-model")
-            .env_remove("OPENAI_API_KEY")
-            .env_remove("ANTHROPIC_API_KEY")
-            .env_remove("AGENTKIT_PROVIDER")
-            .env("CODING_AGENT_STATE_DIR", dir.join("state"))
-            .env("CODING_AGENT_LEASE_MS", "1000")
-            .env("XDG_CONFIG_HOME", dir.join("config")),
+        agent_env(&mut client, Some(&server.base_url()), dir),
         Duration::from_secs(120),
         "the ACP client (node, 20 or newer)",
     );

@@ -18,7 +18,7 @@ mod terminal;
 
 use serde_json::{Value, json};
 use server::{Server, configure_reference_mcp, sse, text_answer, texts, tool_calls};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use terminal::Term;
 
 /// The reference server's tool that asks a 13-field form.
@@ -158,16 +158,9 @@ fn exec_declines_a_question_and_says_so() {
         sse(text_answer("Nobody answered.")),
     ]);
     let output = agentkit_testkit::process::output_within(
-        Command::new(env!("CARGO_BIN_EXE_coding-agent"))
+        server::agent_command(&server, dir.path())
             .args(["exec", "--json", "--full-auto", "who am I?"])
             .args(["--workspace", dir.path().to_str().unwrap()])
-            .env("OPENAI_BASE_URL", server.base_url())
-            .env("AGENTKIT_MODEL", "test-model")
-            .env_remove("OPENAI_API_KEY")
-            .env_remove("ANTHROPIC_API_KEY")
-            .env_remove("AGENTKIT_PROVIDER")
-            .env("CODING_AGENT_STATE_DIR", dir.path().join("state"))
-            .env("XDG_CONFIG_HOME", dir.path().join("config"))
             .stdin(Stdio::null()),
         std::time::Duration::from_secs(120),
         "coding-agent exec",

@@ -6,9 +6,9 @@
 #[allow(dead_code)] // each test file uses part of the harness
 mod server;
 
-use agentkit_http::testing::{ScriptedResponse, TestServer};
+use agentkit_http::testing::ScriptedResponse;
 use serde_json::json;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 fn sse(events: &[serde_json::Value]) -> ScriptedResponse {
     let mut body: String = events.iter().map(|e| format!("data: {e}\n\n")).collect();
@@ -30,23 +30,20 @@ fn mcp_tools_from_a_config_file_in_line_mode() {
     )
     .unwrap();
 
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    let server = runtime
-        .block_on(TestServer::start([
-            sse(&[
-                json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_1",
-                    "type": "function", "function": {"name": "mcp_ref_echo",
-                    "arguments": "{\"message\":\"hello from the config\"}"}}]}, "finish_reason": null}]}),
-                json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
-            ]),
-            sse(&[
-                json!({"choices": [{"index": 0, "delta": {"content": "The server echoed it."}, "finish_reason": null}]}),
-                json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
-            ]),
-        ]))
-        .unwrap();
+    let server = server::Server::start(vec![
+        sse(&[
+            json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_1",
+                "type": "function", "function": {"name": "mcp_ref_echo",
+                "arguments": "{\"message\":\"hello from the config\"}"}}]}, "finish_reason": null}]}),
+            json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
+        ]),
+        sse(&[
+            json!({"choices": [{"index": 0, "delta": {"content": "The server echoed it."}, "finish_reason": null}]}),
+            json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+        ]),
+    ]);
 
-    let output = Command::new(env!("CARGO_BIN_EXE_coding-agent"))
+    let output = server::agent_command(&server, dir.path())
         .args([
             "--mcp",
             config.to_str().unwrap(),
@@ -55,13 +52,6 @@ fn mcp_tools_from_a_config_file_in_line_mode() {
             "echo it",
         ])
         .args(["--workspace", dir.path().to_str().unwrap()])
-        .env("OPENAI_BASE_URL", format!("{}/v1", server.url()))
-        // Named, so the agent does not ask the scripted server for its
-        // model first.
-        .env("AGENTKIT_MODEL", "test-model")
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("ANTHROPIC_API_KEY")
-        .env("CODING_AGENT_STATE_DIR", dir.path().join("state"))
         .stdin(Stdio::piped())
         .output()
         .unwrap();
@@ -79,8 +69,7 @@ fn mcp_tools_from_a_config_file_in_line_mode() {
     // One-shot: no prompt was read after the turn.
     assert!(!text.contains('\u{1b}'), "{text}");
 
-    let requests = server.requests();
-    let tools: Vec<String> = requests[0].json()["tools"]
+    let tools: Vec<String> = server.bodies()[0]["tools"]
         .as_array()
         .unwrap()
         .iter()
@@ -88,8 +77,6 @@ fn mcp_tools_from_a_config_file_in_line_mode() {
         .collect();
     assert!(tools.iter().any(|t| t == "mcp_ref_echo"), "{tools:?}");
     assert!(tools.iter().any(|t| t == "shell_exec"), "{tools:?}");
-    let _guard = runtime.enter();
-    drop(server);
 }
 
 /// The workspace is offered to MCP servers as the client's root: the
@@ -110,7 +97,7 @@ fn exec_offers_the_workspace_as_the_mcp_root() {
         )])),
         server::sse(server::text_answer("Listed.")),
     ]);
-    let output = Command::new(env!("CARGO_BIN_EXE_coding-agent"))
+    let output = server::agent_command(&server, dir.path())
         .arg("exec")
         .args(["--workspace", workspace.to_str().unwrap()])
         .args([
@@ -119,13 +106,6 @@ fn exec_offers_the_workspace_as_the_mcp_root() {
             "--yes",
             "where may you work?",
         ])
-        .env("OPENAI_BASE_URL", server.base_url())
-        .env("AGENTKIT_MODEL", "test-model")
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("ANTHROPIC_API_KEY")
-        .env_remove("AGENTKIT_PROVIDER")
-        .env("CODING_AGENT_STATE_DIR", dir.path().join("state"))
-        .env("XDG_CONFIG_HOME", dir.path().join("config"))
         .stdin(Stdio::null())
         .output()
         .unwrap();

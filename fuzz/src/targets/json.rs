@@ -1,26 +1,29 @@
-//! `json`: agentkit-http's `JsonReader`, against serde_json.
+//! `json`: agentkit-http's JSON codec, against serde_json.
 //!
-//! The stream decoders read the events they know with `JsonReader` and ask
-//! serde_json whenever it gives up, so it may give up on anything but must
-//! never accept what serde_json refuses, nor read a value differently.
-//! Properties: a document it skips whole serde_json accepts; a string it
-//! reads is the string serde_json decodes; an integer it reads is the
-//! `u64` serde_json reads; a plain string it reads is consumed whole by
-//! `consume_quoted`, which consumes nothing else that serde_json does not
-//! read as that string; any text `write_str` writes, and any document
+//! The stream decoders read events with `codec::from_str` (the codec's own
+//! reader, serde_json deciding whenever that reader is not sure) and with
+//! `codec::Layout` (an event in the exact layout a server writes it).
+//! Neither may ever read a document differently from serde_json.
+//! Properties: `from_str` gives serde_json's value, or an error exactly
+//! when serde_json gives one (as a `Value`, a string, a `u64`, and a
+//! struct with borrowed strings); a string or integer a `Layout` hole
+//! reads is what serde_json reads; a plain string read is matched whole by
+//! `same_str`, which matches nothing else that serde_json does not read as
+//! that string; any text `write_str` writes, and any document
 //! `write_value` writes, as serde_json writes them, byte for byte (the
 //! request encoders build bodies with them).
 
 use crate::{Outcome, Target, seeds_or_tokens};
-use agentkit_http::codec::{JsonReader, write_str, write_value};
+use agentkit_http::codec::{self, Layout, write_str, write_value};
 use proptest::strategy::BoxedStrategy;
-use serde::de::IgnoredAny;
+use serde::Deserialize;
+use serde_json::Value;
 use std::borrow::Cow;
 
 /// The target.
 pub const TARGET: Target = Target {
     name: "json",
-    about: "JsonReader: accepts only what serde_json accepts, reads strings and integers as it does; write_str writes strings as it does",
+    about: "codec::from_str and Layout read what serde_json reads, fail where it fails; write_str writes strings as it does",
     check,
     generate,
 };
@@ -100,16 +103,15 @@ fn check(input: &[u8]) -> Outcome {
             ));
         }
     }
-    let mut reader = JsonReader::new(text);
-    if reader.skip().is_some()
-        && reader.end().is_some()
-        && let Err(err) = serde_json::from_str::<IgnoredAny>(text)
-    {
-        return Err(format!("skipped {text:?}, which serde_json refuses: {err}"));
-    }
-    let mut reader = JsonReader::new(text);
-    if let Some(read) = reader.str()
-        && reader.end().is_some()
+    same_as_serde_json::<Value>(text)?;
+    same_as_serde_json::<String>(text)?;
+    same_as_serde_json::<u64>(text)?;
+    same_as_serde_json::<Event<'_>>(text)?;
+    // A layout's string hole, and `same_str` against a string read before
+    // (the decoders compare a stream's repeated id so) and fixed ones.
+    let mut layout = Layout::new(text);
+    if let Some(read) = layout.str()
+        && layout.end().is_some()
     {
         match serde_json::from_str::<String>(text) {
             Ok(expected) if expected == read => {}
@@ -120,34 +122,32 @@ fn check(input: &[u8]) -> Outcome {
             }
         }
     }
-    // `consume_quoted` against a string read before (the decoders compare
-    // a stream's repeated id so), and against a fixed one.
-    let mut reader = JsonReader::new(text);
+    let mut layout = Layout::new(text);
     // A string written without escapes (read borrowed) and plain, with no
-    // whitespace before it (`consume_quoted` skips none).
+    // whitespace before it (`same_str` skips none).
     if text.starts_with('"')
-        && let Some(Cow::Borrowed(read)) = reader.str()
-        && JsonReader::is_plain(read)
+        && let Some(Cow::Borrowed(read)) = layout.str()
+        && Layout::is_plain(read)
     {
-        let mut quoted = JsonReader::new(text);
-        if !quoted.consume_quoted(read) || quoted.end().is_some() != reader.end().is_some() {
+        let mut quoted = Layout::new(text);
+        if !quoted.same_str(read) || quoted.end().is_some() != layout.end().is_some() {
             return Err(format!(
-                "consume_quoted({read:?}) disagrees with str() on {text:?}"
+                "same_str({read:?}) disagrees with str() on {text:?}"
             ));
         }
     }
     for known in ["a", "", "chatcmpl-1"] {
-        let mut quoted = JsonReader::new(text);
-        if quoted.consume_quoted(known)
+        let mut quoted = Layout::new(text);
+        if quoted.same_str(known)
             && quoted.end().is_some()
             && serde_json::from_str::<String>(text).ok().as_deref() != Some(known)
         {
-            return Err(format!("consume_quoted({known:?}) took {text:?}"));
+            return Err(format!("same_str({known:?}) took {text:?}"));
         }
     }
-    let mut reader = JsonReader::new(text);
-    if let Some(read) = reader.u64()
-        && reader.end().is_some()
+    let mut layout = Layout::new(text);
+    if let Some(read) = layout.u64()
+        && layout.end().is_some()
     {
         match serde_json::from_str::<u64>(text) {
             Ok(expected) if expected == read => {}
@@ -155,4 +155,46 @@ fn check(input: &[u8]) -> Outcome {
         }
     }
     Ok(())
+}
+
+/// A stream event's shape: borrowed and owned strings, optional members,
+/// a nested struct, a list, an ignored member and a free value.
+#[derive(Debug, PartialEq, Deserialize)]
+struct Event<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    index: Option<u64>,
+    #[serde(default)]
+    delta: Option<Delta>,
+    #[serde(default)]
+    list: Vec<u32>,
+    #[serde(default)]
+    flag: bool,
+    #[serde(default)]
+    item: Option<Value>,
+    #[serde(default)]
+    usage: Option<serde::de::IgnoredAny>,
+}
+
+#[derive(Debug, PartialEq, Deserialize)]
+struct Delta {
+    text: Option<String>,
+}
+
+/// `codec::from_str` gives what serde_json gives: the same value, or an
+/// error when it errs.
+fn same_as_serde_json<'a, T>(text: &'a str) -> Outcome
+where
+    T: Deserialize<'a> + PartialEq + std::fmt::Debug,
+{
+    let ours = codec::from_str::<T>(text);
+    let theirs = serde_json::from_str::<T>(text);
+    match (&ours, &theirs) {
+        (Ok(a), Ok(b)) if a == b => Ok(()),
+        (Err(_), Err(_)) => Ok(()),
+        _ => Err(format!(
+            "{} from {text:?}: codec {ours:?}, serde_json {theirs:?}",
+            std::any::type_name::<T>()
+        )),
+    }
 }

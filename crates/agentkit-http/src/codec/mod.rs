@@ -9,19 +9,25 @@
 //!   would build), copying eight bytes at a time where serde_json looks at
 //!   every byte. These three functions are the whole writer
 //!   surface; how they scan is private.
-//! - **Reading** ([`JsonReader`]): a validating pull reader for the few
-//!   event shapes that make up nearly all of a stream. Its methods are the
-//!   reading surface; its position, nesting count and string scanner are
-//!   private, and it only ever answers "this is what serde_json would have
-//!   read" or "ask serde_json" (`None`).
+//! - **Reading** ([`from_str`], [`Layout`]): what the providers' stream
+//!   decoders read events with. `from_str` is serde's derive over a
+//!   validating pull reader for small documents, with serde_json deciding
+//!   whenever that reader is not sure; `Layout` matches the exact bytes a
+//!   server writes its most frequent events in, reading only the values.
+//!   The reader itself (its position, nesting count and string scanner) is
+//!   private: it only ever answers "this is what serde_json would have
+//!   read" or "ask serde_json".
 //!
 //! Both halves share one test that finds a quote, backslash or control
 //! character among eight bytes at once.
 
+mod de;
+mod layout;
 mod read;
 mod write;
 
-pub use read::JsonReader;
+pub use de::from_str;
+pub use layout::Layout;
 pub use write::{write_json_str, write_str, write_value};
 
 const ONES: u64 = 0x0101_0101_0101_0101;

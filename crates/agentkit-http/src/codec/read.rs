@@ -24,33 +24,18 @@ pub(crate) const MAX_DEPTH: u32 = 64;
 /// It never decides alone. Every method returns `None` when it meets
 /// something it does not handle exactly as serde_json would (a key with
 /// escapes, a number where an integer is wanted, a lone surrogate, nesting
-/// deeper than 64 levels, a duplicate member the caller cares about) or
-/// when the document is not valid JSON; the caller then parses the event
-/// with serde_json as before, which gives the result or the error. So the
-/// reader only has to be right about what it accepts: everything it skips
-/// is still checked to be JSON, and what it returns is what serde_json
-/// would have decoded.
+/// deeper than 64 levels) or when the document is not valid JSON; the
+/// caller then parses the event with serde_json, which gives the result or
+/// the error. So the reader only has to be right about what it accepts:
+/// everything it skips is still checked to be JSON, and what it returns is
+/// what serde_json would have decoded.
 ///
-/// ```
-/// use agentkit_http::codec::JsonReader;
-///
-/// let data = r#"{"type":"delta","index":2,"delta":{"text":"caf\u00e9 \"ok\""},"x":[1,{}]}"#;
-/// let mut reader = JsonReader::new(data);
-/// let (mut index, mut text) = (None, None);
-/// reader.object(|r, key| match key {
-///     "index" => JsonReader::once(&mut index, r.u64()?),
-///     "delta" => r.object(|r, key| match key {
-///         "text" => JsonReader::once(&mut text, r.str()?),
-///         _ => r.skip(),
-///     }),
-///     _ => r.skip(),
-/// }).expect("read");
-/// reader.end().expect("nothing after the object");
-/// assert_eq!((index, text.as_deref()), (Some(2), Some("café \"ok\"")));
-/// assert!(JsonReader::new(r#"{"a":01}"#).skip().is_none());
-/// ```
+/// It is private to the codec: the providers reach it through
+/// [`from_str`](super::from_str) (serde's derive over it) and
+/// [`Layout`](super::Layout) (a document in the exact layout a server
+/// writes, fixed parts compared whole).
 #[derive(Debug)]
-pub struct JsonReader<'a> {
+pub(crate) struct JsonReader<'a> {
     text: &'a str,
     pos: usize,
     depth: u32,
@@ -63,34 +48,6 @@ impl<'a> JsonReader<'a> {
             pos: 0,
             depth: 0,
         }
-    }
-
-    /// Stores `value` in an empty `slot`; `None` if it was already filled
-    /// (serde_json refuses a duplicate member of a struct).
-    pub fn once<T>(slot: &mut Option<T>, value: T) -> Option<()> {
-        if slot.is_some() {
-            return None;
-        }
-        *slot = Some(value);
-        Some(())
-    }
-
-    /// Reads the member numbered by `bit` (a power of two) with `read`,
-    /// marking it as seen in `seen`; `None` if it was seen already
-    /// (serde_json refuses a duplicate member of a struct). For a caller
-    /// that fills a struct in place rather than through [`once`](Self::once).
-    #[inline]
-    pub fn member<T>(
-        &mut self,
-        seen: &mut u32,
-        bit: u32,
-        read: impl FnOnce(&mut Self) -> Option<T>,
-    ) -> Option<T> {
-        if *seen & bit != 0 {
-            return None;
-        }
-        *seen |= bit;
-        read(self)
     }
 
     fn bytes(&self) -> &'a [u8] {
@@ -120,6 +77,29 @@ impl<'a> JsonReader<'a> {
     /// Only whitespace is left.
     pub fn end(mut self) -> Option<()> {
         self.peek().is_none().then_some(())
+    }
+
+    /// The next byte that is not whitespace, not consumed.
+    pub(super) fn peek_byte(&mut self) -> Option<u8> {
+        self.peek()
+    }
+
+    /// Reads `true` or `false`.
+    pub(super) fn bool(&mut self) -> Option<bool> {
+        match self.peek()? {
+            b't' => self.literal("true").map(|()| true),
+            b'f' => self.literal("false").map(|()| false),
+            _ => None,
+        }
+    }
+
+    /// A member's key and its colon; a key with an escape gives up.
+    #[inline]
+    pub(super) fn key(&mut self) -> Option<&'a str> {
+        self.eat(b'"')?;
+        let key = self.key_body()?;
+        self.eat(b':')?;
+        Some(key)
     }
 
     /// Reads an object, calling `member` with each key; `member` must read
@@ -164,7 +144,7 @@ impl<'a> JsonReader<'a> {
     /// Consumes `open`: `Some(true)` when the container is empty (its
     /// `close` consumed too).
     #[inline]
-    fn open(&mut self, open: u8, close: u8) -> Option<bool> {
+    pub(super) fn open(&mut self, open: u8, close: u8) -> Option<bool> {
         self.eat(open)?;
         self.depth += 1;
         if self.depth > MAX_DEPTH {
@@ -181,7 +161,7 @@ impl<'a> JsonReader<'a> {
     /// After a member or element: `Some(true)` at a comma (another one
     /// follows), `Some(false)` at `close` (consumed).
     #[inline]
-    fn more(&mut self, close: u8) -> Option<bool> {
+    pub(super) fn more(&mut self, close: u8) -> Option<bool> {
         let next = self.peek()?;
         self.pos += 1;
         if next == b',' {
@@ -257,11 +237,6 @@ impl<'a> JsonReader<'a> {
     /// next time) cuts it.
     pub fn offset(&self) -> usize {
         self.pos
-    }
-
-    /// Whether `byte` is next (after whitespace); nothing is consumed.
-    pub fn peek_is(&mut self, byte: u8) -> Option<bool> {
-        Some(self.peek()? == byte)
     }
 
     /// Consumes a `null` if one is next: `Some(true)`; `Some(false)` when
@@ -589,16 +564,6 @@ mod tests {
         assert!(!skips(&deep));
         let shallow = format!("{}{}", "[".repeat(64), "]".repeat(64));
         assert!(skips(&shallow));
-        let mut reader = JsonReader::new(r#"{"a":1,"a":2}"#);
-        let mut a = None;
-        assert!(
-            reader
-                .object(|r, key| match key {
-                    "a" => JsonReader::once(&mut a, r.u64()?),
-                    _ => r.skip(),
-                })
-                .is_none()
-        );
         // A key with an escape is not matched by the reader.
         let mut reader = JsonReader::new(r#"{"\u0061":1}"#);
         assert!(reader.object(|r, _| r.skip()).is_none());

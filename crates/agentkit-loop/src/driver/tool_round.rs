@@ -91,7 +91,16 @@ impl<S: ModelSession> LoopDriver<S> {
             );
         }
         let manager = Arc::clone(shared.task_manager);
-        match manager.route(&job.request) {
+        let routing = manager.route(&job.request);
+        if !matches!(routing, TaskRouting::Foreground) {
+            // A spawned task may run before this returns (on another
+            // worker): the observers (a store's recorder) hear `ToolStarted`
+            // first, so a kill can never leave a started call unmarked. A
+            // foreground call runs only when the round awaits it, after
+            // the notes went out.
+            self.dispatch();
+        }
+        match routing {
             TaskRouting::Background => {
                 // The core answers the call at once; the task runs on.
                 let tasks = self.background().clone();

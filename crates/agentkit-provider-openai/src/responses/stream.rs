@@ -26,7 +26,7 @@ use agentkit_core::keys;
 use agentkit_core::{
     CostUsage, Delta, FinishReason, MetadataMap, PartId, PartKind, TokenUsage, ToolCallPart, Usage,
 };
-use agentkit_http::codec::JsonReader;
+use agentkit_http::codec::{self, Layout};
 use agentkit_http::{PriceTable, ProviderError, SseEventRef};
 use agentkit_loop::{ModelTurnEvent, ModelTurnResult};
 use serde::Deserialize;
@@ -61,73 +61,43 @@ struct Event<'a> {
     response: Option<Response>,
 }
 
-/// An event read with [`JsonReader`]: what serde_json would give for
-/// [`Event`], at a fraction of its cost per token, for every event without
-/// an `item` or a `response` (the deltas: nearly all of a stream). `None`
-/// for anything left to serde_json, which then decides as before.
-fn read_event(data: &str) -> Option<Event<'_>> {
-    let mut reader = JsonReader::new(data);
-    let (mut kind, mut output_index, mut summary_index, mut delta) = (None, None, None, None);
-    reader.object(|r, key| match key {
-        "type" => JsonReader::once(&mut kind, r.str()?),
-        "output_index" => JsonReader::once(&mut output_index, r.or_null(JsonReader::u64)?),
-        "summary_index" => JsonReader::once(&mut summary_index, r.or_null(JsonReader::u64)?),
-        "delta" => JsonReader::once(&mut delta, r.or_null(JsonReader::str)?),
-        "item" | "response" => None,
-        _ => r.skip(),
-    })?;
-    reader.end()?;
-    Some(Event {
-        kind: kind?,
-        output_index: output_index.flatten(),
-        summary_index: summary_index.flatten(),
-        delta: delta.flatten(),
-        item: None,
-        response: None,
-    })
-}
-
 /// A text delta laid out exactly as the Responses API writes it (nearly
-/// every event of an answer): `{"type":"response.output_text.delta",
+/// every event of an answer; any other is read with [`codec::from_str`]): `{"type":"response.output_text.delta",
 /// "sequence_number":N,"item_id":"..","output_index":N,"content_index":N,
 /// "delta":".."[,"logprobs":[]][,"obfuscation":".."]}`, its fixed parts
 /// compared at once and its values read and checked. Gives (output_index,
-/// delta), what [`read_event`] would read; `None` for any other layout,
-/// which the general reader takes.
+/// delta), what the general reader would read; `None` for any other
+/// layout, which the general reader takes.
 ///
 /// `known` is the middle (from `,"item_id"` to `"delta":`) of the last
 /// delta read and the output index in it: the deltas of one text repeat
 /// it byte for byte, so one comparison checks it (the same bytes read the
 /// same). The third value is the middle's span when it was read instead.
 fn read_text_delta<'a>(data: &'a str, known: Option<(&str, u64)>) -> Option<TextDelta<'a>> {
-    let mut reader = JsonReader::new(data);
-    let fixed = |reader: &mut JsonReader<'_>, text: &str| reader.consume(text).then_some(());
-    fixed(
-        &mut reader,
-        r#"{"type":"response.output_text.delta","sequence_number":"#,
-    )?;
-    reader.u64()?;
+    let mut layout = Layout::new(data);
+    layout.fixed(r#"{"type":"response.output_text.delta","sequence_number":"#)?;
+    layout.u64()?;
     let (index, middle) = match known {
-        Some((middle, index)) if reader.consume(middle) => (index, None),
+        Some((middle, index)) if layout.optional(middle) => (index, None),
         _ => {
-            let start = reader.offset();
-            fixed(&mut reader, r#","item_id":"#)?;
-            reader.str()?;
-            fixed(&mut reader, r#","output_index":"#)?;
-            let index = reader.u64()?;
-            fixed(&mut reader, r#","content_index":"#)?;
-            reader.u64()?;
-            fixed(&mut reader, r#","delta":"#)?;
-            (index, Some((start, reader.offset())))
+            let start = layout.offset();
+            layout.fixed(r#","item_id":"#)?;
+            layout.str()?;
+            layout.fixed(r#","output_index":"#)?;
+            let index = layout.u64()?;
+            layout.fixed(r#","content_index":"#)?;
+            layout.u64()?;
+            layout.fixed(r#","delta":"#)?;
+            (index, Some((start, layout.offset())))
         }
     };
-    let delta = reader.str()?;
-    reader.consume(r#","logprobs":[]"#);
-    if reader.consume(r#","obfuscation":"#) {
-        reader.str()?;
+    let delta = layout.str()?;
+    layout.optional(r#","logprobs":[]"#);
+    if layout.optional(r#","obfuscation":"#) {
+        layout.str()?;
     }
-    fixed(&mut reader, "}")?;
-    reader.end()?;
+    layout.fixed("}")?;
+    layout.end()?;
     Some((index, delta, middle))
 }
 
@@ -592,15 +562,12 @@ impl agentkit_http::SseDecoder for ResponsesDecoder {
             self.on_text(index, delta.into_owned(), out);
             return Ok(());
         }
-        let parsed = match read_event(data) {
-            Some(parsed) => parsed,
-            None => serde_json::from_str::<Event<'_>>(data).map_err(|err| {
-                ProviderError::protocol(format!(
-                    "a stream event is not valid JSON ({err}): {}",
-                    excerpt(data)
-                ))
-            })?,
-        };
+        let parsed = codec::from_str::<Event<'_>>(data).map_err(|err| {
+            ProviderError::protocol(format!(
+                "a stream event is not valid JSON ({err}): {}",
+                excerpt(data)
+            ))
+        })?;
         let index = parsed.output_index.unwrap_or(0);
         match parsed.kind.as_ref() {
             "response.output_text.delta" | "response.refusal.delta" => {
@@ -712,7 +679,7 @@ mod tests {
                 (other.0, &other.1, other.2),
                 (index, &delta, Some((start, end)))
             );
-            let general = read_event(data).expect("the general reader reads it");
+            let general: Event<'_> = codec::from_str(data).expect("the general reader reads it");
             let serde: Event<'_> = serde_json::from_str(data).expect("serde_json reads it");
             for event in [general, serde] {
                 assert_eq!(event.kind, "response.output_text.delta");

@@ -1,15 +1,14 @@
 //! The shared suite: each function runs against any [`Backend`].
 
 use super::Backend;
-use super::tools::{Danger, DangerNeedsApproval, RedactResults, registry};
+use super::tools::{RedactResults, danger, danger_needs_approval, registry};
 use agentkit_core::{FinishReason, Item, TokenUsage, Usage, validate_transcript};
 use agentkit_loop::{Agent, LoopInterrupt, LoopStep, ModelSession};
 use agentkit_store::{NewSession, Session, SessionLease, SessionStore, StoreError};
-use agentkit_testkit::{ScriptedModel, ScriptedTurn};
+use agentkit_testkit::{GuardedTool, ScriptedModel, ScriptedTurn};
 use serde_json::json;
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 async fn open(backend: &impl Backend) -> Arc<dyn SessionStore> {
@@ -20,7 +19,7 @@ async fn open(backend: &impl Backend) -> Arc<dyn SessionStore> {
 fn test_agent(
     lease: &SessionLease,
     model: ScriptedModel,
-    danger: &Danger,
+    danger: &GuardedTool,
     peek: Arc<dyn SessionStore>,
 ) -> Agent<ScriptedModel> {
     lease
@@ -28,7 +27,7 @@ fn test_agent(
             Agent::builder()
                 .model(model)
                 .add_tool_source(registry(danger, peek))
-                .permissions(DangerNeedsApproval),
+                .permissions(danger_needs_approval()),
         )
         .build()
         .unwrap()
@@ -68,7 +67,7 @@ pub async fn appends_items_as_they_happen(backend: &impl Backend) {
         ScriptedTurn::tool_call("c1", "peek", json!({ "session": "s-append", "expect": 2 })),
         ScriptedTurn::text("done"),
     ]);
-    let agent = test_agent(&lease, model, &Danger::default(), open(backend).await);
+    let agent = test_agent(&lease, model, &danger(), open(backend).await);
     let mut session = lease.open(&agent).await.unwrap();
     let step = submit(&mut session, "count the items\nplease").await;
     assert!(
@@ -111,7 +110,7 @@ pub async fn resume_surfaces_a_pending_approval_again(backend: &impl Backend) {
     let lease = SessionLease::create(store.clone(), NewSession::new().with_id("s-approval"))
         .await
         .unwrap();
-    let first_danger = Danger::default();
+    let first_danger = danger();
     let model = ScriptedModel::new([ScriptedTurn::tool_call(
         "c1",
         "danger",
@@ -137,7 +136,7 @@ pub async fn resume_surfaces_a_pending_approval_again(backend: &impl Backend) {
             Err(err) => panic!("{err}"),
         }
     };
-    let danger = Danger::default();
+    let danger = super::tools::danger();
     let model = ScriptedModel::new([ScriptedTurn::text("it is done")]);
     let agent = test_agent(&lease, model.clone(), &danger, store2.clone());
     let mut session = lease.open(&agent).await.unwrap();
@@ -146,7 +145,7 @@ pub async fn resume_surfaces_a_pending_approval_again(backend: &impl Backend) {
         panic!("the approval was not surfaced again")
     };
     assert_eq!(again.call.id, first.call.id);
-    assert_eq!(again.request.request_kind, "danger.write");
+    assert_eq!(again.request.request_kind, "danger.run");
     again.approve(&mut session).unwrap();
     let step = session.next().await.unwrap();
     assert!(
@@ -157,8 +156,8 @@ pub async fn resume_surfaces_a_pending_approval_again(backend: &impl Backend) {
         panic!("not finished")
     };
     assert_eq!(turn.items.last().unwrap().text_content(), "it is done");
-    assert_eq!(danger.runs.load(Ordering::SeqCst), 1);
-    assert_eq!(first_danger.runs.load(Ordering::SeqCst), 0);
+    assert_eq!(danger.runs(), 1);
+    assert_eq!(first_danger.runs(), 0);
     let seen = model.requests()[0].transcript.to_vec();
     let result = seen.iter().flat_map(Item::tool_results).next().unwrap();
     assert_eq!(result.output.to_text(), "danger done");
@@ -174,7 +173,7 @@ pub async fn queued_input_and_messages_survive_a_restart(backend: &impl Backend)
         .await
         .unwrap();
     let model = ScriptedModel::new([ScriptedTurn::tool_call("c1", "slow", json!({ "ms": 5 }))]);
-    let agent = test_agent(&lease, model, &Danger::default(), store.clone());
+    let agent = test_agent(&lease, model, &danger(), store.clone());
     let mut session = lease.open(&agent).await.unwrap();
     let LoopStep::Interrupt(LoopInterrupt::AfterToolResult(info)) =
         submit(&mut session, "go").await
@@ -201,7 +200,7 @@ pub async fn queued_input_and_messages_survive_a_restart(backend: &impl Backend)
         .await
         .unwrap();
     let model = ScriptedModel::new([ScriptedTurn::text("first"), ScriptedTurn::text("second")]);
-    let agent = test_agent(&lease, model.clone(), &Danger::default(), store2.clone());
+    let agent = test_agent(&lease, model.clone(), &danger(), store2.clone());
     let mut session = lease.open(&agent).await.unwrap();
     let LoopStep::Finished(turn) = session.next().await.unwrap() else {
         panic!("not finished")
@@ -275,7 +274,7 @@ pub async fn leases_expire_unless_renewed(backend: &impl Backend) {
 
     // An open session renews its 300 ms lease in the background.
     let model = ScriptedModel::new([]);
-    let agent = test_agent(&taken, model, &Danger::default(), second.clone());
+    let agent = test_agent(&taken, model, &danger(), second.clone());
     let session = taken.open(&agent).await.unwrap();
     tokio::time::sleep(Duration::from_millis(1000)).await;
     assert!(matches!(
@@ -288,7 +287,7 @@ pub async fn leases_expire_unless_renewed(backend: &impl Backend) {
     let lease = SessionLease::acquire(first.clone(), &id).await.unwrap();
     let token = lease.token().clone();
     let model = ScriptedModel::new([ScriptedTurn::text("never stored")]);
-    let agent = test_agent(&lease, model, &Danger::default(), first.clone());
+    let agent = test_agent(&lease, model, &danger(), first.clone());
     let mut session = lease.open(&agent).await.unwrap();
     first.release(&token).await.unwrap(); // revoked, as by an operator
     let usurper = SessionLease::acquire(second.clone(), &id).await.unwrap();
@@ -341,7 +340,7 @@ pub async fn list_fork_and_delete(backend: &impl Backend) {
             .say("done")
             .finish(FinishReason::Completed),
     ]);
-    let agent = test_agent(&lease, model, &Danger::default(), store.clone());
+    let agent = test_agent(&lease, model, &danger(), store.clone());
     let mut session = lease.open(&agent).await.unwrap();
     submit(&mut session, "question one").await;
     let LoopStep::Finished(_) = session.next().await.unwrap() else {
@@ -399,7 +398,7 @@ pub async fn list_fork_and_delete(backend: &impl Backend) {
         .await
         .unwrap();
     let model = ScriptedModel::new([ScriptedTurn::text("another way")]);
-    let agent = test_agent(&lease, model.clone(), &Danger::default(), store.clone());
+    let agent = test_agent(&lease, model.clone(), &danger(), store.clone());
     let mut forked = lease.open(&agent).await.unwrap();
     let LoopStep::Finished(_) = submit(&mut forked, "question two").await else {
         panic!("not finished")
@@ -466,7 +465,7 @@ pub async fn rewrites_by_mutators_are_stored(backend: &impl Backend) {
         .record(
             Agent::builder()
                 .model(model)
-                .add_tool_source(registry(&Danger::default(), store.clone()))
+                .add_tool_source(registry(&danger(), store.clone()))
                 .mutator(RedactResults),
         )
         .build()
@@ -538,7 +537,7 @@ pub async fn input_logs_are_stored_replayed_and_forked(backend: &impl Backend) {
         ScriptedTurn::text("first answer"),
         ScriptedTurn::text("second answer"),
     ]);
-    let agent = test_agent(&lease, model, &Danger::default(), store.clone());
+    let agent = test_agent(&lease, model, &danger(), store.clone());
     let mut session = lease.open(&agent).await.unwrap();
     session.record_inputs();
     let LoopStep::Interrupt(LoopInterrupt::AfterToolResult(_)) = submit(&mut session, "go").await

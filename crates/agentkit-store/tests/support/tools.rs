@@ -3,13 +3,12 @@
 use agentkit_core::Item;
 use agentkit_loop::{LoopMutator, MutationContext, MutationPoint, TranscriptView};
 use agentkit_store::SessionStore;
+use agentkit_testkit::{AskFor, GuardedTool};
 use agentkit_tools_core::{
-    ApprovalReason, PermissionChecker, PermissionDecision, PermissionRequest, Tool, ToolContext,
-    ToolError, ToolRegistry, ToolRequest, ToolResult, ToolSpec, approval_for,
+    Tool, ToolContext, ToolError, ToolRegistry, ToolRequest, ToolResult, ToolSpec,
 };
-use serde_json::{Value, json};
+use serde_json::json;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 fn spec(name: &str) -> Arc<ToolSpec> {
@@ -43,50 +42,15 @@ impl Tool for Slow {
     }
 }
 
-/// Needs approval (see [`DangerNeedsApproval`]) and counts its runs.
-#[derive(Clone, Default)]
-pub struct Danger {
-    pub runs: Arc<AtomicUsize>,
-}
-
-#[async_trait::async_trait]
-impl Tool for Danger {
-    fn spec(&self) -> Arc<ToolSpec> {
-        spec("danger")
-    }
-
-    fn proposed_requests(&self, _input: &Value) -> Result<Vec<PermissionRequest>, ToolError> {
-        Ok(vec![PermissionRequest::custom(
-            "danger.write",
-            "write things",
-            json!({}),
-        )])
-    }
-
-    async fn invoke(
-        &self,
-        _request: ToolRequest,
-        _ctx: ToolContext,
-    ) -> Result<ToolResult, ToolError> {
-        self.runs.fetch_add(1, Ordering::SeqCst);
-        Ok(ToolResult::new("danger done"))
-    }
+/// Needs approval (`danger.run`, asked by [`danger_needs_approval`]) and
+/// counts its runs.
+pub fn danger() -> GuardedTool {
+    GuardedTool::new("danger")
 }
 
 /// `danger.*` needs approval; everything else is allowed.
-pub struct DangerNeedsApproval;
-
-impl PermissionChecker for DangerNeedsApproval {
-    fn evaluate(&self, request: &PermissionRequest) -> PermissionDecision {
-        if request.kind.starts_with("danger.") {
-            PermissionDecision::RequireApproval(approval_for(
-                request,
-                ApprovalReason::PolicyRequiresConfirmation,
-            ))
-        } else {
-            PermissionDecision::Allow
-        }
-    }
+pub fn danger_needs_approval() -> AskFor {
+    AskFor::kinds("danger.")
 }
 
 /// Reads, while it runs, how many items of `input.session` the store holds.
@@ -125,7 +89,7 @@ impl Tool for Peek {
 }
 
 /// The tools every test agent gets.
-pub fn registry(danger: &Danger, peek: Arc<dyn SessionStore>) -> ToolRegistry {
+pub fn registry(danger: &GuardedTool, peek: Arc<dyn SessionStore>) -> ToolRegistry {
     ToolRegistry::new()
         .with(Slow)
         .with(danger.clone())
@@ -159,5 +123,28 @@ impl LoopMutator for RedactResults {
             }
         }
         Ok(Some(items))
+    }
+}
+
+/// Answers whether the store already holds the call's `ToolStarted` mark,
+/// asked before it does anything else (`probe` blocks: the runtime runs
+/// nothing else meanwhile, so no queued write can land in between).
+pub struct MarkProbe {
+    pub probe: Arc<dyn Fn(&str) -> bool + Send + Sync>,
+}
+
+#[async_trait::async_trait]
+impl Tool for MarkProbe {
+    fn spec(&self) -> Arc<ToolSpec> {
+        spec("probe")
+    }
+
+    async fn invoke(
+        &self,
+        request: ToolRequest,
+        _ctx: ToolContext,
+    ) -> Result<ToolResult, ToolError> {
+        let marked = (self.probe)(request.call_id.as_str());
+        Ok(ToolResult::new(if marked { "marked" } else { "unmarked" }))
     }
 }

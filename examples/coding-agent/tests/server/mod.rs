@@ -4,6 +4,49 @@
 
 use agentkit_http::testing::{ScriptedResponse, TestServer};
 use serde_json::{Value, json};
+use std::path::Path;
+use std::process::Command;
+
+/// The provider variables a developer's shell may hold: the agent under
+/// test must not pick them up.
+const PROVIDER_VARIABLES: [&str; 5] = [
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "ANTHROPIC_API_KEY",
+    "AGENTKIT_MODEL",
+    "AGENTKIT_PROVIDER",
+];
+
+/// Sets `command` (the agent, or a client that starts it) up for a test:
+/// none of the shell's provider variables; with `base_url`, the
+/// OpenAI-compatible server there and the model `test-model` (named, so the
+/// agent does not ask the scripted server for its models first); without,
+/// the offline demo. Its state goes to `home/state` and its configuration
+/// is read from `home/config`, never the developer's own.
+pub fn agent_env<'c>(
+    command: &'c mut Command,
+    base_url: Option<&str>,
+    home: &Path,
+) -> &'c mut Command {
+    for variable in PROVIDER_VARIABLES {
+        command.env_remove(variable);
+    }
+    if let Some(url) = base_url {
+        command
+            .env("OPENAI_BASE_URL", url)
+            .env("AGENTKIT_MODEL", "test-model");
+    }
+    command
+        .env("CODING_AGENT_STATE_DIR", home.join("state"))
+        .env("XDG_CONFIG_HOME", home.join("config"))
+}
+
+/// `coding-agent` against `server`, set up by [`agent_env`] with `home`.
+pub fn agent_command(server: &Server, home: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_coding-agent"));
+    agent_env(&mut command, Some(&server.base_url()), home);
+    command
+}
 
 /// One SSE event of a Chat Completions stream.
 pub fn event(chunk: Value) -> String {

@@ -1,0 +1,114 @@
+//! [`Layout`]: a stream event matched against the exact bytes a server
+//! writes it in, its fixed parts compared whole and its values (the typed
+//! holes) read and checked by the codec's private reader.
+
+use super::read::JsonReader;
+use std::borrow::Cow;
+
+/// One JSON document matched against a fixed layout: the fixed parts are
+/// compared with one comparison each, the holes between them read as
+/// typed values, exactly as serde_json would read them.
+///
+/// Nearly every event of a streamed answer is a text delta that a server
+/// writes the same way every time (same members, same order, no spaces):
+/// only the values change. Matching those bytes is far cheaper than
+/// parsing them. Any step returns `None` (or `false` for an optional part)
+/// when the document is not in the layout; the caller then reads the event
+/// the general way ([`from_str`](super::from_str)), which decides. A layout
+/// must be one whose match means exactly the values read: its fixed parts
+/// are whole tokens, and [`end`](Self::end) checks that nothing follows.
+///
+/// ```
+/// use agentkit_http::codec::Layout;
+///
+/// let data = r#"{"type":"content_block_delta","index":2,"delta":{"type":"text_delta","text":"caf\u00e9"}}"#;
+/// let mut layout = Layout::new(data);
+/// layout.fixed(r#"{"type":"content_block_delta","index":"#)?;
+/// let index = layout.u64()?;
+/// layout.fixed(r#","delta":{"type":"text_delta","text":"#)?;
+/// let text = layout.str()?;
+/// layout.fixed("}}")?;
+/// layout.end()?;
+/// assert_eq!((index, text.as_ref()), (2, "café"));
+/// // Another member order is another layout.
+/// let mut other = Layout::new(r#"{"index":2,"type":"content_block_delta"}"#);
+/// assert!(other.fixed(r#"{"type":"#).is_none());
+/// # Some(())
+/// ```
+#[derive(Debug)]
+pub struct Layout<'a> {
+    reader: JsonReader<'a>,
+}
+
+impl<'a> Layout<'a> {
+    /// A match starting at the first byte of `text`.
+    pub fn new(text: &'a str) -> Self {
+        Self {
+            reader: JsonReader::new(text),
+        }
+    }
+
+    /// The fixed part `expected`, exactly these bytes next (no whitespace
+    /// skipped), consumed; `None` if they are not next.
+    #[inline]
+    pub fn fixed(&mut self, expected: &str) -> Option<()> {
+        self.reader.consume(expected).then_some(())
+    }
+
+    /// An optional fixed part: consumed if exactly these bytes come next
+    /// (`true`), nothing consumed otherwise.
+    #[inline]
+    pub fn optional(&mut self, expected: &str) -> bool {
+        self.reader.consume(expected)
+    }
+
+    /// A hole holding a non-negative integer that fits a `u64`, written as
+    /// JSON writes integers (no sign, leading zero, fraction or exponent).
+    #[inline]
+    pub fn u64(&mut self) -> Option<u64> {
+        self.reader.u64()
+    }
+
+    /// A hole holding a string, borrowed when it has no escapes.
+    #[inline]
+    pub fn str(&mut self) -> Option<Cow<'a, str>> {
+        self.reader.str()
+    }
+
+    /// A hole holding a string or `null`.
+    #[inline]
+    pub fn str_or_null(&mut self) -> Option<Option<Cow<'a, str>>> {
+        self.reader.or_null(JsonReader::str)
+    }
+
+    /// A hole holding the JSON string `"known"`, consumed if exactly it
+    /// comes next (`true`); nothing is consumed otherwise. A value seen
+    /// before (a stream repeats its id in every event) is so checked with
+    /// one comparison instead of being read again. `known` must be
+    /// [plain](Self::is_plain), which the caller checks once: with a
+    /// quote, backslash or control character in it, the bytes compared
+    /// would not be one JSON string.
+    #[inline]
+    pub fn same_str(&mut self, known: &str) -> bool {
+        self.reader.consume_quoted(known)
+    }
+
+    /// Whether `text` is written in JSON as it is, between quotes: it has
+    /// no quote, backslash or control character.
+    pub fn is_plain(text: &str) -> bool {
+        JsonReader::is_plain(text)
+    }
+
+    /// How many bytes were matched so far: where a caller that keeps a
+    /// matched stretch (to compare it whole as a fixed part next time) cuts
+    /// it.
+    pub fn offset(&self) -> usize {
+        self.reader.offset()
+    }
+
+    /// The end of the document: only whitespace is left.
+    #[inline]
+    pub fn end(self) -> Option<()> {
+        self.reader.end()
+    }
+}
