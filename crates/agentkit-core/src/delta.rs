@@ -463,15 +463,40 @@ impl DeltaFolder {
     /// [`finish`](Self::finish), the vector sized for `additional` more
     /// parts: the loop adds an answer's tool calls to its parts, and
     /// growing the vector afterwards would copy it.
-    pub fn finish_reserving(self, additional: usize) -> Result<Vec<Part>, DeltaError> {
+    pub fn finish_reserving(mut self, additional: usize) -> Result<Vec<Part>, DeltaError> {
+        self.take_parts(additional)
+    }
+
+    /// [`finish_reserving`](Self::finish_reserving) without giving the
+    /// folder up: it is left empty, keeping its room for the parts of the
+    /// next stream, so a loop that folds one answer per model call
+    /// allocates its slots once. On an error the folder is left as it was
+    /// (an open part) or empty.
+    ///
+    /// ```
+    /// use agentkit_core::{Delta, DeltaFolder, PartId, PartKind};
+    ///
+    /// let mut folder = DeltaFolder::new();
+    /// for answer in ["one", "two"] {
+    ///     let part_id = PartId::new("p");
+    ///     folder.apply(&Delta::BeginPart { part_id: part_id.clone(), kind: PartKind::Text }).unwrap();
+    ///     folder.apply(&Delta::AppendText { part_id: part_id.clone(), chunk: answer.into() }).unwrap();
+    ///     folder.apply(&Delta::CommitPart { part_id }).unwrap();
+    ///     let parts = folder.take_parts(0).unwrap();
+    ///     assert_eq!(parts[0].as_text(), Some(answer));
+    ///     assert!(folder.is_empty());
+    /// }
+    /// ```
+    pub fn take_parts(&mut self, additional: usize) -> Result<Vec<Part>, DeltaError> {
         let open = self.open_parts();
         if !open.is_empty() {
             return Err(DeltaError::Uncommitted(open));
         }
+        self.index = None;
         // Not collected in place: the parts would keep the slots' larger
         // allocation for as long as the transcript keeps the item.
         let mut parts = Vec::with_capacity(self.slots.len() + additional);
-        for slot in self.slots {
+        for slot in self.slots.drain(..) {
             parts.push(slot.into_part()?);
         }
         Ok(parts)

@@ -1,6 +1,6 @@
 //! Transcript items: one message from one participant.
 
-use crate::{ItemId, MetadataMap, Part, ToolResultPart};
+use crate::{FinishReason, ItemId, MetadataMap, Part, ToolResultPart};
 use serde::{Deserialize, Serialize};
 
 /// Who an item comes from.
@@ -123,5 +123,38 @@ impl Item {
     /// The tool results this item carries, in order.
     pub fn tool_results(&self) -> impl Iterator<Item = &ToolResultPart> {
         self.parts.iter().filter_map(Part::as_tool_result)
+    }
+
+    /// Why the model's answer in this assistant item ended; `None` for
+    /// other kinds of item.
+    ///
+    /// The loop writes the reason as the [`keys::FINISH_REASON`] entry only
+    /// when the item does not already say it: an answer with tool calls that
+    /// ended for them ([`FinishReason::ToolCall`]) and one without calls
+    /// that ended normally ([`FinishReason::Completed`]) carry no entry, so
+    /// the ordinary answer costs no metadata. This reads either form.
+    ///
+    /// [`keys::FINISH_REASON`]: crate::keys::FINISH_REASON
+    ///
+    /// ```
+    /// use agentkit_core::{FinishReason, Item, keys};
+    ///
+    /// assert_eq!(Item::assistant("done").finish_reason(), Some(FinishReason::Completed));
+    /// let cut = Item::assistant("The answer is").with_metadata(keys::FINISH_REASON, "max_tokens");
+    /// assert_eq!(cut.finish_reason(), Some(FinishReason::MaxTokens));
+    /// assert_eq!(Item::user("hi").finish_reason(), None);
+    /// ```
+    pub fn finish_reason(&self) -> Option<FinishReason> {
+        if self.kind != ItemKind::Assistant {
+            return None;
+        }
+        if let Some(value) = self.metadata.get(crate::keys::FINISH_REASON) {
+            return FinishReason::deserialize(value).ok();
+        }
+        Some(if self.tool_calls().next().is_some() {
+            FinishReason::ToolCall
+        } else {
+            FinishReason::Completed
+        })
     }
 }

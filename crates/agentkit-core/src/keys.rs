@@ -19,7 +19,8 @@ pub const ERROR_KIND: &str = "agentkit.error_kind";
 pub const AUTH_REQUEST: &str = "agentkit.auth_request";
 /// On a tool call whose id the model repeated: the model's original id.
 pub const ORIGINAL_CALL_ID: &str = "agentkit.original_call_id";
-/// On an assistant item: why the model's answer ended.
+/// On an assistant item: why the model's answer ended, when the item does
+/// not say it already (see [`Item::finish_reason`](crate::Item::finish_reason)).
 pub const FINISH_REASON: &str = "agentkit.finish_reason";
 /// On a turn result: the turn was cancelled by the host.
 pub const INTERRUPTED: &str = "agentkit.interrupted";

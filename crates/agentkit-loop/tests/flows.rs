@@ -65,6 +65,31 @@ async fn plain_reply() {
     ));
 }
 
+/// An answer carries `agentkit.finish_reason` only when its content does
+/// not say why it ended; `Item::finish_reason` reads both forms.
+#[tokio::test]
+async fn an_answer_keeps_a_finish_reason_its_content_does_not_say() {
+    let model = ScriptedModel::new([
+        ScriptedTurn::tool_call("c1", "echo", json!({ "text": "hi" })),
+        ScriptedTurn::new()
+            .say_chunks(&["The answer is"])
+            .finish(FinishReason::MaxTokens),
+    ]);
+    let mut driver = start(&model, "go").await;
+    let (result, _) = run_to_finish(&mut driver).await;
+    assert_eq!(result.finish_reason, FinishReason::MaxTokens);
+    let answers: Vec<Item> = transcript(&driver)
+        .into_iter()
+        .filter(|item| item.kind == ItemKind::Assistant)
+        .collect();
+    assert_eq!(answers.len(), 2);
+    let key = agentkit_core::keys::FINISH_REASON;
+    assert_eq!(answers[0].metadata.get(key), None, "implied by the call");
+    assert_eq!(answers[0].finish_reason(), Some(FinishReason::ToolCall));
+    assert_eq!(answers[1].metadata.get(key), Some(&json!("max_tokens")));
+    assert_eq!(answers[1].finish_reason(), Some(FinishReason::MaxTokens));
+}
+
 #[tokio::test]
 async fn one_tool_round() {
     let model = ScriptedModel::new([

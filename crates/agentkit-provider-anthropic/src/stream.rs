@@ -238,6 +238,18 @@ impl EventDecoder {
         // A text delta in the API's layout is one whatever the event's
         // name (the general path goes by the JSON `type` too).
         if let Some((index, delta)) = read_text_delta(data) {
+            // Straight onto the open part; anything else (a block that
+            // never started, a tool-use block) as any delta.
+            if let Some(Block::Part(part_id)) = self.blocks.get(&index) {
+                let chunk = delta.text.or(delta.thinking).unwrap_or_default();
+                if !chunk.is_empty() {
+                    out.push_back(ModelTurnEvent::Delta(Delta::AppendText {
+                        part_id: part_id.clone(),
+                        chunk: chunk.into_owned(),
+                    }));
+                }
+                return Ok(());
+            }
             return self.delta(index, delta, out);
         }
         if event.event == "content_block_delta"

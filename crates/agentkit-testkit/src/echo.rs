@@ -36,6 +36,9 @@ impl Default for EchoTool {
     }
 }
 
+/// What every answer starts with.
+const PREFIX: &str = "echo: ";
+
 #[async_trait::async_trait]
 impl Tool for EchoTool {
     fn spec(&self) -> Arc<ToolSpec> {
@@ -48,7 +51,12 @@ impl Tool for EchoTool {
         _ctx: ToolContext,
     ) -> Result<ToolResult, ToolError> {
         let text = request.input["text"].as_str().unwrap_or("");
-        Ok(ToolResult::new(format!("echo: {text}")))
+        // Sized once: `format!` guesses a capacity for short templates and
+        // grows the string twice for a typical answer.
+        let mut output = String::with_capacity(PREFIX.len() + text.len());
+        output.push_str(PREFIX);
+        output.push_str(text);
+        Ok(ToolResult::new(output))
     }
 }
 

@@ -20,20 +20,25 @@ use std::borrow::Cow;
 ///
 /// ```
 /// use agentkit_http::codec::Layout;
+/// use std::borrow::Cow;
+///
+/// /// (index, text) of a text delta in the layout the API writes.
+/// fn text_delta(data: &str) -> Option<(u64, Cow<'_, str>)> {
+///     let mut layout = Layout::new(data);
+///     layout.fixed(r#"{"type":"content_block_delta","index":"#)?;
+///     let index = layout.u64()?;
+///     layout.fixed(r#","delta":{"type":"text_delta","text":"#)?;
+///     let text = layout.str()?;
+///     layout.fixed("}}")?;
+///     layout.end()?;
+///     Some((index, text))
+/// }
 ///
 /// let data = r#"{"type":"content_block_delta","index":2,"delta":{"type":"text_delta","text":"caf\u00e9"}}"#;
-/// let mut layout = Layout::new(data);
-/// layout.fixed(r#"{"type":"content_block_delta","index":"#)?;
-/// let index = layout.u64()?;
-/// layout.fixed(r#","delta":{"type":"text_delta","text":"#)?;
-/// let text = layout.str()?;
-/// layout.fixed("}}")?;
-/// layout.end()?;
+/// let (index, text) = text_delta(data).expect("the usual layout");
 /// assert_eq!((index, text.as_ref()), (2, "café"));
-/// // Another member order is another layout.
-/// let mut other = Layout::new(r#"{"index":2,"type":"content_block_delta"}"#);
-/// assert!(other.fixed(r#"{"type":"#).is_none());
-/// # Some(())
+/// // Another member order is another layout: the general reader takes it.
+/// assert!(text_delta(r#"{"index":2,"type":"content_block_delta"}"#).is_none());
 /// ```
 #[derive(Debug)]
 pub struct Layout<'a> {

@@ -186,6 +186,9 @@ pub(crate) struct ResponsesDecoder {
     /// Open text or reasoning parts, by output index (and summary index
     /// for reasoning, whose summaries are joined into one part).
     open: HashMap<u64, (PartId, PartKind, Option<u64>), foldhash::fast::RandomState>,
+    /// The open text part the last text delta went to, by output index
+    /// (always one of `open`): the next delta most likely extends it.
+    text_part: Option<(u64, PartId)>,
     calls: Vec<(u64, CallBuilder)>,
     fallback_ids: String,
     pricing: Option<(Arc<PriceTable>, String)>,
@@ -207,6 +210,7 @@ impl ResponsesDecoder {
         Self {
             next_part: 0,
             open: HashMap::default(),
+            text_part: None,
             calls: Vec::new(),
             fallback_ids: fallback_ids.into(),
             pricing,
@@ -224,7 +228,7 @@ impl ResponsesDecoder {
         out: &mut VecDeque<ModelTurnEvent>,
     ) -> PartId {
         if let Some((id, open_kind, _)) = self.open.get(&index)
-            && *open_kind == kind
+            && same_kind(open_kind, &kind)
         {
             return id.clone();
         }
@@ -252,6 +256,13 @@ impl ResponsesDecoder {
     }
 
     fn commit(&mut self, index: u64, out: &mut VecDeque<ModelTurnEvent>) {
+        if self
+            .text_part
+            .as_ref()
+            .is_some_and(|(open, _)| *open == index)
+        {
+            self.text_part = None;
+        }
         if let Some((part_id, _, _)) = self.open.remove(&index) {
             out.push_back(ModelTurnEvent::Delta(Delta::CommitPart { part_id }));
         }
@@ -261,7 +272,14 @@ impl ResponsesDecoder {
         if text.is_empty() {
             return;
         }
-        let part_id = self.begin(index, PartKind::Text, None, out);
+        let part_id = match &self.text_part {
+            Some((open, part_id)) if *open == index => part_id.clone(),
+            _ => {
+                let part_id = self.begin(index, PartKind::Text, None, out);
+                self.text_part = Some((index, part_id.clone()));
+                part_id
+            }
+        };
         out.push_back(ModelTurnEvent::Delta(Delta::AppendText {
             part_id,
             chunk: text,
@@ -627,6 +645,16 @@ impl agentkit_http::SseDecoder for ResponsesDecoder {
 
     fn is_finished(&self) -> bool {
         self.finished
+    }
+}
+
+/// `a == b`, without a call for the two kinds parts are begun with here.
+#[inline]
+fn same_kind(a: &PartKind, b: &PartKind) -> bool {
+    match (a, b) {
+        (PartKind::Text, PartKind::Text) | (PartKind::Reasoning, PartKind::Reasoning) => true,
+        (PartKind::Text | PartKind::Reasoning, _) => false,
+        _ => a == b,
     }
 }
 

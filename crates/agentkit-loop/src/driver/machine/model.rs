@@ -9,9 +9,7 @@ use super::input::Input;
 use super::state::{CallState, DueCall, Round, RoundCall, Step, Stream};
 use super::{AfterFailure, DriverCore, ModelCall, log::turn_id};
 use crate::{AgentEvent, LastCallUsage};
-use agentkit_core::{
-    Delta, DeltaFolder, FinishReason, Item, ItemKind, MetadataMap, Part, ToolCallPart, Usage,
-};
+use agentkit_core::{Delta, FinishReason, Item, ItemKind, MetadataMap, Part, ToolCallPart, Usage};
 
 impl DriverCore {
     /// Starts the due model call: the turn moves to `Streaming`.
@@ -29,9 +27,10 @@ impl DriverCore {
                 Step::ModelCallDue(due) => due,
                 _ => DueCall::default(),
             };
+            let (folder, calls) = std::mem::take(&mut turn.spare_stream);
             turn.step = Step::Streaming(Stream {
-                folder: DeltaFolder::new(),
-                calls: Vec::new(),
+                folder,
+                calls,
                 usage: Usage::default(),
                 due,
                 one_off_cache,
@@ -142,26 +141,35 @@ impl DriverCore {
             return Ok(());
         };
         let Stream {
-            folder,
+            mut folder,
             calls,
             usage,
             due,
             one_off_cache,
         } = stream;
-        let parts = match folder.finish_reserving(calls.len()) {
+        let parts = match folder.take_parts(calls.len()) {
             Ok(parts) => parts,
             Err(err) => {
                 self.restore_due(due, one_off_cache);
                 return Err(format!("malformed delta stream: {err}"));
             }
         };
-        let calls = self.unique_call_ids(calls);
+        let mut calls = self.unique_call_ids(calls);
         let reported = usage.tokens.input_tokens + usage.tokens.output_tokens > 0;
-        metadata.insert(
-            agentkit_core::keys::FINISH_REASON.into(),
-            finish_reason_value(&finish_reason),
-        );
         let has_calls = !calls.is_empty();
+        // The ordinary ends are what the item says (`Item::finish_reason`):
+        // only another reason costs an entry.
+        let implied = if has_calls {
+            FinishReason::ToolCall
+        } else {
+            FinishReason::Completed
+        };
+        if finish_reason != implied {
+            metadata.insert(
+                agentkit_core::keys::FINISH_REASON.into(),
+                finish_reason_value(&finish_reason),
+            );
+        }
         let Some(turn) = self.turn_mut() else {
             return Ok(());
         };
@@ -184,7 +192,11 @@ impl DriverCore {
                 delivered: false,
             }
         };
-        if let Some(item) = assistant_item(parts, calls, metadata) {
+        let item = assistant_item(parts, &mut calls, metadata);
+        if let Some(turn) = self.turn_mut() {
+            turn.spare_stream = (folder, calls);
+        }
+        if let Some(item) = item {
             self.push_item(item, true);
         }
         self.last_call = reported.then(|| LastCallUsage {
@@ -289,7 +301,12 @@ impl DriverCore {
             ..
         } = stream;
         let calls = self.unique_call_ids(calls);
-        let partial = assistant_item(folder.finish_partial(), calls.clone(), MetadataMap::new());
+        let mut metadata = MetadataMap::new();
+        metadata.insert(
+            agentkit_core::keys::FINISH_REASON.into(),
+            finish_reason_value(&FinishReason::Cancelled),
+        );
+        let partial = assistant_item(folder.finish_partial(), &mut calls.clone(), metadata);
         if let Some(turn) = self.turn_mut() {
             turn.usage.accumulate(&usage);
             turn.step = Step::ToolRound(Round {
@@ -337,9 +354,10 @@ fn finish_reasons_are_written_as_they_serialize() {
 }
 
 /// The assistant item for a model answer, or `None` if it said nothing.
+/// The calls are moved out of `calls`, which keeps its room.
 pub(super) fn assistant_item(
     parts: Vec<Part>,
-    calls: Vec<ToolCallPart>,
+    calls: &mut Vec<ToolCallPart>,
     metadata: MetadataMap,
 ) -> Option<Item> {
     if parts.is_empty() && calls.is_empty() {
@@ -349,7 +367,7 @@ pub(super) fn assistant_item(
     // Exact: the item lives as long as the transcript, and growing an empty
     // vector by one call would keep room for four parts.
     item.parts.reserve_exact(calls.len());
-    item.parts.extend(calls.into_iter().map(Part::ToolCall));
+    item.parts.extend(calls.drain(..).map(Part::ToolCall));
     item.metadata = metadata;
     Some(item)
 }

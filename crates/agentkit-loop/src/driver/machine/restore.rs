@@ -119,6 +119,7 @@ impl DriverCore {
                     number: 1,
                     step,
                     spare_round: Vec::new(),
+                    spare_stream: Default::default(),
                 },
                 // Version 1 did not record the turn.
                 None => Turn {
@@ -130,6 +131,7 @@ impl DriverCore {
                     number: 1,
                     step,
                     spare_round: Vec::new(),
+                    spare_stream: Default::default(),
                 },
             };
             Phase::InTurn(Box::new(turn))

@@ -69,6 +69,9 @@ pub(crate) struct Turn {
     pub(crate) step: Step,
     /// The last round's vector, cleared: the rounds of a turn reuse it.
     pub(crate) spare_round: Vec<RoundCall>,
+    /// The last stream's folder and call vector, emptied: the model calls
+    /// of a turn reuse their room.
+    pub(crate) spare_stream: (DeltaFolder, Vec<ToolCallPart>),
 }
 
 /// Where a turn in progress stands.
