@@ -86,7 +86,7 @@ impl UpdateSink {
                 .title(title(call))
                 .kind((self.kinds)(&call.name).to_acp())
                 .status(acp::ToolCallStatus::Pending)
-                .raw_input((*call.input).clone()),
+                .raw_input(call.input.to_value()),
         )
     }
 
@@ -120,7 +120,7 @@ impl LoopObserver for UpdateSink {
             AgentEvent::ToolCallRequested { call } => {
                 self.send(acp::SessionUpdate::ToolCall(tool_call(&call, &self.kinds)));
                 if self.plan_tool.as_deref() == Some(call.name.as_str())
-                    && let Some(plan) = crate::commands::plan_of(&call.input)
+                    && let Some(plan) = crate::commands::plan_of(&call.input.to_value())
                 {
                     self.send(acp::SessionUpdate::Plan(plan));
                 }
@@ -157,8 +157,8 @@ fn text_block(text: &str) -> acp::ContentBlock {
 
 /// A short title: the tool's name and its first string argument.
 fn title(call: &ToolCallPart) -> String {
-    let first = call
-        .input
+    let input = call.input.to_value();
+    let first = input
         .as_object()
         .and_then(|map| map.values().find_map(|v| v.as_str()));
     match first {
@@ -180,7 +180,7 @@ fn tool_call(call: &ToolCallPart, kinds: &KindFn) -> acp::ToolCall {
     acp::ToolCall::new(call.id.as_str().to_owned(), title(call))
         .kind(kinds(&call.name).to_acp())
         .status(acp::ToolCallStatus::Pending)
-        .raw_input((*call.input).clone())
+        .raw_input(call.input.to_value())
 }
 
 fn result_update(result: &ToolResultPart) -> acp::ToolCallUpdate {

@@ -4,7 +4,7 @@
 //! map, plus [`Part::Custom`] for anything else. Each variant serializes with
 //! a `"type"` tag in snake_case (`"text"`, `"tool_call"`, ...).
 
-use crate::{DataRef, MetadataMap, ToolCallId};
+use crate::{DataRef, MetadataMap, ToolCallId, ToolInput};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::sync::Arc;
@@ -181,24 +181,22 @@ pub struct ToolCallPart {
     pub id: ToolCallId,
     /// The tool's name.
     pub name: String,
-    /// The arguments, as JSON. Shared: the transcript, the open round and
-    /// the tool's [`ToolRequest`] hold the same value, so a call's input
-    /// is never copied (`Arc::unwrap_or_clone` to own it).
-    ///
-    /// [`ToolRequest`]: https://docs.rs/agentkit-tools-core/latest/agentkit_tools_core/struct.ToolRequest.html
-    pub input: Arc<Value>,
+    /// The arguments, as the JSON text the model sent (checked by the
+    /// adapter). Shared: the transcript and the open round hold the same
+    /// text; [`ToolInput::parse`] reads it into a type.
+    pub input: ToolInput,
     /// Extra data.
     #[serde(default, skip_serializing_if = "MetadataMap::is_empty")]
     pub metadata: MetadataMap,
 }
 
 impl ToolCallPart {
-    /// A tool call with no metadata; `input` is a `Value` or an already
-    /// shared one.
+    /// A tool call with no metadata; `input` is a [`ToolInput`] or a
+    /// `Value`.
     pub fn new(
         id: impl Into<ToolCallId>,
         name: impl Into<String>,
-        input: impl Into<Arc<Value>>,
+        input: impl Into<ToolInput>,
     ) -> Self {
         Self {
             id: id.into(),

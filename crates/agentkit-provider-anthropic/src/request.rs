@@ -415,7 +415,7 @@ impl Block<'_> {
                 buf.extend_from_slice(br#","name":"#);
                 write_str(buf, &call.name);
                 buf.extend_from_slice(br#","input":"#);
-                write_value(buf, &call.input);
+                buf.extend_from_slice(call.input.as_str().as_bytes());
                 buf.push(b'}');
             }
             Block::TextResult(result, text) => {

@@ -12,7 +12,7 @@
 
 use crate::usage::WireUsage;
 use agentkit_core::keys;
-use agentkit_core::{Delta, FinishReason, MetadataMap, PartId, PartKind, ToolCallPart};
+use agentkit_core::{Delta, FinishReason, MetadataMap, PartId, PartKind, ToolCallPart, ToolInput};
 use agentkit_http::codec::{self, Layout};
 use agentkit_http::{PriceTable, ProviderError, SseEventRef};
 use agentkit_loop::{ModelTurnEvent, ModelTurnResult};
@@ -469,11 +469,11 @@ impl EventDecoder {
             } => {
                 let input = if json.trim().is_empty() {
                     match initial {
-                        Value::Null => Value::Object(Default::default()),
-                        value => value,
+                        Value::Null => ToolInput::empty_object(),
+                        value => ToolInput::from_value(&value),
                     }
                 } else {
-                    serde_json::from_str(&json).map_err(|err| {
+                    ToolInput::from_json(&json).map_err(|err| {
                         protocol(format!(
                             "the input of tool call {name} ({id}) is not valid JSON ({err}): {}",
                             excerpt(&json)

@@ -125,7 +125,7 @@ fn item_blocks(item: &Item, assistant: bool) -> Vec<Value> {
             Part::ToolCall(call) if assistant => Some(json!({ "toolUse": {
                 "toolUseId": call.id.as_str(),
                 "name": call.name,
-                "input": *call.input,
+                "input": call.input.to_value(),
             }})),
             Part::ToolResult(result) => Some(tool_result(result)),
             _ => None,

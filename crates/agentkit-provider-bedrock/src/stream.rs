@@ -11,10 +11,10 @@
 use crate::eventstream::Frame;
 use agentkit_core::keys;
 use agentkit_core::{
-    Delta, FinishReason, MetadataMap, PartId, PartKind, TokenUsage, ToolCallPart, Usage,
+    Delta, FinishReason, MetadataMap, PartId, PartKind, TokenUsage, ToolCallPart, ToolInput, Usage,
 };
 use agentkit_loop::{ModelError, ModelErrorKind as M, ModelTurnEvent, ModelTurnResult};
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::collections::{HashMap, VecDeque};
 
 /// The `agentkit.provider` value of this adapter's parts and answers.
@@ -176,13 +176,9 @@ impl ConverseDecoder {
                 out.push_back(ModelTurnEvent::Delta(Delta::CommitPart { part_id }));
             }
             Some(Block::Tool { id, name, input }) => {
-                let input: Value = if input.trim().is_empty() {
-                    json!({})
-                } else {
-                    serde_json::from_str(&input).map_err(|err| {
-                        protocol(format!("the input of tool call {id} is not JSON: {err}"))
-                    })?
-                };
+                let input = ToolInput::from_arguments(&input).map_err(|err| {
+                    protocol(format!("the input of tool call {id} is not JSON: {err}"))
+                })?;
                 self.calls += 1;
                 out.push_back(ModelTurnEvent::ToolCall(ToolCallPart::new(id, name, input)));
             }

@@ -347,7 +347,7 @@ async fn a_tool_call_streams_its_input_and_its_result_goes_back() {
         (call.id.as_str(), call.name.as_str()),
         ("tooluse_abc", "read_file")
     );
-    assert_eq!(*call.input, json!({"path": "a.txt"}));
+    assert_eq!(call.input, json!({"path": "a.txt"}));
 
     let mut parts = first.parts;
     parts.push(Part::ToolCall(call));

@@ -168,7 +168,7 @@ fn item_parts(item: &Item, model: bool, names: &HashMap<String, String>) -> Vec<
                     .map(|sig| json!({ "text": "", "thoughtSignature": sig }))
             }
             Part::ToolCall(call) if model => {
-                let mut function = json!({ "name": call.name, "args": *call.input });
+                let mut function = json!({ "name": call.name, "args": call.input.to_value() });
                 if let Some(id) = call.metadata.get(CALL_ID) {
                     function["id"] = id.clone();
                 }

@@ -14,7 +14,7 @@
 
 use agentkit_core::keys;
 use agentkit_core::{
-    Delta, FinishReason, MetadataMap, PartId, PartKind, TokenUsage, ToolCallPart, Usage,
+    Delta, FinishReason, MetadataMap, PartId, PartKind, TokenUsage, ToolCallPart, ToolInput, Usage,
 };
 use agentkit_http::{PriceTable, ProviderError, SseEventRef};
 use agentkit_loop::{ModelTurnEvent, ModelTurnResult};
@@ -109,9 +109,10 @@ impl GeminiDecoder {
                 || format!("{}{}", self.fallback_ids, self.calls),
                 str::to_owned,
             );
+            // Kept as text: the chunk's parsed value goes with the chunk.
             let input = match &call["args"] {
-                Value::Null => json!({}),
-                args => args.clone(),
+                Value::Null => ToolInput::empty_object(),
+                args => ToolInput::from_value(args),
             };
             let mut tool_call =
                 ToolCallPart::new(id, call["name"].as_str().unwrap_or_default(), input);

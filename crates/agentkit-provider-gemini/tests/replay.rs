@@ -80,10 +80,7 @@ replayed!(gemini_tool_call, |d: Decoded| {
     assert_eq!(d.calls.len(), 1);
     let call = &d.calls[0];
     assert_eq!(call.name, "weather");
-    assert_eq!(
-        *call.input,
-        serde_json::json!({"location": "San Francisco"})
-    );
+    assert_eq!(call.input, serde_json::json!({"location": "San Francisco"}));
     let signature = call.metadata["gemini.thought_signature"].as_str().unwrap();
     assert!(signature.starts_with("EqUCCqICAb4+9vsh8Pd5"), "{signature}");
     assert!(d.parts.is_empty(), "{:?}", d.parts);

@@ -19,7 +19,7 @@ use agentkit_core::{
     DataRef, FilePart, Item, ItemKind, MediaPart, Modality, Part, ToolCallPart, ToolOutput,
     ToolResultPart,
 };
-use agentkit_http::codec::{write_json_str, write_str};
+use agentkit_http::codec::write_str;
 use agentkit_loop::{
     BlockWriter, EncodedTranscript, OutputSchema, PromptCacheMode, PromptCacheRequest,
     PromptCacheRetention, TurnRequest,
@@ -246,7 +246,7 @@ fn encode_plain_item(config: &OpenAiConfig, item: &Item, out: &mut BlockWriter<'
                         buf.extend_from_slice(br#","type":"function","function":{"name":"#);
                         write_str(buf, &call.name);
                         buf.extend_from_slice(br#","arguments":"#);
-                        write_json_str(buf, &call.input);
+                        write_str(buf, call.input.as_str());
                         buf.extend_from_slice(b"}}");
                     }
                     buf.push(b']');

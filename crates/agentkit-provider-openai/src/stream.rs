@@ -14,7 +14,7 @@
 
 use crate::usage::WireUsage;
 use agentkit_core::keys;
-use agentkit_core::{Delta, FinishReason, MetadataMap, PartId, PartKind, ToolCallPart};
+use agentkit_core::{Delta, FinishReason, MetadataMap, PartId, PartKind, ToolCallPart, ToolInput};
 use agentkit_http::PriceTable;
 #[cfg(test)]
 use agentkit_http::SseEvent;
@@ -593,18 +593,14 @@ fn tool_call(
             "tool call {position} has no name"
         )));
     }
-    let input = if builder.arguments.trim().is_empty() {
-        Value::Object(Default::default())
-    } else {
-        serde_json::from_str(&builder.arguments).map_err(|err| {
-            ProviderError::protocol(format!(
-                "the arguments of tool call {} ({}) are not valid JSON ({err}): {}",
-                builder.name,
-                builder.id,
-                excerpt(&builder.arguments)
-            ))
-        })?
-    };
+    let input = ToolInput::from_arguments(&builder.arguments).map_err(|err| {
+        ProviderError::protocol(format!(
+            "the arguments of tool call {} ({}) are not valid JSON ({err}): {}",
+            builder.name,
+            builder.id,
+            excerpt(&builder.arguments)
+        ))
+    })?;
     // A few local servers omit ids; the loop needs one to pair the result,
     // unique across the session so results never pair with an older call.
     let id = if builder.id.is_empty() {

@@ -107,7 +107,7 @@ async fn a_two_round_tool_turn_is_accepted_by_the_server() {
     let calls = first.tool_calls();
     assert_eq!(calls.len(), 1, "{:?}", first.events);
     assert_eq!(calls[0].name, "get_weather");
-    assert!(calls[0].input.is_object());
+    assert!(calls[0].input.to_value().is_object());
 
     // Round 2 carries the call and its result: the request llama.cpp's chat
     // template used to reject (no `content` on the assistant message).

@@ -182,7 +182,7 @@ fn open_round(transcript: &[Item], saved: &[SnapshotCall]) -> Vec<SnapshotCall> 
                 None => SnapshotCall {
                     call_id: id,
                     tool_name: call.name.clone(),
-                    arguments_hash: arguments_hash(&call.input),
+                    arguments_hash: arguments_hash(&call.input.to_value()),
                     state: SnapshotCallState::Interrupted,
                 },
             })

@@ -121,3 +121,63 @@ async fn idle_steps_write_nothing_to_the_file() {
     session.close().await.unwrap();
     assert_eq!(store.load(&id).await.unwrap().items.len(), len);
 }
+
+/// A call saved before inputs were kept as text (a parsed `Value`, written
+/// pretty and with its own key order by an older version) loads, compares
+/// equal to its value and saves back as the same JSON value.
+#[tokio::test]
+async fn a_call_input_saved_as_a_parsed_value_still_loads() {
+    use agentkit_core::{Part, ToolInput};
+    use agentkit_store::NewSession;
+    use serde_json::json;
+
+    let backend = Sqlite::new();
+    let store = backend.open().await.unwrap();
+    let id = store.create(NewSession::new()).await.unwrap().id;
+    let old = r#"{
+      "id": "item-1",
+      "kind": "assistant",
+      "parts": [
+        {
+          "type": "tool_call",
+          "id": "call_1",
+          "name": "fs_read",
+          "input": { "path": "notes é.txt", "range": [1, 20.5, null], "opts": { "b": true, "a": "x\"y" } }
+        }
+      ]
+    }"#;
+    let conn = rusqlite::Connection::open(&backend.path).unwrap();
+    conn.execute(
+        "INSERT INTO items (session_id, seq, item) VALUES (?1, 0, ?2)",
+        rusqlite::params![id.as_str(), old],
+    )
+    .unwrap();
+
+    let loaded = store.load(&id).await.unwrap();
+    let [item] = loaded.items.as_slice() else {
+        panic!("one item expected: {:?}", loaded.items);
+    };
+    let Some(Part::ToolCall(call)) = item.parts.first() else {
+        panic!("a tool call expected: {item:?}");
+    };
+    let value = json!({ "path": "notes é.txt", "range": [1, 20.5, null], "opts": { "b": true, "a": "x\"y" } });
+    assert_eq!(call.input, value);
+    assert_eq!(
+        call.input.as_str(),
+        value.to_string(),
+        "kept as compact text"
+    );
+    assert_eq!(
+        call.input,
+        ToolInput::from_json(
+            r#"{"opts":{"a":"x\"y","b":true},"range":[1,20.5,null],"path":"notes é.txt"}"#
+        )
+        .unwrap()
+    );
+    let old_value: serde_json::Value = serde_json::from_str(old).unwrap();
+    assert_eq!(
+        serde_json::to_value(item).unwrap(),
+        old_value,
+        "saved back unchanged"
+    );
+}

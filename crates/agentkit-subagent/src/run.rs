@@ -248,10 +248,9 @@ pub(crate) fn surfaced(
         request
             .metadata
             .insert(keys::SUB_AGENT_TOOL.into(), call.name.into());
-        request.metadata.insert(
-            keys::SUB_AGENT_INPUT.into(),
-            std::sync::Arc::unwrap_or_clone(call.input),
-        );
+        request
+            .metadata
+            .insert(keys::SUB_AGENT_INPUT.into(), call.input.to_value());
     }
     request.metadata.insert(SUB_AGENT_KEY.into(), agent.into());
     request

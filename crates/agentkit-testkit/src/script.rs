@@ -1,6 +1,6 @@
 //! The scripted model.
 
-use agentkit_core::{Delta, FinishReason, PartId, PartKind, ToolCallPart, Usage};
+use agentkit_core::{Delta, FinishReason, PartId, PartKind, ToolCallPart, ToolInput, Usage};
 use agentkit_loop::{
     ModelAdapter, ModelError, ModelErrorKind, ModelSession, ModelTurn, ModelTurnEvent,
     ModelTurnResult, SessionConfig, TurnRequest,
@@ -394,7 +394,7 @@ impl ModelTurn for ScriptedTurnStream {
                 Some(ScriptStep::Event(event)) => Ok(Some(event)),
                 Some(ScriptStep::Fail(error)) => Err(error),
                 Some(ScriptStep::RawCall { id, name, input }) => {
-                    match serde_json::from_str::<Value>(&input) {
+                    match ToolInput::from_json(&input) {
                         Ok(input) => Ok(Some(ModelTurnEvent::ToolCall(ToolCallPart::new(
                             id, name, input,
                         )))),
@@ -488,7 +488,7 @@ mod tests {
             match turn.next_event().await.unwrap() {
                 Some(ModelTurnEvent::ToolCall(call)) => {
                     assert_eq!((call.id.as_str(), call.name.as_str()), ("c1", "echo"));
-                    assert_eq!(*call.input, serde_json::json!({ "text": "hi" }));
+                    assert_eq!(call.input, serde_json::json!({ "text": "hi" }));
                     inputs.push(call.input);
                 }
                 other => panic!("expected the call, got {other:?}"),
@@ -501,6 +501,6 @@ mod tests {
             );
         }
         // Each play parsed its own input, as a real adapter does.
-        assert!(!Arc::ptr_eq(&inputs[0], &inputs[1]));
+        assert_ne!(inputs[0].as_str().as_ptr(), inputs[1].as_str().as_ptr());
     }
 }

@@ -732,7 +732,7 @@ fn status_line(info: &ModelInfo, turn: &Usage, session: &Usage) -> Line {
 fn show_approval(ctx: &Ctx, pending: &PendingApproval) {
     let mut lines =
         vec![Line::new("? ", Look::Warn).and(format!("{}?", pending.request.summary), Look::Bold)];
-    let input = &pending.call.input;
+    let input = pending.call.input.to_value();
     let text = |key: &str| input.get(key).and_then(|v| v.as_str());
     if let (Some(old), Some(new)) = (text("old_string"), text("new_string")) {
         lines.extend(

@@ -245,7 +245,7 @@ fn running_label(call: &ToolCallPart) -> String {
 
 /// The arguments of a call in a few words.
 pub fn summarize_arguments(call: &ToolCallPart) -> String {
-    let input = &call.input;
+    let input = call.input.to_value();
     let text = |key: &str| input.get(key).and_then(Value::as_str);
     let summary = match call.name.as_str() {
         "shell_exec" => text("command").map(|c| format!("$ {c}")),

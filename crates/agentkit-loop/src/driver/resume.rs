@@ -112,7 +112,9 @@ pub(crate) fn check_snapshot(
                 saved.call_id
             ));
         };
-        if call.name != saved.tool_name || arguments_hash(&call.input) != saved.arguments_hash {
+        if call.name != saved.tool_name
+            || arguments_hash(&call.input.to_value()) != saved.arguments_hash
+        {
             return refuse(format!(
                 "tool call {} no longer matches its recorded name and arguments",
                 saved.call_id

@@ -23,7 +23,7 @@ use agentkit_core::{
     DataRef, FilePart, Item, ItemKind, MediaPart, Modality, Part, ReasoningPart, ToolOutput,
     ToolResultPart,
 };
-use agentkit_http::codec::{write_json_str, write_str};
+use agentkit_http::codec::write_str;
 use agentkit_loop::{
     BlockWriter, EncodedTranscript, OutputSchema, PromptCacheMode, PromptCacheRequest, TurnRequest,
 };
@@ -140,7 +140,7 @@ fn encode_plain_item(item: &Item, out: &mut BlockWriter<'_>) -> bool {
                     buf.extend_from_slice(br#","name":"#);
                     write_str(buf, &call.name);
                     buf.extend_from_slice(br#","arguments":"#);
-                    write_json_str(buf, &call.input);
+                    write_str(buf, call.input.as_str());
                     buf.push(b'}');
                 });
             }

@@ -24,7 +24,8 @@
 use super::hosted;
 use agentkit_core::keys;
 use agentkit_core::{
-    CostUsage, Delta, FinishReason, MetadataMap, PartId, PartKind, TokenUsage, ToolCallPart, Usage,
+    CostUsage, Delta, FinishReason, MetadataMap, PartId, PartKind, TokenUsage, ToolCallPart,
+    ToolInput, Usage,
 };
 use agentkit_http::codec::{self, Layout};
 use agentkit_http::{PriceTable, ProviderError, SseEventRef};
@@ -527,18 +528,14 @@ impl ResponsesDecoder {
                 builder.name, builder.call_id
             )));
         }
-        let input = if builder.arguments.trim().is_empty() {
-            Value::Object(Default::default())
-        } else {
-            serde_json::from_str(&builder.arguments).map_err(|err| {
-                ProviderError::protocol(format!(
-                    "the arguments of function call {} ({}) are not valid JSON ({err}): {}",
-                    builder.name,
-                    builder.call_id,
-                    excerpt(&builder.arguments)
-                ))
-            })?
-        };
+        let input = ToolInput::from_arguments(&builder.arguments).map_err(|err| {
+            ProviderError::protocol(format!(
+                "the arguments of function call {} ({}) are not valid JSON ({err}): {}",
+                builder.name,
+                builder.call_id,
+                excerpt(&builder.arguments)
+            ))
+        })?;
         let id = if builder.call_id.is_empty() {
             format!("{}{position}", self.fallback_ids)
         } else {

@@ -617,7 +617,7 @@ pub(crate) fn tool_request(call: &agentkit_core::ToolCallPart) -> agentkit_tools
     agentkit_tools_core::ToolRequest {
         call_id: call.id.clone(),
         tool_name: call.name.clone(),
-        input: call.input.clone(),
+        input: call.input.shared_value(),
         metadata: call.metadata.clone(),
     }
 }

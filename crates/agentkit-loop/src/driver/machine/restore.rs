@@ -183,7 +183,7 @@ fn snapshot_call(entry: &RoundCall) -> SnapshotCall {
     SnapshotCall {
         call_id: entry.call.id.clone(),
         tool_name: entry.call.name.clone(),
-        arguments_hash: arguments_hash(&entry.call.input),
+        arguments_hash: arguments_hash(&entry.call.input.to_value()),
         state: match &entry.state {
             CallState::Unchecked => SnapshotCallState::Unchecked,
             CallState::Queued(_) => SnapshotCallState::Queued,
