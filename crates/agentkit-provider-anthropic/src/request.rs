@@ -367,14 +367,14 @@ fn encode_item(item: &Item, out: &mut BlockWriter<'_>) {
         out.block(tag::INLINE, |buf| write_text_block(buf, &text));
         return;
     }
-    for (role, block) in item_blocks(item) {
+    for_each_block(item, |role, block| {
         let flag = if block.is_thinking() {
             tag::NOT_CACHEABLE
         } else {
             0
         };
         out.block(role | flag, |buf| block.write(buf));
-    }
+    });
 }
 
 /// `{"type":"text","text":<text>}`, as serde_json writes it.
@@ -460,23 +460,26 @@ fn joined_text(item: &Item) -> String {
         .join("\n\n")
 }
 
-/// One item's blocks with their roles: an assistant item's own blocks,
-/// then its tool results as user blocks; a user-side item's tool results
-/// first (they open the user message they belong to), then its own.
-fn item_blocks(item: &Item) -> impl Iterator<Item = (u8, Block<'_>)> + '_ {
+/// One item's blocks with their roles, handed to `f` in order: an
+/// assistant item's own blocks, then its tool results as user blocks; a
+/// user-side item's tool results first (they open the user message they
+/// belong to), then its own.
+fn for_each_block<'a>(item: &'a Item, mut f: impl FnMut(u8, Block<'a>)) {
     let assistant = item.kind == ItemKind::Assistant;
     let role = if assistant { tag::ASSISTANT } else { tag::USER };
-    let own = move |part| own_block(part, assistant).map(|block| (role, block));
-    let result = |part| result_block(part).map(|block| (tag::USER, block));
-    let before = item.parts.iter().filter(move |_| assistant).filter_map(own);
-    let after = item
-        .parts
-        .iter()
-        .filter(move |_| !assistant)
-        .filter_map(own);
-    before
-        .chain(item.parts.iter().filter_map(result))
-        .chain(after)
+    if assistant {
+        for block in item.parts.iter().filter_map(|part| own_block(part, true)) {
+            f(role, block);
+        }
+    }
+    for block in item.parts.iter().filter_map(result_block) {
+        f(tag::USER, block);
+    }
+    if !assistant {
+        for block in item.parts.iter().filter_map(|part| own_block(part, false)) {
+            f(role, block);
+        }
+    }
 }
 
 /// The block of a tool result; `None` for any other part.
@@ -663,7 +666,7 @@ mod plain_blocks {
             serde_json::to_string(&json!({ "b": 1, "a": 2 })).unwrap() == r#"{"b":1,"a":2}"#;
         let mut blocks = 0;
         for item in &items {
-            for (_, block) in item_blocks(item) {
+            for_each_block(item, |_, block| {
                 let mut written = Vec::new();
                 block.write(&mut written);
                 let expected = serde_json::to_vec(&as_value(&block)).unwrap();
@@ -673,7 +676,7 @@ mod plain_blocks {
                     assert_eq!(written, expected);
                 }
                 blocks += 1;
-            }
+            });
         }
         assert_eq!(blocks, 6);
         // System text too, through the whole encoder.

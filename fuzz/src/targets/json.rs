@@ -10,11 +10,12 @@
 //! reads is what serde_json reads; a plain string read is matched whole by
 //! `same_str`, which matches nothing else that serde_json does not read as
 //! that string; any text `write_str` writes, and any document
-//! `write_value` writes, as serde_json writes them, byte for byte (the
+//! `write_value` and `write_json_str` write, as serde_json writes them
+//! (the latter as the document's text in a string), byte for byte (the
 //! request encoders build bodies with them).
 
 use crate::{Outcome, Target, seeds_or_tokens};
-use agentkit_http::codec::{self, Layout, write_str, write_value};
+use agentkit_http::codec::{self, Layout, write_json_str, write_str, write_value};
 use proptest::strategy::BoxedStrategy;
 use serde::Deserialize;
 use serde_json::Value;
@@ -99,6 +100,17 @@ fn check(input: &[u8]) -> Outcome {
         if written != expected {
             return Err(format!(
                 "wrote {value} as {:?}",
+                String::from_utf8_lossy(&written)
+            ));
+        }
+        // A tool call's `arguments`: the document's text as a string,
+        // escaped while it is written.
+        let mut written = Vec::new();
+        write_json_str(&mut written, &value);
+        let expected = serde_json::to_vec(&value.to_string()).map_err(|err| err.to_string())?;
+        if written != expected {
+            return Err(format!(
+                "wrote {value} as the string {:?}",
                 String::from_utf8_lossy(&written)
             ));
         }

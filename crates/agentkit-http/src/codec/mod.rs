@@ -6,8 +6,8 @@
 //! - **Writing** ([`write_str`], [`write_json_str`], [`write_value`]): the
 //!   public writer API the request encoders build bodies with. Each writes
 //!   byte for byte what serde_json writes (so a body is the body serde_json
-//!   would build), copying the runs between escapes whole where serde_json
-//!   looks at every byte. These three functions are the whole writer
+//!   would build), copying eight bytes at a time where serde_json looks at
+//!   every byte. These three functions are the whole writer
 //!   surface; how they scan is private.
 //! - **Reading** ([`from_str`], [`Layout`]): what the providers' stream
 //!   decoders read events with. `from_str` is serde's derive over a
@@ -18,8 +18,8 @@
 //!   private: it only ever answers "this is what serde_json would have
 //!   read" or "ask serde_json".
 //!
-//! Both halves share one scanner that finds a quote, backslash or control
-//! character eight bytes at a time.
+//! Both halves share one test that finds a quote, backslash or control
+//! character among eight bytes at once.
 
 mod de;
 mod layout;
