@@ -7,7 +7,7 @@
 //! the call's start is then stored). A rewrite is one transaction of its
 //! own, between the batches before and after it.
 
-use crate::postgres::{archive, db, get, insert_items};
+use crate::postgres::{archive, db, get, hold_lease, insert_items};
 use crate::recover::Mark;
 use crate::store::{LeaseToken, LogEntry, LogWriter};
 use crate::{StoreError, StoreResult};
@@ -121,17 +121,7 @@ async fn write_rewrite(pool: &Pool, lease: &LeaseToken, entry: &LogEntry) -> Sto
     let mut object = get(pool).await?;
     let client: &mut tokio_postgres::Client = &mut object;
     let tx = client.transaction().await.map_err(db)?;
-    let holder: Option<String> = tx
-        .query_opt(
-            "SELECT owner FROM agentkit_leases WHERE session_id = $1 FOR UPDATE",
-            &[&id.as_str()],
-        )
-        .await
-        .map_err(db)?
-        .map(|row| row.get(0));
-    if holder.as_deref() != Some(lease.owner.as_str()) {
-        return Err(StoreError::LeaseLost(id.clone()));
-    }
+    hold_lease(&tx, lease).await?;
     archive(&tx, id, archived).await?;
     tx.execute(
         "DELETE FROM agentkit_items WHERE session_id = $1",

@@ -274,6 +274,24 @@ pub(crate) async fn insert_items(
     Ok(())
 }
 
+/// Locks the session's lease row for the rest of `tx` and checks that
+/// `lease` still holds it: every write that replaces rows starts here, so
+/// a worker whose lease expired cannot overwrite its successor's.
+pub(crate) async fn hold_lease(tx: &impl GenericClient, lease: &LeaseToken) -> StoreResult<()> {
+    let holder: Option<String> = tx
+        .query_opt(
+            "SELECT owner FROM agentkit_leases WHERE session_id = $1 FOR UPDATE",
+            &[&lease.session_id.as_str()],
+        )
+        .await
+        .map_err(db)?
+        .map(|row| row.get(0));
+    if holder.as_deref() != Some(lease.owner.as_str()) {
+        return Err(StoreError::LeaseLost(lease.session_id.clone()));
+    }
+    Ok(())
+}
+
 /// Appends `items` to the session's archive (one statement, like
 /// [`insert_items`]).
 pub(crate) async fn archive(
@@ -436,17 +454,7 @@ impl SessionStore for PgStore {
         let client: &mut Client = &mut object;
         let tx = client.transaction().await.map_err(db)?;
         let id = &lease.session_id;
-        let holder: Option<String> = tx
-            .query_opt(
-                "SELECT owner FROM agentkit_leases WHERE session_id = $1 FOR UPDATE",
-                &[&id.as_str()],
-            )
-            .await
-            .map_err(db)?
-            .map(|row| row.get(0));
-        if holder.as_deref() != Some(lease.owner.as_str()) {
-            return Err(StoreError::LeaseLost(id.clone()));
-        }
+        hold_lease(&tx, lease).await?;
         archive(&tx, id, checkpoint.archived).await?;
         let keep = match checkpoint.items {
             Some((first, _)) => first.min(checkpoint.transcript_len),
@@ -509,17 +517,7 @@ impl SessionStore for PgStore {
         let client: &mut Client = &mut object;
         let tx = client.transaction().await.map_err(db)?;
         let id = lease.session_id.as_str();
-        let holder: Option<String> = tx
-            .query_opt(
-                "SELECT owner FROM agentkit_leases WHERE session_id = $1 FOR UPDATE",
-                &[&id],
-            )
-            .await
-            .map_err(db)?
-            .map(|row| row.get(0));
-        if holder.as_deref() != Some(lease.owner.as_str()) {
-            return Err(StoreError::LeaseLost(lease.session_id.clone()));
-        }
+        hold_lease(&tx, lease).await?;
         tx.execute(
             "DELETE FROM agentkit_input_log WHERE session_id = $1 AND seq >= $2",
             &[&id, &(from as i64)],
