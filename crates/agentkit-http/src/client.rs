@@ -65,8 +65,8 @@ pub struct HttpConfig {
     /// client's CPUs, so requests beyond a few dozen per CPU only queue
     /// inside it, while each holds a connection's buffers on both sides
     /// (about 57 KB in the client's HTTP stack alone). Ten thousand
-    /// sessions against a local server on two CPUs use a third less CPU
-    /// and 60 MB less memory at 64 than at 1,000. Raise it for a local
+    /// sessions against a local server on two CPUs use about a fifth less
+    /// CPU and 60 MiB less memory at 64 than at 1,000. Raise it for a local
     /// server whose work is not on these CPUs and that serves many requests
     /// at once (a GPU server batching hundreds of sequences).
     pub max_local_connections: usize,
