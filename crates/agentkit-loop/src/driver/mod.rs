@@ -79,8 +79,9 @@ pub struct LoopDriver<S: ModelSession> {
     core: DriverCore,
     session: S,
     /// The soft-interrupt queue the host pushes to; the core is told what
-    /// it holds at each safe point.
-    soft: SoftInterruptHandle,
+    /// it holds at each safe point. Made when the host first asks for it
+    /// (or a snapshot brings messages): a queue nobody holds is empty.
+    soft: std::sync::OnceLock<SoftInterruptHandle>,
     cancellation: Option<CancellationHandle>,
     /// The cancellation checkpoint of the user turn in progress (its
     /// number in the core).
@@ -237,27 +238,21 @@ impl<S: ModelSession> LoopDriver<S> {
         core.pending_input = input;
         core.next_item_index = transcript.next_item_index;
         core.log = crate::transcript::TranscriptLog::starting_from(transcript);
-        Self::from_core(
-            core,
-            parts.session,
-            parts.config,
-            SoftInterruptHandle::default(),
-            parts.cancellation,
-        )
+        Self::from_core(core, parts.session, parts.config, None, parts.cancellation)
     }
 
     pub(crate) fn from_core(
         core: DriverCore,
         session: S,
         config: Arc<dyn DriverConfig>,
-        soft: SoftInterruptHandle,
+        soft: Option<SoftInterruptHandle>,
         cancellation: Option<CancellationHandle>,
     ) -> Self {
         let session_id = core.session_id.clone();
         let driver = Self {
             core,
             session,
-            soft,
+            soft: soft.map_or_else(std::sync::OnceLock::new, std::sync::OnceLock::from),
             cancellation,
             checkpoint: None,
             config,
@@ -318,7 +313,7 @@ impl<S: ModelSession> LoopDriver<S> {
         let background = self.background.get().map_or(0, BackgroundTasks::changes);
         self.core
             .generation
-            .wrapping_add(self.soft.changes())
+            .wrapping_add(self.soft.get().map_or(0, SoftInterruptHandle::changes))
             .wrapping_add(background)
     }
 
@@ -327,7 +322,7 @@ impl<S: ModelSession> LoopDriver<S> {
     /// taken before a snapshot keeps feeding the driver resumed from that
     /// snapshot in the same process.
     pub fn soft_interrupts(&self) -> SoftInterruptHandle {
-        self.soft.clone()
+        self.soft.get_or_init(SoftInterruptHandle::default).clone()
     }
 
     /// The calls running in the background (see [`TaskRouting`](crate::TaskRouting)): list
@@ -522,7 +517,8 @@ impl<S: ModelSession> LoopDriver<S> {
                     Action::TakeQueued { follow_ups } => {
                         let messages = self
                             .soft
-                            .drain(follow_ups)
+                            .get()
+                            .and_then(|soft| soft.drain(follow_ups))
                             .map(|(item, messages)| QueuedMessages { item, messages });
                         self.core.on_queued(messages);
                         self.core.poll()
@@ -592,7 +588,8 @@ impl<S: ModelSession> LoopDriver<S> {
         {
             self.core.on_cancelled();
         }
-        if self.core.wants_urgent() && self.soft.has_urgent() {
+        if self.core.wants_urgent() && self.soft.get().is_some_and(SoftInterruptHandle::has_urgent)
+        {
             self.core.on_urgent_queued();
         }
     }

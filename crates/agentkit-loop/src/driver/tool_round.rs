@@ -175,8 +175,9 @@ impl<S: ModelSession> LoopDriver<S> {
             return;
         }
         let cancellation = self.turn_cancellation();
+        // No queue yet means nobody can push to one while this waits.
         let soft = if wake_on_urgent {
-            Some(self.soft.clone())
+            self.soft.get().cloned()
         } else {
             None
         };
