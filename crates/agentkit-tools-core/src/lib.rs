@@ -101,7 +101,7 @@ pub use approval::{ApprovalDecision, ApprovalReason, ApprovalRequest};
 pub use auth::{AuthOperation, AuthRequest};
 pub use dynamic::{CatalogReader, CatalogWriter, dynamic_catalog};
 pub use error::ToolError;
-pub use executor::{BasicToolExecutor, Preflight, ToolExecutor};
+pub use executor::{BasicToolExecutor, ExecuteFuture, Preflight, ToolExecutor};
 pub use federation::{CatalogError, CollisionPolicy, ResolvedCatalog, ToolFederation};
 pub use nested::{EventSink, ToolResume, UsageSink};
 pub use normalize::{SchemaDialect, normalize_for};
