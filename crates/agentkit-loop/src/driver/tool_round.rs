@@ -9,7 +9,7 @@
 //! running call: the between-tools point is *between* tools.
 
 use super::machine::{Routed, StartCall, ToolOutcome};
-use super::{LoopDriver, Running, RunningCall, notify};
+use super::{CallRun, LoopDriver, Running, RunningCall, notify};
 use crate::background::AbandonOnDrop;
 use crate::{AgentEvent, BackgroundTasks, ModelSession, TaskRouting, ToolJob};
 use agentkit_core::ToolCallId;
@@ -149,18 +149,28 @@ impl<S: ModelSession> LoopDriver<S> {
                     .boxed(),
                 ))
             }
-            _ => Some(RunningCall::Managed {
-                index,
-                call_id,
-                run: manager.run_shared(job).instrument(span),
-                record_content,
-            }),
+            _ => {
+                let run = if manager.runs_inline() {
+                    CallRun::inline(job)
+                } else {
+                    CallRun::Managed(manager.run_shared(job))
+                };
+                Some(RunningCall::Managed {
+                    index,
+                    call_id,
+                    run: run.instrument(span),
+                    record_content,
+                })
+            }
         }
     }
 
     /// The time on the core's clock: since the first time it was read.
     fn now(&mut self) -> Duration {
-        self.clock.get_or_insert_with(Instant::now).elapsed()
+        self.rare_mut()
+            .clock
+            .get_or_insert_with(Instant::now)
+            .elapsed()
     }
 
     /// Waits until a call finishes or asks the host something, the turn is
@@ -175,15 +185,18 @@ impl<S: ModelSession> LoopDriver<S> {
             return;
         }
         let cancellation = self.turn_cancellation();
+        // No queue yet means nobody can push to one while this waits.
         let soft = if wake_on_urgent {
-            Some(self.soft.clone())
+            self.soft.get().cloned()
         } else {
             None
         };
         // The core's next deadline, on the clock it was given; no clock
         // read yet means no timer ever ran, and the calls are not scanned.
         let deadline = self
-            .clock
+            .rare
+            .as_ref()
+            .and_then(|rare| rare.clock)
             .and_then(|origin| Some(origin + self.core.poll_timeout()?));
         let questions = self.questions.as_ref().map(|(queue, _)| queue.clone());
         let mut timed_out = false;
@@ -264,7 +277,7 @@ impl<S: ModelSession> LoopDriver<S> {
         };
         for (call_id, question, reply) in questions.take() {
             if self.core.on_tool_question(&call_id, question) {
-                self.replies.push((call_id, reply));
+                self.rare_mut().replies.push((call_id, reply));
             } else {
                 let _ = reply.send(HostAnswer::Decline);
             }
@@ -273,8 +286,11 @@ impl<S: ModelSession> LoopDriver<S> {
 
     /// Sends the host's answer to the call waiting for it.
     pub(super) fn reply(&mut self, call_id: &ToolCallId, answer: HostAnswer) {
-        if let Some(at) = self.replies.iter().position(|(id, _)| id == call_id) {
-            let (_, reply) = self.replies.swap_remove(at);
+        let Some(rare) = &mut self.rare else {
+            return;
+        };
+        if let Some(at) = rare.replies.iter().position(|(id, _)| id == call_id) {
+            let (_, reply) = rare.replies.swap_remove(at);
             let _ = reply.send(answer);
         }
     }
