@@ -19,7 +19,7 @@ mod running;
 mod tool_round;
 
 pub(crate) use resume::check_snapshot;
-pub(crate) use running::{Running, RunningCall, Salvage};
+pub(crate) use running::{CallRun, Running, RunningCall, Salvage};
 
 use crate::error::panic_message;
 use crate::{

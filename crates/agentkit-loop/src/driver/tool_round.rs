@@ -9,7 +9,7 @@
 //! running call: the between-tools point is *between* tools.
 
 use super::machine::{Routed, StartCall, ToolOutcome};
-use super::{LoopDriver, Running, RunningCall, notify};
+use super::{CallRun, LoopDriver, Running, RunningCall, notify};
 use crate::background::AbandonOnDrop;
 use crate::{AgentEvent, BackgroundTasks, ModelSession, TaskRouting, ToolJob};
 use agentkit_core::ToolCallId;
@@ -149,12 +149,19 @@ impl<S: ModelSession> LoopDriver<S> {
                     .boxed(),
                 ))
             }
-            _ => Some(RunningCall::Managed {
-                index,
-                call_id,
-                run: manager.run_shared(job).instrument(span),
-                record_content,
-            }),
+            _ => {
+                let run = if manager.runs_inline() {
+                    CallRun::inline(job)
+                } else {
+                    CallRun::Managed(manager.run_shared(job))
+                };
+                Some(RunningCall::Managed {
+                    index,
+                    call_id,
+                    run: run.instrument(span),
+                    record_content,
+                })
+            }
         }
     }
 
