@@ -45,6 +45,7 @@ pub enum ItemKind {
 /// agentkit_core::validate_transcript(&[question, asked, answered]).unwrap();
 /// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(from = "StoredItem")]
 pub struct Item {
     /// The item's id; the driver assigns one when an item is appended without.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -56,6 +57,56 @@ pub struct Item {
     /// Extra data.
     #[serde(default, skip_serializing_if = "MetadataMap::is_empty")]
     pub metadata: MetadataMap,
+    /// Why the model's answer ended, when the item's content does not say
+    /// it (see [`Item::finish_reason`]). Boxed: an `Item` stays 64 bytes,
+    /// and only the rare reasons allocate.
+    #[serde(
+        rename = "finish_reason",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    finish: Option<Box<FinishReason>>,
+}
+
+/// An item as stored: the fields of [`Item`], read from either form of the
+/// finish reason (the `finish_reason` field, or the `agentkit.finish_reason`
+/// metadata entry that transcripts saved before the field carry).
+#[derive(Deserialize)]
+struct StoredItem {
+    #[serde(default)]
+    id: Option<ItemId>,
+    kind: ItemKind,
+    parts: Vec<Part>,
+    #[serde(default)]
+    metadata: MetadataMap,
+    #[serde(default)]
+    finish_reason: Option<FinishReason>,
+}
+
+impl From<StoredItem> for Item {
+    fn from(stored: StoredItem) -> Self {
+        let mut item = Item {
+            id: stored.id,
+            kind: stored.kind,
+            parts: stored.parts,
+            metadata: stored.metadata,
+            finish: None,
+        };
+        let mut reason = stored.finish_reason;
+        // The old form moves into the field; an entry that is not a reason
+        // stays where it was.
+        if !item.metadata.is_empty()
+            && let Some(value) = item.metadata.get(crate::keys::FINISH_REASON)
+            && let Ok(old) = FinishReason::deserialize(value)
+        {
+            item.metadata.remove(crate::keys::FINISH_REASON);
+            reason = reason.or(Some(old));
+        }
+        if let Some(reason) = reason {
+            item.set_finish_reason(reason);
+        }
+        item
+    }
 }
 
 impl Item {
@@ -66,6 +117,7 @@ impl Item {
             kind,
             parts,
             metadata: MetadataMap::new(),
+            finish: None,
         }
     }
 
@@ -128,33 +180,74 @@ impl Item {
     /// Why the model's answer in this assistant item ended; `None` for
     /// other kinds of item.
     ///
-    /// The loop writes the reason as the [`keys::FINISH_REASON`] entry only
-    /// when the item does not already say it: an answer with tool calls that
-    /// ended for them ([`FinishReason::ToolCall`]) and one without calls
-    /// that ended normally ([`FinishReason::Completed`]) carry no entry, so
-    /// the ordinary answer costs no metadata. This reads either form.
+    /// An item keeps the reason only when its content does not already say
+    /// it: an answer with tool calls that ended for them
+    /// ([`FinishReason::ToolCall`]) and one without calls that ended
+    /// normally ([`FinishReason::Completed`]) keep nothing, so the ordinary
+    /// answer costs nothing. It serializes as the item's `finish_reason`
+    /// field; a transcript saved with the older
+    /// [`keys::FINISH_REASON`] metadata entry reads into the field.
     ///
     /// [`keys::FINISH_REASON`]: crate::keys::FINISH_REASON
     ///
     /// ```
-    /// use agentkit_core::{FinishReason, Item, keys};
+    /// use agentkit_core::{FinishReason, Item};
     ///
     /// assert_eq!(Item::assistant("done").finish_reason(), Some(FinishReason::Completed));
-    /// let cut = Item::assistant("The answer is").with_metadata(keys::FINISH_REASON, "max_tokens");
+    /// let cut = Item::assistant("The answer is").with_finish_reason(FinishReason::MaxTokens);
     /// assert_eq!(cut.finish_reason(), Some(FinishReason::MaxTokens));
+    /// assert_eq!(
+    ///     serde_json::to_value(&cut).unwrap()["finish_reason"],
+    ///     "max_tokens"
+    /// );
     /// assert_eq!(Item::user("hi").finish_reason(), None);
     /// ```
     pub fn finish_reason(&self) -> Option<FinishReason> {
         if self.kind != ItemKind::Assistant {
             return None;
         }
-        if let Some(value) = self.metadata.get(crate::keys::FINISH_REASON) {
+        if let Some(reason) = &self.finish {
+            return Some((**reason).clone());
+        }
+        // An item built in code with the older metadata entry.
+        if !self.metadata.is_empty()
+            && let Some(value) = self.metadata.get(crate::keys::FINISH_REASON)
+        {
             return FinishReason::deserialize(value).ok();
         }
-        Some(if self.tool_calls().next().is_some() {
+        Some(self.implied_finish_reason())
+    }
+
+    /// The reason an assistant item's content says: calls, or a finished
+    /// answer.
+    fn implied_finish_reason(&self) -> FinishReason {
+        if self.tool_calls().next().is_some() {
             FinishReason::ToolCall
         } else {
             FinishReason::Completed
-        })
+        }
     }
+
+    /// Records why the model's answer ended; a reason the content already
+    /// says (see [`finish_reason`](Self::finish_reason)) is not kept. Only
+    /// assistant items keep one.
+    pub fn set_finish_reason(&mut self, reason: FinishReason) {
+        self.finish = (self.kind == ItemKind::Assistant && reason != self.implied_finish_reason())
+            .then(|| Box::new(reason));
+    }
+
+    /// The item with this finish reason (see
+    /// [`set_finish_reason`](Self::set_finish_reason)).
+    pub fn with_finish_reason(mut self, reason: FinishReason) -> Self {
+        self.set_finish_reason(reason);
+        self
+    }
+}
+
+#[cfg(all(test, target_pointer_width = "64"))]
+#[test]
+fn an_item_stays_64_bytes_with_its_finish_reason() {
+    // The field sits where the kind's padding was, next to a one-pointer
+    // metadata map: a transcript of many items pays nothing for it.
+    assert_eq!(std::mem::size_of::<Item>(), 64);
 }

@@ -19,8 +19,10 @@ pub const ERROR_KIND: &str = "agentkit.error_kind";
 pub const AUTH_REQUEST: &str = "agentkit.auth_request";
 /// On a tool call whose id the model repeated: the model's original id.
 pub const ORIGINAL_CALL_ID: &str = "agentkit.original_call_id";
-/// On an assistant item: why the model's answer ended, when the item does
-/// not say it already (see [`Item::finish_reason`](crate::Item::finish_reason)).
+/// On an assistant item saved by an older version: why the model's answer
+/// ended. The reason is now the item's own field (see
+/// [`Item::finish_reason`](crate::Item::finish_reason)); an item read with
+/// this entry has it moved into the field.
 pub const FINISH_REASON: &str = "agentkit.finish_reason";
 /// On a turn result: the turn was cancelled by the host.
 pub const INTERRUPTED: &str = "agentkit.interrupted";

@@ -7,7 +7,9 @@
 //! assistant item), and a session keeps every one of them. A `BTreeMap`
 //! allocates a node of eleven slots for its first entry (632 bytes here);
 //! [`MetadataMap`] keeps its entries in one boxed slice sized exactly, so an
-//! empty map allocates nothing and a one-entry map allocates 56 bytes.
+//! empty map allocates nothing and a one-entry map allocates 56 bytes. The
+//! slice's own handle is boxed too, so the map is one pointer (8 bytes, null
+//! when empty) in every item and part, which are mostly without metadata.
 //! Lookups are a binary search; inserting copies the entries, which for
 //! maps this small is cheaper than a tree's node.
 
@@ -37,26 +39,55 @@ use std::fmt;
 /// ```
 #[derive(Default, PartialEq, Eq)]
 pub struct MetadataMap {
-    /// Sorted by key, keys unique, no spare capacity.
-    entries: Box<[(String, Value)]>,
+    /// Sorted by key, keys unique, no spare capacity; `None` when empty.
+    entries: Option<Box<Entries>>,
 }
+
+type Entries = Box<[(String, Value)]>;
 
 impl MetadataMap {
     /// An empty map; allocates nothing.
     pub fn new() -> Self {
+        Self { entries: None }
+    }
+
+    /// The entries, in key order.
+    fn slice(&self) -> &[(String, Value)] {
+        match &self.entries {
+            Some(entries) => entries,
+            None => &[],
+        }
+    }
+
+    fn slice_mut(&mut self) -> &mut [(String, Value)] {
+        match &mut self.entries {
+            Some(entries) => entries,
+            None => &mut [],
+        }
+    }
+
+    /// Takes the entries out as a vector, leaving the map empty.
+    fn take_vec(&mut self) -> Vec<(String, Value)> {
+        self.entries
+            .take()
+            .map_or_else(Vec::new, |entries| entries.into_vec())
+    }
+
+    /// Entries already sorted and unique.
+    fn from_sorted(entries: Vec<(String, Value)>) -> Self {
         Self {
-            entries: Box::new([]),
+            entries: (!entries.is_empty()).then(|| Box::new(entries.into_boxed_slice())),
         }
     }
 
     /// The number of entries.
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.slice().len()
     }
 
     /// `true` when there are no entries.
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.entries.is_none()
     }
 
     fn find<Q>(&self, key: &Q) -> Result<usize, usize>
@@ -64,7 +95,7 @@ impl MetadataMap {
         String: Borrow<Q>,
         Q: Ord + ?Sized,
     {
-        self.entries
+        self.slice()
             .binary_search_by(|(k, _)| Borrow::<Q>::borrow(k).cmp(key))
     }
 
@@ -75,7 +106,7 @@ impl MetadataMap {
         Q: Ord + ?Sized,
     {
         let index = self.find(key).ok()?;
-        Some(&self.entries[index].1)
+        Some(&self.slice()[index].1)
     }
 
     /// The value of `key`, to change it in place.
@@ -85,7 +116,7 @@ impl MetadataMap {
         Q: Ord + ?Sized,
     {
         let index = self.find(key).ok()?;
-        Some(&mut self.entries[index].1)
+        Some(&mut self.slice_mut()[index].1)
     }
 
     /// `true` when `key` has a value.
@@ -100,12 +131,12 @@ impl MetadataMap {
     /// Sets `key` to `value`; returns the value it replaced.
     pub fn insert(&mut self, key: String, value: Value) -> Option<Value> {
         match self.find(key.as_str()) {
-            Ok(index) => Some(std::mem::replace(&mut self.entries[index].1, value)),
+            Ok(index) => Some(std::mem::replace(&mut self.slice_mut()[index].1, value)),
             Err(index) => {
-                let mut entries = std::mem::take(&mut self.entries).into_vec();
+                let mut entries = self.take_vec();
                 entries.reserve_exact(1);
                 entries.insert(index, (key, value));
-                self.entries = entries.into_boxed_slice();
+                *self = Self::from_sorted(entries);
                 None
             }
         }
@@ -118,42 +149,42 @@ impl MetadataMap {
         Q: Ord + ?Sized,
     {
         let index = self.find(key).ok()?;
-        let mut entries = std::mem::take(&mut self.entries).into_vec();
+        let mut entries = self.take_vec();
         let (_, value) = entries.remove(index);
-        self.entries = entries.into_boxed_slice();
+        *self = Self::from_sorted(entries);
         Some(value)
     }
 
     /// Keeps only the entries `keep` says yes to.
     pub fn retain(&mut self, mut keep: impl FnMut(&String, &mut Value) -> bool) {
-        let mut entries = std::mem::take(&mut self.entries).into_vec();
+        let mut entries = self.take_vec();
         entries.retain_mut(|(k, v)| keep(k, v));
-        self.entries = entries.into_boxed_slice();
+        *self = Self::from_sorted(entries);
     }
 
     /// Removes every entry.
     pub fn clear(&mut self) {
-        self.entries = Box::new([]);
+        self.entries = None;
     }
 
     /// The entries in key order.
     pub fn iter(&self) -> MetadataIter<'_> {
-        MetadataIter(self.entries.iter())
+        MetadataIter(self.slice().iter())
     }
 
     /// The entries in key order, values mutable.
     pub fn iter_mut(&mut self) -> impl ExactSizeIterator<Item = (&String, &mut Value)> {
-        self.entries.iter_mut().map(|(k, v)| (&*k, v))
+        self.slice_mut().iter_mut().map(|(k, v)| (&*k, v))
     }
 
     /// The keys in order.
     pub fn keys(&self) -> impl ExactSizeIterator<Item = &String> {
-        self.entries.iter().map(|(k, _)| k)
+        self.slice().iter().map(|(k, _)| k)
     }
 
     /// The values in key order.
     pub fn values(&self) -> impl ExactSizeIterator<Item = &Value> {
-        self.entries.iter().map(|(_, v)| v)
+        self.slice().iter().map(|(_, v)| v)
     }
 
     /// A map of `entries` in any order; a repeated key keeps its last value.
@@ -167,22 +198,16 @@ impl MetadataMap {
                 _ => deduped.push(entry),
             }
         }
-        Self {
-            entries: deduped.into_boxed_slice(),
-        }
+        Self::from_sorted(deduped)
     }
 }
 
 impl Clone for MetadataMap {
     /// Most maps are empty; copying an item clones several, so the empty
-    /// case skips the slice copy's bookkeeping.
+    /// case copies a null pointer.
     fn clone(&self) -> Self {
-        if self.entries.is_empty() {
-            Self::new()
-        } else {
-            Self {
-                entries: self.entries.clone(),
-            }
+        Self {
+            entries: self.entries.clone(),
         }
     }
 }
@@ -225,7 +250,9 @@ impl IntoIterator for MetadataMap {
     type IntoIter = std::vec::IntoIter<(String, Value)>;
 
     fn into_iter(self) -> Self::IntoIter {
-        self.entries.into_vec().into_iter()
+        self.entries
+            .map_or_else(Vec::new, |entries| entries.into_vec())
+            .into_iter()
     }
 }
 
@@ -237,7 +264,7 @@ impl FromIterator<(String, Value)> for MetadataMap {
 
 impl Extend<(String, Value)> for MetadataMap {
     fn extend<I: IntoIterator<Item = (String, Value)>>(&mut self, iter: I) {
-        let mut entries = std::mem::take(&mut self.entries).into_vec();
+        let mut entries = self.take_vec();
         entries.extend(iter);
         *self = Self::from_vec(entries);
     }
@@ -252,9 +279,7 @@ impl<const N: usize> From<[(String, Value); N]> for MetadataMap {
 impl From<std::collections::BTreeMap<String, Value>> for MetadataMap {
     fn from(map: std::collections::BTreeMap<String, Value>) -> Self {
         // Already sorted and unique.
-        Self {
-            entries: map.into_iter().collect(),
-        }
+        Self::from_sorted(map.into_iter().collect())
     }
 }
 
@@ -355,8 +380,13 @@ mod tests {
     #[test]
     fn holds_its_entries_without_spare_room() {
         let mut map = MetadataMap::new();
+        assert!(map.entries.is_none(), "an empty map is a null pointer");
+        assert_eq!(std::mem::size_of::<MetadataMap>(), 8);
         map.insert("agentkit.finish_reason".into(), json!("tool_call"));
-        assert_eq!(map.entries.len(), 1);
+        assert_eq!(map.entries.as_ref().map(|e| e.len()), Some(1));
+        map.remove("agentkit.finish_reason");
+        assert!(map.entries.is_none(), "emptied, it holds nothing");
+        map.insert("agentkit.finish_reason".into(), json!("tool_call"));
         map.extend([("z".to_owned(), json!(1)), ("a".to_owned(), json!(0))]);
         assert_eq!(
             map.keys().map(String::as_str).collect::<Vec<_>>(),

@@ -45,8 +45,7 @@ fn representative_transcript() -> Vec<Item> {
                 Part::ToolCall(ToolCallPart::new("call_2", "ocr", json!({ "image": 0 }))),
             ],
         )
-        .with_id("item-2")
-        .with_metadata("agentkit.finish_reason", "tool_call"),
+        .with_id("item-2"),
         Item::tool_result(ToolResultPart::success("call_1", "remember the milk")).with_id("item-3"),
         Item::tool_result(
             ToolResultPart::error("call_2", "ocr is not installed")
@@ -68,7 +67,8 @@ fn representative_transcript() -> Vec<Item> {
                 }),
             ],
         )
-        .with_id("item-5"),
+        .with_id("item-5")
+        .with_finish_reason(FinishReason::MaxTokens),
     ]
 }
 
@@ -93,6 +93,44 @@ fn transcript_round_trips_through_json() {
     let text = serde_json::to_string(&transcript).unwrap();
     let back: Vec<Item> = serde_json::from_str(&text).unwrap();
     assert_eq!(back, transcript);
+}
+
+/// Transcripts saved before the finish reason was a field kept it as an
+/// `agentkit.finish_reason` metadata entry: it reads into the field.
+#[test]
+fn an_old_finish_reason_entry_reads_into_the_field() {
+    let old = json!([
+        { "kind": "assistant", "parts": [{ "type": "text", "text": "The list goes" }],
+          "metadata": { "agentkit.finish_reason": "max_tokens", "acme.trace": "t-1" } },
+        { "kind": "assistant", "parts": [{ "type": "text", "text": "Done." }],
+          "metadata": { "agentkit.finish_reason": "completed" } },
+        { "kind": "assistant", "parts": [{ "type": "text", "text": "Hm." }],
+          "metadata": { "agentkit.finish_reason": { "other": "pause_turn" } } },
+        { "kind": "assistant", "parts": [{ "type": "text", "text": "?" }],
+          "metadata": { "agentkit.finish_reason": 5 } },
+    ]);
+    let items: Vec<Item> = serde_json::from_value(old).unwrap();
+    assert_eq!(items[0].finish_reason(), Some(FinishReason::MaxTokens));
+    assert_eq!(items[0].metadata.keys().collect::<Vec<_>>(), ["acme.trace"]);
+    assert_eq!(
+        serde_json::to_value(&items[0]).unwrap(),
+        json!({ "kind": "assistant", "parts": [{ "type": "text", "text": "The list goes" }],
+                "metadata": { "acme.trace": "t-1" }, "finish_reason": "max_tokens" })
+    );
+    assert_eq!(
+        items[0],
+        Item::assistant("The list goes")
+            .with_metadata("acme.trace", "t-1")
+            .with_finish_reason(FinishReason::MaxTokens)
+    );
+    // The reason the content says is not kept twice.
+    assert_eq!(items[1], Item::assistant("Done."));
+    assert_eq!(
+        items[2].finish_reason(),
+        Some(FinishReason::Other("pause_turn".into()))
+    );
+    // Not a reason: the entry stays, nothing is lost.
+    assert_eq!(items[3].metadata["agentkit.finish_reason"], json!(5));
 }
 
 #[test]

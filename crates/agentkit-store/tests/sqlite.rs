@@ -182,6 +182,58 @@ async fn a_call_input_saved_as_a_parsed_value_still_loads() {
     );
 }
 
+/// Answers saved before the finish reason was a field of the item kept it
+/// as an `agentkit.finish_reason` metadata entry (and, before that, wrote
+/// it on every answer): they load with the reason in the field, and save
+/// back in the new form.
+#[tokio::test]
+async fn a_finish_reason_saved_as_metadata_still_loads() {
+    use agentkit_core::FinishReason;
+    use agentkit_store::NewSession;
+    use serde_json::json;
+
+    let backend = Sqlite::new();
+    let store = backend.open().await.unwrap();
+    let id = store.create(NewSession::new()).await.unwrap().id;
+    let rows = [
+        r#"{"id":"item-1","kind":"assistant","parts":[{"type":"text","text":"The list goes"}],"metadata":{"agentkit.finish_reason":"max_tokens","agentkit.provider":"openai"}}"#,
+        r#"{"id":"item-2","kind":"assistant","parts":[{"type":"text","text":"Done."}],"metadata":{"agentkit.finish_reason":"completed"}}"#,
+    ];
+    let conn = rusqlite::Connection::open(&backend.path).unwrap();
+    for (seq, row) in rows.iter().enumerate() {
+        conn.execute(
+            "INSERT INTO items (session_id, seq, item) VALUES (?1, ?2, ?3)",
+            rusqlite::params![id.as_str(), seq as i64, row],
+        )
+        .unwrap();
+    }
+
+    let loaded = store.load(&id).await.unwrap();
+    let [cut, done] = loaded.items.as_slice() else {
+        panic!("two items expected: {:?}", loaded.items);
+    };
+    assert_eq!(cut.finish_reason(), Some(FinishReason::MaxTokens));
+    assert_eq!(done.finish_reason(), Some(FinishReason::Completed));
+    assert_eq!(
+        serde_json::to_value(cut).unwrap(),
+        json!({
+            "id": "item-1", "kind": "assistant",
+            "parts": [{ "type": "text", "text": "The list goes" }],
+            "metadata": { "agentkit.provider": "openai" },
+            "finish_reason": "max_tokens"
+        }),
+        "saved back in the new form, the other entry kept"
+    );
+    assert_eq!(
+        serde_json::to_value(done).unwrap(),
+        json!({
+            "id": "item-2", "kind": "assistant",
+            "parts": [{ "type": "text", "text": "Done." }]
+        }),
+        "a reason the content says is not stored"
+    );
+}
+
 /// Runs a session whose mutator redacts each tool result (a rewrite that
 /// keeps the step's items at its end, so the rows follow it at once) while
 /// `refuse` makes the database turn writes down, driven without

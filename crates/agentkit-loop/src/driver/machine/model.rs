@@ -131,7 +131,7 @@ impl DriverCore {
     pub(crate) fn on_model_finished(
         &mut self,
         finish_reason: FinishReason,
-        mut metadata: MetadataMap,
+        metadata: MetadataMap,
     ) -> Result<(), String> {
         self.record(|| Input::ModelFinished {
             finish_reason: finish_reason.clone(),
@@ -158,18 +158,13 @@ impl DriverCore {
         let reported = usage.tokens.input_tokens + usage.tokens.output_tokens > 0;
         let has_calls = !calls.is_empty();
         // The ordinary ends are what the item says (`Item::finish_reason`):
-        // only another reason costs an entry.
+        // only another reason is kept.
         let implied = if has_calls {
             FinishReason::ToolCall
         } else {
             FinishReason::Completed
         };
-        if finish_reason != implied {
-            metadata.insert(
-                agentkit_core::keys::FINISH_REASON.into(),
-                finish_reason_value(&finish_reason),
-            );
-        }
+        let finish = (finish_reason != implied).then(|| finish_reason.clone());
         let Some(turn) = self.turn_mut() else {
             return Ok(());
         };
@@ -192,7 +187,7 @@ impl DriverCore {
                 delivered: false,
             }
         };
-        let item = assistant_item(parts, &mut calls, metadata);
+        let item = assistant_item(parts, &mut calls, metadata, finish);
         if let Some(turn) = self.turn_mut() {
             turn.spare_stream = (folder, calls);
         }
@@ -301,12 +296,12 @@ impl DriverCore {
             ..
         } = stream;
         let calls = self.unique_call_ids(calls);
-        let mut metadata = MetadataMap::new();
-        metadata.insert(
-            agentkit_core::keys::FINISH_REASON.into(),
-            finish_reason_value(&FinishReason::Cancelled),
+        let partial = assistant_item(
+            folder.finish_partial(),
+            &mut calls.clone(),
+            MetadataMap::new(),
+            Some(FinishReason::Cancelled),
         );
-        let partial = assistant_item(folder.finish_partial(), &mut calls.clone(), metadata);
         if let Some(turn) = self.turn_mut() {
             turn.usage.accumulate(&usage);
             turn.step = Step::ToolRound(Round {
@@ -324,41 +319,13 @@ impl DriverCore {
     }
 }
 
-/// `finish_reason` as it serializes, without the serializer for the
-/// reasons every answer ends with.
-fn finish_reason_value(finish_reason: &FinishReason) -> serde_json::Value {
-    let name = match finish_reason {
-        FinishReason::Completed => "completed",
-        FinishReason::ToolCall => "tool_call",
-        FinishReason::MaxTokens => "max_tokens",
-        other => return serde_json::to_value(other).unwrap_or_default(),
-    };
-    serde_json::Value::String(name.to_owned())
-}
-
-#[cfg(test)]
-#[test]
-fn finish_reasons_are_written_as_they_serialize() {
-    for reason in [
-        FinishReason::Completed,
-        FinishReason::ToolCall,
-        FinishReason::MaxTokens,
-        FinishReason::Blocked,
-        FinishReason::Other("x".into()),
-    ] {
-        assert_eq!(
-            finish_reason_value(&reason),
-            serde_json::to_value(&reason).unwrap()
-        );
-    }
-}
-
 /// The assistant item for a model answer, or `None` if it said nothing.
 /// The calls are moved out of `calls`, which keeps its room.
 pub(super) fn assistant_item(
     parts: Vec<Part>,
     calls: &mut Vec<ToolCallPart>,
     metadata: MetadataMap,
+    finish: Option<FinishReason>,
 ) -> Option<Item> {
     if parts.is_empty() && calls.is_empty() {
         return None;
@@ -369,5 +336,8 @@ pub(super) fn assistant_item(
     item.parts.reserve_exact(calls.len());
     item.parts.extend(calls.drain(..).map(Part::ToolCall));
     item.metadata = metadata;
+    if let Some(reason) = finish {
+        item.set_finish_reason(reason);
+    }
     Some(item)
 }
