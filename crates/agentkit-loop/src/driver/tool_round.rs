@@ -167,7 +167,10 @@ impl<S: ModelSession> LoopDriver<S> {
 
     /// The time on the core's clock: since the first time it was read.
     fn now(&mut self) -> Duration {
-        self.clock.get_or_insert_with(Instant::now).elapsed()
+        self.rare_mut()
+            .clock
+            .get_or_insert_with(Instant::now)
+            .elapsed()
     }
 
     /// Waits until a call finishes or asks the host something, the turn is
@@ -182,15 +185,18 @@ impl<S: ModelSession> LoopDriver<S> {
             return;
         }
         let cancellation = self.turn_cancellation();
+        // No queue yet means nobody can push to one while this waits.
         let soft = if wake_on_urgent {
-            Some(self.soft.clone())
+            self.soft.get().cloned()
         } else {
             None
         };
         // The core's next deadline, on the clock it was given; no clock
         // read yet means no timer ever ran, and the calls are not scanned.
         let deadline = self
-            .clock
+            .rare
+            .as_ref()
+            .and_then(|rare| rare.clock)
             .and_then(|origin| Some(origin + self.core.poll_timeout()?));
         let questions = self.questions.as_ref().map(|(queue, _)| queue.clone());
         let mut timed_out = false;
@@ -271,7 +277,7 @@ impl<S: ModelSession> LoopDriver<S> {
         };
         for (call_id, question, reply) in questions.take() {
             if self.core.on_tool_question(&call_id, question) {
-                self.replies.push((call_id, reply));
+                self.rare_mut().replies.push((call_id, reply));
             } else {
                 let _ = reply.send(HostAnswer::Decline);
             }
@@ -280,8 +286,11 @@ impl<S: ModelSession> LoopDriver<S> {
 
     /// Sends the host's answer to the call waiting for it.
     pub(super) fn reply(&mut self, call_id: &ToolCallId, answer: HostAnswer) {
-        if let Some(at) = self.replies.iter().position(|(id, _)| id == call_id) {
-            let (_, reply) = self.replies.swap_remove(at);
+        let Some(rare) = &mut self.rare else {
+            return;
+        };
+        if let Some(at) = rare.replies.iter().position(|(id, _)| id == call_id) {
+            let (_, reply) = rare.replies.swap_remove(at);
             let _ = reply.send(answer);
         }
     }
