@@ -109,7 +109,7 @@ fn always_scope(pending: &PendingApproval) -> (String, String) {
             let label = text(ALWAYS_LABEL).unwrap_or_else(|| scope.clone());
             (scope, label)
         }
-        None => (pending.call.name.clone(), pending.call.name.clone()),
+        None => (pending.call.name.to_string(), pending.call.name.to_string()),
     }
 }
 

@@ -119,7 +119,7 @@ impl LoopObserver for UpdateSink {
             AgentEvent::ContentDelta { delta } => self.on_delta(&delta),
             AgentEvent::ToolCallRequested { call } => {
                 self.send(acp::SessionUpdate::ToolCall(tool_call(&call, &self.kinds)));
-                if self.plan_tool.as_deref() == Some(call.name.as_str())
+                if self.plan_tool.as_deref() == Some(&*call.name)
                     && let Some(plan) = crate::commands::plan_of(&call.input.to_value())
                 {
                     self.send(acp::SessionUpdate::Plan(plan));
@@ -172,7 +172,7 @@ fn title(call: &ToolCallPart) -> String {
                 .collect();
             format!("{} {arg}", call.name)
         }
-        None => call.name.clone(),
+        None => call.name.to_string(),
     }
 }
 

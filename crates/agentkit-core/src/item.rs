@@ -38,7 +38,7 @@ pub enum ItemKind {
 /// let call = ToolCallPart::new("call-1", "fs_read_file", json!({ "path": "notes.md" }));
 /// let asked = Item::new(ItemKind::Assistant, vec![Part::ToolCall(call)]);
 /// let answered = Item::tool_result(ToolResultPart::success("call-1", "buy milk"));
-/// assert_eq!(asked.tool_calls().next().unwrap().name, "fs_read_file");
+/// assert_eq!(&*asked.tool_calls().next().unwrap().name, "fs_read_file");
 /// assert_eq!(answered.tool_results().next().unwrap().output.to_text(), "buy milk");
 ///
 /// // Every call answered: a valid transcript.

@@ -179,8 +179,9 @@ pub struct ReasoningPart {
 pub struct ToolCallPart {
     /// The call's id, chosen by the provider.
     pub id: ToolCallId,
-    /// The tool's name.
-    pub name: String,
+    /// The tool's name; shared, so the open round and the tool's request
+    /// hold the transcript's copy (it serializes as a plain string).
+    pub name: Arc<str>,
     /// The arguments, as the JSON text the model sent (checked by the
     /// adapter). Shared: the transcript and the open round hold the same
     /// text; [`ToolInput::parse`] reads it into a type.
@@ -195,7 +196,7 @@ impl ToolCallPart {
     /// `Value`.
     pub fn new(
         id: impl Into<ToolCallId>,
-        name: impl Into<String>,
+        name: impl Into<Arc<str>>,
         input: impl Into<ToolInput>,
     ) -> Self {
         Self {

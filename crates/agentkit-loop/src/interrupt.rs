@@ -283,7 +283,7 @@ impl PendingQuestion {
 /// let LoopStep::Interrupt(LoopInterrupt::ApprovalRequest(pending)) = driver.next().await? else {
 ///     panic!("deploying needs approval")
 /// };
-/// assert_eq!(pending.call.name, "deploy");
+/// assert_eq!(&*pending.call.name, "deploy");
 /// println!("{}", pending.request.summary); // shown to the user
 /// pending.deny_with_reason(&mut driver, "not on a Friday")?;
 ///

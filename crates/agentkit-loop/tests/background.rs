@@ -35,7 +35,7 @@ async fn a_background_call_is_answered_at_once_and_its_result_arrives_later() {
         .model(model.clone())
         .add_tool_source(registry())
         .task_manager(SimpleTaskManager::new().with_routing(|request| {
-            if request.tool_name == "slow" {
+            if &*request.tool_name == "slow" {
                 TaskRouting::Background
             } else {
                 TaskRouting::Foreground

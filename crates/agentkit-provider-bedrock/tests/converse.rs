@@ -323,7 +323,7 @@ async fn a_tool_call_streams_its_input_and_its_result_goes_back() {
     assert_eq!(calls.len(), 1);
     let call = calls[0].clone();
     assert_eq!(
-        (call.id.as_str(), call.name.as_str()),
+        (call.id.as_str(), &*call.name),
         ("tooluse_abc", "read_file")
     );
     assert_eq!(call.input, json!({"path": "a.txt"}));

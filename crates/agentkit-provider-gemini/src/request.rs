@@ -25,6 +25,7 @@ use agentkit_loop::TurnRequest;
 use agentkit_tools_core::{SchemaDialect, normalize_for};
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// Builds the JSON body for one streamed turn.
 pub(crate) fn request_body(config: &GeminiConfig, request: &TurnRequest) -> Vec<u8> {
@@ -132,7 +133,7 @@ fn signature(metadata: &agentkit_core::MetadataMap) -> Option<&str> {
     metadata.get(SIGNATURE).and_then(Value::as_str)
 }
 
-fn item_parts(item: &Item, model: bool, names: &HashMap<String, String>) -> Vec<Value> {
+fn item_parts(item: &Item, model: bool, names: &HashMap<String, Arc<str>>) -> Vec<Value> {
     let mut parts = Vec::new();
     for part in &item.parts {
         let value = match part {
@@ -186,11 +187,10 @@ fn item_parts(item: &Item, model: bool, names: &HashMap<String, String>) -> Vec<
     parts
 }
 
-fn function_response(result: &ToolResultPart, names: &HashMap<String, String>) -> Value {
+fn function_response(result: &ToolResultPart, names: &HashMap<String, Arc<str>>) -> Value {
     let name = names
         .get(result.call_id.as_str())
-        .cloned()
-        .unwrap_or_else(|| result.call_id.as_str().to_owned());
+        .map_or_else(|| result.call_id.as_str(), |name| &**name);
     let response = match &result.output {
         ToolOutput::Structured(value @ Value::Object(_)) if !result.is_error => value.clone(),
         output if result.is_error => json!({ "error": output.to_text() }),

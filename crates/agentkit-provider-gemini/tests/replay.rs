@@ -54,7 +54,7 @@ async fn replay(name: &str, piece: usize) -> Decoded {
 agentkit_testkit::replayed!(gemini_tool_call, replay, |d: Decoded| {
     assert_eq!(d.calls.len(), 1);
     let call = &d.calls[0];
-    assert_eq!(call.name, "weather");
+    assert_eq!(&*call.name, "weather");
     assert_eq!(call.input, serde_json::json!({"location": "San Francisco"}));
     let signature = call.metadata["gemini.thought_signature"].as_str().unwrap();
     assert!(signature.starts_with("EqUCCqICAb4+9vsh8Pd5"), "{signature}");

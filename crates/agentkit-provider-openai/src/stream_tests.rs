@@ -21,7 +21,7 @@ fn calls(events: &[ModelTurnEvent]) -> Vec<(String, String, Value)> {
         .iter()
         .filter_map(|e| match e {
             ModelTurnEvent::ToolCall(c) => {
-                Some((c.id.to_string(), c.name.clone(), c.input.to_value()))
+                Some((c.id.to_string(), c.name.to_string(), c.input.to_value()))
             }
             _ => None,
         })

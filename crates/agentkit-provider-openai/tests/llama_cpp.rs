@@ -106,7 +106,7 @@ async fn a_two_round_tool_turn_is_accepted_by_the_server() {
     assert!(first.error.is_none(), "{:?}", first.error);
     let calls = first.tool_calls();
     assert_eq!(calls.len(), 1, "{:?}", first.events);
-    assert_eq!(calls[0].name, "get_weather");
+    assert_eq!(&*calls[0].name, "get_weather");
     assert!(calls[0].input.to_value().is_object());
 
     // Round 2 carries the call and its result: the request llama.cpp's chat

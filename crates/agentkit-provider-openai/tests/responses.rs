@@ -140,7 +140,7 @@ async fn reasoning_keeps_its_id_and_encrypted_content_and_calls_are_assembled() 
     let calls = outcome.tool_calls();
     assert_eq!(calls.len(), 1);
     assert_eq!(calls[0].id.as_str(), "call_abc");
-    assert_eq!(calls[0].name, "get_weather");
+    assert_eq!(&*calls[0].name, "get_weather");
     assert_eq!(calls[0].input, json!({"city": "Genève"}));
     assert_eq!(calls[0].metadata["openai.item_id"], "fc_1");
     assert_eq!(outcome.finish_reason(), Some(FinishReason::ToolCall));

@@ -177,7 +177,7 @@ fn summaries(pending: &[PendingApproval]) -> Vec<(String, String, String)> {
         .map(|p| {
             (
                 p.call.id.to_string(),
-                p.call.name.clone(),
+                p.call.name.to_string(),
                 p.request.summary.clone(),
             )
         })

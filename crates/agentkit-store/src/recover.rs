@@ -189,7 +189,7 @@ fn open_round(transcript: &[Item], saved: &[SnapshotCall]) -> Vec<SnapshotCall> 
                 Some(saved) => saved.clone(),
                 None => SnapshotCall {
                     call_id: id,
-                    tool_name: call.name.clone(),
+                    tool_name: call.name.to_string(),
                     arguments_hash: arguments_hash(&call.input.to_value()),
                     state: SnapshotCallState::Interrupted,
                 },

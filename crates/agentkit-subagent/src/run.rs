@@ -247,7 +247,7 @@ pub(crate) fn surfaced(
             .insert(keys::SUB_AGENT_CALL_ID.into(), call.id.as_str().into());
         request
             .metadata
-            .insert(keys::SUB_AGENT_TOOL.into(), call.name.into());
+            .insert(keys::SUB_AGENT_TOOL.into(), (*call.name).into());
         request
             .metadata
             .insert(keys::SUB_AGENT_INPUT.into(), call.input.to_value());

@@ -488,7 +488,7 @@ mod tests {
             let mut turn = session.begin_turn(request()).await.unwrap();
             match turn.next_event().await.unwrap() {
                 Some(ModelTurnEvent::ToolCall(call)) => {
-                    assert_eq!((call.id.as_str(), call.name.as_str()), ("c1", "echo"));
+                    assert_eq!((call.id.as_str(), &*call.name), ("c1", "echo"));
                     assert_eq!(call.input, serde_json::json!({ "text": "hi" }));
                     inputs.push(call.input);
                 }

@@ -92,7 +92,7 @@ impl<S: ToolSource> PrefixedSource<S> {
         spec.name = name;
         Some(Arc::new(RenamedTool {
             spec: Arc::new(spec),
-            original_name: original.name.clone(),
+            original_name: original.name.as_str().into(),
             inner: tool.clone(),
         }))
     }
@@ -118,7 +118,7 @@ impl<S: ToolSource> ToolSource for PrefixedSource<S> {
 /// A tool offered under another name; calls reach the original under its own.
 struct RenamedTool {
     spec: Arc<ToolSpec>,
-    original_name: String,
+    original_name: Arc<str>,
     inner: Arc<dyn Tool>,
 }
 

@@ -227,7 +227,7 @@ impl BasicToolExecutor {
         approval.call_id = Some(request.call_id.clone());
         approval.id = ApprovalId::new(format!("approval:{}", request.call_id));
         let mut metadata = MetadataMap::new();
-        metadata.insert("tool".into(), request.tool_name.clone().into());
+        metadata.insert("tool".into(), (*request.tool_name).into());
         metadata.insert(
             "request_kinds".into(),
             distinct(approvals.iter().map(|a| a.request_kind.as_str()))

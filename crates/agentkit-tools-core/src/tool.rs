@@ -22,8 +22,9 @@ impl<T: Any + Send + Sync> ToolResources for T {}
 pub struct ToolRequest {
     /// The call's id.
     pub call_id: ToolCallId,
-    /// The tool's name, as the model used it.
-    pub tool_name: String,
+    /// The tool's name, as the model used it; shared with the call part
+    /// of the transcript.
+    pub tool_name: Arc<str>,
     /// The arguments, shared with the call part of the transcript
     /// (`Arc::unwrap_or_clone` to own them).
     pub input: Arc<Value>,
@@ -36,7 +37,7 @@ impl ToolRequest {
     /// shared one.
     pub fn new(
         call_id: impl Into<ToolCallId>,
-        tool_name: impl Into<String>,
+        tool_name: impl Into<Arc<str>>,
         input: impl Into<Arc<Value>>,
     ) -> Self {
         Self {

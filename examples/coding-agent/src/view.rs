@@ -109,7 +109,7 @@ impl LoopObserver for View {
                 screen.end_stream();
                 screen.line(
                     Line::new("● ", Look::Accent)
-                        .and(call.name.clone(), Look::Accent)
+                        .and(call.name.to_string(), Look::Accent)
                         .and(format!(" {}", summarize_arguments(&call)), Look::Plain),
                 );
                 if state.waiting.is_empty() {
@@ -247,7 +247,7 @@ fn running_label(call: &ToolCallPart) -> String {
 pub fn summarize_arguments(call: &ToolCallPart) -> String {
     let input = call.input.to_value();
     let text = |key: &str| input.get(key).and_then(Value::as_str);
-    let summary = match call.name.as_str() {
+    let summary = match &*call.name {
         "shell_exec" => text("command").map(|c| format!("$ {c}")),
         "fs_search" => text("pattern").map(|p| format!("{p:?}")),
         "fs_move" => match (text("from"), text("to")) {

@@ -117,7 +117,7 @@ pub(crate) fn check_snapshot(
                 saved.call_id
             ));
         };
-        if call.name != saved.tool_name
+        if *call.name != *saved.tool_name
             || arguments_hash(&call.input.to_value()) != saved.arguments_hash
         {
             return refuse(format!(

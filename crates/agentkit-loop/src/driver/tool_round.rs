@@ -104,7 +104,7 @@ impl<S: ModelSession> LoopDriver<S> {
             TaskRouting::Background => {
                 // The core answers the call at once; the task runs on.
                 let tasks = self.background().clone();
-                let tool_name = job.request.tool_name.clone();
+                let tool_name = job.request.tool_name.to_string();
                 let (info, cancellation) = tasks.register(call_id, tool_name, None);
                 let task_id = info.task_id.clone();
                 spawn_task(tasks, manager, job, task_id.clone(), cancellation, span);
@@ -115,7 +115,7 @@ impl<S: ModelSession> LoopDriver<S> {
                 // The round waits for the outcome until the core's timer
                 // fires and the core asks for the task to be detached.
                 let tasks = self.background().clone();
-                let tool_name = job.request.tool_name.clone();
+                let tool_name = job.request.tool_name.to_string();
                 let (sender, receiver) = tokio::sync::oneshot::channel();
                 let (info, cancellation) = tasks.register(call_id.clone(), tool_name, Some(sender));
                 let task_id = info.task_id.clone();

@@ -91,7 +91,7 @@ async fn a_child_with_an_output_schema_answers_structured() {
     );
     // The child's model was asked for that schema.
     let asked = child_model.requests()[0].output_schema.clone().unwrap();
-    assert_eq!(asked.name, "forecast");
+    assert_eq!(&*asked.name, "forecast");
 
     // An answer that is not JSON is a typed failure, not a crash.
     let bad = ScriptedModel::new([ScriptedTurn::text("sunny, I think")]);

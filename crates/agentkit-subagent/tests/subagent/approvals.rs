@@ -15,7 +15,7 @@ async fn a_childs_approval_surfaces_to_the_parents_host_and_approving_resumes_it
     assert_eq!(handle.parked(), 1);
     // The request is for the parent's call and names the child.
     assert_eq!(pending.call.id.as_str(), "p1");
-    assert_eq!(pending.call.name, "writer");
+    assert_eq!(&*pending.call.name, "writer");
     assert_eq!(pending.request.call_id.as_ref().unwrap().as_str(), "p1");
     assert_eq!(pending.request.metadata[SUB_AGENT_KEY], "writer");
     assert_eq!(

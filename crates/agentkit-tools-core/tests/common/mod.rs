@@ -74,7 +74,7 @@ impl Tool for Probe {
         self.calls
             .lock()
             .unwrap()
-            .push((request.tool_name.clone(), (*request.input).clone()));
+            .push((request.tool_name.to_string(), (*request.input).clone()));
         Ok(ToolResult::new(self.output.clone()))
     }
 }

@@ -182,7 +182,7 @@ impl DriverCore {
 fn snapshot_call(entry: &RoundCall) -> SnapshotCall {
     SnapshotCall {
         call_id: entry.call.id.clone(),
-        tool_name: entry.call.name.clone(),
+        tool_name: entry.call.name.to_string(),
         arguments_hash: arguments_hash(&entry.call.input.to_value()),
         state: match &entry.state {
             CallState::Unchecked => SnapshotCallState::Unchecked,

@@ -205,7 +205,7 @@ impl DriverCore {
         if observe {
             outbox.push_back(Note::Event(AgentEvent::ToolStarted {
                 call_id: entry.call.id.clone(),
-                tool_name: entry.call.name.clone(),
+                tool_name: entry.call.name.to_string(),
             }));
         }
         let (request, validated) = match validated {
