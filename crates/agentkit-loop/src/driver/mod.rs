@@ -10,6 +10,7 @@
 //! Snapshot and resume live in `resume.rs`, recording and replay in
 //! `crate::replay`.
 
+mod inbox;
 pub(crate) mod machine;
 mod model_call;
 mod questions;
@@ -18,6 +19,7 @@ mod running;
 
 mod tool_round;
 
+pub(crate) use inbox::{Inbox, Report};
 pub(crate) use resume::check_snapshot;
 pub(crate) use running::{Running, RunningCall, Salvage};
 
@@ -93,6 +95,10 @@ pub struct LoopDriver<S: ModelSession> {
     /// routed to the background, or the host asking), as most sessions
     /// never have one.
     background: std::sync::OnceLock<BackgroundTasks>,
+    /// What running calls and background tasks report from their own
+    /// tasks (progress, a sub-agent's events, a cancellation); made when
+    /// first needed, as a session without observers never needs it.
+    inbox: std::sync::OnceLock<Arc<Inbox>>,
     last_catalog: Option<Arc<ResolvedCatalog>>,
     /// Model usage running calls reported (sub-agents), not yet counted.
     tool_usage: ToolUsage,
@@ -253,8 +259,7 @@ impl<S: ModelSession> LoopDriver<S> {
         soft: SoftInterruptHandle,
         cancellation: Option<CancellationHandle>,
     ) -> Self {
-        let session_id = core.session_id.clone();
-        let driver = Self {
+        let mut driver = Self {
             core,
             session,
             soft,
@@ -263,6 +268,7 @@ impl<S: ModelSession> LoopDriver<S> {
             config,
             salvage: None,
             background: std::sync::OnceLock::new(),
+            inbox: std::sync::OnceLock::new(),
             last_catalog: None,
             tool_usage: ToolUsage::default(),
             recording: None,
@@ -271,12 +277,8 @@ impl<S: ModelSession> LoopDriver<S> {
             parked: None,
             clock: None,
         };
-        if driver.core.settings.observe_events {
-            notify(
-                driver.config.as_ref(),
-                AgentEvent::RunStarted { session_id },
-            );
-        }
+        driver.core.on_run_started();
+        driver.dispatch();
         driver
     }
 
@@ -338,14 +340,19 @@ impl<S: ModelSession> LoopDriver<S> {
 
     /// The background tasks, made on first use.
     pub(crate) fn background(&self) -> &BackgroundTasks {
-        self.background.get_or_init(|| {
-            let tasks = BackgroundTasks::default();
-            if !self.config.shared().observers.is_empty() {
-                let observers = self.config.clone();
-                tasks.set_notifier(Arc::new(move |event| notify(observers.as_ref(), event)));
-            }
-            tasks
-        })
+        self.background
+            .get_or_init(|| BackgroundTasks::with_inbox(self.inbox().clone()))
+    }
+
+    /// The inbox of reports from other tasks, made on first use.
+    fn inbox(&self) -> &Arc<Inbox> {
+        self.inbox.get_or_init(Inbox::new)
+    }
+
+    /// Someone hears what calls report: observers, or a recording (its
+    /// replay has observers).
+    fn wants_reports(&self) -> bool {
+        self.core.settings.observe_events || self.core.recording.is_some()
     }
 
     /// Background tasks that finished since the last call, if any were
@@ -470,7 +477,9 @@ impl<S: ModelSession> LoopDriver<S> {
         // a round paused for a question, whose calls are parked), so calls
         // the core still sees running belong to a `next()` that was
         // dropped: the finished ones keep their real results, the others
-        // are answered as interrupted rather than run twice.
+        // are answered as interrupted rather than run twice. What they
+        // reported goes out before their results.
+        self.take_reports();
         let salvaged = self
             .salvage
             .as_ref()
@@ -579,6 +588,7 @@ impl<S: ModelSession> LoopDriver<S> {
     /// finished background tasks, usage reported by running calls, a
     /// cancellation, an urgent message.
     fn feed(&mut self) {
+        self.take_reports();
         self.collect_background();
         if let Some(usage) = self.tool_usage.take() {
             self.core.on_tool_usage(usage);
@@ -615,6 +625,30 @@ impl<S: ModelSession> LoopDriver<S> {
     /// The turn's cancellation checkpoint, for the model and the tools.
     pub(crate) fn turn_cancellation(&self) -> Option<TurnCancellation> {
         self.checkpoint.as_ref().map(|(_, c)| c.clone())
+    }
+
+    /// Hands what calls and background tasks reported since the last step
+    /// to the core, in arrival order.
+    fn take_reports(&mut self) {
+        // Asked at every step: a session without observers reads one
+        // pointer.
+        let Some(inbox) = self.inbox.get() else {
+            return;
+        };
+        if !inbox.pending() {
+            return;
+        }
+        for report in inbox.take() {
+            match report {
+                Report::Progress(call_id, progress) => {
+                    self.core.on_tool_progress(call_id, progress)
+                }
+                Report::Nested(event) => self.core.on_nested_event(event),
+                Report::TaskCancelled(task_id, call_id) => {
+                    self.core.on_task_cancelled(task_id, call_id)
+                }
+            }
+        }
     }
 
     /// Hands finished background tasks to the core.
@@ -735,7 +769,7 @@ impl<S: ModelSession> AsMut<LoopDriver<S>> for LoopDriver<S> {
 }
 
 /// Sends one event to every observer; a panicking observer is caught.
-pub(crate) fn notify(config: &dyn DriverConfig, event: AgentEvent) {
+fn notify(config: &dyn DriverConfig, event: AgentEvent) {
     let observers = config.shared().observers;
     if let Some((last, rest)) = observers.split_last() {
         for observer in rest {
