@@ -12,7 +12,7 @@
 
 use agent_client_protocol::v1::schema as acp;
 use agentkit_loop::PendingQuestion;
-use agentkit_tools_core::{HostAnswer, QuestionKind};
+use agentkit_tools_core::{FormError, HostAnswer, QuestionKind};
 use serde_json::{Map, Value};
 
 /// The `_meta` entry of a forwarded question: who asks (the MCP server's
@@ -20,11 +20,13 @@ use serde_json::{Map, Value};
 pub const QUESTION_META: &str = "agentkit.question";
 
 /// The request for `pending`'s question, when the editor announced it can
-/// show its mode; `None` means the question is declined unasked.
+/// show its mode; `None` means the question is declined unasked. Asked
+/// again after the editor's content was `refused`, the message says why.
 pub(crate) fn request(
     session_id: acp::SessionId,
     pending: &PendingQuestion,
     capabilities: Option<&acp::ElicitationCapabilities>,
+    refused: Option<&FormError>,
 ) -> Option<acp::CreateElicitationRequest> {
     let capabilities = capabilities?;
     let scope = acp::ElicitationSessionScope::new(session_id)
@@ -44,8 +46,15 @@ pub(crate) fn request(
         "source": pending.question.source,
         "tool": pending.call.name,
     });
+    let message = match refused {
+        Some(why) => format!(
+            "{} (not sent: {why}; please answer again)",
+            pending.question.message
+        ),
+        None => pending.question.message.clone(),
+    };
     Some(
-        acp::CreateElicitationRequest::new(mode, pending.question.message.clone())
+        acp::CreateElicitationRequest::new(mode, message)
             .meta(Map::from_iter([(QUESTION_META.to_owned(), meta)])),
     )
 }
@@ -99,11 +108,12 @@ mod tests {
         let urls = acp::ElicitationCapabilities::new().url(acp::ElicitationUrlCapabilities::new());
         let session = || acp::SessionId::new("s-1");
 
-        assert!(request(session(), &form, None).is_none());
-        assert!(request(session(), &form, Some(&urls)).is_none());
-        assert!(request(session(), &url, Some(&forms)).is_none());
+        assert!(request(session(), &form, None, None).is_none());
+        assert!(request(session(), &form, Some(&urls), None).is_none());
+        assert!(request(session(), &url, Some(&forms), None).is_none());
 
-        let sent = serde_json::to_value(request(session(), &form, Some(&forms)).unwrap()).unwrap();
+        let sent =
+            serde_json::to_value(request(session(), &form, Some(&forms), None).unwrap()).unwrap();
         assert_eq!(sent["mode"], "form");
         assert_eq!(sent["sessionId"], "s-1");
         assert_eq!(sent["toolCallId"], "call-1");
@@ -114,7 +124,8 @@ mod tests {
         );
         assert_eq!(sent["_meta"][QUESTION_META]["source"], "ev");
 
-        let sent = serde_json::to_value(request(session(), &url, Some(&urls)).unwrap()).unwrap();
+        let sent =
+            serde_json::to_value(request(session(), &url, Some(&urls), None).unwrap()).unwrap();
         assert_eq!(sent["mode"], "url");
         assert_eq!(sent["url"], "https://x.example/");
         assert_eq!(sent["elicitationId"], "e-1");

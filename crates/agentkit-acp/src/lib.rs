@@ -68,7 +68,7 @@ pub use kind::ToolKind;
 pub use loader::{MemorySessions, SessionLoader, SessionRecorder, StoredSession};
 pub use modes::{SessionMode, SessionModes};
 pub use server::{AcpServer, EditorMcpServer, SessionRequest};
-pub use session::{ALWAYS_LABEL, ALWAYS_SCOPE, APPROVAL_META};
+pub use session::{ALWAYS_LABEL, ALWAYS_SCOPE, APPROVAL_META, QUESTION_ASKS};
 
 // The README's example is compiled with the doc-tests.
 #[cfg(doctest)]

@@ -113,6 +113,10 @@ fn always_scope(pending: &PendingApproval) -> (String, String) {
     }
 }
 
+/// How many times an editor is asked a question whose form content it
+/// answered with content the schema refuses (the first ask included).
+pub const QUESTION_ASKS: u32 = 3;
+
 const ALLOW_ONCE: &str = "allow_once";
 const ALLOW_ALWAYS: &str = "allow_always";
 const REJECT: &str = "reject_once";
@@ -381,35 +385,53 @@ impl<D: Drive> Runner<D> {
     }
 
     /// Puts a tool's question to the editor (when it can show it) and
-    /// answers the call with its user's reply.
+    /// answers the call with its user's reply. Form content that does not
+    /// match the question's schema is not sent: the editor is asked again,
+    /// with the reason, up to [`QUESTION_ASKS`] times in all, and then the
+    /// question is declined (an editor that keeps sending the same content
+    /// must not hold the call forever).
     async fn question(&mut self, pending: PendingQuestion) -> Result<(), Error> {
         let session_id = acp::SessionId::new(self.driver.driver().session_id().as_str());
-        let request =
-            crate::elicit::request(session_id, &pending, self.shared.elicitation.as_ref());
-        let reply = match request {
-            Some(request) => match ask_editor(&self.cx, &self.shared, request).await {
-                Some(Ok(response)) => crate::elicit::answer(response),
-                // No answer (the editor failed the request): nothing agreed.
-                Some(Err(_)) => HostAnswer::Decline,
-                // The turn was cancelled while the editor decided.
-                None => HostAnswer::Cancel,
-            },
-            None => HostAnswer::Decline,
-        };
-        let driver = self.driver.driver();
         let call_id = pending.call.id.clone();
-        let resolved = match driver.answer_question_for(call_id.clone(), reply) {
-            // The editor's content does not match the schema: the call
-            // goes on without it.
-            Err(agentkit_loop::LoopError::InvalidState(
-                agentkit_loop::InvalidStateReason::InvalidAnswer { error, .. },
-            )) => {
-                tracing::warn!(%error, "the editor's answer does not match the question; declined");
-                driver.answer_question_for(call_id, HostAnswer::Decline)
-            }
-            other => other,
-        };
-        resolved.map_err(|err| Error::internal_error().data(err.to_string()))
+        let mut refused = None;
+        let mut ask = 1;
+        loop {
+            let request = crate::elicit::request(
+                session_id.clone(),
+                &pending,
+                self.shared.elicitation.as_ref(),
+                refused.as_ref(),
+            );
+            let reply = match request {
+                Some(request) => match ask_editor(&self.cx, &self.shared, request).await {
+                    Some(Ok(response)) => crate::elicit::answer(response),
+                    // No answer (the editor failed the request): nothing agreed.
+                    Some(Err(_)) => HostAnswer::Decline,
+                    // The turn was cancelled while the editor decided.
+                    None => HostAnswer::Cancel,
+                },
+                None => HostAnswer::Decline,
+            };
+            let driver = self.driver.driver();
+            let resolved = match driver.answer_question_for(call_id.clone(), reply) {
+                Err(agentkit_loop::LoopError::InvalidState(
+                    agentkit_loop::InvalidStateReason::InvalidAnswer { error, .. },
+                )) if ask < QUESTION_ASKS => {
+                    refused = Some(error);
+                    ask += 1;
+                    continue;
+                }
+                // Still no content that fits: the call goes on without it.
+                Err(agentkit_loop::LoopError::InvalidState(
+                    agentkit_loop::InvalidStateReason::InvalidAnswer { error, .. },
+                )) => {
+                    tracing::warn!(%error, "the editor's answers do not match the question; declined");
+                    driver.answer_question_for(call_id.clone(), HostAnswer::Decline)
+                }
+                other => other,
+            };
+            return resolved.map_err(|err| Error::internal_error().data(err.to_string()));
+        }
     }
 
     async fn approve(&mut self, pending: PendingApproval) -> Result<(), Error> {

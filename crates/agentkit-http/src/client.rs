@@ -58,6 +58,18 @@ pub struct HttpConfig {
     /// retransmits and end in connect timeouts, and the sockets' buffers
     /// take the memory.
     pub max_connections: usize,
+    /// The most of those requests that go to a server on this machine (a
+    /// loopback URL: `127.0.0.1`, `::1`, `localhost`) at once, by default
+    /// 32 per CPU the process may use (`std::thread::available_parallelism`);
+    /// more wait in order like the others. Such a server shares the
+    /// client's CPUs, so requests beyond a few dozen per CPU only queue
+    /// inside it, while each holds a connection's buffers on both sides
+    /// (about 57 KB in the client's HTTP stack alone). Ten thousand
+    /// sessions against a local server on two CPUs use about a fifth less
+    /// CPU and 60 MiB less memory at 64 than at 1,000. Raise it for a local
+    /// server whose work is not on these CPUs and that serves many requests
+    /// at once (a GPU server batching hundreds of sequences).
+    pub max_local_connections: usize,
 }
 
 impl Default for HttpConfig {
@@ -70,8 +82,15 @@ impl Default for HttpConfig {
             system_proxy: true,
             sse_limits: SseLimits::default(),
             max_connections: 1_000,
+            max_local_connections: local_connections_default(),
         }
     }
+}
+
+/// The default of [`HttpConfig::max_local_connections`]: 32 for each CPU
+/// the process may use (64 on two).
+fn local_connections_default() -> usize {
+    32 * std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 impl HttpConfig {
@@ -102,6 +121,13 @@ impl HttpConfig {
     /// Sets how many requests may be open at once (at least one).
     pub fn with_max_connections(mut self, max: usize) -> Self {
         self.max_connections = max.max(1);
+        self
+    }
+
+    /// Sets how many requests to a server on this machine may be open at
+    /// once (at least one; [`HttpConfig::max_local_connections`]).
+    pub fn with_max_local_connections(mut self, max: usize) -> Self {
+        self.max_local_connections = max.max(1);
         self
     }
 
@@ -283,6 +309,9 @@ pub struct HttpClient {
     /// One permit per open request, shared by the clones
     /// ([`HttpConfig::max_connections`]).
     open: Arc<Semaphore>,
+    /// One permit per open request to a loopback server, taken before a
+    /// place in `open` ([`HttpConfig::max_local_connections`]).
+    open_local: Arc<Semaphore>,
 }
 
 /// A failed attempt and whether the policy may retry it.
@@ -347,12 +376,13 @@ impl HttpClient {
         } else {
             direct.clone()
         };
-        let permits = config.max_connections.clamp(1, Semaphore::MAX_PERMITS);
+        let permits = |max: usize| Arc::new(Semaphore::new(max.clamp(1, Semaphore::MAX_PERMITS)));
         Ok(Self {
             inner,
             direct,
+            open: permits(config.max_connections),
+            open_local: permits(config.max_local_connections),
             config,
-            open: Arc::new(Semaphore::new(permits)),
         })
     }
 
@@ -506,13 +536,16 @@ impl HttpClient {
         Opened<impl futures::Stream<Item = Result<Bytes, ProviderError>> + Send + use<>>,
         AttemptError,
     > {
-        let client = if is_loopback(url) {
-            &self.direct
+        let local = is_loopback(url);
+        let client = if local { &self.direct } else { &self.inner };
+        // The semaphores are never closed. A local request takes its local
+        // place first, so it never holds a place in `open` while it waits.
+        let local_permit = if local {
+            self.open_local.clone().acquire_owned().await.ok()
         } else {
-            &self.inner
+            None
         };
-        // The semaphore is never closed.
-        let permit = self.open.clone().acquire_owned().await.ok();
+        let permit = (self.open.clone().acquire_owned().await.ok(), local_permit);
         let mut builder = client
             .post(url)
             .header(CONTENT_TYPE, "application/json")

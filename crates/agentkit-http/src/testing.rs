@@ -553,6 +553,9 @@ async fn read_request(socket: &mut TcpStream) -> io::Result<RecordedRequest> {
     })
 }
 
+/// The chunk that ends a chunked body.
+const LAST_CHUNK: &[u8] = b"0\r\n\r\n";
+
 /// Writes `response`; with `keep_alive` the connection stays open for the
 /// next request after a complete body.
 async fn write_response(
@@ -576,22 +579,35 @@ async fn write_response(
     });
     socket.write_all(head.as_bytes()).await?;
     socket.flush().await?;
-    for piece in response.pieces() {
+    let pieces = response.pieces();
+    let complete = response.ending == Ending::Complete;
+    let mut frame = Vec::new();
+    for (index, piece) in pieces.iter().enumerate() {
         // Even a zero sleep waits for the next timer tick (a millisecond),
         // which would throttle benchmarks; skip it.
         if !response.pause.is_zero() {
             tokio::time::sleep(response.pause).await;
         }
-        let mut frame = format!("{:x}\r\n", piece.len()).into_bytes();
+        frame.clear();
+        frame.extend_from_slice(format!("{:x}\r\n", piece.len()).as_bytes());
         frame.extend_from_slice(piece);
         frame.extend_from_slice(b"\r\n");
+        // The body's end goes with its last piece, as a server sends it
+        // that knows the stream is over when it writes that piece (one
+        // send fewer per answer for the load tests, which share the CPU
+        // with this server).
+        if complete && index + 1 == pieces.len() {
+            frame.extend_from_slice(LAST_CHUNK);
+        }
         socket.write_all(&frame).await?;
         socket.flush().await?;
     }
     match response.ending {
         Ending::Complete => {
-            socket.write_all(b"0\r\n\r\n").await?;
-            socket.flush().await?;
+            if pieces.is_empty() {
+                socket.write_all(LAST_CHUNK).await?;
+                socket.flush().await?;
+            }
             if keep_alive {
                 Ok(())
             } else {

@@ -455,9 +455,23 @@ async fn absurd_retry_after_values_are_clamped_not_panicking() {
 /// With room for one open request, a second waits until the first answer's
 /// body is dropped, then goes through: ten thousand sessions starting at
 /// once queue for connections instead of overflowing the server's accept
-/// queue.
+/// queue. The test server is on 127.0.0.1, so both bounds apply to it: the
+/// overall one, and the one on requests to a server on this machine.
 #[tokio::test]
 async fn requests_beyond_the_connection_bound_wait_for_an_open_one_to_end() {
+    let bounded = HttpConfig::default().with_retry(RetryPolicy::none());
+    for (name, config) in [
+        ("max_connections", bounded.clone().with_max_connections(1)),
+        (
+            "max_local_connections",
+            bounded.with_max_local_connections(1),
+        ),
+    ] {
+        second_request_waits_for_the_first(name, config).await;
+    }
+}
+
+async fn second_request_waits_for_the_first(name: &str, config: HttpConfig) {
     let server = TestServer::start([
         // The first answer stays open after its event.
         ScriptedResponse::sse("data: one\n\n").ending(Ending::Stall),
@@ -465,12 +479,7 @@ async fn requests_beyond_the_connection_bound_wait_for_an_open_one_to_end() {
     ])
     .await
     .unwrap();
-    let client = HttpClient::new(
-        HttpConfig::default()
-            .with_retry(RetryPolicy::none())
-            .with_max_connections(1),
-    )
-    .unwrap();
+    let client = HttpClient::new(config).unwrap();
     let mut first = within(client.post_sse(request(&server))).await.unwrap();
     assert_eq!(
         within(first.events.next_event())
@@ -478,7 +487,8 @@ async fn requests_beyond_the_connection_bound_wait_for_an_open_one_to_end() {
             .unwrap()
             .unwrap()
             .data,
-        "one"
+        "one",
+        "{name}"
     );
     // A clone shares the bound.
     let second = tokio::spawn({
@@ -486,8 +496,8 @@ async fn requests_beyond_the_connection_bound_wait_for_an_open_one_to_end() {
         async move { client.post_sse(request).await }
     });
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(!second.is_finished(), "the second request waits");
-    assert_eq!(server.requests().len(), 1, "and was not sent");
+    assert!(!second.is_finished(), "{name}: the second request waits");
+    assert_eq!(server.requests().len(), 1, "{name}: and was not sent");
     drop(first);
     let mut second = within(second).await.unwrap().unwrap();
     assert_eq!(
@@ -496,7 +506,8 @@ async fn requests_beyond_the_connection_bound_wait_for_an_open_one_to_end() {
             .unwrap()
             .unwrap()
             .data,
-        "two"
+        "two",
+        "{name}"
     );
-    assert_eq!(server.requests().len(), 2);
+    assert_eq!(server.requests().len(), 2, "{name}");
 }

@@ -60,7 +60,8 @@ pub struct LoopSnapshot {
     #[serde(default)]
     pub next_turn_cache: Option<PromptCacheRequest>,
     /// The soft-interrupt queue's id in the process that took the snapshot,
-    /// so a resume in the same process adopts the handles the host holds.
+    /// so a resume in the same process adopts the handles the host holds;
+    /// `None` when the host never asked for the queue.
     #[serde(default)]
     pub soft_queue_id: Option<u64>,
     /// Background tasks: running ones (no result; a resumed driver reports

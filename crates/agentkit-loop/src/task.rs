@@ -35,6 +35,13 @@ pub struct ToolJob {
 }
 
 impl ToolJob {
+    /// The executor's own future for this call, for a manager that
+    /// [`runs_inline`](TaskManager::runs_inline).
+    pub(crate) fn execute_shared(self) -> agentkit_tools_core::ExecuteFuture {
+        self.executor
+            .execute_shared(self.request, self.ctx, self.approval, self.validated)
+    }
+
     async fn run(self) -> Result<ToolResult, ToolError> {
         match &self.approval {
             Some(approval) => {
@@ -94,6 +101,17 @@ pub trait TaskManager: Send + Sync {
     /// Runs one call to completion.
     async fn run(&self, job: ToolJob) -> Result<ToolResult, ToolError>;
 
+    /// `true` when this manager runs a foreground call on the loop's own
+    /// task with nothing around it but a panic guard (no deadline, no
+    /// bookkeeping of its own): the loop then polls the executor's future
+    /// ([`ToolExecutor::execute_shared`]) itself instead of
+    /// [`run_shared`](Self::run_shared)'s, one allocation less per call,
+    /// and turns a panic into the same error result. Default: `false`;
+    /// the [`SimpleTaskManager`] without a timeout says `true`.
+    fn runs_inline(&self) -> bool {
+        false
+    }
+
     /// [`run`](Self::run) as one owned future: what the loop holds while
     /// the call runs. The default boxes `run`'s future inside another;
     /// a manager can return a single box (the [`SimpleTaskManager`] does:
@@ -148,6 +166,10 @@ impl TaskManager for SimpleTaskManager {
         run_guarded(self.timeout, job).await
     }
 
+    fn runs_inline(&self) -> bool {
+        self.timeout.is_none()
+    }
+
     fn run_shared(
         self: Arc<Self>,
         job: ToolJob,
@@ -166,12 +188,12 @@ async fn run_guarded(timeout: Option<Duration>, job: ToolJob) -> Result<ToolResu
             .map_err(|_| ToolError::Timeout(limit))?,
         None => guarded.await,
     };
-    outcome.unwrap_or_else(|panic| {
-        Err(ToolError::Internal(format!(
-            "tool panicked: {}",
-            panic_message(&*panic)
-        )))
-    })
+    outcome.unwrap_or_else(|panic| Err(panicked(&*panic)))
+}
+
+/// The error result of a call whose tool panicked.
+pub(crate) fn panicked(panic: &(dyn std::any::Any + Send)) -> ToolError {
+    ToolError::Internal(format!("tool panicked: {}", panic_message(panic)))
 }
 
 /// Runs up to `max_parallel` calls of a round at once, each on its own tokio
@@ -239,10 +261,7 @@ impl TaskManager for ConcurrentTaskManager {
         };
         match joined {
             Ok(result) => result,
-            Err(err) if err.is_panic() => Err(ToolError::Internal(format!(
-                "tool panicked: {}",
-                panic_message(&*err.into_panic())
-            ))),
+            Err(err) if err.is_panic() => Err(panicked(&*err.into_panic())),
             Err(err) => Err(ToolError::Internal(format!("tool task failed: {err}"))),
         }
     }

@@ -356,3 +356,51 @@ async fn urgent_with_no_tool_running_is_a_normal_message() {
         )]
     );
 }
+
+#[tokio::test]
+async fn the_queue_is_made_when_first_asked_and_saved_messages_still_arrive() {
+    let model = ScriptedModel::new([
+        ScriptedTurn::text("first"),
+        ScriptedTurn::text("answer to the saved message"),
+    ]);
+    let agent = Agent::builder()
+        .model(model.clone())
+        .input(vec![Item::user("go")])
+        .build()
+        .unwrap();
+    let mut driver = agent.start(SessionConfig::new("s")).await.unwrap();
+    assert!(matches!(
+        driver.next().await.unwrap(),
+        LoopStep::Finished(_)
+    ));
+    let saved = driver.generation();
+    let untouched = driver.snapshot();
+    assert_eq!(untouched.soft_queue_id, None, "nobody asked: no queue");
+    assert_eq!(driver.generation(), saved, "looking makes no queue");
+
+    let queue = driver.soft_interrupts();
+    assert_eq!(driver.generation(), saved, "an empty queue changes nothing");
+    queue.push_text("typed before the save");
+    let mut snapshot = driver.snapshot();
+    assert!(snapshot.soft_queue_id.is_some());
+    assert_eq!(snapshot.soft_interrupts.len(), 1);
+    // Another process: the queue the id named does not exist there.
+    snapshot.soft_queue_id = None;
+    let json = serde_json::to_string(&snapshot).unwrap();
+    drop((driver, queue));
+    let mut resumed = agent
+        .resume(
+            SessionConfig::new("s"),
+            serde_json::from_str(&json).unwrap(),
+        )
+        .await
+        .unwrap();
+    let LoopStep::Finished(result) = resumed.next().await.unwrap() else {
+        panic!()
+    };
+    assert_eq!(
+        result.items.last().unwrap().text_content(),
+        "answer to the saved message"
+    );
+    assert!(resumed.soft_interrupts().is_empty());
+}

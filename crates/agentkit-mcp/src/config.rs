@@ -52,8 +52,10 @@ pub struct McpServerConfig {
     /// Time allowed for initialize plus discovery.
     pub connect_timeout: Duration,
     /// Deadline of each tool call, counted from when the request is sent;
-    /// the call is cancelled on the server when it passes. A reconnect
-    /// needed before sending is bounded by `connect_timeout` instead.
+    /// the call is cancelled on the server when it passes. The time the
+    /// user spends answering the call's questions (elicitation) does not
+    /// count. A reconnect needed before sending is bounded by
+    /// `connect_timeout` instead.
     pub call_timeout: Duration,
 }
 

@@ -266,8 +266,10 @@ impl ClientHandler for Handler {
             &self.hooks.elicitation,
             elicitation::request_from(&self.server, &params),
         ) {
-            (Some((call_id, sink)), _, Some(request)) => {
+            (Some((call_id, sink, open)), _, Some(request)) => {
                 tracing::debug!(server = %self.server, %call_id, "elicitation/create for a call in flight");
+                // The call's deadline stops while the user answers.
+                let _asking = crate::asking::Asking::new(open);
                 let answer = sink
                     .ask(call_id, elicitation::question_from(&request))
                     .await;
@@ -626,7 +628,10 @@ impl Connection {
         };
         let answer = tokio::select! {
             answer = handle.await_response() => answer,
-            _ = tokio::time::sleep(deadline) => {
+            () = crate::asking::deadline_outside_questions(
+                deadline,
+                asker.as_ref().map(|asker| asker.open_questions()),
+            ) => {
                 in_flight.cancel(format!("deadline of {deadline:?} passed")).await;
                 return Err(CallError::Timeout(deadline));
             }

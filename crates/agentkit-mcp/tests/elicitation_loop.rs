@@ -42,8 +42,12 @@ impl Tool for Slow {
 /// Connected before the agent starts, so its elicitation tools (offered
 /// only to a client that declares the capability) are in the catalog.
 async fn manager() -> McpServerManager {
+    manager_with(everything("everything")).await
+}
+
+async fn manager_with(config: agentkit_mcp::McpServerConfig) -> McpServerManager {
     let manager = McpServerManager::new();
-    manager.register(everything("everything")).unwrap();
+    manager.register(config).unwrap();
     manager.route_elicitation_to_calls(true);
     let status = within(60, "connect", manager.connect("everything"))
         .await
@@ -140,6 +144,27 @@ async fn an_accepted_form_resumes_the_call_with_its_defaults_while_the_other_cal
     assert!(text.contains("- Favorite Integer: 42"), "{text}");
     assert_eq!(results["s"].output.to_text(), "slept", "the other call ran");
     manager.disconnect_all().await;
+}
+
+/// The call's deadline measures the server, not the user: a question
+/// answered after longer than the whole deadline still completes the call
+/// (the clock stops while the question is open and runs on after it).
+#[tokio::test]
+async fn the_call_deadline_stops_while_the_user_answers() {
+    let deadline = std::time::Duration::from_secs(4);
+    let manager = manager_with(everything("everything").call_timeout(deadline)).await;
+    let agent = agent(&manager, "trigger-elicitation-request", json!({}));
+    let mut driver = agent.start(SessionConfig::new("s")).await.unwrap();
+    let pending = question(&mut driver).await;
+    // The user takes longer than the deadline to answer.
+    tokio::time::sleep(deadline + std::time::Duration::from_secs(2)).await;
+    pending
+        .accept(&mut driver, content(json!({ "name": "Ada Lovelace" })))
+        .unwrap();
+    let results = finish(&mut driver).await;
+    let text = results["e"].output.to_text();
+    assert!(!results["e"].is_error, "{text}");
+    assert!(text.contains("- Name: Ada Lovelace"), "{text}");
 }
 
 #[tokio::test]

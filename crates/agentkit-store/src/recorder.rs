@@ -17,6 +17,14 @@
 //! written before the rewrite, which form a valid transcript. The items
 //! such a rewrite removed are held here until that checkpoint archives
 //! them.
+//!
+//! A rewrite written to the rows archives its items in the same
+//! transaction, but the writer may queue it: until a flush says every
+//! write so far is stored, a copy of those items is kept. A failed flush
+//! cannot say which write failed, so the copy is then *uncertain*: the
+//! next checkpoint archives whichever of its items the store's archive
+//! does not already hold, so a refused rewrite loses nothing and a stored
+//! one is not archived twice.
 
 use crate::recover::Mark;
 use crate::store::{LogEntry, LogWriter};
@@ -39,12 +47,24 @@ pub(crate) struct LogState {
     pub(crate) broken: bool,
 }
 
+/// The items rewrites removed, by what is known of their storing.
+#[derive(Debug, Default)]
+pub(crate) struct Archive {
+    /// Not archived: the next checkpoint archives them.
+    pub(crate) held: Vec<Item>,
+    /// Archived by a rewrite written since the last successful flush.
+    unconfirmed: Vec<Item>,
+    /// Archived by a rewrite that was written before a failed flush: the
+    /// store may or may not hold them.
+    pub(crate) uncertain: Vec<Item>,
+}
+
 /// Feeds a session's appended items to its store; see the module docs.
 pub struct Recorder {
     writer: Arc<dyn LogWriter>,
     state: Mutex<LogState>,
     /// Items rewrites removed, not archived yet.
-    archive: Mutex<Vec<Item>>,
+    archive: Mutex<Archive>,
     /// The ids of the items appended since the checkpoint, in order.
     appended: Mutex<Vec<Option<ItemId>>>,
 }
@@ -62,7 +82,7 @@ impl Recorder {
         Self {
             writer,
             state: Mutex::new(LogState::default()),
-            archive: Mutex::new(Vec::new()),
+            archive: Mutex::new(Archive::default()),
             appended: Mutex::new(Vec::new()),
         }
     }
@@ -88,33 +108,61 @@ impl Recorder {
         self.appended.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// `true` when items wait to be archived.
-    pub(crate) fn has_archived(&self) -> bool {
-        !self
-            .archive
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .is_empty()
+    fn archive(&self) -> std::sync::MutexGuard<'_, Archive> {
+        self.archive.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The items to archive with the next checkpoint.
-    pub(crate) fn take_archived(&self) -> Vec<Item> {
-        std::mem::take(&mut *self.archive.lock().unwrap_or_else(|e| e.into_inner()))
+    /// `true` when items wait to be archived.
+    pub(crate) fn has_archived(&self) -> bool {
+        let archive = self.archive();
+        !archive.held.is_empty() || !archive.uncertain.is_empty()
+    }
+
+    /// The items to archive with the next checkpoint, and those the store
+    /// may hold already (archive the ones it does not).
+    pub(crate) fn take_archived(&self) -> (Vec<Item>, Vec<Item>) {
+        let mut archive = self.archive();
+        (
+            std::mem::take(&mut archive.held),
+            std::mem::take(&mut archive.uncertain),
+        )
     }
 
     /// Puts back items a failed checkpoint did not archive.
     pub(crate) fn restore_archived(&self, mut items: Vec<Item>) {
-        let mut archive = self.archive.lock().unwrap_or_else(|e| e.into_inner());
-        items.append(&mut archive);
-        *archive = items;
+        let mut archive = self.archive();
+        items.append(&mut archive.held);
+        archive.held = items;
+    }
+
+    /// Puts back uncertain items a checkpoint could not sort out.
+    pub(crate) fn restore_uncertain(&self, mut items: Vec<Item>) {
+        let mut archive = self.archive();
+        items.append(&mut archive.uncertain);
+        archive.uncertain = items;
+    }
+
+    /// Waits until every write so far is stored ([`LogWriter::flush`]). On
+    /// success the rewrites written so far are known to be archived; on
+    /// failure the rows are broken (the next checkpoint rewrites them) and
+    /// those rewrites' items uncertain.
+    pub(crate) async fn flush(&self) -> crate::StoreResult<()> {
+        let flushed = self.writer.flush().await;
+        let mut archive = self.archive();
+        match flushed {
+            Ok(()) => archive.unconfirmed.clear(),
+            Err(_) => {
+                let unconfirmed = std::mem::take(&mut archive.unconfirmed);
+                archive.uncertain.extend(unconfirmed);
+                drop(archive);
+                self.mark_broken();
+            }
+        }
+        flushed
     }
 
     pub(crate) fn mark_broken(&self) {
         self.lock().broken = true;
-    }
-
-    pub(crate) fn writer(&self) -> &Arc<dyn LogWriter> {
-        &self.writer
     }
 
     fn mark(&self, mark: Mark) {
@@ -163,6 +211,7 @@ impl TranscriptObserver for Recorder {
                 .filter(|item| item.id.as_ref().is_none_or(|id| !new_ids.contains(id)))
                 .count();
             let fresh_ids = (items.len() + removed).saturating_sub(state.next_index) as u64;
+            self.archive().unconfirmed.extend_from_slice(archived);
             self.writer.write(LogEntry::Rewrite {
                 items: items.to_vec(),
                 archived: archived.to_vec(),
@@ -176,10 +225,7 @@ impl TranscriptObserver for Recorder {
         drop(state);
         // The next checkpoint stores the new transcript whole, and archives
         // what it no longer holds.
-        self.archive
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .extend_from_slice(archived);
+        self.archive().held.extend_from_slice(archived);
         self.mark_broken();
     }
 }
@@ -213,8 +259,7 @@ pub(crate) struct DurableStarts {
 
 impl DurableStarts {
     async fn stored(recorder: &Recorder, job: &ToolJob) -> Result<(), ToolError> {
-        recorder.writer.flush().await.map_err(|err| {
-            recorder.mark_broken();
+        recorder.flush().await.map_err(|err| {
             ToolError::Unavailable(format!(
                 "the session store could not record that call {} started, so it did not run: {err}",
                 job.request.call_id

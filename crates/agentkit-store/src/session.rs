@@ -11,7 +11,7 @@ use crate::recorder::{DurableStarts, Recorder};
 use crate::recover::recover;
 use crate::store::{Checkpoint, LeaseToken, NewSession, SessionStore, derived_title};
 use crate::{StoreError, StoreResult};
-use agentkit_core::{SessionId, Usage};
+use agentkit_core::{Item, SessionId, Usage};
 use agentkit_loop::{
     Agent, AgentBuilder, LoopDriver, LoopStep, ModelAdapter, ModelSession, SessionConfig,
 };
@@ -265,9 +265,8 @@ impl<S: ModelSession> Session<S> {
         if self.lost.load(Ordering::SeqCst) {
             return Err(StoreError::LeaseLost(self.token.session_id.clone()));
         }
-        if let Err(err) = self.recorder.writer().flush().await {
+        if let Err(err) = self.recorder.flush().await {
             // Some rows may be missing: the checkpoint rewrites them.
-            self.recorder.mark_broken();
             return Err(self.note(err));
         }
         let generation = self.driver.generation();
@@ -304,7 +303,10 @@ impl<S: ModelSession> Session<S> {
             (first, tail, derived)
         };
         let items = first.map(|first| (first, &tail[..]));
-        let archived = self.recorder.take_archived();
+        let archived = match self.archived_to_store().await {
+            Ok(archived) => archived,
+            Err(err) => return Err(self.note(err)),
+        };
         let title = derived;
         if let Err(err) = self.save_inputs().await {
             self.recorder.restore_archived(archived);
@@ -327,6 +329,31 @@ impl<S: ModelSession> Session<S> {
         self.recorder.reset(len);
         self.saved = Some(generation);
         Ok(())
+    }
+
+    /// The items the next checkpoint archives: those rewrites removed
+    /// while the rows were broken, after those of rewrites written before a
+    /// failed flush that the store's archive does not hold (the rewrite's
+    /// transaction either archived all of its items or none).
+    async fn archived_to_store(&mut self) -> StoreResult<Vec<Item>> {
+        let (held, uncertain) = self.recorder.take_archived();
+        if uncertain.is_empty() {
+            return Ok(held);
+        }
+        let stored = match self.store.archived(&self.token.session_id).await {
+            Ok(stored) => stored,
+            Err(err) => {
+                self.recorder.restore_uncertain(uncertain);
+                self.recorder.restore_archived(held);
+                return Err(err);
+            }
+        };
+        let mut archived: Vec<Item> = uncertain
+            .into_iter()
+            .filter(|item| !stored.contains(item))
+            .collect();
+        archived.extend(held);
+        Ok(archived)
     }
 
     /// Records the driver's inputs from here on into the store, as the

@@ -181,3 +181,104 @@ async fn a_call_input_saved_as_a_parsed_value_still_loads() {
         "saved back unchanged"
     );
 }
+
+/// Runs a session whose mutator redacts each tool result (a rewrite that
+/// keeps the step's items at its end, so the rows follow it at once) while
+/// `refuse` makes the database turn writes down, driven without
+/// checkpoints; then the database works again and the host saves. Returns
+/// the final transcript and what the store archived.
+async fn redact_while_the_database_refuses(
+    refuse: &str,
+) -> (Vec<agentkit_core::Item>, Vec<agentkit_core::Item>) {
+    use agentkit_core::Item;
+    use agentkit_loop::{Agent, LoopInterrupt, LoopStep};
+    use agentkit_store::{NewSession, SessionLease};
+    use agentkit_testkit::{ScriptedModel, ScriptedTurn};
+    use serde_json::json;
+
+    let backend = Sqlite::new();
+    let store: Arc<dyn SessionStore> = Arc::new(SqliteStore::open(&backend.path).unwrap());
+    let lease = SessionLease::create(store.clone(), NewSession::new().with_id("s-refused"))
+        .await
+        .unwrap();
+    let model = ScriptedModel::new([
+        ScriptedTurn::tool_call("c1", "slow", json!({ "ms": 1 })),
+        ScriptedTurn::text("done"),
+    ]);
+    let agent = lease
+        .record(
+            Agent::builder()
+                .model(model)
+                .add_tool_source(support::tools::registry(
+                    &support::tools::danger(),
+                    store.clone(),
+                ))
+                .mutator(support::tools::RedactResults)
+                .input(vec![Item::user("go")]),
+        )
+        .build()
+        .unwrap();
+    let mut session = lease.open(&agent).await.unwrap();
+    let admin = rusqlite::Connection::open(&backend.path).unwrap();
+    admin.execute_batch(refuse).unwrap();
+    loop {
+        match session.driver_mut().next().await.unwrap() {
+            LoopStep::Interrupt(LoopInterrupt::AfterToolResult(_)) => {}
+            LoopStep::Finished(_) => break,
+            other => panic!("{other:?}"),
+        }
+    }
+    admin
+        .execute_batch("DROP TRIGGER IF EXISTS refuse")
+        .unwrap();
+    // The first save reports the refused write; the next one stores the
+    // transcript whole.
+    assert!(session.save().await.is_err(), "the refusal is reported");
+    session.save().await.unwrap();
+    let transcript = session.transcript().to_vec();
+    session.close().await.unwrap();
+    let id = "s-refused".into();
+    assert_eq!(store.load(&id).await.unwrap().items, transcript);
+    (transcript, store.archived(&id).await.unwrap())
+}
+
+/// The original result a rewrite replaced, with the number of times the
+/// archive holds it.
+fn originals(transcript: &[agentkit_core::Item], archived: &[agentkit_core::Item]) -> usize {
+    let redacted = &transcript[2];
+    assert_eq!(
+        redacted.tool_results().next().unwrap().output.to_text(),
+        "[redacted]"
+    );
+    archived
+        .iter()
+        .filter(|item| {
+            item.id == redacted.id
+                && item.tool_results().next().unwrap().output.to_text() != "[redacted]"
+        })
+        .count()
+}
+
+/// The database refuses the rewrite itself (its delete of the old rows):
+/// the items the rewrite archived are archived by the checkpoint instead,
+/// not lost.
+#[tokio::test]
+async fn a_refused_rewrite_loses_nothing_it_archived() {
+    let (transcript, archived) = redact_while_the_database_refuses(
+        "CREATE TRIGGER refuse BEFORE DELETE ON items BEGIN SELECT RAISE(ABORT, 'disk full'); END",
+    )
+    .await;
+    assert_eq!(originals(&transcript, &archived), 1, "{archived:?}");
+}
+
+/// The rewrite is stored, and a later write is refused: the checkpoint
+/// does not archive the rewrite's items a second time.
+#[tokio::test]
+async fn a_write_refused_after_a_rewrite_archives_once() {
+    let (transcript, archived) = redact_while_the_database_refuses(
+        "CREATE TRIGGER refuse BEFORE INSERT ON items WHEN NEW.seq >= 3 \
+         BEGIN SELECT RAISE(ABORT, 'disk full'); END",
+    )
+    .await;
+    assert_eq!(originals(&transcript, &archived), 1, "{archived:?}");
+}

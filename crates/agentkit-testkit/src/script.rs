@@ -319,14 +319,9 @@ impl ModelAdapter for ScriptedModel {
     type Session = ScriptedSession;
 
     async fn start_session(&self, _config: SessionConfig) -> Result<ScriptedSession, ModelError> {
-        let own = self
-            .shared
-            .per_session
-            .as_ref()
-            .map(|turns| turns.iter().cloned().collect());
         Ok(ScriptedSession {
             shared: self.shared.clone(),
-            own,
+            own: self.shared.per_session.as_ref().map(|_| 0),
         })
     }
 }
@@ -334,8 +329,10 @@ impl ModelAdapter for ScriptedModel {
 /// A session of a [`ScriptedModel`].
 pub struct ScriptedSession {
     shared: Arc<Shared>,
-    /// This session's own script, for [`ScriptedModel::per_session`].
-    own: Option<VecDeque<ScriptedTurn>>,
+    /// For [`ScriptedModel::per_session`]: the next turn of the shared
+    /// script this session plays (a copy is made when the turn begins, so
+    /// an idle session holds no script of its own).
+    own: Option<usize>,
 }
 
 #[async_trait::async_trait]
@@ -351,7 +348,11 @@ impl ModelSession for ScriptedSession {
                 .push(request);
         }
         let turn = match &mut self.own {
-            Some(own) => own.pop_front(),
+            Some(next) => {
+                let turn = self.shared.per_session.as_ref().and_then(|t| t.get(*next));
+                *next += 1;
+                turn.cloned()
+            }
             None => self
                 .shared
                 .script

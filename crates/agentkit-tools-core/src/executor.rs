@@ -13,7 +13,7 @@
 //! `execute_validated`) so the same input is not validated twice while the
 //! tool is unchanged.
 
-use crate::federation::{CatalogError, ResolvedCatalog, ToolFederation};
+use crate::federation::{CatalogError, CatalogTool, ResolvedCatalog, ToolFederation};
 use crate::permission::PermissionDecision;
 use crate::{
     AllowAllPermissions, ApprovalRequest, DEFAULT_MAX_OUTPUT_BYTES, PermissionChecker, Tool,
@@ -88,7 +88,39 @@ pub trait ToolExecutor: Send + Sync {
         approval: &ApprovalRequest,
         ctx: ToolContext,
     ) -> Result<ToolResult, ToolError>;
+
+    /// The call as one owned future, what an agent loop holds while it
+    /// runs: [`execute_approved`](Self::execute_approved) with `approval`,
+    /// else [`execute_validated`](Self::execute_validated) with `validated`,
+    /// else [`execute`](Self::execute).
+    ///
+    /// The default boxes that method's future inside another; the
+    /// [`BasicToolExecutor`] returns one box around its own steps, which
+    /// awaits the tool's future (one allocation less per call).
+    fn execute_shared(
+        self: Arc<Self>,
+        request: ToolRequest,
+        ctx: ToolContext,
+        approval: Option<Box<ApprovalRequest>>,
+        validated: Option<Arc<ToolSpec>>,
+    ) -> ExecuteFuture
+    where
+        Self: 'static,
+    {
+        Box::pin(async move {
+            match (approval, validated) {
+                (Some(approval), _) => self.execute_approved(request, &approval, ctx).await,
+                (None, Some(spec)) => self.execute_validated(request, ctx, spec).await,
+                (None, None) => self.execute(request, ctx).await,
+            }
+        })
+    }
 }
+
+/// The future [`ToolExecutor::execute_shared`] returns: owned, so the
+/// loop can hold it beside the call while other work goes on.
+pub type ExecuteFuture =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<ToolResult, ToolError>> + Send>>;
 
 /// The standard executor: a federation of sources and a permission checker.
 ///
@@ -125,15 +157,36 @@ impl BasicToolExecutor {
         self
     }
 
-    fn lookup(&self, name: &str) -> Result<Arc<dyn Tool>, ToolError> {
-        let catalog = self
-            .federation
+    /// The current catalog.
+    fn resolved(&self) -> Result<Arc<ResolvedCatalog>, ToolError> {
+        self.federation
             .resolve()
-            .map_err(|err| ToolError::Internal(err.to_string()))?;
+            .map_err(|err| ToolError::Internal(err.to_string()))
+    }
+
+    /// The tool `name` of `catalog`.
+    fn lookup<'c>(catalog: &'c ResolvedCatalog, name: &str) -> Result<&'c CatalogTool, ToolError> {
         catalog
-            .get(name)
-            .cloned()
+            .entry(name)
             .ok_or_else(|| ToolError::NotFound(name.to_owned()))
+    }
+
+    /// Checks `input` against the tool's schema: through the schema the
+    /// catalog compiled for this spec when it says the input is valid
+    /// (the usual case), else through [`validate_input`], which words
+    /// what is wrong.
+    fn validate(
+        entry: &CatalogTool,
+        spec: &Arc<ToolSpec>,
+        input: &serde_json::Value,
+    ) -> Result<(), crate::SchemaErrors> {
+        if entry
+            .compiled(spec)
+            .is_some_and(|compiled| compiled.accepts(input))
+        {
+            return Ok(());
+        }
+        validate_input(&spec.input_schema, input)
     }
 
     /// Folds every request the call proposes into one decision: the first
@@ -142,16 +195,16 @@ impl BasicToolExecutor {
     /// against this same spec already (`validated`).
     fn check(
         &self,
-        tool: &dyn Tool,
+        entry: &CatalogTool,
         spec: &Arc<ToolSpec>,
         request: &ToolRequest,
         validated: Option<&Arc<ToolSpec>>,
     ) -> Preflight {
         let revalidate = validated.is_none_or(|done| !Arc::ptr_eq(done, spec));
-        if revalidate && let Err(errors) = validate_input(&spec.input_schema, &request.input) {
+        if revalidate && let Err(errors) = Self::validate(entry, spec, &request.input) {
             return Preflight::Rejected(ToolError::InvalidInput(errors.to_string()));
         }
-        let proposed = match tool.proposed_requests(&request.input) {
+        let proposed = match entry.tool.proposed_requests(&request.input) {
             Ok(proposed) => proposed,
             Err(err) => return Preflight::Rejected(err),
         };
@@ -194,10 +247,11 @@ impl BasicToolExecutor {
         ctx: ToolContext,
         validated: Option<&Arc<ToolSpec>>,
     ) -> Result<ToolResult, ToolError> {
-        let tool = self.lookup(&request.tool_name)?;
-        let spec = tool.spec();
-        match self.check(tool.as_ref(), &spec, &request, validated) {
-            Preflight::Ready => self.run(tool, request, ctx).await,
+        let catalog = self.resolved()?;
+        let entry = Self::lookup(&catalog, &request.tool_name)?;
+        let spec = entry.tool.spec();
+        match self.check(entry, &spec, &request, validated) {
+            Preflight::Ready => self.run(entry.tool.clone(), request, ctx).await,
             Preflight::NeedsApproval(approval) => Err(ToolError::PermissionDenied(format!(
                 "{} requires approval and none was given",
                 approval.summary
@@ -246,10 +300,14 @@ impl ToolExecutor for BasicToolExecutor {
     }
 
     fn preflight_validated(&self, request: &ToolRequest) -> (Preflight, Option<Arc<ToolSpec>>) {
-        match self.lookup(&request.tool_name) {
-            Ok(tool) => {
-                let spec = tool.spec();
-                let preflight = self.check(tool.as_ref(), &spec, request, None);
+        let catalog = match self.resolved() {
+            Ok(catalog) => catalog,
+            Err(err) => return (Preflight::Rejected(err), None),
+        };
+        match Self::lookup(&catalog, &request.tool_name) {
+            Ok(entry) => {
+                let spec = entry.tool.spec();
+                let preflight = self.check(entry, &spec, request, None);
                 let validated = (preflight == Preflight::Ready).then_some(spec);
                 (preflight, validated)
             }
@@ -280,15 +338,46 @@ impl ToolExecutor for BasicToolExecutor {
         approval: &ApprovalRequest,
         ctx: ToolContext,
     ) -> Result<ToolResult, ToolError> {
+        self.execute_approved_inline(request, approval, ctx).await
+    }
+
+    fn execute_shared(
+        self: Arc<Self>,
+        request: ToolRequest,
+        ctx: ToolContext,
+        approval: Option<Box<ApprovalRequest>>,
+        validated: Option<Arc<ToolSpec>>,
+    ) -> ExecuteFuture {
+        // The inherent steps, awaited inside this one box: no box per step.
+        Box::pin(async move {
+            match approval {
+                Some(approval) => self.execute_approved_inline(request, &approval, ctx).await,
+                None => self.execute_checked(request, ctx, validated.as_ref()).await,
+            }
+        })
+    }
+}
+
+impl BasicToolExecutor {
+    /// `execute_approved`, as an inherent method `execute_shared` awaits
+    /// without a box of its own.
+    async fn execute_approved_inline(
+        &self,
+        request: ToolRequest,
+        approval: &ApprovalRequest,
+        ctx: ToolContext,
+    ) -> Result<ToolResult, ToolError> {
         if approval.call_id.as_ref() != Some(&request.call_id) {
             return Err(ToolError::Internal(format!(
                 "approval {} does not belong to call {}",
                 approval.id, request.call_id
             )));
         }
-        let tool = self.lookup(&request.tool_name)?;
+        let catalog = self.resolved()?;
+        let entry = Self::lookup(&catalog, &request.tool_name)?;
+        let tool = entry.tool.clone();
         let spec = tool.spec();
-        match self.check(tool.as_ref(), &spec, &request, None) {
+        match self.check(entry, &spec, &request, None) {
             Preflight::Ready => self.run(tool, request, ctx).await,
             // The host approved what it was shown. If the call would now need
             // something else (a dynamic catalog swapped the tool in between),

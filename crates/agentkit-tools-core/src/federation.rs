@@ -5,9 +5,10 @@
 //! and rebuilt only when a source's revision moves, so reading it at every
 //! model call costs a lock and a comparison.
 
+use crate::schema::CompiledSchema;
 use crate::{CatalogSnapshot, Tool, ToolCatalogEvent, ToolSource, ToolSpec};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// What to do when two sources offer the same tool name.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -45,7 +46,30 @@ pub struct ResolvedCatalog {
     pub generation: u64,
     specs: Arc<[Arc<ToolSpec>]>,
     // foldhash: every tool call looks its tool up here.
-    tools: HashMap<String, Arc<dyn Tool>, foldhash::fast::RandomState>,
+    tools: HashMap<String, CatalogTool, foldhash::fast::RandomState>,
+}
+
+/// A tool of a resolved catalog, with its input schema compiled when a
+/// call first needs it (once per spec, not per call).
+pub(crate) struct CatalogTool {
+    pub(crate) tool: Arc<dyn Tool>,
+    /// The spec the tool had when the catalog was built.
+    spec: Arc<ToolSpec>,
+    compiled: OnceLock<Option<CompiledSchema>>,
+}
+
+impl CatalogTool {
+    /// The compiled schema of `spec`, when it is the spec the catalog was
+    /// built with (a tool may change its spec between two catalogs) and
+    /// can be compiled.
+    pub(crate) fn compiled(&self, spec: &Arc<ToolSpec>) -> Option<&CompiledSchema> {
+        if !Arc::ptr_eq(&self.spec, spec) {
+            return None;
+        }
+        self.compiled
+            .get_or_init(|| CompiledSchema::compile(&self.spec.input_schema))
+            .as_ref()
+    }
 }
 
 impl ResolvedCatalog {
@@ -62,6 +86,11 @@ impl ResolvedCatalog {
 
     /// The tool of this name.
     pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.tools.get(name).map(|entry| &entry.tool)
+    }
+
+    /// The tool of this name, with its compiled schema.
+    pub(crate) fn entry(&self, name: &str) -> Option<&CatalogTool> {
         self.tools.get(name)
     }
 
@@ -84,7 +113,7 @@ impl ResolvedCatalog {
         for spec in self.specs.iter() {
             match older.tools.get(&spec.name) {
                 None => event.added.push(spec.name.clone()),
-                Some(old) if *old.spec() != **spec => event.changed.push(spec.name.clone()),
+                Some(old) if *old.tool.spec() != **spec => event.changed.push(spec.name.clone()),
                 Some(_) => {}
             }
         }
@@ -222,7 +251,14 @@ impl ToolFederation {
         }
         let tools = order
             .iter()
-            .map(|(spec, tool)| (spec.name.clone(), tool.clone()))
+            .map(|(spec, tool)| {
+                let entry = CatalogTool {
+                    tool: tool.clone(),
+                    spec: spec.clone(),
+                    compiled: OnceLock::new(),
+                };
+                (spec.name.clone(), entry)
+            })
             .collect();
         let specs = order.into_iter().map(|(spec, _)| spec).collect();
         Ok(ResolvedCatalog {

@@ -82,6 +82,7 @@ mod dynamic;
 mod error;
 mod executor;
 mod federation;
+mod format;
 mod nested;
 mod normalize;
 mod permission;
@@ -100,7 +101,7 @@ pub use approval::{ApprovalDecision, ApprovalReason, ApprovalRequest};
 pub use auth::{AuthOperation, AuthRequest};
 pub use dynamic::{CatalogReader, CatalogWriter, dynamic_catalog};
 pub use error::ToolError;
-pub use executor::{BasicToolExecutor, Preflight, ToolExecutor};
+pub use executor::{BasicToolExecutor, ExecuteFuture, Preflight, ToolExecutor};
 pub use federation::{CatalogError, CollisionPolicy, ResolvedCatalog, ToolFederation};
 pub use nested::{EventSink, ToolResume, UsageSink};
 pub use normalize::{SchemaDialect, normalize_for};
@@ -112,7 +113,8 @@ pub use permission::{
 pub use policy::{CommandPolicy, McpServerPolicy, OutsideRoots, PathPolicy, resolve_path};
 pub use process_group::ProcessGroup;
 pub use question::{
-    FormError, HostAnswer, HostQuestion, QuestionKind, QuestionSink, complete_form,
+    Bound, FormError, HostAnswer, HostQuestion, QuestionKind, QuestionSink, check_field,
+    complete_form,
 };
 pub use schema::{SchemaErrors, SchemaViolation, validate_input};
 pub use source::{CatalogSnapshot, ToolCatalogEvent, ToolRegistry, ToolSource};

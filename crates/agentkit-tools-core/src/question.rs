@@ -195,6 +195,57 @@ pub enum FormError {
     /// A value outside the schema's `enum` (or `oneOf` constants).
     #[error("the field {0:?} is not one of the allowed values")]
     NotAllowed(String),
+    /// A value past one of the schema's bounds: a number's `minimum` or
+    /// `maximum`, a string's `minLength` or `maxLength` (in characters),
+    /// a multiple choice's `minItems` or `maxItems`.
+    #[error("the field {field:?} must {bound}")]
+    OutOfBounds {
+        /// The field.
+        field: String,
+        /// The bound it breaks.
+        bound: Bound,
+    },
+    /// A string that is not in the schema's `format` (`email`, `uri`,
+    /// `date` or `date-time`; other formats are not checked).
+    #[error("the field {field:?} is not a valid {format}")]
+    BadFormat {
+        /// The field.
+        field: String,
+        /// The schema's format.
+        format: String,
+    },
+}
+
+/// A bound of a form field's schema, with its limit.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub enum Bound {
+    /// `minimum`: the number must be at least this.
+    Minimum(serde_json::Number),
+    /// `maximum`: the number must be at most this.
+    Maximum(serde_json::Number),
+    /// `minLength`: the string must have at least this many characters.
+    MinLength(u64),
+    /// `maxLength`: the string must have at most this many characters.
+    MaxLength(u64),
+    /// `minItems`: at least this many choices.
+    MinItems(u64),
+    /// `maxItems`: at most this many choices.
+    MaxItems(u64),
+}
+
+impl std::fmt::Display for Bound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Bound::Minimum(n) => write!(f, "be at least {n}"),
+            Bound::Maximum(n) => write!(f, "be at most {n}"),
+            Bound::MinLength(n) => write!(f, "be at least {n} characters long"),
+            Bound::MaxLength(n) => write!(f, "be at most {n} characters long"),
+            Bound::MinItems(n) => write!(f, "have at least {n} choices"),
+            Bound::MaxItems(n) => write!(f, "have at most {n} choices"),
+        }
+    }
 }
 
 /// Fills in the schema's defaults for fields `content` leaves out, then
@@ -245,12 +296,30 @@ pub fn complete_form(
         let property = properties
             .get(field)
             .ok_or_else(|| FormError::Unknown(field.clone()))?;
-        check_value(field, property, value)?;
+        check_field(field, property, value)?;
     }
     Ok(content)
 }
 
-fn check_value(field: &str, property: &Value, value: &Value) -> Result<(), FormError> {
+/// Checks one field's value against its property schema (the checks of
+/// [`complete_form`] but `required`): its type, choices, bounds and
+/// format. A host reading a form field by field uses it to refuse a value
+/// at once, before the whole form is sent.
+///
+/// ```
+/// use agentkit_tools_core::{Bound, FormError, check_field};
+/// use serde_json::json;
+///
+/// let age = json!({ "type": "integer", "minimum": 0, "maximum": 150 });
+/// assert_eq!(check_field("age", &age, &json!(36)), Ok(()));
+/// let refused = check_field("age", &age, &json!(500)).unwrap_err();
+/// assert_eq!(
+///     refused,
+///     FormError::OutOfBounds { field: "age".into(), bound: Bound::Maximum(150.into()) }
+/// );
+/// assert_eq!(refused.to_string(), "the field \"age\" must be at most 150");
+/// ```
+pub fn check_field(field: &str, property: &Value, value: &Value) -> Result<(), FormError> {
     if let Some(kind) = property.get("type").and_then(Value::as_str) {
         let fits = match kind {
             "string" => value.is_string(),
@@ -282,7 +351,60 @@ fn check_value(field: &str, property: &Value, value: &Value) -> Result<(), FormE
             return Err(FormError::NotAllowed(field.to_owned()));
         }
     }
+    if let Some(bound) = broken_bound(property, value) {
+        return Err(FormError::OutOfBounds {
+            field: field.to_owned(),
+            bound,
+        });
+    }
+    if let (Some(format), Some(text)) = (
+        property.get("format").and_then(Value::as_str),
+        value.as_str(),
+    ) && !crate::format::fits(format, text)
+    {
+        return Err(FormError::BadFormat {
+            field: field.to_owned(),
+            format: format.to_owned(),
+        });
+    }
     Ok(())
+}
+
+/// The first of the property's bounds `value` breaks.
+fn broken_bound(property: &Value, value: &Value) -> Option<Bound> {
+    let limit = |key: &str| property.get(key).and_then(Value::as_u64);
+    let number = |key: &str| match property.get(key) {
+        Some(Value::Number(n)) => Some(n.clone()),
+        _ => None,
+    };
+    match value {
+        Value::Number(n) => {
+            let n = n.as_f64()?;
+            if let Some(min) = number("minimum").filter(|m| m.as_f64().is_some_and(|m| n < m)) {
+                return Some(Bound::Minimum(min));
+            }
+            number("maximum")
+                .filter(|m| m.as_f64().is_some_and(|m| n > m))
+                .map(Bound::Maximum)
+        }
+        Value::String(text) => {
+            let len = text.chars().count() as u64;
+            if let Some(min) = limit("minLength").filter(|&m| len < m) {
+                return Some(Bound::MinLength(min));
+            }
+            limit("maxLength")
+                .filter(|&m| len > m)
+                .map(Bound::MaxLength)
+        }
+        Value::Array(items) => {
+            let len = items.len() as u64;
+            if let Some(min) = limit("minItems").filter(|&m| len < m) {
+                return Some(Bound::MinItems(min));
+            }
+            limit("maxItems").filter(|&m| len > m).map(Bound::MaxItems)
+        }
+        _ => None,
+    }
 }
 
 /// The allowed values of a choice: `enum`, or the `const` of each
@@ -358,6 +480,127 @@ mod tests {
             (
                 json!({ "age": 1, "pets": ["cat", "dragon"] }),
                 FormError::NotAllowed("pets".into()),
+            ),
+        ];
+        for (content, expected) in cases {
+            assert_eq!(
+                complete_form(&schema, map(content.clone())),
+                Err(expected),
+                "{content}"
+            );
+        }
+    }
+
+    /// MCP's form schemas bound numbers, strings and multiple choices and
+    /// give strings a format: each bound and format, just inside (sent)
+    /// and just outside (refused, naming the bound).
+    #[test]
+    fn bounds_and_formats_are_checked() {
+        let schema = json!({ "type": "object", "properties": {
+            "age": { "type": "integer", "minimum": 1, "maximum": 100 },
+            "ratio": { "type": "number", "minimum": 0.5, "maximum": 2.5 },
+            "nick": { "type": "string", "minLength": 2, "maxLength": 4 },
+            "fish": { "type": "array", "minItems": 1, "maxItems": 2,
+                      "items": { "enum": ["tuna", "trout", "salmon"] } },
+            "email": { "type": "string", "format": "email" },
+            "home": { "type": "string", "format": "uri" },
+            "born": { "type": "string", "format": "date" },
+            "at": { "type": "string", "format": "date-time" },
+            "color": { "type": "string", "format": "hex-color" }
+        }});
+        let bound = |field: &str, bound: Bound| FormError::OutOfBounds {
+            field: field.into(),
+            bound,
+        };
+        let format = |field: &str, format: &str| FormError::BadFormat {
+            field: field.into(),
+            format: format.into(),
+        };
+        let sent = [
+            json!({ "age": 1 }),
+            json!({ "age": 100 }),
+            json!({ "ratio": 0.5 }),
+            json!({ "ratio": 2.5 }),
+            // Characters, not bytes.
+            json!({ "nick": "Éé" }),
+            json!({ "nick": "abcd" }),
+            json!({ "fish": ["tuna"] }),
+            json!({ "fish": ["tuna", "trout"] }),
+            json!({ "email": "ada@example.com" }),
+            json!({ "home": "https://ada.example/portfolio" }),
+            json!({ "home": "urn:isbn:0451450523" }),
+            json!({ "born": "1815-12-10" }),
+            json!({ "born": "2024-02-29" }),
+            json!({ "at": "2026-11-27T12:30:00Z" }),
+            json!({ "at": "2026-11-27T12:30:00.25+01:00" }),
+            // A format the check does not know is not refused.
+            json!({ "color": "not a color" }),
+        ];
+        for content in sent {
+            assert!(
+                complete_form(&schema, map(content.clone())).is_ok(),
+                "{content}"
+            );
+        }
+        let cases = [
+            (json!({ "age": 0 }), bound("age", Bound::Minimum(1.into()))),
+            (
+                json!({ "age": 101 }),
+                bound("age", Bound::Maximum(100.into())),
+            ),
+            (
+                json!({ "ratio": 0.25 }),
+                bound(
+                    "ratio",
+                    Bound::Minimum(serde_json::Number::from_f64(0.5).unwrap()),
+                ),
+            ),
+            (
+                json!({ "ratio": 3 }),
+                bound(
+                    "ratio",
+                    Bound::Maximum(serde_json::Number::from_f64(2.5).unwrap()),
+                ),
+            ),
+            (json!({ "nick": "é" }), bound("nick", Bound::MinLength(2))),
+            (
+                json!({ "nick": "abcde" }),
+                bound("nick", Bound::MaxLength(4)),
+            ),
+            (json!({ "fish": [] }), bound("fish", Bound::MinItems(1))),
+            (
+                json!({ "fish": ["tuna", "trout", "salmon"] }),
+                bound("fish", Bound::MaxItems(2)),
+            ),
+            (json!({ "email": "ada" }), format("email", "email")),
+            (json!({ "email": "ada@" }), format("email", "email")),
+            (json!({ "email": "@example.com" }), format("email", "email")),
+            (
+                json!({ "email": "ada lovelace@example.com" }),
+                format("email", "email"),
+            ),
+            (json!({ "email": "ada@example" }), format("email", "email")),
+            (json!({ "home": "ada.example" }), format("home", "uri")),
+            (json!({ "home": "1http://x" }), format("home", "uri")),
+            (json!({ "home": "https://a b" }), format("home", "uri")),
+            (json!({ "born": "1815-13-10" }), format("born", "date")),
+            (json!({ "born": "2023-02-29" }), format("born", "date")),
+            (json!({ "born": "10/12/1815" }), format("born", "date")),
+            (
+                json!({ "born": "1815-12-10T00:00:00Z" }),
+                format("born", "date"),
+            ),
+            (
+                json!({ "at": "2026-11-27 12:30" }),
+                format("at", "date-time"),
+            ),
+            (
+                json!({ "at": "2026-11-27T25:00:00Z" }),
+                format("at", "date-time"),
+            ),
+            (
+                json!({ "at": "2026-11-27T12:30:00" }),
+                format("at", "date-time"),
             ),
         ];
         for (content, expected) in cases {

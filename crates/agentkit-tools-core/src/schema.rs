@@ -14,6 +14,9 @@
 //! set are ignored, which accepts rather than refuses: the tool still checks
 //! what it relies on.
 
+mod compiled;
+
+pub(crate) use compiled::CompiledSchema;
 use serde_json::{Map, Value};
 use std::cell::Cell;
 use std::fmt;

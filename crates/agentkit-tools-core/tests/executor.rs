@@ -412,3 +412,99 @@ async fn a_validated_call_is_validated_again_only_when_its_tool_changed() {
         (Preflight::Rejected(_), None)
     ));
 }
+
+/// An executor that only forwards, so `execute_shared` is the trait's
+/// default.
+struct Forwarding(BasicToolExecutor);
+
+#[async_trait::async_trait]
+impl ToolExecutor for Forwarding {
+    fn catalog(
+        &self,
+    ) -> Result<Arc<agentkit_tools_core::ResolvedCatalog>, agentkit_tools_core::CatalogError> {
+        self.0.catalog()
+    }
+
+    fn preflight(&self, request: &ToolRequest) -> Preflight {
+        self.0.preflight(request)
+    }
+
+    async fn execute(
+        &self,
+        request: ToolRequest,
+        ctx: ToolContext,
+    ) -> Result<agentkit_tools_core::ToolResult, ToolError> {
+        self.0.execute(request, ctx).await
+    }
+
+    async fn execute_approved(
+        &self,
+        request: ToolRequest,
+        approval: &agentkit_tools_core::ApprovalRequest,
+        ctx: ToolContext,
+    ) -> Result<agentkit_tools_core::ToolResult, ToolError> {
+        self.0.execute_approved(request, approval, ctx).await
+    }
+}
+
+#[tokio::test]
+async fn execute_shared_runs_what_each_entry_point_runs() {
+    for forwarding in [false, true] {
+        let probe = Probe::with_schema("echo", counted_schema());
+        let calls = probe.calls.clone();
+        let basic = executor_with(probe).with_permissions(strict_checker());
+        let executor: Arc<dyn ToolExecutor> = if forwarding {
+            Arc::new(Forwarding(basic))
+        } else {
+            Arc::new(basic)
+        };
+        let good = ToolRequest::new("c1", "echo", json!({ "text": "hi" }));
+        let (preflight, validated) = executor.preflight_validated(&good);
+        assert_eq!(preflight, Preflight::Ready);
+        executor
+            .clone()
+            .execute_shared(good.clone(), ToolContext::detached(), None, validated)
+            .await
+            .unwrap();
+        assert_eq!(calls.lock().unwrap().len(), 1, "forwarding: {forwarding}");
+
+        // Without a validated spec the input is checked, with the
+        // validator's own words.
+        let bad = ToolRequest::new("c2", "echo", json!({ "text": "hi", "extra": 1 }));
+        let err = executor
+            .clone()
+            .execute_shared(bad, ToolContext::detached(), None, None)
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err,
+            ToolError::InvalidInput(
+                "`input`: unknown property `extra` (allowed: count, text)".into()
+            )
+        );
+        assert_eq!(calls.lock().unwrap().len(), 1, "the bad call never ran");
+
+        // An approval is checked against the call it names.
+        let approval = agentkit_tools_core::ApprovalRequest {
+            task_id: None,
+            call_id: Some("other".into()),
+            id: agentkit_core::ApprovalId::new("approval:other"),
+            request_kind: "write".into(),
+            reason: ApprovalReason::SensitivePath,
+            summary: "write".into(),
+            metadata: Default::default(),
+        };
+        let err = executor
+            .clone()
+            .execute_shared(
+                good,
+                ToolContext::detached(),
+                Some(Box::new(approval)),
+                None,
+            )
+            .await
+            .unwrap_err();
+        assert!(matches!(err, ToolError::Internal(_)), "{err:?}");
+        assert_eq!(calls.lock().unwrap().len(), 1);
+    }
+}

@@ -14,8 +14,17 @@
 //! Run with `cargo bench -p agentkit --bench many_sessions` (or
 //! `cargo xtask bench`); `AGENTKIT_MANY_SESSIONS=10000 cargo bench -p
 //! agentkit --bench many_sessions` for ten thousand;
-//! `AGENTKIT_MAX_CONNECTIONS` sets the client's bound on open requests
-//! (the library's default otherwise). Each open request holds a client and
+//! `AGENTKIT_MAX_CONNECTIONS` sets the client's bound on open requests and
+//! `AGENTKIT_MAX_LOCAL_CONNECTIONS` its bound on those to a server on this
+//! machine, which is the one that applies here (the library's defaults
+//! otherwise). Also printed: when the sessions' first `next()` came (a
+//! session polled late waited before its clock started), the time from the
+//! run's start to each session's first delta (that wait included), and the
+//! process's CPU time, which moves much less with the machine's load than
+//! the wall clock: in total per session, and how much of it the process
+//! had used when each session's first delta came (on a loaded machine, that
+//! divided by the two workers estimates the wall-clock wait on an idle
+//! one). Each open request holds a client and
 //! a server socket, so the open-files limit is raised to its hard maximum
 //! first. Wall clock: never asserted.
 
@@ -38,13 +47,32 @@ fn sessions() -> usize {
         .unwrap_or(1_000)
 }
 
-/// The client's bound on open requests: `AGENTKIT_MAX_CONNECTIONS`, the
-/// library's default (`HttpConfig::max_connections`) otherwise.
-fn max_connections() -> usize {
-    std::env::var("AGENTKIT_MAX_CONNECTIONS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(HttpConfig::default().max_connections)
+/// The client's bounds on open requests, overall and to a server on this
+/// machine: `AGENTKIT_MAX_CONNECTIONS` and `AGENTKIT_MAX_LOCAL_CONNECTIONS`,
+/// the library's defaults (`HttpConfig::max_connections`,
+/// `max_local_connections`) otherwise.
+fn bounds() -> (usize, usize) {
+    let read = |name: &str, default: usize| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
+    let defaults = HttpConfig::default();
+    (
+        read("AGENTKIT_MAX_CONNECTIONS", defaults.max_connections),
+        read(
+            "AGENTKIT_MAX_LOCAL_CONNECTIONS",
+            defaults.max_local_connections,
+        ),
+    )
+}
+
+/// The CPU time the process has used (user and system, all threads).
+fn cpu_time() -> Duration {
+    use rustix::time::{ClockId, clock_gettime};
+    let now = clock_gettime(ClockId::ProcessCPUTime);
+    Duration::new(now.tv_sec as u64, now.tv_nsec as u32)
 }
 
 /// Raises the soft limit on open files to the hard one: ten thousand
@@ -81,14 +109,15 @@ fn answer() -> Vec<u8> {
         .finish("tool_calls", 120, 60)
 }
 
-/// Records when the session's first content delta arrived.
-struct FirstDelta(Arc<Mutex<Option<Instant>>>);
+/// Records when the session's first content delta arrived, on the wall
+/// clock and on the process's CPU clock.
+struct FirstDelta(Arc<Mutex<Option<(Instant, Duration)>>>);
 
 impl LoopObserver for FirstDelta {
     fn handle_event(&self, event: AgentEvent) {
         if let AgentEvent::ContentDelta { .. } = event {
             let mut first = self.0.lock().unwrap();
-            first.get_or_insert_with(Instant::now);
+            first.get_or_insert_with(|| (Instant::now(), cpu_time()));
         }
     }
 }
@@ -111,8 +140,8 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    let max_connections = max_connections();
-    let (elapsed, mut firsts, errors) = runtime.block_on(async {
+    let (max_connections, max_local) = bounds();
+    let (elapsed, cpu, mut firsts, mut asks, mut cpu_firsts, errors) = runtime.block_on(async {
         let body = answer();
         // Answers are made per request (a script of 20,000 copies would
         // weigh more than the sessions).
@@ -128,10 +157,12 @@ fn main() {
             .with_http(
                 HttpConfig::default()
                     .with_retry(RetryPolicy::none())
-                    .with_max_connections(max_connections),
+                    .with_max_connections(max_connections)
+                    .with_max_local_connections(max_local),
             );
         let adapter = OpenAiAdapter::new(config).unwrap();
         let started = Instant::now();
+        let cpu_before = cpu_time();
         let tasks: Vec<_> = (0..sessions)
             .map(|i| {
                 let adapter = adapter.clone();
@@ -165,8 +196,8 @@ fn main() {
                             Err(err) => return Err(err.to_string()),
                         }
                     }
-                    let at = first.lock().unwrap().expect("a streamed delta");
-                    Ok(at - asked)
+                    let (at, cpu_at) = first.lock().unwrap().expect("a streamed delta");
+                    Ok((at - asked, asked - started, cpu_at - cpu_before))
                 };
                 if i == 0 {
                     eprintln!("session future: {} bytes", std::mem::size_of_val(&session));
@@ -175,36 +206,69 @@ fn main() {
             })
             .collect();
         let mut firsts = Vec::with_capacity(sessions);
+        let mut asks = Vec::with_capacity(sessions);
+        let mut cpu_firsts = Vec::with_capacity(sessions);
         let mut errors = Vec::new();
         for task in tasks {
             match task.await.unwrap() {
-                Ok(first) => firsts.push(first),
+                Ok((first, asked, cpu_first)) => {
+                    firsts.push(first);
+                    asks.push(asked);
+                    cpu_firsts.push(cpu_first);
+                }
                 Err(err) => errors.push(err),
             }
         }
         let elapsed = started.elapsed();
+        let cpu = cpu_time() - cpu_before;
         if errors.is_empty() {
             assert_eq!(answered.load(Ordering::Relaxed), sessions * 2);
         }
-        (elapsed, firsts, errors)
+        (elapsed, cpu, firsts, asks, cpu_firsts, errors)
     });
     if let Some(first) = errors.first() {
         eprintln!("{} sessions failed; the first: {first}", errors.len());
     }
+    // From the run's start (every session was spawned then) to the
+    // session's first delta: what a user who sent a message at the start
+    // waits, the wait for the session's first poll included.
+    let mut from_start: Vec<Duration> = firsts.iter().zip(&asks).map(|(f, a)| *f + *a).collect();
     firsts.sort();
+    asks.sort();
+    from_start.sort();
+    cpu_firsts.sort();
     let rss = peak_rss_kib().map_or(f64::NAN, |kib| kib as f64 / 1024.0);
     println!("| scenario | figure | value |");
     println!("| --- | --- | --- |");
     println!(
-        "| S6 | sessions per second ({sessions} sessions, 2 workers, 2 model calls each, at most {max_connections} open requests) | {:.0} |",
+        "| S6 | sessions per second ({sessions} sessions, 2 workers, 2 model calls each, at most {max_connections} open requests, {max_local} to this machine) | {:.0} |",
         sessions as f64 / elapsed.as_secs_f64()
+    );
+    println!(
+        "| S6 | start to the session's first next(), p50 / p99, ms | {:.1} / {:.1} |",
+        percentile(&asks, 0.5).as_secs_f64() * 1e3,
+        percentile(&asks, 0.99).as_secs_f64() * 1e3
     );
     println!(
         "| S6 | first next() to first streamed delta, p50 / p99, ms | {:.1} / {:.1} |",
         percentile(&firsts, 0.5).as_secs_f64() * 1e3,
         percentile(&firsts, 0.99).as_secs_f64() * 1e3
     );
+    println!(
+        "| S6 | start of the run to the session's first delta, p50 / p99, ms | {:.1} / {:.1} |",
+        percentile(&from_start, 0.5).as_secs_f64() * 1e3,
+        percentile(&from_start, 0.99).as_secs_f64() * 1e3
+    );
+    println!(
+        "| S6 | CPU time the process used from the run's start to the session's first delta, p50 / p99, ms | {:.1} / {:.1} |",
+        percentile(&cpu_firsts, 0.5).as_secs_f64() * 1e3,
+        percentile(&cpu_firsts, 0.99).as_secs_f64() * 1e3
+    );
     println!("| S6 | peak RSS, MiB (whole process) | {rss:.1} |");
+    println!(
+        "| S6 | CPU time (user + system, client and server) per session, ms | {:.3} |",
+        cpu.as_secs_f64() * 1e3 / sessions as f64
+    );
     println!("| S6 | sessions failed | {} |", errors.len());
     if !errors.is_empty() {
         std::process::exit(1);

@@ -244,7 +244,8 @@ fn file_tools_use_the_editors_buffers_when_offered() {
 
 /// A question an MCP server asks during a tool call goes to an editor that
 /// announced form elicitation (`elicitation/create`), and the editor's
-/// answer goes back: accepted content reaches the server, a cancel too.
+/// answer goes back: content the schema refuses is asked for again, with
+/// the reason; accepted content reaches the server, a cancel too.
 #[test]
 fn an_mcp_servers_question_is_put_to_the_editor() {
     let dir = tempfile::tempdir().unwrap();
@@ -258,7 +259,7 @@ fn an_mcp_servers_question_is_put_to_the_editor() {
         sse(tool_calls(&[("call_2", ask, json!({}))])),
         sse(text_answer("Cancelled.")),
     ]);
-    run_client("coding-agent-elicitation.mjs", &server, dir.path(), 3);
+    run_client("coding-agent-elicitation.mjs", &server, dir.path(), 4);
     // The model read what the server made of the editor's answers, the
     // schema's defaults filled in for what the editor left out.
     let first = texts(&server.messages()[1], "tool").join("\n");

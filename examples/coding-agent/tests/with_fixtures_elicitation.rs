@@ -32,8 +32,10 @@ fn results(server: &Server, n: usize) -> String {
 /// On a terminal: the form is asked field by field. Enter on a required
 /// field without a default, a word for a yes/no field and a word for an
 /// integer are refused with the reason and asked again; Enter takes the
-/// default; a choice is picked by number or by title. The server gets the
-/// answers with the defaults filled in. A second question is declined
+/// default; a choice is picked by number or by title; a value outside the
+/// schema's bounds or format (an integer over its maximum, an address
+/// without a domain, a 13th month) is refused at its field. The server gets
+/// the answers with the defaults filled in. A second question is declined
 /// with Esc.
 #[test]
 fn the_terminal_asks_the_form_field_by_field() {
@@ -67,15 +69,15 @@ fn the_terminal_asks_the_form_field_by_field() {
     term.wait_for("MCP server ev asks:");
     term.wait_for("Please provide inputs for the following fields:");
     // The schema's fields, in its order: what is typed at each (an empty
-    // string is Enter), and the refusal a wrong value gets first.
+    // string is Enter), and the refusals wrong values get first.
     let answers: &[(&str, &[&str])] = &[
         ("name", &["", "Ada Lovelace"]),
         ("check", &["maybe", "y"]),
         ("firstLine", &[""]),
-        ("email", &[""]),
+        ("email", &["ada", ""]),
         ("homepage", &[""]),
-        ("birthdate", &[""]),
-        ("integer", &["many", "7"]),
+        ("birthdate", &["1815-13-10", ""]),
+        ("integer", &["many", "500", "7"]),
         ("number", &[""]),
         ("untitledSingleSelectEnum", &["3"]),
         ("untitledMultipleSelectEnum", &[""]),
@@ -97,6 +99,9 @@ fn the_terminal_asks_the_form_field_by_field() {
         "this field is required; try again",
         "\"maybe\": answer yes or no; try again",
         "\"many\" is not a whole number; try again",
+        "the field \"email\" is not a valid email; try again",
+        "the field \"birthdate\" is not a valid date; try again",
+        "the field \"integer\" must be at most 100; try again",
         "integer — Integer: Your favorite integer",
         "choices: 1) Monica  2) Rachel  3) Joey",
         "3) Wonder Woman (hero-3)",

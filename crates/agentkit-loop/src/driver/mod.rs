@@ -21,7 +21,7 @@ mod tool_round;
 
 pub(crate) use inbox::{Inbox, Report};
 pub(crate) use resume::check_snapshot;
-pub(crate) use running::{Running, RunningCall, Salvage};
+pub(crate) use running::{CallRun, Running, RunningCall, Salvage};
 
 use crate::error::panic_message;
 use crate::{
@@ -81,12 +81,10 @@ pub struct LoopDriver<S: ModelSession> {
     core: DriverCore,
     session: S,
     /// The soft-interrupt queue the host pushes to; the core is told what
-    /// it holds at each safe point.
-    soft: SoftInterruptHandle,
+    /// it holds at each safe point. Made when the host first asks for it
+    /// (or a snapshot brings messages): a queue nobody holds is empty.
+    soft: std::sync::OnceLock<SoftInterruptHandle>,
     cancellation: Option<CancellationHandle>,
-    /// The cancellation checkpoint of the user turn in progress (its
-    /// number in the core).
-    checkpoint: Option<(u64, TurnCancellation)>,
     config: Arc<dyn DriverConfig>,
     /// Results of calls that finished before a `next()` was dropped; made
     /// with the first call a turn runs.
@@ -102,12 +100,24 @@ pub struct LoopDriver<S: ModelSession> {
     last_catalog: Option<Arc<ResolvedCatalog>>,
     /// Model usage running calls reported (sub-agents), not yet counted.
     tool_usage: ToolUsage,
-    /// Where the input recording began, when recording.
-    recording: Option<Box<crate::replay::LogHeader>>,
     /// Where running calls' questions arrive, and the one sink every
     /// call's context shares (cloning it is a reference count, not an
     /// allocation); made when the first call starts.
     questions: Option<(Arc<questions::Questions>, agentkit_tools_core::QuestionSink)>,
+    /// What few sessions, or few moments of a session, need; made when
+    /// first needed and dropped when all of it is empty again.
+    rare: Option<Box<Rare>>,
+}
+
+/// The driver's rarely used parts, behind one box so an idle driver holds
+/// a pointer instead of 80 bytes of empty fields.
+#[derive(Default)]
+struct Rare {
+    /// The cancellation checkpoint of the user turn in progress (its
+    /// number in the core); only with a cancellation handle.
+    checkpoint: Option<(u64, TurnCancellation)>,
+    /// Where the input recording began, when recording.
+    recording: Option<Box<crate::replay::LogHeader>>,
     /// The reply channels of calls waiting for the host's answer.
     replies: Vec<(
         ToolCallId,
@@ -115,12 +125,22 @@ pub struct LoopDriver<S: ModelSession> {
     )>,
     /// The running calls of a round that paused for a question: the
     /// asking call's future (and any other) lives on across the yield.
-    /// Boxed: it is rarely set, and it would make every driver larger.
     parked: Option<Box<Running>>,
     /// The origin of the core's time (see [`Routed`](machine::Routed)):
     /// read when a call first needs a timer, so a session without one
-    /// never reads the clock.
+    /// never reads the clock. Once read it stays (the core's deadlines
+    /// count from it).
     clock: Option<std::time::Instant>,
+}
+
+impl Rare {
+    fn is_empty(&self) -> bool {
+        self.checkpoint.is_none()
+            && self.recording.is_none()
+            && self.replies.is_empty()
+            && self.parked.is_none()
+            && self.clock.is_none()
+    }
 }
 
 /// Model usage reported by running calls through their
@@ -243,39 +263,29 @@ impl<S: ModelSession> LoopDriver<S> {
         core.pending_input = input;
         core.next_item_index = transcript.next_item_index;
         core.log = crate::transcript::TranscriptLog::starting_from(transcript);
-        Self::from_core(
-            core,
-            parts.session,
-            parts.config,
-            SoftInterruptHandle::default(),
-            parts.cancellation,
-        )
+        Self::from_core(core, parts.session, parts.config, None, parts.cancellation)
     }
 
     pub(crate) fn from_core(
         core: DriverCore,
         session: S,
         config: Arc<dyn DriverConfig>,
-        soft: SoftInterruptHandle,
+        soft: Option<SoftInterruptHandle>,
         cancellation: Option<CancellationHandle>,
     ) -> Self {
         let mut driver = Self {
             core,
             session,
-            soft,
+            soft: soft.map_or_else(std::sync::OnceLock::new, std::sync::OnceLock::from),
             cancellation,
-            checkpoint: None,
             config,
             salvage: None,
             background: std::sync::OnceLock::new(),
             inbox: std::sync::OnceLock::new(),
             last_catalog: None,
             tool_usage: ToolUsage::default(),
-            recording: None,
             questions: None,
-            replies: Vec::new(),
-            parked: None,
-            clock: None,
+            rare: None,
         };
         driver.core.on_run_started();
         driver.dispatch();
@@ -320,7 +330,7 @@ impl<S: ModelSession> LoopDriver<S> {
         let background = self.background.get().map_or(0, BackgroundTasks::changes);
         self.core
             .generation
-            .wrapping_add(self.soft.changes())
+            .wrapping_add(self.soft.get().map_or(0, SoftInterruptHandle::changes))
             .wrapping_add(background)
     }
 
@@ -329,7 +339,7 @@ impl<S: ModelSession> LoopDriver<S> {
     /// taken before a snapshot keeps feeding the driver resumed from that
     /// snapshot in the same process.
     pub fn soft_interrupts(&self) -> SoftInterruptHandle {
-        self.soft.clone()
+        self.soft.get_or_init(SoftInterruptHandle::default).clone()
     }
 
     /// The calls running in the background (see [`TaskRouting`](crate::TaskRouting)): list
@@ -367,7 +377,7 @@ impl<S: ModelSession> LoopDriver<S> {
     /// Starts recording every input of the core from here on (restarts a
     /// recording in progress). See [`replay`](crate::replay).
     pub fn record_inputs(&mut self) {
-        self.recording = Some(Box::new(crate::replay::LogHeader {
+        self.rare_mut().recording = Some(Box::new(crate::replay::LogHeader {
             version: crate::replay::INPUT_LOG_VERSION,
             settings: self.core.settings,
             default_cache: self.core.default_cache.as_deref().cloned(),
@@ -380,7 +390,7 @@ impl<S: ModelSession> LoopDriver<S> {
     /// was called.
     pub fn input_log(&self) -> Option<crate::replay::InputLog> {
         Some(crate::replay::InputLog {
-            header: (**self.recording.as_ref()?).clone(),
+            header: (**self.rare.as_ref()?.recording.as_ref()?).clone(),
             inputs: self.core.recording.clone()?,
         })
     }
@@ -388,13 +398,18 @@ impl<S: ModelSession> LoopDriver<S> {
     /// The recording in progress, borrowed: its header and the inputs so
     /// far (a store appends the ones it has not written yet).
     pub fn recorded_inputs(&self) -> Option<(&crate::replay::LogHeader, &[machine::Input])> {
-        Some((self.recording.as_deref()?, self.core.recording.as_deref()?))
+        Some((
+            self.rare.as_ref()?.recording.as_deref()?,
+            self.core.recording.as_deref()?,
+        ))
     }
 
     /// Stops recording and hands the log over.
     pub fn take_input_log(&mut self) -> Option<crate::replay::InputLog> {
+        let header = *self.rare.as_mut()?.recording.take()?;
+        self.tidy_rare();
         Some(crate::replay::InputLog {
-            header: *self.recording.take()?,
+            header,
             inputs: self.core.recording.take()?,
         })
     }
@@ -488,7 +503,8 @@ impl<S: ModelSession> LoopDriver<S> {
             let outcome = ToolOutcome::of(&call_id, outcome);
             self.core.on_tool_done(index, &call_id, outcome);
         }
-        let mut running = match self.parked.take() {
+        let parked = self.rare.as_mut().and_then(|rare| rare.parked.take());
+        let mut running = match parked {
             // The round paused for a question: its calls live on.
             Some(parked) => *parked,
             None => {
@@ -498,8 +514,13 @@ impl<S: ModelSession> LoopDriver<S> {
         };
         let result = self.run_round(&mut running).await;
         if !running.is_empty() {
-            self.parked = Some(Box::new(running));
-        } else if matches!(result, Ok(LoopStep::Finished(_))) && self.replies.is_empty() {
+            self.rare_mut().parked = Some(Box::new(running));
+        } else if matches!(result, Ok(LoopStep::Finished(_)))
+            && self
+                .rare
+                .as_ref()
+                .is_none_or(|rare| rare.replies.is_empty())
+        {
             // The turn is over: an idle session keeps no question queue,
             // no call sinks and no salvage (the next turn's first call
             // makes them again).
@@ -514,7 +535,20 @@ impl<S: ModelSession> LoopDriver<S> {
                 self.salvage = None;
             }
         }
+        self.tidy_rare();
         result
+    }
+
+    /// The rarely used parts, made if needed.
+    fn rare_mut(&mut self) -> &mut Rare {
+        self.rare.get_or_insert_with(Box::default)
+    }
+
+    /// Drops the rarely used parts once all of them are empty.
+    fn tidy_rare(&mut self) {
+        if self.rare.as_ref().is_some_and(|rare| rare.is_empty()) {
+            self.rare = None;
+        }
     }
 
     /// [`run`](Self::run) with the running calls, which outlive a yield
@@ -531,7 +565,8 @@ impl<S: ModelSession> LoopDriver<S> {
                     Action::TakeQueued { follow_ups } => {
                         let messages = self
                             .soft
-                            .drain(follow_ups)
+                            .get()
+                            .and_then(|soft| soft.drain(follow_ups))
                             .map(|(item, messages)| QueuedMessages { item, messages });
                         self.core.on_queued(messages);
                         self.core.poll()
@@ -564,7 +599,9 @@ impl<S: ModelSession> LoopDriver<S> {
                 // The round ended (skipped, cancelled): stop what still runs
                 // (a question still waiting reads as cancelled).
                 running.clear();
-                self.replies.clear();
+                if let Some(rare) = &mut self.rare {
+                    rare.replies.clear();
+                }
             }
             match action {
                 Action::Yield(step) => return Ok(step),
@@ -593,7 +630,7 @@ impl<S: ModelSession> LoopDriver<S> {
         if let Some(usage) = self.tool_usage.take() {
             self.core.on_tool_usage(usage);
         }
-        if let Some((_, checkpoint)) = &self.checkpoint
+        if let Some((_, checkpoint)) = self.rare.as_ref().and_then(|rare| rare.checkpoint.as_ref())
             && checkpoint.is_cancelled()
             && self
                 .core
@@ -602,21 +639,29 @@ impl<S: ModelSession> LoopDriver<S> {
         {
             self.core.on_cancelled();
         }
-        if self.core.wants_urgent() && self.soft.has_urgent() {
+        if self.core.wants_urgent() && self.soft.get().is_some_and(SoftInterruptHandle::has_urgent)
+        {
             self.core.on_urgent_queued();
         }
     }
 
     /// A user turn the core began gets its cancellation checkpoint.
     fn sync_checkpoint(&mut self) {
+        // Without a cancellation handle there is never a checkpoint.
+        let Some(handle) = &self.cancellation else {
+            return;
+        };
         match self.core.turn_number() {
-            None => self.checkpoint = None,
+            None => {
+                if let Some(rare) = &mut self.rare {
+                    rare.checkpoint = None;
+                }
+            }
             Some((number, _)) => {
-                if self.checkpoint.as_ref().map(|(n, _)| *n) != Some(number) {
-                    self.checkpoint = self
-                        .cancellation
-                        .as_ref()
-                        .map(|handle| (number, handle.checkpoint()));
+                let current = self.rare.as_ref().and_then(|rare| rare.checkpoint.as_ref());
+                if current.map(|(n, _)| *n) != Some(number) {
+                    let checkpoint = (number, handle.checkpoint());
+                    self.rare_mut().checkpoint = Some(checkpoint);
                 }
             }
         }
@@ -624,7 +669,8 @@ impl<S: ModelSession> LoopDriver<S> {
 
     /// The turn's cancellation checkpoint, for the model and the tools.
     pub(crate) fn turn_cancellation(&self) -> Option<TurnCancellation> {
-        self.checkpoint.as_ref().map(|(_, c)| c.clone())
+        let (_, checkpoint) = self.rare.as_ref()?.checkpoint.as_ref()?;
+        Some(checkpoint.clone())
     }
 
     /// Hands what calls and background tasks reported since the last step

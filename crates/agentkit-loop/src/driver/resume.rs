@@ -28,8 +28,10 @@ impl<S: ModelSession> LoopDriver<S> {
     /// back (from [`LoopDriver::transcript`]) before resuming from it.
     pub fn snapshot_without_transcript(&self) -> LoopSnapshot {
         let mut snapshot = self.core.snapshot();
-        snapshot.soft_interrupts = self.soft.pending();
-        snapshot.soft_queue_id = Some(self.soft.queue_id());
+        if let Some(soft) = self.soft.get() {
+            snapshot.soft_interrupts = soft.pending();
+            snapshot.soft_queue_id = Some(soft.queue_id());
+        }
         snapshot.background = self.background_snapshot();
         snapshot
     }
@@ -64,11 +66,14 @@ impl<S: ModelSession> LoopDriver<S> {
     pub(crate) fn from_snapshot(parts: DriverParts<S>, mut snapshot: LoopSnapshot) -> Self {
         let settings = Self::settings(parts.config.as_ref(), parts.max_model_calls);
         // A handle the host still holds on the old queue keeps working.
+        let saved = std::mem::take(&mut snapshot.soft_interrupts);
         let soft = snapshot
             .soft_queue_id
             .and_then(SoftInterruptHandle::adopt)
-            .unwrap_or_default();
-        soft.restore(std::mem::take(&mut snapshot.soft_interrupts));
+            .or_else(|| (!saved.is_empty()).then(SoftInterruptHandle::default));
+        if let Some(soft) = &soft {
+            soft.restore(saved);
+        }
         let background = std::mem::take(&mut snapshot.background);
         let mut core = DriverCore::from_snapshot(snapshot, settings, parts.default_cache);
         // Tasks that were running live in another process (or none): they

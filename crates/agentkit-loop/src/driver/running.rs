@@ -3,30 +3,69 @@
 //! task manager's future without a box around it, and a salvage for the
 //! outcomes of calls that finished when a `next()` was dropped.
 
+use crate::task::panicked;
 use agentkit_core::ToolCallId;
-use agentkit_tools_core::{ToolError, ToolResult};
+use agentkit_tools_core::{ExecuteFuture, ToolError, ToolResult};
 use futures::FutureExt;
 use futures::StreamExt;
-use futures::future::BoxFuture;
+use futures::future::{BoxFuture, CatchUnwind};
 use futures::stream::FuturesUnordered;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 /// What a call resolves to: its index in the round, its id and outcome.
 pub(crate) type CallOutcome = (usize, ToolCallId, Result<ToolResult, ToolError>);
 
-/// A running call: the task manager's future, with the call's place in
-/// the round beside it rather than in a future boxed around it.
+/// A running call: the task manager's future (or the executor's, when
+/// the manager runs calls inline), with the call's place in the round
+/// beside it rather than in a future boxed around it.
 pub(crate) enum RunningCall {
-    /// A foreground call, run by the task manager.
+    /// A foreground call.
     Managed {
         index: usize,
         call_id: ToolCallId,
-        run: tracing::instrument::Instrumented<BoxFuture<'static, Result<ToolResult, ToolError>>>,
+        run: tracing::instrument::Instrumented<CallRun>,
         /// Record the result in the call's span.
         record_content: bool,
     },
     /// Any other wait (a detach-after call's outcome).
     Other(BoxFuture<'static, CallOutcome>),
+}
+
+/// How a foreground call runs.
+pub(crate) enum CallRun {
+    /// The task manager's future.
+    Managed(BoxFuture<'static, Result<ToolResult, ToolError>>),
+    /// The executor's future, polled here with a panic guard: the task
+    /// manager [runs calls inline](crate::TaskManager::runs_inline).
+    Inline(CatchUnwind<AssertUnwindSafe<ExecuteFuture>>),
+}
+
+impl CallRun {
+    /// The executor's future for `job`, guarded (making it too: an
+    /// executor's own `execute_shared` may panic before it returns).
+    pub(crate) fn inline(job: crate::ToolJob) -> Self {
+        match std::panic::catch_unwind(AssertUnwindSafe(|| job.execute_shared())) {
+            Ok(run) => Self::Inline(AssertUnwindSafe(run).catch_unwind()),
+            Err(panic) => Self::Managed(futures::future::ready(Err(panicked(&*panic))).boxed()),
+        }
+    }
+}
+
+impl std::future::Future for CallRun {
+    type Output = Result<ToolResult, ToolError>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        match &mut *self {
+            Self::Managed(run) => run.poll_unpin(cx),
+            Self::Inline(run) => run
+                .poll_unpin(cx)
+                .map(|outcome| outcome.unwrap_or_else(|panic| Err(panicked(&*panic)))),
+        }
+    }
 }
 
 impl std::future::Future for RunningCall {

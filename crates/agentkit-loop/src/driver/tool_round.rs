@@ -9,7 +9,7 @@
 //! running call: the between-tools point is *between* tools.
 
 use super::machine::{Routed, StartCall, ToolOutcome};
-use super::{LoopDriver, Running, RunningCall};
+use super::{CallRun, LoopDriver, Running, RunningCall};
 use crate::background::AbandonOnDrop;
 use crate::{BackgroundTasks, ModelSession, TaskRouting, ToolJob};
 use agentkit_core::ToolCallId;
@@ -137,18 +137,28 @@ impl<S: ModelSession> LoopDriver<S> {
                     .boxed(),
                 ))
             }
-            _ => Some(RunningCall::Managed {
-                index,
-                call_id,
-                run: manager.run_shared(job).instrument(span),
-                record_content,
-            }),
+            _ => {
+                let run = if manager.runs_inline() {
+                    CallRun::inline(job)
+                } else {
+                    CallRun::Managed(manager.run_shared(job))
+                };
+                Some(RunningCall::Managed {
+                    index,
+                    call_id,
+                    run: run.instrument(span),
+                    record_content,
+                })
+            }
         }
     }
 
     /// The time on the core's clock: since the first time it was read.
     fn now(&mut self) -> Duration {
-        self.clock.get_or_insert_with(Instant::now).elapsed()
+        self.rare_mut()
+            .clock
+            .get_or_insert_with(Instant::now)
+            .elapsed()
     }
 
     /// Waits until a call finishes or asks the host something, the turn is
@@ -165,8 +175,9 @@ impl<S: ModelSession> LoopDriver<S> {
             return;
         }
         let cancellation = self.turn_cancellation();
+        // No queue yet means nobody can push to one while this waits.
         let soft = if wake_on_urgent {
-            Some(self.soft.clone())
+            self.soft.get().cloned()
         } else {
             None
         };
@@ -177,7 +188,9 @@ impl<S: ModelSession> LoopDriver<S> {
             // read yet means no timer ever ran, and the calls are not
             // scanned.
             let deadline = self
-                .clock
+                .rare
+                .as_ref()
+                .and_then(|rare| rare.clock)
                 .and_then(|origin| Some(origin + self.core.poll_timeout()?));
             let mut timed_out = false;
             let mut reported = false;
@@ -281,7 +294,7 @@ impl<S: ModelSession> LoopDriver<S> {
         };
         for (call_id, question, reply) in questions.take() {
             if self.core.on_tool_question(&call_id, question) {
-                self.replies.push((call_id, reply));
+                self.rare_mut().replies.push((call_id, reply));
             } else {
                 let _ = reply.send(HostAnswer::Decline);
             }
@@ -290,8 +303,11 @@ impl<S: ModelSession> LoopDriver<S> {
 
     /// Sends the host's answer to the call waiting for it.
     pub(super) fn reply(&mut self, call_id: &ToolCallId, answer: HostAnswer) {
-        if let Some(at) = self.replies.iter().position(|(id, _)| id == call_id) {
-            let (_, reply) = self.replies.swap_remove(at);
+        let Some(rare) = &mut self.rare else {
+            return;
+        };
+        if let Some(at) = rare.replies.iter().position(|(id, _)| id == call_id) {
+            let (_, reply) = rare.replies.swap_remove(at);
             let _ = reply.send(answer);
         }
     }

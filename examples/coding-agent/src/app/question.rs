@@ -5,9 +5,11 @@
 //! description, type and default are shown, Enter takes the default (or
 //! leaves an optional field out), a choice shows its options (by number,
 //! value or title), and a value that does not fit is refused with the
-//! reason before the next field is asked. What is read here is only a
-//! first check: the loop checks the whole answer against the schema again
-//! and fills in the defaults ([`agentkit_tools_core::complete_form`]).
+//! reason before the next field is asked (its type, choices, bounds and
+//! format, with [`agentkit_tools_core::check_field`]). The loop checks the
+//! whole answer against the schema again and fills in the defaults
+//! ([`agentkit_tools_core::complete_form`]); a form it refuses is shown
+//! with the reason and asked again.
 //!
 //! The parsing lives apart from the keys so it can be tested without a
 //! terminal.
@@ -30,6 +32,8 @@ pub(crate) struct Field {
     pub(crate) kind: Kind,
     pub(crate) default: Option<Value>,
     pub(crate) required: bool,
+    /// The property's schema, for its bounds and format.
+    pub(crate) schema: Value,
 }
 
 /// What a field takes.
@@ -72,6 +76,7 @@ pub(crate) fn fields(schema: &Value) -> Vec<Field> {
                 kind: kind(property),
                 default: property.get("default").cloned(),
                 required: required.contains(&name.as_str()),
+                schema: property.clone(),
             }
         })
         .collect()
@@ -212,6 +217,9 @@ impl Field {
                     .collect::<Result<_, _>>()?,
             ),
         };
+        // The schema's bounds and format, as the loop checks them.
+        agentkit_tools_core::check_field(&self.name, &self.schema, &value)
+            .map_err(|refused| refused.to_string())?;
         Ok(Some(value))
     }
 }
@@ -371,7 +379,7 @@ mod tests {
     fn schema() -> Value {
         json!({ "type": "object", "properties": {
             "name": { "type": "string", "title": "Name", "description": "Your name" },
-            "age": { "type": "integer", "default": 42 },
+            "age": { "type": "integer", "default": 42, "maximum": 120 },
             "ratio": { "type": "number" },
             "ok": { "type": "boolean" },
             "friend": { "type": "string", "enum": ["Monica", "Ross"], "default": "Monica" },
@@ -393,6 +401,10 @@ mod tests {
         // Enter takes the default: the field is left for the loop to fill.
         assert_eq!(field("age").read(""), Ok(None));
         assert_eq!(field("age").read("7"), Ok(Some(json!(7))));
+        assert_eq!(
+            field("age").read("500"),
+            Err("the field \"age\" must be at most 120".into())
+        );
         assert!(
             field("age")
                 .read("many")
