@@ -19,7 +19,7 @@ use agentkit_tools_core::{ToolError, ToolResult};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 use tokio::sync::oneshot;
 
@@ -80,8 +80,9 @@ struct Inner {
     /// taking the lock. Written only under that lock.
     any_finished: AtomicBool,
     /// The driver's inbox: a cancellation is reported there, a finished
-    /// task knocks (none for a list made outside a driver).
-    inbox: Option<Arc<Inbox>>,
+    /// task knocks (none for a list made outside a driver). Weak: the
+    /// inbox holds this list.
+    inbox: Option<Weak<Inbox>>,
     /// Bumped by every change a snapshot would show (a task registered,
     /// detached, abandoned, finished, its result taken): part of
     /// [`LoopDriver::generation`](crate::LoopDriver::generation).
@@ -122,8 +123,13 @@ impl BackgroundTasks {
         self.inner.changes.load(Ordering::Relaxed)
     }
 
+    /// The driver's inbox, while the driver lives.
+    fn inbox(&self) -> Option<Arc<Inbox>> {
+        self.inner.inbox.as_ref()?.upgrade()
+    }
+
     /// The tasks of a driver, reporting to its inbox.
-    pub(crate) fn with_inbox(inbox: Arc<Inbox>) -> Self {
+    pub(crate) fn with_inbox(inbox: Weak<Inbox>) -> Self {
         Self {
             inner: Arc::new(Inner {
                 inbox: Some(inbox),
@@ -177,10 +183,11 @@ impl BackgroundTasks {
     /// # }).unwrap();
     /// ```
     ///
-    /// A list made outside a driver (`BackgroundTasks::default()`) has
-    /// nothing to deliver: its future never resolves.
+    /// A list made outside a driver (`BackgroundTasks::default()`), or
+    /// whose driver is gone, has nothing to deliver: its future never
+    /// resolves.
     pub async fn undelivered(&self) {
-        match &self.inner.inbox {
+        match self.inbox() {
             Some(inbox) => inbox.wait().await,
             None => std::future::pending().await,
         }
@@ -207,7 +214,7 @@ impl BackgroundTasks {
         match found {
             Some((controller, info)) => {
                 controller.interrupt();
-                if let Some(inbox) = &self.inner.inbox {
+                if let Some(inbox) = self.inbox() {
                     inbox.push(Report::TaskCancelled(info.task_id, info.call_id));
                 }
                 true
@@ -307,7 +314,7 @@ impl BackgroundTasks {
                 }
                 // The driver takes it at its next step, or at once while
                 // it awaits a round's calls.
-                if let Some(inbox) = &self.inner.inbox {
+                if let Some(inbox) = self.inbox() {
                     inbox.knock();
                 }
             }

@@ -20,7 +20,7 @@
 //! The inbox is made only for a session that has observers or records
 //! (nobody hears the events otherwise), or that runs a background task.
 
-use crate::AgentEvent;
+use crate::{AgentEvent, BackgroundTasks};
 use agentkit_core::ToolCallId;
 use agentkit_tools_core::{EventSink, ProgressSink, ToolProgress};
 use futures::task::AtomicWaker;
@@ -53,6 +53,9 @@ pub(crate) struct Inbox {
     waker: AtomicWaker,
     /// Hosts waiting for something to deliver while the driver is idle.
     waiting: tokio::sync::Notify,
+    /// The session's background tasks, made on first use (they report
+    /// here, and hold the inbox weakly).
+    background: std::sync::OnceLock<BackgroundTasks>,
 }
 
 impl Inbox {
@@ -71,8 +74,20 @@ impl Inbox {
                 any: AtomicBool::new(false),
                 waker: AtomicWaker::new(),
                 waiting: tokio::sync::Notify::new(),
+                background: std::sync::OnceLock::new(),
             }
         })
+    }
+
+    /// The background tasks, made on first use.
+    pub(crate) fn background(self: &Arc<Self>) -> &BackgroundTasks {
+        self.background
+            .get_or_init(|| BackgroundTasks::with_inbox(Arc::downgrade(self)))
+    }
+
+    /// The background tasks, if any were ever made.
+    pub(crate) fn background_if_any(&self) -> Option<&BackgroundTasks> {
+        self.background.get()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Report>> {

@@ -89,13 +89,11 @@ pub struct LoopDriver<S: ModelSession> {
     /// Results of calls that finished before a `next()` was dropped; made
     /// with the first call a turn runs.
     salvage: Option<Salvage>,
-    /// Calls running in the background; made when first needed (a call
-    /// routed to the background, or the host asking), as most sessions
-    /// never have one.
-    background: std::sync::OnceLock<BackgroundTasks>,
     /// What running calls and background tasks report from their own
-    /// tasks (progress, a sub-agent's events, a cancellation); made when
-    /// first needed, as a session without observers never needs it.
+    /// tasks (progress, a sub-agent's events, a cancellation), and the
+    /// calls running in the background; made when first needed (a call
+    /// with observers, a call routed to the background, the host asking),
+    /// as most sessions never need it.
     inbox: std::sync::OnceLock<Arc<Inbox>>,
     last_catalog: Option<Arc<ResolvedCatalog>>,
     /// Model usage running calls reported (sub-agents), not yet counted.
@@ -280,7 +278,6 @@ impl<S: ModelSession> LoopDriver<S> {
             cancellation,
             config,
             salvage: None,
-            background: std::sync::OnceLock::new(),
             inbox: std::sync::OnceLock::new(),
             last_catalog: None,
             tool_usage: ToolUsage::default(),
@@ -327,7 +324,7 @@ impl<S: ModelSession> LoopDriver<S> {
     /// # }).unwrap();
     /// ```
     pub fn generation(&self) -> u64 {
-        let background = self.background.get().map_or(0, BackgroundTasks::changes);
+        let background = self.background_if_any().map_or(0, BackgroundTasks::changes);
         self.core
             .generation
             .wrapping_add(self.soft.get().map_or(0, SoftInterruptHandle::changes))
@@ -350,8 +347,12 @@ impl<S: ModelSession> LoopDriver<S> {
 
     /// The background tasks, made on first use.
     pub(crate) fn background(&self) -> &BackgroundTasks {
-        self.background
-            .get_or_init(|| BackgroundTasks::with_inbox(self.inbox().clone()))
+        self.inbox().background()
+    }
+
+    /// The background tasks, if any were ever made.
+    pub(crate) fn background_if_any(&self) -> Option<&BackgroundTasks> {
+        self.inbox.get()?.background_if_any()
     }
 
     /// The inbox of reports from other tasks, made on first use.
@@ -368,8 +369,7 @@ impl<S: ModelSession> LoopDriver<S> {
     /// Background tasks that finished since the last call, if any were
     /// ever started.
     fn finished_background(&self) -> Vec<crate::background::FinishedTask> {
-        self.background
-            .get()
+        self.background_if_any()
             .map(BackgroundTasks::take_finished)
             .unwrap_or_default()
     }
@@ -701,7 +701,7 @@ impl<S: ModelSession> LoopDriver<S> {
     fn collect_background(&mut self) {
         // Asked at every step: a session that never ran a background task
         // reads one pointer.
-        if self.background.get().is_none() {
+        if self.background_if_any().is_none() {
             return;
         }
         for finished in self.finished_background() {
