@@ -11,7 +11,7 @@
 use crate::data::DataRef;
 use crate::{
     CustomPart, FilePart, MediaPart, MetadataMap, Modality, Part, PartId, ReasoningPart,
-    StructuredPart, TextPart,
+    StructuredPart, TextChunk, TextPart,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -82,8 +82,9 @@ pub enum Delta {
     AppendText {
         /// The part.
         part_id: PartId,
-        /// The text to append.
-        chunk: String,
+        /// The text to append: inline when short, as nearly every streamed
+        /// piece is (see [`TextChunk`]).
+        chunk: TextChunk,
     },
     /// Appends bytes to a media or file part.
     AppendBytes {
@@ -303,8 +304,8 @@ impl DeltaFolder {
     }
 
     /// [`apply`](Self::apply) for a delta the caller no longer needs: a
-    /// part's id and kind, and the first chunk of its text, are moved into
-    /// the folder instead of copied (no allocation and no free per part).
+    /// part's id and kind are moved into the folder instead of copied (no
+    /// allocation and no free per part).
     ///
     /// ```
     /// use agentkit_core::{Delta, DeltaFolder, Part, PartId, PartKind};
@@ -324,7 +325,6 @@ impl DeltaFolder {
             Delta::AppendText { part_id, chunk } => {
                 let slot = self.open_slot(&part_id)?;
                 match &mut slot.buffer {
-                    Buffer::Text(text) if text.is_empty() => *text = chunk,
                     Buffer::Text(text) => text.push_str(&chunk),
                     _ => return self.apply(&Delta::AppendText { part_id, chunk }),
                 }
@@ -627,7 +627,7 @@ mod tests {
             folder
                 .apply(&Delta::AppendText {
                     part_id: id(&names[i / 2]),
-                    chunk: i.to_string(),
+                    chunk: i.to_string().into(),
                 })
                 .unwrap();
         }

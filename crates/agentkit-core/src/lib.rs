@@ -32,6 +32,7 @@ pub mod keys;
 mod metadata;
 mod model_error;
 mod part;
+mod text_chunk;
 mod tool_input;
 mod transcript;
 mod usage;
@@ -48,6 +49,7 @@ pub use part::{
     CustomPart, FilePart, MediaPart, Modality, Part, ReasoningPart, StructuredPart, TextPart,
     ToolCallPart, ToolOutput, ToolResultPart,
 };
+pub use text_chunk::TextChunk;
 pub use tool_input::ToolInput;
 pub use transcript::{
     TranscriptError, open_tool_calls, validate_collecting_call_ids, validate_items,

@@ -511,3 +511,19 @@ async fn second_request_waits_for_the_first(name: &str, config: HttpConfig) {
     );
     assert_eq!(server.requests().len(), 2, "{name}");
 }
+
+/// A URL that does not parse (or names no host) is a typed error at once,
+/// not a retried transport failure: the client hands it to reqwest as text
+/// when it cannot parse it itself.
+#[tokio::test]
+async fn a_url_that_does_not_parse_is_an_invalid_request_without_retries() {
+    for url in ["not a url", "http://", "unix:/run/model.sock"] {
+        let request = StreamRequest::json(url, &serde_json::json!({}));
+        let err = within(client(fast_retries()).post_sse(request))
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind, ProviderErrorKind::InvalidRequest, "{url}: {err}");
+        assert_eq!(err.attempts, 1, "{url}");
+        assert!(err.message.contains("could not be built"), "{url}: {err}");
+    }
+}

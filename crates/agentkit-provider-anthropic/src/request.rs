@@ -112,9 +112,13 @@ pub(crate) fn request_body(
     encoded.sync(&request.transcript, encode_item);
     let mut layout = Layout::default();
     layout.positions.reserve(encoded.len());
-    layout
-        .blocks
-        .reserve(encoded.blocks_of_items(0..encoded.len()).len());
+    // Room for every block, and for a message per block (the most there
+    // can be): grown by doubling instead, the messages were copied by
+    // `realloc` whenever the allocator could not extend them in place,
+    // which depended on what else the heap held (4% of turn N+1).
+    let blocks = encoded.blocks_of_items(0..encoded.len()).len();
+    layout.blocks.reserve(blocks);
+    layout.messages.reserve(blocks);
     for item in 0..encoded.len() {
         for block in encoded.item_blocks(item) {
             match encoded.tag(block) & tag::ROLE {

@@ -144,6 +144,10 @@ enum Block {
 #[derive(Default)]
 pub(crate) struct EventDecoder {
     blocks: Blocks,
+    /// The text or thinking block the last delta went to, and its part
+    /// (always an open `Block::Part` of `blocks`): the next delta most
+    /// likely extends it.
+    text_block: Option<(u64, PartId)>,
     usage: WireUsage,
     stop_reason: Option<String>,
     message_id: Option<String>,
@@ -238,19 +242,26 @@ impl EventDecoder {
         // A text delta in the API's layout is one whatever the event's
         // name (the general path goes by the JSON `type` too).
         if let Some((index, delta)) = read_text_delta(data) {
-            // Straight onto the open part; anything else (a block that
-            // never started, a tool-use block) as any delta.
-            if let Some(Block::Part(part_id)) = self.blocks.get(&index) {
-                let chunk = delta.text.or(delta.thinking).unwrap_or_default();
-                if !chunk.is_empty() {
-                    out.push_back(ModelTurnEvent::Delta(Delta::AppendText {
-                        part_id: part_id.clone(),
-                        chunk: chunk.into_owned(),
-                    }));
-                }
-                return Ok(());
+            // Straight onto the open part (the one the last delta went to
+            // without a lookup); anything else (a block that never
+            // started, a tool-use block) as any delta.
+            let part_id = match &self.text_block {
+                Some((open, part_id)) if *open == index => part_id,
+                _ => match self.blocks.get(&index) {
+                    Some(Block::Part(part_id)) => {
+                        &self.text_block.insert((index, part_id.clone())).1
+                    }
+                    _ => return self.delta(index, delta, out),
+                },
+            };
+            let chunk = delta.text.or(delta.thinking).unwrap_or_default();
+            if !chunk.is_empty() {
+                out.push_back(ModelTurnEvent::Delta(Delta::AppendText {
+                    part_id: part_id.clone(),
+                    chunk: chunk.into(),
+                }));
             }
-            return self.delta(index, delta, out);
+            return Ok(());
         }
         if event.event == "content_block_delta"
             && let Ok(parsed) = codec::from_str::<DeltaEvent<'_>>(data)
@@ -346,7 +357,7 @@ impl EventDecoder {
                 if let Some(text) = text_field(&block, "text").filter(|t| !t.is_empty()) {
                     out.push_back(ModelTurnEvent::Delta(Delta::AppendText {
                         part_id: part_id.clone(),
-                        chunk: text,
+                        chunk: text.into(),
                     }));
                 }
                 Block::Part(part_id)
@@ -360,7 +371,7 @@ impl EventDecoder {
                 if let Some(text) = text_field(&block, "thinking").filter(|t| !t.is_empty()) {
                     out.push_back(ModelTurnEvent::Delta(Delta::AppendText {
                         part_id: part_id.clone(),
-                        chunk: text,
+                        chunk: text.into(),
                     }));
                 }
                 if let Some(signature) = text_field(&block, "signature").filter(|s| !s.is_empty()) {
@@ -423,7 +434,7 @@ impl EventDecoder {
                 if !chunk.is_empty() {
                     out.push_back(ModelTurnEvent::Delta(Delta::AppendText {
                         part_id: part_id.clone(),
-                        chunk: chunk.into_owned(),
+                        chunk: chunk.into(),
                     }));
                 }
             }
@@ -457,6 +468,13 @@ impl EventDecoder {
                 "content block {index} stopped without starting"
             )));
         };
+        if self
+            .text_block
+            .as_ref()
+            .is_some_and(|(open, _)| *open == index)
+        {
+            self.text_block = None;
+        }
         match std::mem::replace(block, Block::Ignored) {
             Block::Part(part_id) => {
                 out.push_back(ModelTurnEvent::Delta(Delta::CommitPart { part_id }))
@@ -494,7 +512,7 @@ impl EventDecoder {
                     }));
                     out.push_back(ModelTurnEvent::Delta(Delta::AppendText {
                         part_id: part_id.clone(),
-                        chunk: input.to_string(),
+                        chunk: input.to_string().into(),
                     }));
                     out.push_back(ModelTurnEvent::Delta(Delta::CommitPart { part_id }));
                 } else {
@@ -619,5 +637,96 @@ mod tests {
             (delta.kind.as_ref(), delta.thinking.as_deref()),
             ("thinking_delta", Some("hm"))
         );
+    }
+}
+
+#[cfg(test)]
+mod block_tests {
+    use super::*;
+
+    /// Decodes `events` (name, data) as they would arrive in one read.
+    fn decode(
+        decoder: &mut EventDecoder,
+        events: &[(&str, &str)],
+    ) -> Result<Vec<ModelTurnEvent>, ProviderError> {
+        let body: String = events
+            .iter()
+            .map(|(name, data)| format!("event: {name}\ndata: {data}\n\n"))
+            .collect();
+        let mut out = VecDeque::new();
+        let mut result = Ok(());
+        let mut parser = agentkit_http::SseParser::new(agentkit_http::SseLimits::default());
+        let _flow = parser.feed_with(body.as_bytes(), |event| {
+            result = decoder.on_event(event, &mut out);
+            if result.is_ok() {
+                std::ops::ControlFlow::Continue(())
+            } else {
+                std::ops::ControlFlow::Break(())
+            }
+        })?;
+        result.map(|()| out.into())
+    }
+
+    fn feed(decoder: &mut EventDecoder, events: &[(&str, &str)]) -> Vec<ModelTurnEvent> {
+        decode(decoder, events).expect("the events decode")
+    }
+
+    fn text(part: &str, chunk: &str) -> ModelTurnEvent {
+        ModelTurnEvent::Delta(Delta::AppendText {
+            part_id: PartId::new(part),
+            chunk: chunk.into(),
+        })
+    }
+
+    fn delta(index: u64, text: &str) -> String {
+        format!(
+            r#"{{"type":"content_block_delta","index":{index},"delta":{{"type":"text_delta","text":"{text}"}}}}"#
+        )
+    }
+
+    #[test]
+    fn text_deltas_go_to_their_own_block_whichever_came_last() {
+        let mut decoder = EventDecoder::default();
+        let start = |index: u64| {
+            format!(
+                r#"{{"type":"content_block_start","index":{index},"content_block":{{"type":"text","text":""}}}}"#
+            )
+        };
+        let (d0, d1, d0b) = (delta(0, "a"), delta(1, "b"), delta(0, "c"));
+        let (s0, s1) = (start(0), start(1));
+        let events = feed(
+            &mut decoder,
+            &[
+                ("content_block_start", &s0),
+                ("content_block_delta", &d0),
+                ("content_block_start", &s1),
+                ("content_block_delta", &d1),
+                ("content_block_delta", &d0b),
+                (
+                    "content_block_stop",
+                    r#"{"type":"content_block_stop","index":0}"#,
+                ),
+                ("content_block_delta", &d1),
+            ],
+        );
+        let texts: Vec<&ModelTurnEvent> = events
+            .iter()
+            .filter(|e| matches!(e, ModelTurnEvent::Delta(Delta::AppendText { .. })))
+            .collect();
+        assert_eq!(
+            texts,
+            [
+                &text("p0", "a"),
+                &text("p1", "b"),
+                &text("p0", "c"),
+                &text("p1", "b")
+            ]
+        );
+        // A delta for a stopped block goes nowhere, as before.
+        let after = feed(&mut decoder, &[("content_block_delta", &d0)]);
+        assert!(after.is_empty(), "{after:?}");
+        // A delta for a block that never started is an error.
+        let never = delta(7, "x");
+        assert!(decode(&mut decoder, &[("content_block_delta", &never)]).is_err());
     }
 }

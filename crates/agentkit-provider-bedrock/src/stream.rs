@@ -115,14 +115,14 @@ impl ConverseDecoder {
             let part_id = self.open(index, PartKind::Text, out);
             out.push_back(ModelTurnEvent::Delta(Delta::AppendText {
                 part_id,
-                chunk: text.to_owned(),
+                chunk: text.into(),
             }));
         } else if let Some(reasoning) = delta.get("reasoningContent") {
             let part_id = self.open(index, PartKind::Reasoning, out);
             if let Some(text) = reasoning["text"].as_str() {
                 out.push_back(ModelTurnEvent::Delta(Delta::AppendText {
                     part_id: part_id.clone(),
-                    chunk: text.to_owned(),
+                    chunk: text.into(),
                 }));
             }
             let signature = reasoning["signature"].as_str().map(str::to_owned);

@@ -140,7 +140,7 @@ impl GeminiDecoder {
             let part_id = self.open(kind, out);
             out.push_back(ModelTurnEvent::Delta(Delta::AppendText {
                 part_id,
-                chunk: text.to_owned(),
+                chunk: text.into(),
             }));
         }
         let Some(signature) = signature else {

@@ -14,7 +14,9 @@
 
 use crate::usage::WireUsage;
 use agentkit_core::keys;
-use agentkit_core::{Delta, FinishReason, MetadataMap, PartId, PartKind, ToolCallPart, ToolInput};
+use agentkit_core::{
+    Delta, FinishReason, MetadataMap, PartId, PartKind, TextChunk, ToolCallPart, ToolInput,
+};
 use agentkit_http::PriceTable;
 #[cfg(test)]
 use agentkit_http::SseEvent;
@@ -374,7 +376,7 @@ impl ChunkDecoder {
             }
             self.check_known();
             if !chunk.content.is_empty() {
-                self.append(OpenKind::Text, chunk.content.into_owned(), out);
+                self.append(OpenKind::Text, chunk.content.into(), out);
             }
             return Ok(());
         }
@@ -440,9 +442,9 @@ impl ChunkDecoder {
             delta
                 .reasoning_content
                 .take()
-                .map(Cow::into_owned)
+                .map(TextChunk::from)
                 .or(match delta.reasoning.take() {
-                    Some(Value::String(text)) => Some(text),
+                    Some(Value::String(text)) => Some(text.into()),
                     _ => None,
                 });
         if let Some(text) = reasoning.filter(|t| !t.is_empty()) {
@@ -453,7 +455,7 @@ impl ChunkDecoder {
             .flatten()
         {
             if !text.is_empty() {
-                self.append(OpenKind::Text, text.into_owned(), out);
+                self.append(OpenKind::Text, text.into(), out);
             }
         }
         for call in delta.tool_calls.take().into_iter().flatten() {
@@ -463,7 +465,7 @@ impl ChunkDecoder {
 
     /// Appends to the open part of this kind, committing a part of the
     /// other kind first: reasoning and text alternate, they do not overlap.
-    fn append(&mut self, kind: OpenKind, chunk: String, out: &mut VecDeque<ModelTurnEvent>) {
+    fn append(&mut self, kind: OpenKind, chunk: TextChunk, out: &mut VecDeque<ModelTurnEvent>) {
         let part_id = match &self.open {
             Some((id, open)) if *open == kind => id.clone(),
             _ => {

@@ -74,7 +74,7 @@ impl<W: Write + Send> TerminalReporter<W> {
         Some(match event {
             AgentEvent::ContentDelta {
                 delta: Delta::AppendText { chunk, .. },
-            } => return Some(chunk.clone()),
+            } => return Some(chunk.to_string()),
             AgentEvent::ContentDelta {
                 delta: Delta::CommitPart { .. },
             } => "\n".to_owned(),

@@ -114,7 +114,7 @@ impl ScriptedTurn {
             self.steps.push(ScriptStep::Event(ModelTurnEvent::Delta(
                 Delta::AppendText {
                     part_id: part_id.clone(),
-                    chunk: (*chunk).to_owned(),
+                    chunk: (*chunk).into(),
                 },
             )));
         }

@@ -333,7 +333,7 @@ fn stream(turn: ScriptedTurn, id: &str, kind: PartKind, text: &str) -> ScriptedT
         turn = turn
             .delta(Delta::AppendText {
                 part_id: part_id.clone(),
-                chunk: word.to_owned(),
+                chunk: word.into(),
             })
             .delay(Duration::from_millis(WORD_DELAY_MS));
     }

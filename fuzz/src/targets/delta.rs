@@ -57,7 +57,7 @@ fn delta(op: u8, part: u8, arg: u8) -> Delta {
         },
         3 => Delta::AppendText {
             part_id,
-            chunk: format!("t{arg}"),
+            chunk: format!("t{arg}").into(),
         },
         4 => Delta::AppendBytes {
             part_id,

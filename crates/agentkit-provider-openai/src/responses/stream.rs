@@ -24,8 +24,8 @@
 use super::hosted;
 use agentkit_core::keys;
 use agentkit_core::{
-    CostUsage, Delta, FinishReason, MetadataMap, PartId, PartKind, TokenUsage, ToolCallPart,
-    ToolInput, Usage,
+    CostUsage, Delta, FinishReason, MetadataMap, PartId, PartKind, TextChunk, TokenUsage,
+    ToolCallPart, ToolInput, Usage,
 };
 use agentkit_http::codec::{self, Layout};
 use agentkit_http::{PriceTable, ProviderError, SseEventRef};
@@ -269,7 +269,7 @@ impl ResponsesDecoder {
         }
     }
 
-    fn on_text(&mut self, index: u64, text: String, out: &mut VecDeque<ModelTurnEvent>) {
+    fn on_text(&mut self, index: u64, text: TextChunk, out: &mut VecDeque<ModelTurnEvent>) {
         if text.is_empty() {
             return;
         }
@@ -291,7 +291,7 @@ impl ResponsesDecoder {
         &mut self,
         index: u64,
         summary: Option<u64>,
-        text: String,
+        text: Cow<'_, str>,
         out: &mut VecDeque<ModelTurnEvent>,
     ) {
         let part_id = self.begin(index, PartKind::Reasoning, None, out);
@@ -299,10 +299,11 @@ impl ResponsesDecoder {
             return;
         };
         // Summaries of one item are paragraphs of one part.
-        let mut chunk = text;
-        if open.2.is_some() && open.2 != summary {
-            chunk.insert_str(0, "\n\n");
-        }
+        let chunk = if open.2.is_some() && open.2 != summary {
+            TextChunk::from(format!("\n\n{text}"))
+        } else {
+            text.into()
+        };
         open.2 = summary.or(Some(0));
         if !chunk.is_empty() {
             out.push_back(ModelTurnEvent::Delta(Delta::AppendText { part_id, chunk }));
@@ -342,7 +343,7 @@ impl ResponsesDecoder {
                     if !summary.is_empty() {
                         out.push_back(ModelTurnEvent::Delta(Delta::AppendText {
                             part_id: part_id.clone(),
-                            chunk: summary.join("\n\n"),
+                            chunk: summary.join("\n\n").into(),
                         }));
                     }
                 }
@@ -574,7 +575,7 @@ impl agentkit_http::SseDecoder for ResponsesDecoder {
                 data[start..end].clone_into(&mut kept.0);
                 kept.1 = index;
             }
-            self.on_text(index, delta.into_owned(), out);
+            self.on_text(index, delta.into(), out);
             return Ok(());
         }
         let parsed = codec::from_str::<Event<'_>>(data).map_err(|err| {
@@ -586,10 +587,10 @@ impl agentkit_http::SseDecoder for ResponsesDecoder {
         let index = parsed.output_index.unwrap_or(0);
         match parsed.kind.as_ref() {
             "response.output_text.delta" | "response.refusal.delta" => {
-                self.on_text(index, parsed.delta.unwrap_or_default().into_owned(), out);
+                self.on_text(index, parsed.delta.unwrap_or_default().into(), out);
             }
             "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => {
-                let text = parsed.delta.unwrap_or_default().into_owned();
+                let text = parsed.delta.unwrap_or_default();
                 self.on_summary(index, parsed.summary_index, text, out);
             }
             "response.function_call_arguments.delta" => {
