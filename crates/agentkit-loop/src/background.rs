@@ -13,13 +13,13 @@
 //! by id (through its own cancellation, so the shell tool kills the
 //! command's process group).
 
-use crate::AgentEvent;
+use crate::driver::{Inbox, Report};
 use agentkit_core::{CancellationController, ToolCallId, TurnCancellation};
 use agentkit_tools_core::{ToolError, ToolResult};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 use tokio::sync::oneshot;
 
@@ -70,8 +70,6 @@ struct Entry {
     mode: Mode,
 }
 
-type Notifier = Arc<dyn Fn(AgentEvent) + Send + Sync>;
-
 #[derive(Default)]
 struct Inner {
     next_id: AtomicU64,
@@ -81,7 +79,10 @@ struct Inner {
     /// almost always nothing finished, so it reads this flag instead of
     /// taking the lock. Written only under that lock.
     any_finished: AtomicBool,
-    notifier: Mutex<Option<Notifier>>,
+    /// The driver's inbox: a cancellation is reported there, a finished
+    /// task knocks (none for a list made outside a driver). Weak: the
+    /// inbox holds this list.
+    inbox: Option<Weak<Inbox>>,
     /// Bumped by every change a snapshot would show (a task registered,
     /// detached, abandoned, finished, its result taken): part of
     /// [`LoopDriver::generation`](crate::LoopDriver::generation).
@@ -122,24 +123,74 @@ impl BackgroundTasks {
         self.inner.changes.load(Ordering::Relaxed)
     }
 
-    fn notify(&self, event: AgentEvent) {
-        let notifier = self
-            .inner
-            .notifier
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
-        if let Some(notify) = notifier {
-            notify(event);
+    /// The driver's inbox, while the driver lives.
+    fn inbox(&self) -> Option<Arc<Inbox>> {
+        self.inner.inbox.as_ref()?.upgrade()
+    }
+
+    /// The tasks of a driver, reporting to its inbox.
+    pub(crate) fn with_inbox(inbox: Weak<Inbox>) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                inbox: Some(inbox),
+                ..Inner::default()
+            }),
         }
     }
 
-    pub(crate) fn set_notifier(&self, notifier: Notifier) {
-        *self
-            .inner
-            .notifier
-            .lock()
-            .unwrap_or_else(|e| e.into_inner()) = Some(notifier);
+    /// Resolves when something of the background tasks waits for the
+    /// driver: a task finished (its `TaskFinished` event and its result),
+    /// the host cancelled one, or a task reported progress or a
+    /// sub-agent's events. The driver takes them at its next step: while
+    /// it is idle (the host waits for its user), call
+    /// [`next`](crate::LoopDriver::next) when this resolves; an idle
+    /// session delivers the events to the observers and asks for input
+    /// again at once. A task's result still reaches the model only at the
+    /// next safe point of a turn.
+    ///
+    /// ```
+    /// use agentkit_core::Item;
+    /// use agentkit_loop::{Agent, LoopStep, SessionConfig, SimpleTaskManager, TaskRouting};
+    /// use agentkit_testkit::{GuardedTool, ScriptedModel, ScriptedTurn};
+    /// use agentkit_tools_core::{AllowAllPermissions, ToolRegistry};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let model = ScriptedModel::new([
+    ///     ScriptedTurn::tool_call("c1", "build", serde_json::json!({})),
+    ///     ScriptedTurn::text("the build runs"),
+    /// ]);
+    /// let agent = Agent::builder()
+    ///     .model(model)
+    ///     // A call that runs until it is cancelled, in the background.
+    ///     .add_tool_source(ToolRegistry::new().with(GuardedTool::holding("build")))
+    ///     .permissions(AllowAllPermissions)
+    ///     .task_manager(SimpleTaskManager::new().with_routing(|_| TaskRouting::Background))
+    ///     .input(vec![Item::user("go")])
+    ///     .build()?;
+    /// let mut driver = agent.start(SessionConfig::new("demo")).await?;
+    /// while !matches!(driver.next().await?, LoopStep::Finished(_)) {}
+    /// let tasks = driver.background_tasks();
+    /// assert!(tasks.cancel("task-1"));
+    /// // The host waits for its user and for the tasks at once.
+    /// tokio::select! {
+    ///     () = tasks.undelivered() => {
+    ///         // `TaskCancelled` (and later `TaskFinished`) go out now.
+    ///         driver.next().await?;
+    ///     }
+    ///     () = std::future::pending::<()>() => unreachable!("no user here"),
+    /// }
+    /// # Ok::<(), agentkit_loop::LoopError>(())
+    /// # }).unwrap();
+    /// ```
+    ///
+    /// A list made outside a driver (`BackgroundTasks::default()`), or
+    /// whose driver is gone, has nothing to deliver: its future never
+    /// resolves.
+    pub async fn undelivered(&self) {
+        match self.inbox() {
+            Some(inbox) => inbox.wait().await,
+            None => std::future::pending().await,
+        }
     }
 
     /// The tasks running in the background now (not the ones still waited
@@ -163,10 +214,9 @@ impl BackgroundTasks {
         match found {
             Some((controller, info)) => {
                 controller.interrupt();
-                self.notify(AgentEvent::TaskCancelled {
-                    task_id: info.task_id,
-                    call_id: info.call_id,
-                });
+                if let Some(inbox) = self.inbox() {
+                    inbox.push(Report::TaskCancelled(info.task_id, info.call_id));
+                }
                 true
             }
             None => false,
@@ -190,7 +240,6 @@ impl BackgroundTasks {
         };
         let controller = CancellationController::new();
         let cancellation = controller.handle().checkpoint();
-        let background = foreground.is_none();
         let mode = match foreground {
             Some(sender) => Mode::Foreground(Some(sender)),
             None => Mode::Background,
@@ -204,40 +253,25 @@ impl BackgroundTasks {
             },
         );
         self.changed();
-        if background {
-            self.started(&info);
-        }
         (info, cancellation)
-    }
-
-    fn started(&self, info: &BackgroundTaskInfo) {
-        self.notify(AgentEvent::TaskStarted {
-            task_id: info.task_id.clone(),
-            call_id: info.call_id.clone(),
-            tool_name: info.tool_name.clone(),
-        });
     }
 
     /// A detach-after call's round stops waiting: the task becomes a
     /// background task. `false` if its outcome was already handed to the
     /// round.
     pub(crate) fn detach(&self, task_id: &str) -> bool {
-        let info = {
-            let mut tasks = self.lock_tasks();
-            let Some(entry) = tasks.get_mut(task_id) else {
-                return false;
-            };
-            match &entry.mode {
-                Mode::Foreground(Some(_)) => {
-                    entry.mode = Mode::Background;
-                    self.changed();
-                    entry.info.clone()
-                }
-                _ => return false,
-            }
+        let mut tasks = self.lock_tasks();
+        let Some(entry) = tasks.get_mut(task_id) else {
+            return false;
         };
-        self.started(&info);
-        true
+        match &entry.mode {
+            Mode::Foreground(Some(_)) => {
+                entry.mode = Mode::Background;
+                self.changed();
+                true
+            }
+            _ => false,
+        }
     }
 
     /// The round that waited for a detach-after call gave up on it
@@ -266,20 +300,23 @@ impl BackgroundTasks {
                 }
             }
             Mode::Background => {
-                self.notify(AgentEvent::TaskFinished {
-                    task_id: entry.info.task_id.clone(),
-                    call_id: entry.info.call_id.clone(),
-                });
-                let mut finished = self
-                    .inner
-                    .finished
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner());
-                finished.push(FinishedTask {
-                    info: entry.info,
-                    outcome,
-                });
-                self.inner.any_finished.store(true, Ordering::Release);
+                {
+                    let mut finished = self
+                        .inner
+                        .finished
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner());
+                    finished.push(FinishedTask {
+                        info: entry.info,
+                        outcome,
+                    });
+                    self.inner.any_finished.store(true, Ordering::Release);
+                }
+                // The driver takes it at its next step, or at once while
+                // it awaits a round's calls.
+                if let Some(inbox) = self.inbox() {
+                    inbox.knock();
+                }
             }
         }
     }

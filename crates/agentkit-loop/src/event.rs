@@ -3,6 +3,10 @@
 //!
 //! Observers are called inline, in registration order, and cannot change
 //! what the loop does. Keep them fast; put slow work behind a channel.
+//! Every event leaves the driver's core through its one outbox, on the
+//! driver's task, so observers see one order (the one a replay of the
+//! session's inputs reproduces), even for what a tool reports from a task
+//! of its own.
 
 use crate::{CompactionReport, InjectedMessage, MutationPoint, SoftInterruptPoint, TurnResult};
 use agentkit_core::{
@@ -54,7 +58,10 @@ pub enum AgentEvent {
     },
     /// A running tool reported progress through
     /// [`ToolContext::report_progress`](agentkit_tools_core::ToolContext::report_progress).
-    /// Sent from the tool's task, possibly while `next()` is not polled.
+    /// Delivered by the driver while it awaits the call (a background
+    /// task's: at the driver's next step, see
+    /// [`BackgroundTasks::undelivered`](crate::BackgroundTasks::undelivered)),
+    /// always before the call's result.
     ToolProgress {
         /// The call.
         call_id: ToolCallId,
@@ -72,7 +79,10 @@ pub enum AgentEvent {
         tool_name: String,
     },
     /// A background task finished; its result reaches the model at the next
-    /// safe point (then `ToolResultReceived` fires). Sent from the task.
+    /// safe point (then `ToolResultReceived` fires). Delivered when the
+    /// driver takes the finished task: at once while it awaits a round's
+    /// calls, else at its next step (see
+    /// [`BackgroundTasks::undelivered`](crate::BackgroundTasks::undelivered)).
     TaskFinished {
         /// The task.
         task_id: String,

@@ -6,7 +6,7 @@
 //! rewrites. A driver that records ([`LoopDriver::record_inputs`]) keeps
 //! every input in an [`InputLog`], headed by the core's state when the
 //! recording began. Replaying the log into a fresh core reproduces the
-//! session's transcript and core events exactly, with no model, no tools
+//! session's transcript and events exactly, with no model, no tools
 //! and no clock; [`InputLog::fork_at`] stops at any step and hands back a
 //! snapshot that [`Agent::resume`](crate::Agent::resume) continues with a
 //! real model: try another answer, or bisect a bad run.
@@ -83,9 +83,9 @@ pub struct InputLog {
 pub struct Replay {
     /// The transcript at the end of the replayed steps.
     pub transcript: Vec<Item>,
-    /// Every event the core emitted, in order (events a tool sends from
-    /// its own task, like progress, are not the core's and are not
-    /// recorded).
+    /// Every event the core emitted, in order: every event observers saw
+    /// after the recording began (a tool's progress and a sub-agent's
+    /// events included: they enter the core as inputs too).
     pub events: Vec<AgentEvent>,
     /// The steps (indices into [`InputLog::inputs`]) at which the core
     /// yielded to the host: an interrupt or a finished turn.

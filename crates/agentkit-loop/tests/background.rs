@@ -68,14 +68,28 @@ async fn a_background_call_is_answered_at_once_and_its_result_arrives_later() {
     assert_eq!(early.list().len(), 1, "the early handle sees it too");
     assert!(notifications(&run.transcript).is_empty());
 
-    // The task finishes while the host waits for the user.
-    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    // The task finishes while the host waits for the user; the host hears
+    // of it and lets the driver deliver its events.
+    tokio::time::timeout(Duration::from_secs(60), early.undelivered())
+        .await
+        .expect("the finished task is announced");
     assert!(driver.background_tasks().list().is_empty());
-    assert!(events.names().contains(&"task_finished".to_owned()));
+    assert!(
+        !events.names().contains(&"task_finished".to_owned()),
+        "delivered by the driver, not from the task"
+    );
     let LoopStep::Interrupt(LoopInterrupt::AwaitingInput(request)) = driver.next().await.unwrap()
     else {
         panic!()
     };
+    assert_eq!(
+        events
+            .names()
+            .iter()
+            .filter(|n| *n == "task_finished")
+            .count(),
+        1
+    );
     request
         .submit(&mut driver, vec![Item::user("and?")])
         .unwrap();
@@ -220,13 +234,24 @@ async fn a_background_shell_command_is_cancelled_by_id_and_its_process_killed() 
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let names = events.names();
-    assert!(names.contains(&"task_cancelled".to_owned()));
-    // The result reaches the model with the next input.
+    // The cancellation and the finished task reach the observers at the
+    // driver's next step, in that order.
+    tasks.undelivered().await;
     let LoopStep::Interrupt(LoopInterrupt::AwaitingInput(request)) = driver.next().await.unwrap()
     else {
         panic!()
     };
+    let names = events.names();
+    let tasks_events: Vec<&str> = names
+        .iter()
+        .map(String::as_str)
+        .filter(|n| n.starts_with("task_"))
+        .collect();
+    assert_eq!(
+        tasks_events,
+        ["task_started", "task_cancelled", "task_finished"]
+    );
+    // The result reaches the model with the next input.
     request
         .submit(&mut driver, vec![Item::user("status?")])
         .unwrap();

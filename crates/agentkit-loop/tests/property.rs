@@ -3,7 +3,8 @@
 //! After every step the transcript is valid, and every pushed message is in
 //! the transcript exactly once or still queued. Each schedule is recorded
 //! as an input log, and replaying the log (after a round trip through JSON
-//! lines) reproduces the transcript and the core's events byte for byte.
+//! lines) reproduces the transcript and every event (the tools' progress
+//! included) byte for byte.
 
 mod support;
 
@@ -12,10 +13,9 @@ use agentkit_core::{
     CancellationController, FinishReason, Item, ItemKind, ToolResultPart, open_tool_calls,
     validate_transcript,
 };
-use agentkit_loop::replay::InputLog;
 use agentkit_loop::{
-    Agent, AgentEvent, ConcurrentTaskManager, LoopError, LoopInterrupt, LoopStep, ModelError,
-    ModelErrorKind, SessionConfig, SoftInterruptHandle,
+    Agent, ConcurrentTaskManager, LoopError, LoopInterrupt, LoopStep, ModelError, ModelErrorKind,
+    SessionConfig, SoftInterruptHandle,
 };
 use agentkit_testkit::{ScriptedModel, ScriptedTurn};
 use agentkit_tools_core::{
@@ -262,6 +262,10 @@ impl<T: agentkit_tools_core::Tool> agentkit_tools_core::Tool for Recording<T> {
         ctx: agentkit_tools_core::ToolContext,
     ) -> Result<agentkit_tools_core::ToolResult, agentkit_tools_core::ToolError> {
         let call_id = request.call_id.to_string();
+        // A report from the call's own task, on its way through the core.
+        ctx.report_progress(agentkit_tools_core::ToolProgress::new(format!(
+            "running {call_id}"
+        )));
         let outcome = self.inner.invoke(request, ctx).await;
         if outcome.is_ok() {
             self.ran.lock().unwrap().push(call_id);
@@ -424,38 +428,12 @@ fn check_replay<S: agentkit_loop::ModelSession>(
     events: &EventLog,
 ) -> Result<(), String> {
     let log = driver.take_input_log().ok_or("no input log")?;
-    let log = InputLog::from_json_lines(&log.to_json_lines()).map_err(|e| e.to_string())?;
-    let replay = log.replay().map_err(|e| e.to_string())?;
-    let live = serde_json::to_string(&driver.transcript().to_vec()).unwrap();
-    let replayed = serde_json::to_string(&replay.transcript).unwrap();
-    if live != replayed {
-        return Err(format!(
-            "replay gave another transcript:\nlive   {live}\nreplay {replayed}"
-        ));
-    }
-    // Events a tool sends from its own task are not the core's.
-    let live: Vec<String> = events
-        .0
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|e| !matches!(e, AgentEvent::ToolProgress { .. }))
-        .map(|e| serde_json::to_string(e).unwrap())
-        .collect();
-    let replayed: Vec<String> = replay
-        .events
-        .iter()
-        .map(|e| serde_json::to_string(e).unwrap())
-        .collect();
-    if let Some(at) = (0..live.len().max(replayed.len())).find(|&i| live.get(i) != replayed.get(i))
-    {
-        return Err(format!(
-            "replay diverges at event {at}:\nlive   {:?}\nreplay {:?}",
-            live.get(at),
-            replayed.get(at)
-        ));
-    }
-    Ok(())
+    // Progress a tool reports from its own task included.
+    agentkit_testkit::check_replay(
+        &log,
+        &driver.transcript().to_vec(),
+        &events.0.lock().unwrap(),
+    )
 }
 
 proptest! {

@@ -1,7 +1,9 @@
 //! The driver's core is sans-IO in substance: its source reads no lock,
 //! atomic or clock, awaits nothing and calls no callback (a trait object),
-//! so everything it learns is an input a log can record and replay. And no
-//! source file of the crate grows past 900 lines.
+//! so everything it learns is an input a log can record and replay. Events
+//! reach the observers only from the core's outbox (no second path a
+//! replay would miss). And no source file of the crate grows past 900
+//! lines.
 
 use std::path::{Path, PathBuf};
 
@@ -78,6 +80,35 @@ fn the_core_reads_no_lock_atomic_clock_or_callback() {
         found.is_empty(),
         "the core must stay sans-IO:\n{}",
         found.join("\n")
+    );
+}
+
+/// Every place of the crate that hands an event to observers: the one
+/// `notify` and the outbox's dispatch calling it. A `notify(` or
+/// `handle_event(` call anywhere else is an event leaving beside the core,
+/// which a replay would not reproduce.
+#[test]
+fn events_reach_observers_only_through_the_outbox() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut found = Vec::new();
+    for file in rust_files(&src) {
+        let name = file.strip_prefix(&src).unwrap().display().to_string();
+        for (_, text) in code(&file) {
+            if text.contains("notify(") || text.contains(".handle_event(") {
+                found.push(format!("{name}: {}", text.trim()));
+            }
+        }
+    }
+    found.sort();
+    assert_eq!(
+        found,
+        [
+            "driver/mod.rs: Note::Event(event) => notify(self.config.as_ref(), event),",
+            "driver/mod.rs: fn notify(config: &dyn DriverConfig, event: AgentEvent) {",
+            "driver/mod.rs: guard(\"observer\", || last.handle_event(event));",
+            "driver/mod.rs: guard(\"observer\", || observer.handle_event(event));",
+        ],
+        "events must leave through the core's outbox and `dispatch`"
     );
 }
 

@@ -9,7 +9,6 @@ use agentkit_loop::{
     SessionConfig, SoftInterruptPoint,
 };
 use agentkit_testkit::{Approvals, ScriptedModel, ScriptedTurn, run_to_finish};
-use agentkit_tools_core::{Tool, ToolContext, ToolError, ToolProgress, ToolRequest, ToolResult};
 use serde_json::json;
 use std::sync::Arc;
 use support::*;
@@ -110,67 +109,6 @@ async fn a_follow_up_waits_for_the_end_of_the_work_and_a_steer_does_not() {
         .map(Item::text_content)
         .collect();
     assert_eq!(users, ["go", "use tabs", "then summarize"]);
-}
-
-/// Reports two progress steps, then answers.
-struct Progressing;
-
-#[async_trait::async_trait]
-impl Tool for Progressing {
-    fn spec(&self) -> Arc<agentkit_tools_core::ToolSpec> {
-        spec("progressing")
-    }
-
-    async fn invoke(&self, _r: ToolRequest, ctx: ToolContext) -> Result<ToolResult, ToolError> {
-        ctx.report_progress(ToolProgress::new("half way").with_fraction(0.5));
-        ctx.report_progress(ToolProgress::new("done").with_fraction(7.0));
-        Ok(ToolResult::new("ok"))
-    }
-}
-
-#[tokio::test]
-async fn tools_report_start_and_progress() {
-    let model = ScriptedModel::new([
-        ScriptedTurn::tool_call("p1", "progressing", json!({})),
-        ScriptedTurn::text("done"),
-    ]);
-    let events = EventLog::default();
-    let mut driver = start_go(
-        Agent::builder()
-            .model(model.clone())
-            .add_tool_source(registry().with(Progressing))
-            .observer(events.clone()),
-    )
-    .await;
-    run_to_finish(&mut driver, Approvals::ApproveAll)
-        .await
-        .unwrap();
-    let seen: Vec<String> = events
-        .0
-        .lock()
-        .unwrap()
-        .iter()
-        .filter_map(|e| match e {
-            AgentEvent::ToolStarted { call_id, tool_name } => {
-                Some(format!("started {call_id} {tool_name}"))
-            }
-            AgentEvent::ToolProgress { call_id, progress } => Some(format!(
-                "progress {call_id} {} {:?}",
-                progress.message, progress.fraction
-            )),
-            AgentEvent::ToolResultReceived { result } => Some(format!("result {}", result.call_id)),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(
-        seen,
-        [
-            "started p1 progressing",
-            "progress p1 half way Some(0.5)",
-            "progress p1 done Some(1.0)",
-            "result p1",
-        ]
-    );
 }
 
 #[tokio::test]

@@ -16,6 +16,8 @@
 //! uses, and (with `cassette`) [`assert_dropping_a_turn_closes_the_connection`]
 //! is the cancellation check every adapter owes. For kill and resume tests:
 //! [`GuardedTool`] asks approval (through [`AskFor`]) and counts its runs.
+//! For recorded sessions: [`check_replay`] replays an input log and compares
+//! transcript and events with the live run.
 //!
 //! # Example
 //!
@@ -52,6 +54,7 @@ mod guarded;
 #[cfg(feature = "postgres")]
 pub mod pg;
 pub mod process;
+mod replay;
 mod script;
 mod snapshot;
 mod soak;
@@ -63,6 +66,7 @@ pub use drive::{
 pub use dropped::{assert_drop_closes_connection, assert_dropping_a_turn_closes_the_connection};
 pub use echo::{EchoTool, WeatherTool};
 pub use guarded::{AskFor, GuardedTool};
+pub use replay::check_replay;
 pub use script::{ScriptStep, ScriptedModel, ScriptedSession, ScriptedTurn, ScriptedTurnStream};
 pub use snapshot::normalized;
 pub use soak::{SoakRng, soak_minutes};

@@ -10,6 +10,7 @@
 //! Snapshot and resume live in `resume.rs`, recording and replay in
 //! `crate::replay`.
 
+mod inbox;
 pub(crate) mod machine;
 mod model_call;
 mod questions;
@@ -18,6 +19,7 @@ mod running;
 
 mod tool_round;
 
+pub(crate) use inbox::{Inbox, Report};
 pub(crate) use resume::check_snapshot;
 pub(crate) use running::{CallRun, Running, RunningCall, Salvage};
 
@@ -87,10 +89,12 @@ pub struct LoopDriver<S: ModelSession> {
     /// Results of calls that finished before a `next()` was dropped; made
     /// with the first call a turn runs.
     salvage: Option<Salvage>,
-    /// Calls running in the background; made when first needed (a call
-    /// routed to the background, or the host asking), as most sessions
-    /// never have one.
-    background: std::sync::OnceLock<BackgroundTasks>,
+    /// What running calls and background tasks report from their own
+    /// tasks (progress, a sub-agent's events, a cancellation), and the
+    /// calls running in the background; made when first needed (a call
+    /// with observers, a call routed to the background, the host asking),
+    /// as most sessions never need it.
+    inbox: std::sync::OnceLock<Arc<Inbox>>,
     last_catalog: Option<Arc<ResolvedCatalog>>,
     /// Model usage running calls reported (sub-agents), not yet counted.
     tool_usage: ToolUsage,
@@ -267,26 +271,21 @@ impl<S: ModelSession> LoopDriver<S> {
         soft: Option<SoftInterruptHandle>,
         cancellation: Option<CancellationHandle>,
     ) -> Self {
-        let session_id = core.session_id.clone();
-        let driver = Self {
+        let mut driver = Self {
             core,
             session,
             soft: soft.map_or_else(std::sync::OnceLock::new, std::sync::OnceLock::from),
             cancellation,
             config,
             salvage: None,
-            background: std::sync::OnceLock::new(),
+            inbox: std::sync::OnceLock::new(),
             last_catalog: None,
             tool_usage: ToolUsage::default(),
             questions: None,
             rare: None,
         };
-        if driver.core.settings.observe_events {
-            notify(
-                driver.config.as_ref(),
-                AgentEvent::RunStarted { session_id },
-            );
-        }
+        driver.core.on_run_started();
+        driver.dispatch();
         driver
     }
 
@@ -325,7 +324,7 @@ impl<S: ModelSession> LoopDriver<S> {
     /// # }).unwrap();
     /// ```
     pub fn generation(&self) -> u64 {
-        let background = self.background.get().map_or(0, BackgroundTasks::changes);
+        let background = self.background_if_any().map_or(0, BackgroundTasks::changes);
         self.core
             .generation
             .wrapping_add(self.soft.get().map_or(0, SoftInterruptHandle::changes))
@@ -348,21 +347,29 @@ impl<S: ModelSession> LoopDriver<S> {
 
     /// The background tasks, made on first use.
     pub(crate) fn background(&self) -> &BackgroundTasks {
-        self.background.get_or_init(|| {
-            let tasks = BackgroundTasks::default();
-            if !self.config.shared().observers.is_empty() {
-                let observers = self.config.clone();
-                tasks.set_notifier(Arc::new(move |event| notify(observers.as_ref(), event)));
-            }
-            tasks
-        })
+        self.inbox().background()
+    }
+
+    /// The background tasks, if any were ever made.
+    pub(crate) fn background_if_any(&self) -> Option<&BackgroundTasks> {
+        self.inbox.get()?.background_if_any()
+    }
+
+    /// The inbox of reports from other tasks, made on first use.
+    fn inbox(&self) -> &Arc<Inbox> {
+        self.inbox.get_or_init(Inbox::new)
+    }
+
+    /// Someone hears what calls report: observers, or a recording (its
+    /// replay has observers).
+    fn wants_reports(&self) -> bool {
+        self.core.settings.observe_events || self.core.recording.is_some()
     }
 
     /// Background tasks that finished since the last call, if any were
     /// ever started.
     fn finished_background(&self) -> Vec<crate::background::FinishedTask> {
-        self.background
-            .get()
+        self.background_if_any()
             .map(BackgroundTasks::take_finished)
             .unwrap_or_default()
     }
@@ -485,7 +492,9 @@ impl<S: ModelSession> LoopDriver<S> {
         // a round paused for a question, whose calls are parked), so calls
         // the core still sees running belong to a `next()` that was
         // dropped: the finished ones keep their real results, the others
-        // are answered as interrupted rather than run twice.
+        // are answered as interrupted rather than run twice. What they
+        // reported goes out before their results.
+        self.take_reports();
         let salvaged = self
             .salvage
             .as_ref()
@@ -616,6 +625,7 @@ impl<S: ModelSession> LoopDriver<S> {
     /// finished background tasks, usage reported by running calls, a
     /// cancellation, an urgent message.
     fn feed(&mut self) {
+        self.take_reports();
         self.collect_background();
         if let Some(usage) = self.tool_usage.take() {
             self.core.on_tool_usage(usage);
@@ -663,11 +673,35 @@ impl<S: ModelSession> LoopDriver<S> {
         Some(checkpoint.clone())
     }
 
+    /// Hands what calls and background tasks reported since the last step
+    /// to the core, in arrival order.
+    fn take_reports(&mut self) {
+        // Asked at every step: a session without observers reads one
+        // pointer.
+        let Some(inbox) = self.inbox.get() else {
+            return;
+        };
+        if !inbox.pending() {
+            return;
+        }
+        for report in inbox.take() {
+            match report {
+                Report::Progress(call_id, progress) => {
+                    self.core.on_tool_progress(call_id, progress)
+                }
+                Report::Nested(event) => self.core.on_nested_event(event),
+                Report::TaskCancelled(task_id, call_id) => {
+                    self.core.on_task_cancelled(task_id, call_id)
+                }
+            }
+        }
+    }
+
     /// Hands finished background tasks to the core.
     fn collect_background(&mut self) {
         // Asked at every step: a session that never ran a background task
         // reads one pointer.
-        if self.background.get().is_none() {
+        if self.background_if_any().is_none() {
             return;
         }
         for finished in self.finished_background() {
@@ -781,7 +815,7 @@ impl<S: ModelSession> AsMut<LoopDriver<S>> for LoopDriver<S> {
 }
 
 /// Sends one event to every observer; a panicking observer is caught.
-pub(crate) fn notify(config: &dyn DriverConfig, event: AgentEvent) {
+fn notify(config: &dyn DriverConfig, event: AgentEvent) {
     let observers = config.shared().observers;
     if let Some((last, rest)) = observers.split_last() {
         for observer in rest {

@@ -37,7 +37,7 @@ impl<S: ModelSession> LoopDriver<S> {
     }
 
     fn background_snapshot(&self) -> Vec<SnapshotBackgroundTask> {
-        let tasks = self.background.get();
+        let tasks = self.background_if_any();
         let running = tasks
             .map(crate::BackgroundTasks::list)
             .unwrap_or_default()

@@ -9,9 +9,9 @@
 //! running call: the between-tools point is *between* tools.
 
 use super::machine::{Routed, StartCall, ToolOutcome};
-use super::{CallRun, LoopDriver, Running, RunningCall, notify};
+use super::{CallRun, LoopDriver, Running, RunningCall};
 use crate::background::AbandonOnDrop;
-use crate::{AgentEvent, BackgroundTasks, ModelSession, TaskRouting, ToolJob};
+use crate::{BackgroundTasks, ModelSession, TaskRouting, ToolJob};
 use agentkit_core::ToolCallId;
 use agentkit_tools_core::{EventSink, HostAnswer, ProgressSink, ToolContext, ToolError};
 use futures::FutureExt;
@@ -32,23 +32,15 @@ impl<S: ModelSession> LoopDriver<S> {
             validated,
         } = start;
         let questions = self.question_sink();
-        let shared = self.config.shared();
         let call_id = request.call_id.clone();
-        let progress = if shared.observers.is_empty() {
-            ProgressSink::none()
+        // What the call reports goes to the inbox, then through the core.
+        let (progress, events) = if self.wants_reports() {
+            let inbox = self.inbox();
+            (inbox.progress_sink(call_id.clone()), inbox.event_sink())
         } else {
-            let config = self.config.clone();
-            let call_id = call_id.clone();
-            ProgressSink::new(move |progress| {
-                notify(
-                    config.as_ref(),
-                    AgentEvent::ToolProgress {
-                        call_id: call_id.clone(),
-                        progress,
-                    },
-                )
-            })
+            (ProgressSink::none(), EventSink::default())
         };
+        let shared = self.config.shared();
         // Built whole: a chain of `with_*` moves the context once per call.
         let ctx = ToolContext {
             call_id: call_id.clone(),
@@ -60,11 +52,7 @@ impl<S: ModelSession> LoopDriver<S> {
             resources: shared.resources.clone(),
             progress,
             usage: self.tool_usage.sink(),
-            events: if self.core.settings.observe_events {
-                nested_events(&self.config)
-            } else {
-                EventSink::default()
-            },
+            events,
             questions,
             resume,
         };
@@ -178,7 +166,9 @@ impl<S: ModelSession> LoopDriver<S> {
     /// so: several calls run at once) an urgent message is queued; the core
     /// sorts it out. Only the waits that can end are set up: a session
     /// without a cancellation handle, a timer or parallel calls polls its
-    /// calls and nothing else.
+    /// calls and nothing else. What the calls report meanwhile (progress,
+    /// a sub-agent's events) goes through the core to the observers at
+    /// once, and the wait goes on.
     pub(super) async fn await_calls(&mut self, running: &mut Running, wake_on_urgent: bool) {
         if running.is_empty() {
             self.core.on_calls_lost();
@@ -191,68 +181,95 @@ impl<S: ModelSession> LoopDriver<S> {
         } else {
             None
         };
-        // The core's next deadline, on the clock it was given; no clock
-        // read yet means no timer ever ran, and the calls are not scanned.
-        let deadline = self
-            .rare
-            .as_ref()
-            .and_then(|rare| rare.clock)
-            .and_then(|origin| Some(origin + self.core.poll_timeout()?));
         let questions = self.questions.as_ref().map(|(queue, _)| queue.clone());
-        let mut timed_out = false;
-        tokio::select! {
-            biased;
-            // A disabled branch's future is made but never polled.
-            () = async {
-                if let Some(token) = &cancellation {
-                    token.cancelled().await;
-                }
-            }, if cancellation.is_some() => {}
-            () = async {
-                if let Some(soft) = &soft {
-                    soft.urgent_pushed().await;
-                }
-            }, if soft.is_some() => {}
-            () = async {
-                if let Some(at) = deadline {
-                    tokio::time::sleep_until(at.into()).await;
-                }
-            }, if deadline.is_some() => timed_out = true,
-            Some(done) = std::future::poll_fn(|cx| {
-                // A question is an output of polling the calls: the
-                // asking call is polled here (or wakes this waker from
-                // its own task).
-                if let Some(questions) = &questions {
-                    questions.register(cx.waker());
-                }
-                match running.poll_next(cx) {
-                    std::task::Poll::Pending
-                        if questions.as_ref().is_some_and(|q| q.asked()) =>
-                    {
-                        std::task::Poll::Ready(Some(None))
+        let inbox = self.inbox.get().cloned();
+        loop {
+            // The core's next deadline, on the clock it was given; no clock
+            // read yet means no timer ever ran, and the calls are not
+            // scanned.
+            let deadline = self
+                .rare
+                .as_ref()
+                .and_then(|rare| rare.clock)
+                .and_then(|origin| Some(origin + self.core.poll_timeout()?));
+            let mut timed_out = false;
+            let mut reported = false;
+            tokio::select! {
+                biased;
+                // A disabled branch's future is made but never polled.
+                () = async {
+                    if let Some(token) = &cancellation {
+                        token.cancelled().await;
                     }
-                    other => other.map(|done| done.map(Some)),
-                }
-            }) => {
-                if let Some((index, call_id, outcome)) = done {
-                    let outcome = ToolOutcome::of(&call_id, outcome);
-                    self.core.on_tool_done(index, &call_id, outcome);
-                }
+                }, if cancellation.is_some() => {}
+                () = async {
+                    if let Some(soft) = &soft {
+                        soft.urgent_pushed().await;
+                    }
+                }, if soft.is_some() => {}
+                () = async {
+                    if let Some(at) = deadline {
+                        tokio::time::sleep_until(at.into()).await;
+                    }
+                }, if deadline.is_some() => timed_out = true,
+                Some(polled) = std::future::poll_fn(|cx| {
+                    // A question or a report is an output of polling the
+                    // calls: the reporting call is polled here (or wakes
+                    // this waker from its own task).
+                    if let Some(questions) = &questions {
+                        questions.register(cx.waker());
+                    }
+                    if let Some(inbox) = &inbox {
+                        inbox.register(cx.waker());
+                    }
+                    match running.poll_next(cx) {
+                        std::task::Poll::Pending
+                            if questions.as_ref().is_some_and(|q| q.asked()) =>
+                        {
+                            std::task::Poll::Ready(Some(None))
+                        }
+                        std::task::Poll::Pending
+                            if inbox.as_ref().is_some_and(|i| i.pending()) =>
+                        {
+                            std::task::Poll::Ready(Some(Some(None)))
+                        }
+                        other => other.map(|done| done.map(|done| Some(Some(done)))),
+                    }
+                }) => match polled {
+                    Some(Some(done)) => {
+                        // What the call reported before it returned goes
+                        // out before its result.
+                        self.take_reports();
+                        let (index, call_id, outcome) = done;
+                        let outcome = ToolOutcome::of(&call_id, outcome);
+                        self.core.on_tool_done(index, &call_id, outcome);
+                    }
+                    Some(None) => reported = true,
+                    None => {}
+                },
+                else => {}
             }
-            else => {}
+            self.take_reports();
+            if reported {
+                // Only reports: they go out, the calls run on.
+                self.collect_background();
+                self.dispatch();
+                continue;
+            }
+            // Calls that finished in the same instant as a cancellation, an
+            // urgent message or a deadline keep their real results.
+            for (index, call_id, outcome) in running.ready() {
+                let outcome = ToolOutcome::of(&call_id, outcome);
+                self.core.on_tool_done(index, &call_id, outcome);
+            }
+            self.take_questions();
+            if timed_out {
+                let now = self.now();
+                self.core.on_timeout(now);
+            }
+            self.dispatch();
+            return;
         }
-        // Calls that finished in the same instant as a cancellation, an
-        // urgent message or a deadline keep their real results.
-        for (index, call_id, outcome) in running.ready() {
-            let outcome = ToolOutcome::of(&call_id, outcome);
-            self.core.on_tool_done(index, &call_id, outcome);
-        }
-        self.take_questions();
-        if timed_out {
-            let now = self.now();
-            self.core.on_timeout(now);
-        }
-        self.dispatch();
     }
 
     /// The sink for a call's questions, made with the first call and
@@ -294,17 +311,6 @@ impl<S: ModelSession> LoopDriver<S> {
             let _ = reply.send(answer);
         }
     }
-}
-
-/// Passes the events a tool forwards from an agent loop of its own (a
-/// sub-agent's, already tagged) to this loop's observers.
-fn nested_events(config: &Arc<dyn super::DriverConfig>) -> EventSink {
-    let config = config.clone();
-    EventSink::new(move |event| {
-        if let Ok(event) = event.downcast::<AgentEvent>() {
-            notify(config.as_ref(), *event);
-        }
-    })
 }
 
 /// Runs a call as a background task with its own cancellation.

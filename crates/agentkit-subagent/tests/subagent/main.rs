@@ -54,6 +54,25 @@ impl Events {
             .collect()
     }
 
+    /// Delivers what the idle parent's calls still report (a child ending
+    /// on its own task after the parent's turn is over) until a tagged
+    /// event matches; gives up after a minute.
+    async fn deliver_until(
+        &self,
+        driver: &mut LoopDriver<ScriptedSession>,
+        what: impl Fn(&str, u32, &AgentEvent) -> bool,
+    ) {
+        let tasks = driver.background_tasks();
+        tokio::time::timeout(Duration::from_secs(60), async {
+            while !self.tagged().iter().any(|(a, d, e)| what(a, *d, e)) {
+                tasks.undelivered().await;
+                driver.next().await.unwrap();
+            }
+        })
+        .await
+        .unwrap_or_else(|_| panic!("no matching sub-agent event in {:#?}", self.tagged()));
+    }
+
     /// Waits (up to 5 s) until a tagged event matches.
     async fn wait_for(&self, what: impl Fn(&str, u32, &AgentEvent) -> bool) {
         for _ in 0..500 {
@@ -264,4 +283,5 @@ fn waiter(items: &Items) -> (SubAgent<ScriptedModel>, Sleep, ScriptedModel) {
 
 mod answers;
 mod approvals;
+mod events;
 mod stops;

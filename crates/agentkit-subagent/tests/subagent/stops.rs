@@ -45,7 +45,7 @@ async fn cancelling_the_parent_stops_the_child_with_a_valid_transcript() {
 
     // The child ends its own turn cancelled, on its own task.
     events
-        .wait_for(|agent, _, e| {
+        .deliver_until(&mut driver, |agent, _, e| {
             agent == "waiter"
                 && matches!(e, AgentEvent::TurnFinished { result } if result.finish_reason == FinishReason::Cancelled)
         })
@@ -88,7 +88,7 @@ async fn cancelling_the_parent_while_the_child_waits_for_approval_ends_the_child
     assert_eq!(result.finish_reason, FinishReason::Cancelled);
     validate_transcript(&driver.transcript().to_vec()).unwrap();
     events
-        .wait_for(|agent, _, e| {
+        .deliver_until(&mut driver, |agent, _, e| {
             agent == "writer"
                 && matches!(e, AgentEvent::TurnFinished { result } if result.finish_reason == FinishReason::Cancelled)
         })
@@ -208,8 +208,10 @@ async fn a_parent_that_stops_waiting_interrupts_the_child() {
         error_kind(&results_by_call(&run.transcript)["p1"]),
         Some("timeout")
     );
+    // The child ends on its own task after the parent's turn is over: its
+    // last events wait for the parent's next step.
     events
-        .wait_for(|agent, _, e| {
+        .deliver_until(&mut driver, |agent, _, e| {
             agent == "waiter"
                 && matches!(e, AgentEvent::TurnFinished { result } if result.finish_reason == FinishReason::Cancelled)
         })
@@ -268,7 +270,7 @@ async fn a_child_left_waiting_by_an_abandoned_turn_is_ended_at_the_next_call() {
         "Second child answers."
     );
     events
-        .wait_for(|agent, _, e| {
+        .deliver_until(&mut driver, |agent, _, e| {
             agent == "writer"
                 && matches!(e, AgentEvent::TurnFinished { result } if result.finish_reason == FinishReason::Cancelled)
         })

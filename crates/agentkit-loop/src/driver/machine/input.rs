@@ -13,7 +13,7 @@ use agentkit_core::{
 };
 use agentkit_tools_core::{
     ApprovalDecision, ApprovalRequest, HostAnswer, HostQuestion, ToolCatalogEvent, ToolError,
-    ToolRequest, ToolResult, ToolSpec,
+    ToolProgress, ToolRequest, ToolResult, ToolSpec,
 };
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -188,6 +188,28 @@ pub enum Input {
     Failed {
         /// The error, as the host reads it.
         message: String,
+    },
+    /// The session started or was resumed (observers hear `RunStarted`).
+    RunStarted,
+    /// A running call reported progress.
+    ToolProgress {
+        /// The call.
+        call_id: ToolCallId,
+        /// The report.
+        progress: ToolProgress,
+    },
+    /// A running call forwarded an event of an agent loop it runs itself
+    /// (a sub-agent's, tagged).
+    NestedEvent {
+        /// The event, passed on as it is.
+        event: crate::AgentEvent,
+    },
+    /// The host cancelled a background task.
+    TaskCancelled {
+        /// The task.
+        task_id: String,
+        /// The call it runs.
+        call_id: ToolCallId,
     },
 }
 

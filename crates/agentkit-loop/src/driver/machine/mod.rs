@@ -21,6 +21,7 @@
 mod input;
 mod log;
 mod model;
+mod reported;
 pub(crate) mod restore;
 mod round;
 pub(crate) mod state;
@@ -309,6 +310,13 @@ impl DriverCore {
         }
     }
 
+    /// Queues an event built while the state it reads was borrowed.
+    fn emit_some(&mut self, event: Option<AgentEvent>) {
+        if let Some(event) = event {
+            self.outbox.push_back(Note::Event(event));
+        }
+    }
+
     /// `true` while a tool round has calls to answer; the shell drops its
     /// running futures otherwise.
     pub(crate) fn round_open(&self) -> bool {
@@ -583,6 +591,10 @@ impl DriverCore {
             } => self.on_mutator_finished(point, mutator, rewrite),
             Input::MutatorsDone => self.on_mutators_done(),
             Input::Failed { message } => self.on_failed(message),
+            Input::RunStarted => self.on_run_started(),
+            Input::ToolProgress { call_id, progress } => self.on_tool_progress(call_id, progress),
+            Input::NestedEvent { event } => self.on_nested_event(event),
+            Input::TaskCancelled { task_id, call_id } => self.on_task_cancelled(task_id, call_id),
         }
         None
     }

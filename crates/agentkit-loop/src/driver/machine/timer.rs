@@ -15,6 +15,7 @@
 use super::input::Input;
 use super::state::{CallState, Step};
 use super::{Action, DriverCore};
+use crate::AgentEvent;
 use agentkit_core::{ToolCallId, ToolResultPart};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -61,12 +62,19 @@ impl DriverCore {
             index,
             routed: routed.clone(),
         });
+        let observe = self.settings.observe_events;
         let Some(entry) = self.round_call_mut(index) else {
             return;
         };
         if !matches!(entry.state, CallState::Running(None)) {
             return;
         }
+        let started = match &routed {
+            Routed::Background { task_id } if observe => {
+                Some(task_started(task_id, &entry.call.id, &entry.call.name))
+            }
+            _ => None,
+        };
         entry.state = match routed {
             Routed::Background { task_id } => {
                 CallState::Finished(started_part(&entry.call.id, &task_id, None))
@@ -80,6 +88,7 @@ impl DriverCore {
                 })))
             }
         };
+        self.emit_some(started);
     }
 
     /// When the core next needs [`on_timeout`](Self::on_timeout): the
@@ -116,6 +125,7 @@ impl DriverCore {
     /// [`ToolDone`](Input::ToolDone)).
     pub(crate) fn on_detached(&mut self, index: usize, detached: bool) {
         self.record(|| Input::Detached { index, detached });
+        let observe = self.settings.observe_events;
         let Some(entry) = self.round_call_mut(index) else {
             return;
         };
@@ -125,6 +135,8 @@ impl DriverCore {
         if !timer.fired {
             return;
         }
+        let started = (detached && observe)
+            .then(|| task_started(&timer.task_id, &entry.call.id, &entry.call.name));
         entry.state = if detached {
             CallState::Finished(started_part(
                 &entry.call.id,
@@ -134,6 +146,7 @@ impl DriverCore {
         } else {
             CallState::Running(None)
         };
+        self.emit_some(started);
     }
 
     /// A call of the open round whose timer fired, as the action asking
@@ -149,6 +162,15 @@ impl DriverCore {
                 }),
                 _ => None,
             })
+    }
+}
+
+/// The event of a call that went on as a background task.
+fn task_started(task_id: &str, call_id: &ToolCallId, tool_name: &str) -> AgentEvent {
+    AgentEvent::TaskStarted {
+        task_id: task_id.to_owned(),
+        call_id: call_id.clone(),
+        tool_name: tool_name.to_owned(),
     }
 }
 

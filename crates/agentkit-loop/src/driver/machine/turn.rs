@@ -105,6 +105,10 @@ impl DriverCore {
             info: info.clone(),
             result: result.clone(),
         });
+        self.emit(|| AgentEvent::TaskFinished {
+            task_id: info.task_id.clone(),
+            call_id: info.call_id.clone(),
+        });
         self.notifications.push((info, result));
     }
 
