@@ -236,7 +236,7 @@ async fn a_panicking_observer_is_skipped_for_every_kind_of_event() {
             seen: watching.seen.clone(),
         }))
         .task_manager(SimpleTaskManager::new().with_routing(|request| {
-            if request.tool_name == "ticking" {
+            if &*request.tool_name == "ticking" {
                 TaskRouting::Background
             } else {
                 TaskRouting::Foreground
