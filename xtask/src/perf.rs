@@ -293,7 +293,7 @@ fn print_targets(results: &Map<String, Value>) {
                 "{:.1}",
                 f(&format!("request_{wire}_turn_n"), "instructions")
             ),
-            "memcpy class (>= 1 GB/s)",
+            "<= 10",
         );
     }
     row(
@@ -309,13 +309,13 @@ fn print_targets(results: &Map<String, Value>) {
     row(
         "3. idle session after one turn, live heap bytes",
         format!("{:.0}", f("idle_session", "live_bytes")),
-        "<= 3072",
+        "<= 1536",
     );
     for wire in ["chat", "responses", "anthropic"] {
         row(
             &format!("4. SSE decoding {wire}, instr/byte"),
             format!("{:.1}", f(&format!("sse_{wire}"), "instructions")),
-            "<= 15",
+            "<= 6",
         );
     }
     row(
@@ -324,7 +324,7 @@ fn print_targets(results: &Map<String, Value>) {
             "{:.0}",
             f("s1_round", "instructions") - f("s1_model_only", "instructions")
         ),
-        "<= 15000",
+        "<= 6000",
     );
     row(
         "5. loop round (S1 minus the scripted model), allocations",
@@ -332,7 +332,7 @@ fn print_targets(results: &Map<String, Value>) {
             "{:.1}",
             f("s1_round", "allocations") - f("s1_model_only", "allocations")
         ),
-        "<= 30",
+        "<= 8",
     );
     println!("\n| target | measured | goal |\n| --- | --- | --- |");
     for (what, value, target) in rows {
