@@ -243,7 +243,7 @@ async fn redact_while_the_database_refuses(
     refuse: &str,
 ) -> (Vec<agentkit_core::Item>, Vec<agentkit_core::Item>) {
     use agentkit_core::Item;
-    use agentkit_loop::{Agent, LoopInterrupt, LoopStep};
+    use agentkit_loop::{LoopInterrupt, LoopStep};
     use agentkit_store::{NewSession, SessionLease};
     use agentkit_testkit::{ScriptedModel, ScriptedTurn};
     use serde_json::json;
@@ -258,16 +258,7 @@ async fn redact_while_the_database_refuses(
         ScriptedTurn::text("done"),
     ]);
     let agent = lease
-        .record(
-            Agent::builder()
-                .model(model)
-                .add_tool_source(support::tools::registry(
-                    &support::tools::danger(),
-                    store.clone(),
-                ))
-                .mutator(support::tools::RedactResults)
-                .input(vec![Item::user("go")]),
-        )
+        .record(support::tools::redacting(model, store.clone()).input(vec![Item::user("go")]))
         .build()
         .unwrap();
     let mut session = lease.open(&agent).await.unwrap();

@@ -1,7 +1,7 @@
 //! The shared suite: each function runs against any [`Backend`].
 
 use super::Backend;
-use super::tools::{RedactResults, danger, danger_needs_approval, registry};
+use super::tools::{danger, danger_needs_approval, redacting, registry};
 use agentkit_core::{FinishReason, Item, SessionId, TokenUsage, Usage, validate_transcript};
 use agentkit_loop::{Agent, LoopInterrupt, LoopStep, ModelSession};
 use agentkit_store::{NewSession, Session, SessionLease, SessionStore, StoreError};
@@ -462,12 +462,7 @@ pub async fn rewrites_by_mutators_are_stored(backend: &impl Backend) {
         ScriptedTurn::text("done"),
     ]);
     let agent = lease
-        .record(
-            Agent::builder()
-                .model(model)
-                .add_tool_source(registry(&danger(), store.clone()))
-                .mutator(RedactResults),
-        )
+        .record(redacting(model, store.clone()))
         .build()
         .unwrap();
     let mut session = lease.open(&agent).await.unwrap();
@@ -662,13 +657,7 @@ pub async fn a_kill_after_a_compaction_keeps_what_followed_it(backend: &impl Bac
     // One agent per lease: its recorder writes under that lease.
     let agent = |lease: &SessionLease| {
         lease
-            .record(
-                Agent::builder()
-                    .model(model.clone())
-                    .add_tool_source(registry(&danger(), store.clone()))
-                    .mutator(RedactResults)
-                    .input(vec![Item::user("go")]),
-            )
+            .record(redacting(model.clone(), store.clone()).input(vec![Item::user("go")]))
             .build()
             .unwrap()
     };

@@ -1,9 +1,11 @@
 //! Tools and checkers the store's tests run agents with.
 
 use agentkit_core::Item;
-use agentkit_loop::{LoopMutator, MutationContext, MutationPoint, TranscriptView};
+use agentkit_loop::{
+    Agent, AgentBuilder, LoopMutator, MutationContext, MutationPoint, TranscriptView,
+};
 use agentkit_store::SessionStore;
-use agentkit_testkit::{AskFor, GuardedTool};
+use agentkit_testkit::{AskFor, GuardedTool, ScriptedModel};
 use agentkit_tools_core::{
     Tool, ToolContext, ToolError, ToolRegistry, ToolRequest, ToolResult, ToolSpec,
 };
@@ -94,6 +96,18 @@ pub fn registry(danger: &GuardedTool, peek: Arc<dyn SessionStore>) -> ToolRegist
         .with(Slow)
         .with(danger.clone())
         .with(Peek { store: peek })
+}
+
+/// What the rewrite tests run, before it is recorded: `model`, the test
+/// tools (`peek` reading `store`) and [`RedactResults`].
+pub fn redacting(
+    model: ScriptedModel,
+    store: Arc<dyn SessionStore>,
+) -> AgentBuilder<ScriptedModel> {
+    Agent::builder()
+        .model(model)
+        .add_tool_source(registry(&danger(), store))
+        .mutator(RedactResults)
 }
 
 /// Rewrites every tool result's text in place (same length, same ids): a
