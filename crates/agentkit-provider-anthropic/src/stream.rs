@@ -12,7 +12,9 @@
 
 use crate::usage::WireUsage;
 use agentkit_core::keys;
-use agentkit_core::{Delta, FinishReason, MetadataMap, PartId, PartKind, ToolCallPart, ToolInput};
+use agentkit_core::{
+    Delta, FinishReason, MetadataMap, PartId, PartKind, TextChunk, ToolCallPart, ToolInput,
+};
 use agentkit_http::codec::{self, Layout};
 use agentkit_http::{PriceTable, ProviderError, SseEventRef};
 use agentkit_loop::{ModelTurnEvent, ModelTurnResult};
@@ -85,7 +87,7 @@ struct DeltaBody<'a> {
 /// `thinking_delta` and `thinking`), its fixed parts compared at once and
 /// its two values read and checked. Any other layout (other member order,
 /// spacing, more members) is read by [`codec::from_str`].
-fn read_text_delta(data: &str) -> Option<(u64, DeltaBody<'_>)> {
+fn read_text_delta(data: &str) -> Option<TextDelta> {
     let mut layout = Layout::new(data);
     layout.fixed(r#"{"type":"content_block_delta","index":"#)?;
     let index = layout.u64()?;
@@ -96,23 +98,42 @@ fn read_text_delta(data: &str) -> Option<(u64, DeltaBody<'_>)> {
         layout.fixed(r#"thinking_delta","thinking":"#)?;
         true
     };
-    let text = layout.str()?;
+    // Straight into the delta's chunk, escapes and all.
+    let text = layout.text()?;
     layout.fixed("}}")?;
     layout.end()?;
-    let delta = if thinking {
-        DeltaBody {
-            kind: Cow::Borrowed("thinking_delta"),
-            thinking: Some(text),
-            ..DeltaBody::default()
+    Some(TextDelta {
+        index,
+        thinking,
+        text,
+    })
+}
+
+/// What [`read_text_delta`] reads.
+struct TextDelta {
+    index: u64,
+    thinking: bool,
+    text: TextChunk,
+}
+
+impl TextDelta {
+    /// The delta as the general path reads it.
+    fn body(&self) -> DeltaBody<'_> {
+        let text = Some(Cow::Borrowed(self.text.as_str()));
+        if self.thinking {
+            DeltaBody {
+                kind: Cow::Borrowed("thinking_delta"),
+                thinking: text,
+                ..DeltaBody::default()
+            }
+        } else {
+            DeltaBody {
+                kind: Cow::Borrowed("text_delta"),
+                text,
+                ..DeltaBody::default()
+            }
         }
-    } else {
-        DeltaBody {
-            kind: Cow::Borrowed("text_delta"),
-            text: Some(text),
-            ..DeltaBody::default()
-        }
-    };
-    Some((index, delta))
+    }
 }
 
 #[derive(Deserialize)]
@@ -241,24 +262,24 @@ impl EventDecoder {
         }
         // A text delta in the API's layout is one whatever the event's
         // name (the general path goes by the JSON `type` too).
-        if let Some((index, delta)) = read_text_delta(data) {
+        if let Some(delta) = read_text_delta(data) {
             // Straight onto the open part (the one the last delta went to
             // without a lookup); anything else (a block that never
             // started, a tool-use block) as any delta.
+            let index = delta.index;
             let part_id = match &self.text_block {
                 Some((open, part_id)) if *open == index => part_id,
                 _ => match self.blocks.get(&index) {
                     Some(Block::Part(part_id)) => {
                         &self.text_block.insert((index, part_id.clone())).1
                     }
-                    _ => return self.delta(index, delta, out),
+                    _ => return self.delta(index, delta.body(), out),
                 },
             };
-            let chunk = delta.text.or(delta.thinking).unwrap_or_default();
-            if !chunk.is_empty() {
+            if !delta.text.is_empty() {
                 out.push_back(ModelTurnEvent::Delta(Delta::AppendText {
                     part_id: part_id.clone(),
-                    chunk: chunk.into(),
+                    chunk: delta.text,
                 }));
             }
             return Ok(());
@@ -596,6 +617,10 @@ mod tests {
         })
     }
 
+    fn fast(data: &str) -> Option<(u64, String, Option<String>)> {
+        read_text_delta(data).and_then(|delta| shown(Some((delta.index, delta.body()))))
+    }
+
     #[test]
     fn the_readers_give_what_serde_json_gives_or_leave_it_to_serde_json() {
         let events = [
@@ -616,7 +641,7 @@ mod tests {
             let expected = by_serde(data);
             // The layout either gives serde_json's reading or gives up, and
             // the general reader always gives it.
-            let read = shown(read_text_delta(data));
+            let read = fast(data);
             if read.is_some() {
                 assert_eq!(read, expected, "{data}");
             }
@@ -632,9 +657,10 @@ mod tests {
         assert!(read_text_delta(events[1]).is_some());
         assert!(read_text_delta(events[3]).is_none());
         let thinking = r#"{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hm"}}"#;
-        let (_, delta) = read_text_delta(thinking).expect("the thinking layout");
+        let delta = read_text_delta(thinking).expect("the thinking layout");
+        let body = delta.body();
         assert_eq!(
-            (delta.kind.as_ref(), delta.thinking.as_deref()),
+            (body.kind.as_ref(), body.thinking.as_deref()),
             ("thinking_delta", Some("hm"))
         );
     }

@@ -3,7 +3,39 @@
 //! none).
 
 use super::find_special;
+use agentkit_core::{TextChunk, TextChunkBuilder};
 use std::borrow::Cow;
+
+/// Where a string's decoded pieces go: a `String`, or a [`TextChunk`]
+/// being built in its inline room.
+trait Unescaped {
+    fn push_str(&mut self, text: &str);
+    fn push(&mut self, c: char);
+}
+
+impl Unescaped for String {
+    #[inline]
+    fn push_str(&mut self, text: &str) {
+        String::push_str(self, text);
+    }
+
+    #[inline]
+    fn push(&mut self, c: char) {
+        String::push(self, c);
+    }
+}
+
+impl Unescaped for TextChunkBuilder {
+    #[inline]
+    fn push_str(&mut self, text: &str) {
+        TextChunkBuilder::push_str(self, text);
+    }
+
+    #[inline]
+    fn push(&mut self, c: char) {
+        TextChunkBuilder::push(self, c);
+    }
+}
 
 /// How deeply arrays and objects may nest before the reader gives up
 /// (serde_json refuses at 128).
@@ -393,7 +425,7 @@ impl<'a> JsonReader<'a> {
                 }
                 (at, b'\\') => {
                     self.pos = at;
-                    self.escape(None)?;
+                    self.escape(None::<&mut String>)?;
                     pos = self.pos;
                 }
                 _ => return None,
@@ -404,17 +436,45 @@ impl<'a> JsonReader<'a> {
     /// A string with escapes, decoded; `at` is its first backslash.
     fn escaped(&mut self, start: usize, at: usize) -> Option<String> {
         let mut out = String::with_capacity(at - start + 16);
+        self.escaped_into(start, at, &mut out)?;
+        Some(out)
+    }
+
+    /// Reads a string into a [`TextChunk`]: copied when it has no escapes,
+    /// decoded straight into the chunk's inline room when it has (no
+    /// `String` in between while it fits).
+    #[inline]
+    pub fn text(&mut self) -> Option<TextChunk> {
+        self.eat(b'"')?;
+        let start = self.pos;
+        match self.next_special(start)? {
+            (at, b'"') => {
+                self.pos = at + 1;
+                self.text.get(start..at).map(TextChunk::new)
+            }
+            (at, b'\\') => {
+                let mut out = TextChunkBuilder::new();
+                self.escaped_into(start, at, &mut out)?;
+                Some(out.finish())
+            }
+            _ => None,
+        }
+    }
+
+    /// Decodes a string with escapes onto `out`; `at` is its first
+    /// backslash.
+    fn escaped_into(&mut self, start: usize, at: usize, out: &mut impl Unescaped) -> Option<()> {
         let (mut from, mut at, mut byte) = (start, at, b'\\');
         loop {
             out.push_str(self.text.get(from..at)?);
             match byte {
                 b'"' => {
                     self.pos = at + 1;
-                    return Some(out);
+                    return Some(());
                 }
                 b'\\' => {
                     self.pos = at;
-                    self.escape(Some(&mut out))?;
+                    self.escape(Some(&mut *out))?;
                     from = self.pos;
                 }
                 _ => return None,
@@ -425,7 +485,7 @@ impl<'a> JsonReader<'a> {
 
     /// Decodes the escape at `pos` (a backslash) onto `out`. Gives up on a
     /// lone surrogate: serde_json refuses it in a string it decodes.
-    fn escape(&mut self, out: Option<&mut String>) -> Option<()> {
+    fn escape(&mut self, out: Option<&mut impl Unescaped>) -> Option<()> {
         let bytes = self.bytes();
         let decoded = match *bytes.get(self.pos + 1)? {
             b'"' => '"',
