@@ -16,12 +16,12 @@ use agentkit_core::{
     Delta, FinishReason, MetadataMap, PartId, PartKind, TextChunk, ToolCallPart, ToolInput,
 };
 use agentkit_http::codec::{self, Layout};
-use agentkit_http::{PriceTable, ProviderError, SseEventRef};
+use agentkit_http::{Outputs, PriceTable, ProviderError, SseEventRef};
 use agentkit_loop::{ModelTurnEvent, ModelTurnResult};
 use serde::Deserialize;
 use serde_json::Value;
 use std::borrow::Cow;
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 
 /// Content blocks by index: looked up by every delta, so hashed with
 /// foldhash rather than SipHash.
@@ -203,12 +203,12 @@ impl agentkit_http::SseDecoder for EventDecoder {
     fn on_event(
         &mut self,
         event: SseEventRef<'_>,
-        out: &mut VecDeque<ModelTurnEvent>,
+        out: &mut Outputs<ModelTurnEvent>,
     ) -> Result<(), ProviderError> {
         EventDecoder::on_event(self, event, out)
     }
 
-    fn on_end(&mut self, out: &mut VecDeque<ModelTurnEvent>) -> Result<(), ProviderError> {
+    fn on_end(&mut self, out: &mut Outputs<ModelTurnEvent>) -> Result<(), ProviderError> {
         EventDecoder::on_end(self, out)
     }
 
@@ -248,7 +248,7 @@ impl EventDecoder {
     pub(crate) fn on_event(
         &mut self,
         event: SseEventRef<'_>,
-        out: &mut VecDeque<ModelTurnEvent>,
+        out: &mut Outputs<ModelTurnEvent>,
     ) -> Result<(), ProviderError> {
         if self.finished {
             return Ok(());
@@ -277,7 +277,7 @@ impl EventDecoder {
                 },
             };
             if !delta.text.is_empty() {
-                out.push_back(ModelTurnEvent::Delta(Delta::AppendText {
+                out.push(ModelTurnEvent::Delta(Delta::AppendText {
                     part_id: part_id.clone(),
                     chunk: delta.text,
                 }));
@@ -305,7 +305,7 @@ impl EventDecoder {
                 self.model = message.model;
                 if let Some(usage) = message.usage {
                     self.usage.merge(usage);
-                    out.push_back(self.usage_event());
+                    out.push(self.usage_event());
                 }
             }
             StreamEvent::ContentBlockStart {
@@ -328,7 +328,7 @@ impl EventDecoder {
                 }
                 if let Some(usage) = usage {
                     self.usage.merge(usage);
-                    out.push_back(self.usage_event());
+                    out.push(self.usage_event());
                 }
             }
             StreamEvent::MessageStop => self.finish(out)?,
@@ -345,7 +345,7 @@ impl EventDecoder {
     /// The body ended without `message_stop`.
     pub(crate) fn on_end(
         &mut self,
-        out: &mut VecDeque<ModelTurnEvent>,
+        out: &mut Outputs<ModelTurnEvent>,
     ) -> Result<(), ProviderError> {
         if self.finished {
             return Ok(());
@@ -360,7 +360,7 @@ impl EventDecoder {
         &mut self,
         index: u64,
         block: Value,
-        out: &mut VecDeque<ModelTurnEvent>,
+        out: &mut Outputs<ModelTurnEvent>,
     ) -> Result<(), ProviderError> {
         if self.blocks.contains_key(&index) {
             return Err(protocol(format!("content block {index} started twice")));
@@ -374,9 +374,9 @@ impl EventDecoder {
         };
         let state = match block["type"].as_str().unwrap_or_default() {
             "text" => {
-                out.push_back(begin(PartKind::Text));
+                out.push(begin(PartKind::Text));
                 if let Some(text) = text_field(&block, "text").filter(|t| !t.is_empty()) {
-                    out.push_back(ModelTurnEvent::Delta(Delta::AppendText {
+                    out.push(ModelTurnEvent::Delta(Delta::AppendText {
                         part_id: part_id.clone(),
                         chunk: text.into(),
                     }));
@@ -384,19 +384,19 @@ impl EventDecoder {
                 Block::Part(part_id)
             }
             "thinking" => {
-                out.push_back(begin(PartKind::Reasoning));
-                out.push_back(ModelTurnEvent::Delta(Delta::SetMetadata {
+                out.push(begin(PartKind::Reasoning));
+                out.push(ModelTurnEvent::Delta(Delta::SetMetadata {
                     part_id: part_id.clone(),
                     metadata: provider_metadata(),
                 }));
                 if let Some(text) = text_field(&block, "thinking").filter(|t| !t.is_empty()) {
-                    out.push_back(ModelTurnEvent::Delta(Delta::AppendText {
+                    out.push(ModelTurnEvent::Delta(Delta::AppendText {
                         part_id: part_id.clone(),
                         chunk: text.into(),
                     }));
                 }
                 if let Some(signature) = text_field(&block, "signature").filter(|s| !s.is_empty()) {
-                    out.push_back(ModelTurnEvent::Delta(Delta::ReasoningOpaque {
+                    out.push(ModelTurnEvent::Delta(Delta::ReasoningOpaque {
                         part_id: part_id.clone(),
                         signature: Some(signature),
                         encrypted: None,
@@ -405,12 +405,12 @@ impl EventDecoder {
                 Block::Part(part_id)
             }
             "redacted_thinking" => {
-                out.push_back(begin(PartKind::Reasoning));
-                out.push_back(ModelTurnEvent::Delta(Delta::SetMetadata {
+                out.push(begin(PartKind::Reasoning));
+                out.push(ModelTurnEvent::Delta(Delta::SetMetadata {
                     part_id: part_id.clone(),
                     metadata: provider_metadata(),
                 }));
-                out.push_back(ModelTurnEvent::Delta(Delta::ReasoningOpaque {
+                out.push(ModelTurnEvent::Delta(Delta::ReasoningOpaque {
                     part_id: part_id.clone(),
                     signature: None,
                     encrypted: Some(text_field(&block, "data").unwrap_or_default()),
@@ -436,7 +436,7 @@ impl EventDecoder {
         &mut self,
         index: u64,
         delta: DeltaBody<'_>,
-        out: &mut VecDeque<ModelTurnEvent>,
+        out: &mut Outputs<ModelTurnEvent>,
     ) -> Result<(), ProviderError> {
         let block = self.blocks.get_mut(&index).ok_or_else(|| {
             protocol(format!(
@@ -453,14 +453,14 @@ impl EventDecoder {
                 };
                 let chunk = chunk.unwrap_or_default();
                 if !chunk.is_empty() {
-                    out.push_back(ModelTurnEvent::Delta(Delta::AppendText {
+                    out.push(ModelTurnEvent::Delta(Delta::AppendText {
                         part_id: part_id.clone(),
                         chunk: chunk.into(),
                     }));
                 }
             }
             (Block::Part(part_id), "signature_delta") => {
-                out.push_back(ModelTurnEvent::Delta(Delta::ReasoningOpaque {
+                out.push(ModelTurnEvent::Delta(Delta::ReasoningOpaque {
                     part_id: part_id.clone(),
                     signature: delta.signature.map(Cow::into_owned),
                     encrypted: None,
@@ -482,7 +482,7 @@ impl EventDecoder {
     fn stop_block(
         &mut self,
         index: u64,
-        out: &mut VecDeque<ModelTurnEvent>,
+        out: &mut Outputs<ModelTurnEvent>,
     ) -> Result<(), ProviderError> {
         let Some(block) = self.blocks.get_mut(&index) else {
             return Err(protocol(format!(
@@ -497,9 +497,7 @@ impl EventDecoder {
             self.text_block = None;
         }
         match std::mem::replace(block, Block::Ignored) {
-            Block::Part(part_id) => {
-                out.push_back(ModelTurnEvent::Delta(Delta::CommitPart { part_id }))
-            }
+            Block::Part(part_id) => out.push(ModelTurnEvent::Delta(Delta::CommitPart { part_id })),
             Block::ToolUse {
                 id,
                 name,
@@ -527,18 +525,18 @@ impl EventDecoder {
                 if self.answer_tool.as_deref() == Some(name.as_str()) {
                     // The structured answer, as the text of the reply.
                     let part_id = PartId::new(format!("p{index}"));
-                    out.push_back(ModelTurnEvent::Delta(Delta::BeginPart {
+                    out.push(ModelTurnEvent::Delta(Delta::BeginPart {
                         part_id: part_id.clone(),
                         kind: PartKind::Text,
                     }));
-                    out.push_back(ModelTurnEvent::Delta(Delta::AppendText {
+                    out.push(ModelTurnEvent::Delta(Delta::AppendText {
                         part_id: part_id.clone(),
                         chunk: input.to_string().into(),
                     }));
-                    out.push_back(ModelTurnEvent::Delta(Delta::CommitPart { part_id }));
+                    out.push(ModelTurnEvent::Delta(Delta::CommitPart { part_id }));
                 } else {
                     self.calls = true;
-                    out.push_back(ModelTurnEvent::ToolCall(ToolCallPart::new(id, name, input)));
+                    out.push(ModelTurnEvent::ToolCall(ToolCallPart::new(id, name, input)));
                 }
             }
             Block::Ignored => {}
@@ -546,7 +544,7 @@ impl EventDecoder {
         Ok(())
     }
 
-    fn finish(&mut self, out: &mut VecDeque<ModelTurnEvent>) -> Result<(), ProviderError> {
+    fn finish(&mut self, out: &mut Outputs<ModelTurnEvent>) -> Result<(), ProviderError> {
         let mut open: Vec<u64> = self
             .blocks
             .iter()
@@ -580,7 +578,7 @@ impl EventDecoder {
         if let Some(model) = self.model.take() {
             result.metadata.insert(keys::MODEL.into(), model.into());
         }
-        out.push_back(ModelTurnEvent::Finished(result));
+        out.push(ModelTurnEvent::Finished(result));
         self.finished = true;
         Ok(())
     }
@@ -679,7 +677,7 @@ mod block_tests {
             .iter()
             .map(|(name, data)| format!("event: {name}\ndata: {data}\n\n"))
             .collect();
-        let mut out = VecDeque::new();
+        let mut out = Outputs::new();
         let mut result = Ok(());
         let mut parser = agentkit_http::SseParser::new(agentkit_http::SseLimits::default());
         let _flow = parser.feed_with(body.as_bytes(), |event| {
@@ -754,5 +752,43 @@ mod block_tests {
         // A delta for a block that never started is an error.
         let never = delta(7, "x");
         assert!(decode(&mut decoder, &[("content_block_delta", &never)]).is_err());
+    }
+
+    #[test]
+    fn escaped_text_reaches_its_delta_whole_on_either_side_of_the_inline_cap() {
+        let mut decoder = EventDecoder::default();
+        let cap = TextChunk::INLINE_CAP;
+        // JSON string bodies as the API writes them: escapes and non-ASCII
+        // ending just below, at and just past the chunk's inline room.
+        let mut bodies = vec![
+            r#"say \"hi\"\n"#.to_owned(),
+            r#"caf\u00e9 \ud83e\udd80"#.to_owned(),
+        ];
+        for plain in cap - 2..=cap + 1 {
+            let run = "x".repeat(plain);
+            for tail in [r#"\""#, r#"\n\n"#, "é", r#"\u00e9"#] {
+                bodies.push(format!("{run}{tail}"));
+                bodies.push(format!("{tail}{run}"));
+            }
+        }
+        let start =
+            r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#;
+        let deltas: Vec<String> = bodies.iter().map(|body| delta(0, body)).collect();
+        let mut events = vec![("content_block_start", start)];
+        events.extend(deltas.iter().map(|d| ("content_block_delta", d.as_str())));
+        let decoded = feed(&mut decoder, &events);
+        let chunks: Vec<&TextChunk> = decoded
+            .iter()
+            .filter_map(|event| match event {
+                ModelTurnEvent::Delta(Delta::AppendText { chunk, .. }) => Some(chunk),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(chunks.len(), bodies.len());
+        for (chunk, body) in chunks.iter().zip(&bodies) {
+            let expected: String = serde_json::from_str(&format!("\"{body}\"")).unwrap();
+            assert_eq!(chunk.as_str(), expected, "{body}");
+            assert_eq!(chunk.is_heap_allocated(), expected.len() > cap, "{body}");
+        }
     }
 }

@@ -608,6 +608,44 @@ mod tests {
     }
 
     #[test]
+    fn text_decodes_as_serde_json_decodes_it_inline_up_to_the_cap() {
+        let cap = TextChunk::INLINE_CAP;
+        let mut texts = Vec::new();
+        // Escapes and multi-byte characters on every side of the inline
+        // limit: the decoded text ends just below, at and just past it.
+        for plain in cap - 4..=cap + 1 {
+            let run = "x".repeat(plain);
+            for tail in [
+                r#"\""#,
+                r#"\n"#,
+                r#"\u00e9"#,
+                r#"\ud83e\udd80"#,
+                "é",
+                "🦀",
+                r#"\\\/"#,
+                "",
+            ] {
+                texts.push(format!(r#""{run}{tail}""#));
+                texts.push(format!(r#""{tail}{run}""#));
+                texts.push(format!(r#""a\tb{run}{tail}c""#));
+            }
+        }
+        for text in &texts {
+            let expected: String = serde_json::from_str(text).unwrap();
+            let mut reader = JsonReader::new(text);
+            let chunk = reader.text().unwrap_or_else(|| panic!("reads {text}"));
+            assert_eq!(chunk, expected, "{text}");
+            assert_eq!(chunk.is_heap_allocated(), expected.len() > cap, "{text}");
+            assert!(reader.end().is_some(), "{text}");
+        }
+        // What the string reader refuses, the chunk reader refuses too.
+        for refused in [r#""\ud800""#, r#""\x""#, "\"a\u{1}\"", r#""open"#, "x"] {
+            assert!(JsonReader::new(refused).text().is_none(), "{refused}");
+            assert!(JsonReader::new(refused).str().is_none(), "{refused}");
+        }
+    }
+
+    #[test]
     fn integers_are_plain_and_fit() {
         let read = |text: &str| JsonReader::new(text).u64();
         assert_eq!(read("0"), Some(0));
