@@ -91,11 +91,10 @@ fn read_text_delta(data: &str) -> Option<TextDelta> {
     let mut layout = Layout::new(data);
     layout.fixed(r#"{"type":"content_block_delta","index":"#)?;
     let index = layout.u64()?;
-    layout.fixed(r#","delta":{"type":""#)?;
-    let thinking = if layout.optional(r#"text_delta","text":"#) {
+    let thinking = if layout.optional(r#","delta":{"type":"text_delta","text":"#) {
         false
     } else {
-        layout.fixed(r#"thinking_delta","thinking":"#)?;
+        layout.fixed(r#","delta":{"type":"thinking_delta","thinking":"#)?;
         true
     };
     // Straight into the delta's chunk, escapes and all.
@@ -200,6 +199,7 @@ fn provider_metadata() -> MetadataMap {
 impl agentkit_http::SseDecoder for EventDecoder {
     type Output = ModelTurnEvent;
 
+    #[inline]
     fn on_event(
         &mut self,
         event: SseEventRef<'_>,
@@ -244,21 +244,18 @@ impl EventDecoder {
         self.finished
     }
 
-    /// Applies one SSE event.
+    /// Applies one SSE event: a text delta in the API's layout here (it is
+    /// inlined into the stream's read loop), anything else in
+    /// [`on_other_event`](Self::on_other_event).
+    #[inline]
     pub(crate) fn on_event(
         &mut self,
         event: SseEventRef<'_>,
         out: &mut Outputs<ModelTurnEvent>,
     ) -> Result<(), ProviderError> {
-        if self.finished {
-            return Ok(());
-        }
         let data = event.trimmed_data();
-        if event.event == "error" {
-            return Err(ProviderError::from_stream_error(data));
-        }
-        if data.is_empty() {
-            return Ok(());
+        if self.finished || event.event == "error" {
+            return self.on_other_event(event, data, out);
         }
         // A text delta in the API's layout is one whatever the event's
         // name (the general path goes by the JSON `type` too).
@@ -282,6 +279,26 @@ impl EventDecoder {
                     chunk: delta.text,
                 }));
             }
+            return Ok(());
+        }
+        self.on_other_event(event, data, out)
+    }
+
+    /// Any event but a text delta in the API's layout.
+    #[inline(never)]
+    fn on_other_event(
+        &mut self,
+        event: SseEventRef<'_>,
+        data: &str,
+        out: &mut Outputs<ModelTurnEvent>,
+    ) -> Result<(), ProviderError> {
+        if self.finished {
+            return Ok(());
+        }
+        if event.event == "error" {
+            return Err(ProviderError::from_stream_error(data));
+        }
+        if data.is_empty() {
             return Ok(());
         }
         if event.event == "content_block_delta"

@@ -453,12 +453,58 @@ impl<'a> JsonReader<'a> {
                 self.text.get(start..at).map(TextChunk::new)
             }
             (at, b'\\') => {
+                if let Some(chunk) = self.escaped_inline(start, at) {
+                    return Some(chunk);
+                }
                 let mut out = TextChunkBuilder::new();
                 self.escaped_into(start, at, &mut out)?;
                 Some(out.finish())
             }
             _ => None,
         }
+    }
+
+    /// A short string with single-character escapes (a quote, a newline:
+    /// what prose has), decoded byte by byte into the chunk's room on the
+    /// stack; `at` is its first backslash. `None`, with nothing consumed,
+    /// when it decodes to more than [`TextChunk::INLINE_CAP`] bytes or has
+    /// a `\u` escape or anything else unusual: the general decoding takes
+    /// it from the start.
+    #[inline]
+    fn escaped_inline(&mut self, start: usize, at: usize) -> Option<TextChunk> {
+        let bytes = self.bytes();
+        let mut room = [0; TextChunk::INLINE_CAP];
+        let plain = bytes.get(start..at)?;
+        room.get_mut(..plain.len())?.copy_from_slice(plain);
+        let (mut len, mut pos) = (plain.len(), at);
+        loop {
+            let byte = match *bytes.get(pos)? {
+                b'"' => break,
+                b'\\' => {
+                    pos += 1;
+                    match *bytes.get(pos)? {
+                        b'"' => b'"',
+                        b'\\' => b'\\',
+                        b'/' => b'/',
+                        b'n' => b'\n',
+                        b'r' => b'\r',
+                        b't' => b'\t',
+                        b'b' => 0x08,
+                        b'f' => 0x0c,
+                        _ => return None,
+                    }
+                }
+                0..0x20 => return None,
+                byte => byte,
+            };
+            *room.get_mut(len)? = byte;
+            len += 1;
+            pos += 1;
+        }
+        // Always UTF-8: the text was, and every escape decoded is ASCII.
+        let text = std::str::from_utf8(&room[..len]).ok()?;
+        self.pos = pos + 1;
+        Some(TextChunk::new(text))
     }
 
     /// Decodes a string with escapes onto `out`; `at` is its first
@@ -623,6 +669,8 @@ mod tests {
                 "é",
                 "🦀",
                 r#"\\\/"#,
+                r#"\b\f\r"#,
+                "\u{7f}",
                 "",
             ] {
                 texts.push(format!(r#""{run}{tail}""#));
