@@ -724,6 +724,18 @@ impl LogWriter for SqliteLogWriter {
     }
 
     async fn flush(&self) -> StoreResult<()> {
+        self.take_failure()
+    }
+
+    /// Every write is committed before `write` returns.
+    fn stored(&self) -> Option<StoreResult<()>> {
+        Some(self.take_failure())
+    }
+}
+
+impl SqliteLogWriter {
+    /// The first failure since the last flush, taken.
+    fn take_failure(&self) -> StoreResult<()> {
         match self
             .failure
             .lock()
