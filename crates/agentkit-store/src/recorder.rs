@@ -39,7 +39,7 @@ use crate::recover::Mark;
 use crate::store::{LogEntry, LogWriter};
 use agentkit_core::{Item, ItemId, ToolCallId};
 use agentkit_loop::{
-    AgentEvent, LoopObserver, TaskManager, TaskRouting, ToolJob, TranscriptObserver,
+    AgentEvent, LoopObserver, MutationPoint, TaskManager, TaskRouting, ToolJob, TranscriptObserver,
 };
 use agentkit_tools_core::{ToolError, ToolRequest, ToolResult};
 use std::future::Future;
@@ -76,6 +76,9 @@ pub struct Recorder {
     archive: Mutex<Archive>,
     /// The items appended since the checkpoint.
     appended: Mutex<Appended>,
+    /// Where the mutator running now runs (its rewrite is journaled with
+    /// it).
+    mutating: Mutex<Option<MutationPoint>>,
 }
 
 /// What the items appended since the checkpoint hold.
@@ -103,6 +106,7 @@ impl Recorder {
             state: Mutex::new(LogState::default()),
             archive: Mutex::new(Archive::default()),
             appended: Mutex::new(Appended::default()),
+            mutating: Mutex::new(None),
         }
     }
 
@@ -256,6 +260,7 @@ impl TranscriptObserver for Recorder {
                 archived: archived.to_vec(),
                 checkpoint_len: items.len() - appended.len(),
                 fresh_ids,
+                point: *self.mutating.lock().unwrap_or_else(|e| e.into_inner()),
             });
             state.next_index = items.len();
             return;
@@ -277,6 +282,9 @@ impl LoopObserver for Recorder {
             }
             AgentEvent::SoftInterruptInjected { .. } => self.mark(Mark::SoftInterruptsDrained),
             AgentEvent::ModelCallStarted { .. } => self.mark(Mark::ModelCallStarted),
+            AgentEvent::MutationStarted { point, .. } => {
+                *self.mutating.lock().unwrap_or_else(|e| e.into_inner()) = Some(point)
+            }
             // A call of an item written since the checkpoint is interrupted
             // on resume by that row alone.
             AgentEvent::ToolStarted { call_id, .. }

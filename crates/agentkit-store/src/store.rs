@@ -157,6 +157,9 @@ pub enum LogEntry {
         checkpoint_len: usize,
         /// How many item ids the rewrite may have generated.
         fresh_ids: u64,
+        /// Where the mutator ran, journaled with the rewrite
+        /// ([`Mark::Rewritten`]).
+        point: Option<agentkit_loop::MutationPoint>,
     },
 }
 

@@ -41,6 +41,15 @@ async fn events_are_kept_in_order_and_never_rewritten() {
     support::events::events_are_kept_in_order_and_never_rewritten(&store).await;
 }
 
+/// A non-idempotent rewrite before a model call, a kill while the call
+/// streams: resumed from PostgreSQL, the call is made without a second run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rewrite_is_not_run_again_after_a_kill() {
+    let cluster = TempCluster::start();
+    let store = Arc::new(PgStore::connect(&cluster.conninfo()).await.unwrap());
+    support::stamp::a_rewrite_is_not_run_again_after_a_kill(store).await;
+}
+
 /// A call runs only once PostgreSQL holds its start (its answer's row
 /// after the checkpoint, or its `ToolStarted` mark), although writes go
 /// through a writer task: a kill at the call's first instruction must not

@@ -33,6 +33,14 @@ impl Backend for Sqlite {
 
 shared_suite!(Sqlite::new());
 
+/// A non-idempotent rewrite before a model call, a kill while the call
+/// streams: resumed from the file, the call is made without a second run.
+#[tokio::test]
+async fn a_rewrite_is_not_run_again_after_a_kill() {
+    let backend = Sqlite::new();
+    support::stamp::a_rewrite_is_not_run_again_after_a_kill(backend.open().await.unwrap()).await;
+}
+
 /// A call runs only once the file holds its start (its answer's row after
 /// the checkpoint, or its `ToolStarted` mark): read over a connection of
 /// the probe's own.
