@@ -375,7 +375,7 @@ async fn a_validated_call_is_validated_again_only_when_its_tool_changed() {
     let (preflight, validated) = executor.preflight_validated(&request);
     assert_eq!(preflight, Preflight::Ready);
     let validated = validated.expect("a ready call names the spec it was validated against");
-    assert_eq!(validated.input_schema, counted_schema());
+    assert_eq!(validated.spec().input_schema, counted_schema());
 
     // The same tool: it runs on the preflight's validation.
     executor

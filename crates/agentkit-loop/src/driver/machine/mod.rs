@@ -42,7 +42,6 @@ use agentkit_core::{Item, MetadataMap, SessionId, ToolCallId, ToolResultPart, Tu
 use agentkit_tools_core::{ApprovalRequest, ToolError, ToolResult, ToolResume};
 use state::{AfterRound, Phase, Step, Turn};
 use std::collections::VecDeque;
-use std::sync::Arc;
 
 pub(crate) const DROPPED: &str =
     "the tool call was interrupted before it finished (the loop stopped waiting for it)";
@@ -115,8 +114,9 @@ pub(crate) struct StartCall {
     pub(crate) resume: Option<Box<ToolResume>>,
     /// The request the tool receives.
     pub(crate) request: agentkit_tools_core::ToolRequest,
-    /// The spec the preflight validated the request's input against.
-    pub(crate) validated: Option<Arc<agentkit_tools_core::ToolSpec>>,
+    /// The tool the preflight found, with the spec it validated the
+    /// request's input against.
+    pub(crate) validated: Option<agentkit_tools_core::ResolvedTool>,
 }
 
 /// Something the shell must tell observers, in order.
