@@ -210,6 +210,12 @@ pub enum Input {
         /// The call it runs.
         call_id: ToolCallId,
     },
+    /// The inbox dropped `count` progress reports at this point (its
+    /// bound, [`MAX_QUEUED_PROGRESS`](crate::MAX_QUEUED_PROGRESS)).
+    ProgressDropped {
+        /// How many.
+        count: u64,
+    },
 }
 
 /// Queued soft-interrupt messages merged into one user item.

@@ -595,6 +595,7 @@ impl DriverCore {
             Input::ToolProgress { call_id, progress } => self.on_tool_progress(call_id, progress),
             Input::NestedEvent { event } => self.on_nested_event(event),
             Input::TaskCancelled { task_id, call_id } => self.on_task_cancelled(task_id, call_id),
+            Input::ProgressDropped { count } => self.on_progress_dropped(count),
         }
         None
     }
