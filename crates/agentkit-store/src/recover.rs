@@ -17,7 +17,7 @@
 use agentkit_core::{Item, ItemKind, SessionId, ToolCallId, ToolCallPart, open_tool_calls};
 use agentkit_loop::{
     LoopSnapshot, MutationPoint, SNAPSHOT_VERSION, SnapshotCall, SnapshotCallState, SnapshotPhase,
-    arguments_hash,
+    SnapshotTurn, arguments_hash,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -151,7 +151,11 @@ pub(crate) fn recover(
         }
     }
     if call_mutated_unanswered(marks, answers) {
-        mark_due_call_mutated(&mut snapshot);
+        let started = marks
+            .iter()
+            .filter(|mark| matches!(mark, Mark::ModelCallStarted))
+            .count() as u32;
+        mark_due_call_mutated(&mut snapshot, started);
     }
     Ok(Some(snapshot))
 }
@@ -187,17 +191,26 @@ fn call_mutated_unanswered(marks: &[Mark], answers: usize) -> bool {
 }
 
 /// The model call is due with its `BeforeModelCall` mutators run: the
-/// driver had left the round's pause for it.
-fn mark_due_call_mutated(snapshot: &mut LoopSnapshot) {
+/// driver had left the round's pause for it, or begun a turn with the
+/// input the checkpoint still held as pending (then the turn is made here,
+/// as the driver made it: `started` model calls since, its id that of its
+/// next call).
+fn mark_due_call_mutated(snapshot: &mut LoopSnapshot, started: u32) {
     if !matches!(
         snapshot.phase,
         SnapshotPhase::AfterToolRound | SnapshotPhase::ModelCallDue
     ) {
         return;
     }
-    let Some(turn) = snapshot.turn.as_mut() else {
-        return;
-    };
+    let turn = snapshot.turn.get_or_insert_with(|| SnapshotTurn {
+        turn_id: format!("turn-{}", snapshot.next_turn_index).into(),
+        items: Vec::new(),
+        usage: Default::default(),
+        model_calls: started,
+        due_call: Default::default(),
+        cancelled: false,
+        finish_reason: None,
+    });
     snapshot.phase = SnapshotPhase::ModelCallDue;
     turn.due_call.mutated = true;
     turn.due_call.forced_compaction = false;

@@ -45,9 +45,12 @@ async fn events_are_kept_in_order_and_never_rewritten() {
 /// streams: resumed from PostgreSQL, the call is made without a second run.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rewrite_is_not_run_again_after_a_kill() {
+    use support::stamp::{Stamped, a_rewrite_is_not_run_again_after_a_kill};
     let cluster = TempCluster::start();
-    let store = Arc::new(PgStore::connect(&cluster.conninfo()).await.unwrap());
-    support::stamp::a_rewrite_is_not_run_again_after_a_kill(store).await;
+    for case in [Stamped::AfterARound, Stamped::FirstOfATurn] {
+        let store = Arc::new(PgStore::connect(&cluster.conninfo()).await.unwrap());
+        a_rewrite_is_not_run_again_after_a_kill(store, case).await;
+    }
 }
 
 /// A call runs only once PostgreSQL holds its start (its answer's row

@@ -37,8 +37,11 @@ shared_suite!(Sqlite::new());
 /// streams: resumed from the file, the call is made without a second run.
 #[tokio::test]
 async fn a_rewrite_is_not_run_again_after_a_kill() {
-    let backend = Sqlite::new();
-    support::stamp::a_rewrite_is_not_run_again_after_a_kill(backend.open().await.unwrap()).await;
+    use support::stamp::{Stamped, a_rewrite_is_not_run_again_after_a_kill};
+    for case in [Stamped::AfterARound, Stamped::FirstOfATurn] {
+        let backend = Sqlite::new();
+        a_rewrite_is_not_run_again_after_a_kill(backend.open().await.unwrap(), case).await;
+    }
 }
 
 /// A call runs only once the file holds its start (its answer's row after

@@ -40,7 +40,7 @@ use std::task::{Context, Poll};
 /// let spec = ToolSpec::new("hello", "Says hello.", serde_json::json!({ "type": "object" }))?;
 /// let tool: Arc<dyn Tool> = Arc::new(Hello(Arc::new(spec)));
 /// // The tool's own future, owning the tool it borrows; checked by the
-/// // caller, run on the first poll, its output cut to 64 bytes.
+/// // caller, started on the first poll, its output cut to 64 bytes.
 /// let request = ToolRequest::new("call-1", "hello", serde_json::json!({}));
 /// let call = ExecuteFuture::invoke(tool, request, ToolContext::detached(), Some(64));
 /// assert_eq!(call.await?.output.to_text(), "hello from hello");
@@ -76,12 +76,14 @@ impl ExecuteFuture {
         Self(Inner::Ready(Some(outcome)))
     }
 
-    /// `tool.invoke(request, ctx)` with nothing boxed around it, run on
-    /// the first poll: a call whose `ctx` was cancelled by then fails with
-    /// [`ToolError::Cancelled`] and runs nothing. The output is cut to
-    /// `max_output_bytes` ([`truncate_output`](crate::truncate_output)).
-    /// Checks nothing else: the caller validated the input and checked
-    /// its permissions.
+    /// `tool.invoke(request, ctx)` with nothing boxed around it: the
+    /// tool's own future, held with the tool it borrows. `invoke` is called
+    /// now (an `async_trait` method only boxes its body) and the tool's
+    /// future first polled on the first poll of this one, unless `ctx` was
+    /// cancelled by then: the call then fails with [`ToolError::Cancelled`]
+    /// and its body never runs. The output is cut to `max_output_bytes`
+    /// ([`truncate_output`](crate::truncate_output)). Checks nothing else:
+    /// the caller validated the input and checked its permissions.
     pub fn invoke(
         tool: Arc<dyn Tool>,
         request: ToolRequest,

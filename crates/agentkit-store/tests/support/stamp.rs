@@ -1,7 +1,8 @@
 //! A rewrite is not run again after a kill: a mutator that is not
 //! idempotent rewrites before a model call, the worker dies while that
 //! call streams, and the resumed session makes the call without running
-//! the mutator a second time.
+//! the mutator a second time. Two rows: the call after a round, and the
+//! first call of a turn the host started with new input.
 
 use super::tools::registry;
 use agentkit_core::Item;
@@ -14,7 +15,7 @@ use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Before every model call that follows a tool result, appends " +" to the
+/// Before every model call but a session's first, appends " +" to the
 /// first user message: each run shows.
 pub struct StampBeforeCalls;
 
@@ -30,11 +31,7 @@ impl LoopMutator for StampBeforeCalls {
         transcript: TranscriptView,
     ) -> Result<Option<Vec<Item>>, agentkit_loop::MutateError> {
         let mut items = transcript.to_vec();
-        if ctx.point != MutationPoint::BeforeModelCall
-            || !items
-                .iter()
-                .any(|item| item.tool_results().next().is_some())
-        {
+        if ctx.point != MutationPoint::BeforeModelCall || items.len() < 2 {
             return Ok(None);
         }
         let mut stamped = Item::user(format!("{} +", items[0].text_content()));
@@ -44,8 +41,17 @@ impl LoopMutator for StampBeforeCalls {
     }
 }
 
-pub async fn a_rewrite_is_not_run_again_after_a_kill(store: Arc<dyn SessionStore>) {
-    let id = "s-stamped".into();
+/// Where the stamped model call is.
+#[derive(Clone, Copy, Debug)]
+pub enum Stamped {
+    /// After a tool round.
+    AfterARound,
+    /// First in a turn the host started with new input.
+    FirstOfATurn,
+}
+
+pub async fn a_rewrite_is_not_run_again_after_a_kill(store: Arc<dyn SessionStore>, case: Stamped) {
+    let id: agentkit_core::SessionId = format!("s-stamped-{case:?}").into();
     let agent = |lease: &SessionLease, model: ScriptedModel| {
         lease
             .record(
@@ -58,14 +64,18 @@ pub async fn a_rewrite_is_not_run_again_after_a_kill(store: Arc<dyn SessionStore
             .build()
             .unwrap()
     };
-    let lease = SessionLease::create(store.clone(), NewSession::new().with_id("s-stamped"))
+    let lease = SessionLease::create(store.clone(), NewSession::new().with_id(id.clone()))
         .await
         .unwrap();
     let token = lease.token().clone();
+    let opening = match case {
+        Stamped::AfterARound => ScriptedTurn::tool_call("c1", "slow", json!({ "ms": 1 })),
+        Stamped::FirstOfATurn => ScriptedTurn::text("hi"),
+    };
     let first = agent(
         &lease,
         ScriptedModel::new([
-            ScriptedTurn::tool_call("c1", "slow", json!({ "ms": 1 })),
+            opening,
             // Streams for ten minutes: the worker dies first.
             ScriptedTurn::new()
                 .delay(Duration::from_secs(600))
@@ -74,10 +84,24 @@ pub async fn a_rewrite_is_not_run_again_after_a_kill(store: Arc<dyn SessionStore
     );
     let mut session = lease.open(&first).await.unwrap();
     let step = session.next().await.unwrap();
-    assert!(
-        matches!(step, LoopStep::Interrupt(LoopInterrupt::AfterToolResult(_))),
-        "{step:?}"
-    );
+    match case {
+        Stamped::AfterARound => assert!(
+            matches!(step, LoopStep::Interrupt(LoopInterrupt::AfterToolResult(_))),
+            "{step:?}"
+        ),
+        Stamped::FirstOfATurn => {
+            assert!(matches!(step, LoopStep::Finished(_)), "{step:?}");
+            let LoopStep::Interrupt(LoopInterrupt::AwaitingInput(request)) =
+                session.next().await.unwrap()
+            else {
+                panic!("no input asked for")
+            };
+            request
+                .submit(&mut session, vec![Item::user("more")])
+                .unwrap();
+            session.save().await.unwrap();
+        }
+    }
     // The next step stamps, then calls the model; it dies meanwhile.
     let driver = session.driver_mut();
     tokio::select! {
