@@ -26,9 +26,12 @@ pub const BASELINE: &str = "crates/agentkit/benches/counted-baseline.json";
 /// real regressions without flaking.
 const DEFAULT_TOLERANCE_PERCENT: f64 = 3.0;
 
-/// Figures guarded per scenario, with an absolute slack added to the
-/// tolerance so that tiny figures (0.5 allocations per item) do not fail on
-/// rounding.
+/// Figures guarded per scenario, with a slack added to the tolerance so
+/// that tiny figures (0.5 allocations per item) do not fail on noise or
+/// rounding. The slack is a count for the whole scenario, so it is divided
+/// by the scenario's units: 50 instructions is a lot per round but nothing
+/// per SSE byte, where an absolute slack of 50 let any figure under about
+/// 56 pass. It never goes under [`ROUNDING`].
 const GUARDED: [(&str, f64); 3] = [
     ("instructions", 50.0),
     ("allocations", 0.5),
@@ -96,10 +99,12 @@ fn compare(baseline: &Value, results: &Map<String, Value>) -> Result<(), String>
             ));
             continue;
         };
-        for (figure, slack) in GUARDED {
+        let units = now["units"].as_f64().unwrap_or(1.0).max(1.0);
+        for (figure, count_slack) in GUARDED {
             let (Some(b), Some(n)) = (base[figure].as_f64(), now[figure].as_f64()) else {
                 continue;
             };
+            let slack = (count_slack / units).max(ROUNDING);
             let change = if b.abs() > f64::EPSILON {
                 (n - b) / b.abs() * 100.0
             } else {
@@ -263,6 +268,10 @@ fn callgrind(exe: &Path, name: &str, dir: &Path) -> Result<Value, String> {
     }))
 }
 
+/// The precision figures are written with ([`round1`]): a figure and its
+/// baseline can each be off by half of it.
+const ROUNDING: f64 = 0.1;
+
 fn round1(value: f64) -> f64 {
     (value * 10.0).round() / 10.0
 }
@@ -337,5 +346,52 @@ fn print_targets(results: &Map<String, Value>) {
     println!("\n| target | measured | goal |\n| --- | --- | --- |");
     for (what, value, target) in rows {
         println!("| {what} | {value} | {target} |");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::compare;
+    use serde_json::{Map, json};
+
+    fn run(units: f64, base: (f64, f64), now: (f64, f64)) -> Result<(), String> {
+        let baseline = json!({
+            "tolerance_percent": 3.0,
+            "scenarios": { "s": {
+                "unit": "byte", "units": units,
+                "instructions": base.0, "allocations": base.1, "live_bytes": 0.0,
+            } },
+        });
+        let mut results = Map::new();
+        results.insert(
+            "s".into(),
+            json!({
+                "unit": "byte", "units": units,
+                "instructions": now.0, "allocations": now.1, "live_bytes": 0.0,
+            }),
+        );
+        compare(&baseline, &results)
+    }
+
+    #[test]
+    fn a_per_byte_figure_is_guarded_by_its_own_size() {
+        // 7.1 -> 8.0 instructions per byte over a 500 kB stream is +13%:
+        // an absolute slack of 50 per byte let it pass.
+        assert!(run(500_000.0, (7.1, 0.0), (8.0, 0.0)).is_err());
+        // Within 3% and one rounding step: passes.
+        assert!(run(500_000.0, (7.1, 0.0), (7.3, 0.0)).is_ok());
+        // An allocation figure rounded to 0.0 may read 0.1 next time.
+        assert!(run(500_000.0, (7.1, 0.0), (7.1, 0.1)).is_ok());
+        assert!(run(500_000.0, (7.1, 0.0), (7.1, 0.3)).is_err());
+    }
+
+    #[test]
+    fn a_per_turn_figure_keeps_its_count_slack() {
+        // One unit: 50 instructions and half an allocation of noise allowed.
+        assert!(run(1.0, (1000.0, 10.0), (1075.0, 10.5)).is_ok());
+        assert!(run(1.0, (1000.0, 10.0), (1090.0, 10.0)).is_err());
+        // One more allocation per round of a 19-round scenario fails now;
+        // the old slack of 0.5 per round let it through.
+        assert!(run(19.0, (16_478.0, 10.4), (16_478.0, 11.4)).is_err());
     }
 }
