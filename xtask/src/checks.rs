@@ -97,15 +97,33 @@ fn parse_package(value: &Value) -> Result<Package, String> {
 
 /// Every library crate has a README.md, a description, and opts into the
 /// workspace lints (which make `missing_docs` a warning, an error under CI's
-/// `-D warnings`).
+/// `-D warnings`, and deny `unsafe` code); only [`UNSAFE_ALLOWED`] may
+/// allow `unsafe`.
 pub fn meta() -> Result<(), String> {
     let packages = workspace_packages()?;
     let mut problems = Vec::new();
     for package in packages.iter().filter(|p| p.is_library_crate()) {
         problems.extend(package_problems(package));
     }
+    let root = workspace_root();
+    let mut sources = Vec::new();
+    for dir in ["crates", "examples", "docs", "xtask", "fuzz"] {
+        rust_files(&root.join(dir), &mut sources);
+    }
+    for file in sources {
+        let relative = file.strip_prefix(&root).unwrap_or(&file);
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        if relative != std::path::Path::new(UNSAFE_ALLOWED) && allows_unsafe(&text) {
+            problems.push(format!(
+                "{} allows unsafe code; only {UNSAFE_ALLOWED} may (see the workspace lints)",
+                relative.display()
+            ));
+        }
+    }
     if problems.is_empty() {
-        println!("    every crate has a README, a description and the workspace lints");
+        println!(
+            "    every crate has a README, a description and the workspace lints; unsafe only in {UNSAFE_ALLOWED}"
+        );
         Ok(())
     } else {
         Err(format!("crate hygiene:\n  {}", problems.join("\n  ")))
@@ -135,6 +153,35 @@ fn package_problems(package: &Package) -> Vec<String> {
     problems
 }
 
+/// The one file that may allow `unsafe` code: a tool's future held with
+/// the tool it borrows, with its SAFETY argument and Miri-run tests.
+const UNSAFE_ALLOWED: &str = "crates/agentkit-tools-core/src/owned_call.rs";
+
+/// `true` when `source` lifts the workspace's denial of `unsafe` code
+/// (`allow`, `expect` or `warn` of the lint, in any attribute form).
+fn allows_unsafe(source: &str) -> bool {
+    let lint = ["unsafe", "_code"].concat();
+    source.contains(&lint)
+}
+
+/// Every `.rs` file under `dir`, skipping build output and npm fixtures.
+fn rust_files(dir: &std::path::Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let name = entry.file_name();
+        if path.is_dir() {
+            if name != "target" && name != "node_modules" && name != ".git" {
+                rust_files(&path, out);
+            }
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
 fn uses_workspace_lints(manifest: &str) -> bool {
     let mut in_lints = false;
     for line in manifest.lines().map(str::trim) {
@@ -152,6 +199,21 @@ fn uses_workspace_lints(manifest: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_lifted_unsafe_lint_is_found_in_any_form() {
+        let lint = ["unsafe", "_code"].concat();
+        for attribute in [
+            format!("#![allow({lint})]"),
+            format!("#[allow({lint})]"),
+            format!("#[expect({lint})]"),
+            format!("#![cfg_attr(test, allow({lint}))]"),
+            format!("#[allow(missing_docs, {lint})]"),
+        ] {
+            assert!(allows_unsafe(&attribute), "{attribute}");
+        }
+        assert!(!allows_unsafe("fn safe() {}"));
+    }
 
     #[test]
     fn workspace_lints_are_recognised_in_both_spellings() {

@@ -49,7 +49,7 @@ pub use part::{
     CustomPart, FilePart, MediaPart, Modality, Part, ReasoningPart, StructuredPart, TextPart,
     ToolCallPart, ToolOutput, ToolResultPart,
 };
-pub use text_chunk::TextChunk;
+pub use text_chunk::{TextChunk, TextChunkBuilder};
 pub use tool_input::ToolInput;
 pub use transcript::{
     TranscriptError, open_tool_calls, validate_collecting_call_ids, validate_items,

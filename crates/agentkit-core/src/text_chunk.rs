@@ -14,7 +14,7 @@
 //! touching the deltas' users.
 
 use serde::{Deserialize, Serialize};
-use smol_str::SmolStr;
+use smol_str::{SmolStr, SmolStrBuilder};
 use std::borrow::{Borrow, Cow};
 use std::fmt;
 use std::ops::Deref;
@@ -59,6 +59,52 @@ impl TextChunk {
     /// Whether the text is kept behind a pointer rather than inline.
     pub fn is_heap_allocated(&self) -> bool {
         self.0.is_heap_allocated()
+    }
+}
+
+/// Builds a [`TextChunk`] piece by piece, in the chunk's inline room
+/// while the text fits [`INLINE_CAP`](TextChunk::INLINE_CAP) bytes: a
+/// decoder that unescapes a streamed string (a quote, a newline) writes
+/// it here instead of into a `String` it would copy and free.
+///
+/// ```
+/// use agentkit_core::TextChunkBuilder;
+///
+/// let mut builder = TextChunkBuilder::new();
+/// builder.push_str("say ");
+/// builder.push('"');
+/// builder.push_str("hi");
+/// builder.push('"');
+/// let chunk = builder.finish();
+/// assert_eq!(chunk, r#"say "hi""#);
+/// assert!(!chunk.is_heap_allocated());
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct TextChunkBuilder(SmolStrBuilder);
+
+impl TextChunkBuilder {
+    /// An empty builder.
+    #[inline]
+    pub fn new() -> Self {
+        Self(SmolStrBuilder::new())
+    }
+
+    /// Appends `text`.
+    #[inline]
+    pub fn push_str(&mut self, text: &str) {
+        self.0.push_str(text);
+    }
+
+    /// Appends one character.
+    #[inline]
+    pub fn push(&mut self, c: char) {
+        self.0.push(c);
+    }
+
+    /// The chunk built so far.
+    #[inline]
+    pub fn finish(&self) -> TextChunk {
+        TextChunk(self.0.finish())
     }
 }
 
@@ -209,5 +255,31 @@ mod tests {
             assert_eq!(serde_json::from_str::<TextChunk>(&json).unwrap(), expected);
         }
         assert_eq!(TextChunk::from('é'), "é");
+    }
+
+    #[test]
+    fn a_built_chunk_is_the_text_pushed_inline_or_shared() {
+        for pieces in [
+            &["a", "\"", "b"][..],
+            &["é", "\n", "🦀"],
+            &["x".repeat(22).as_str(), "é"],
+            &["x".repeat(23).as_str(), "é"],
+        ] {
+            let mut builder = TextChunkBuilder::new();
+            for (i, piece) in pieces.iter().enumerate() {
+                if i % 2 == 1 && piece.chars().count() == 1 {
+                    builder.push(piece.chars().next().unwrap());
+                } else {
+                    builder.push_str(piece);
+                }
+            }
+            let text = pieces.concat();
+            let chunk = builder.finish();
+            assert_eq!(chunk, text);
+            assert_eq!(
+                chunk.is_heap_allocated(),
+                text.len() > TextChunk::INLINE_CAP
+            );
+        }
     }
 }

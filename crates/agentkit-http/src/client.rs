@@ -88,9 +88,16 @@ impl Default for HttpConfig {
 }
 
 /// The default of [`HttpConfig::max_local_connections`]: 32 for each CPU
-/// the process may use (64 on two).
+/// the process may use (64 on two). The CPU count is read once per process:
+/// on Linux it reads cgroup files, and every client (every provider, every
+/// sub-agent) starts from a default.
 fn local_connections_default() -> usize {
-    32 * std::thread::available_parallelism().map_or(1, |n| n.get())
+    static DEFAULT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *DEFAULT.get_or_init(|| {
+        #[cfg(test)]
+        tests::PARALLELISM_READS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        32 * std::thread::available_parallelism().map_or(1, |n| n.get())
+    })
 }
 
 impl HttpConfig {
@@ -771,6 +778,20 @@ async fn read_body(response: reqwest::Response, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// How often the CPU count behind the defaults was read (cgroup files
+    /// on Linux).
+    pub(super) static PARALLELISM_READS: AtomicUsize = AtomicUsize::new(0);
+
+    #[test]
+    fn defaults_read_the_cpu_count_once_and_agree() {
+        let first = HttpConfig::default();
+        let second = HttpConfig::default();
+        assert_eq!(first.max_local_connections, second.max_local_connections);
+        assert!(first.max_local_connections >= 32);
+        assert_eq!(PARALLELISM_READS.load(Ordering::SeqCst), 1);
+    }
 
     #[test]
     fn loopback_urls_are_recognised() {

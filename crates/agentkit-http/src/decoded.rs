@@ -18,9 +18,102 @@
 //! per-event cost of the async plumbing is paid per read instead.
 
 use crate::{ProviderError, ProviderErrorKind, SseEventRef, SseStream};
-use std::collections::VecDeque;
 use std::ops::ControlFlow;
 use std::task::{Context, Poll};
+
+/// The most items a new list makes room for ahead (a 16 KiB read of
+/// Anthropic deltas yields about 130).
+const KEEP_ROOM: usize = 1024;
+
+/// Where a decoder puts what its events yield, in order.
+///
+/// The items of a read are decoded together and handed out one at a
+/// time; this is a plain list rather than a ring buffer because it is only
+/// ever filled (by the decoder) and then drained whole (by
+/// [`DecodedStream`]): a push is a store and a length, a take a pointer
+/// step.
+///
+/// ```
+/// use agentkit_http::Outputs;
+///
+/// let mut out = Outputs::new();
+/// out.push("a");
+/// out.extend(["b", "c"]);
+/// assert_eq!(out.len(), 3);
+/// assert_eq!(out.into_vec(), ["a", "b", "c"]);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Outputs<T> {
+    items: Vec<T>,
+}
+
+impl<T> Default for Outputs<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T> Outputs<T> {
+    /// An empty list.
+    pub const fn new() -> Self {
+        Self { items: Vec::new() }
+    }
+
+    /// Appends an item.
+    #[inline]
+    pub fn push(&mut self, item: T) {
+        self.items.push(item);
+    }
+
+    /// How many items it holds.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// Whether it holds none.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// The items, in order.
+    pub fn iter(&self) -> std::slice::Iter<'_, T> {
+        self.items.iter()
+    }
+
+    /// The items, in order.
+    pub fn into_vec(self) -> Vec<T> {
+        self.items
+    }
+
+    /// Keeps the first `len` items.
+    fn truncate(&mut self, len: usize) {
+        self.items.truncate(len);
+    }
+
+    /// The items so far to hand out, leaving an empty list with as much
+    /// room (up to a bound): one allocation per read, not one per growth.
+    fn take(&mut self) -> std::vec::IntoIter<T> {
+        if self.items.is_empty() {
+            return Vec::new().into_iter();
+        }
+        let room = self.items.capacity().min(KEEP_ROOM);
+        std::mem::replace(&mut self.items, Vec::with_capacity(room)).into_iter()
+    }
+}
+
+impl<T> Extend<T> for Outputs<T> {
+    fn extend<I: IntoIterator<Item = T>>(&mut self, items: I) {
+        self.items.extend(items);
+    }
+}
+
+impl<T> From<Outputs<T>> for Vec<T> {
+    fn from(outputs: Outputs<T>) -> Self {
+        outputs.items
+    }
+}
 
 /// Turns a provider's SSE events into its own events.
 pub trait SseDecoder {
@@ -31,12 +124,12 @@ pub trait SseDecoder {
     fn on_event(
         &mut self,
         event: SseEventRef<'_>,
-        out: &mut VecDeque<Self::Output>,
+        out: &mut Outputs<Self::Output>,
     ) -> Result<(), ProviderError>;
 
     /// The body ended; pushes what is still owed or fails if the answer is
     /// incomplete.
-    fn on_end(&mut self, out: &mut VecDeque<Self::Output>) -> Result<(), ProviderError>;
+    fn on_end(&mut self, out: &mut Outputs<Self::Output>) -> Result<(), ProviderError>;
 
     /// `true` once the answer is complete: the rest of the body is not read.
     fn is_finished(&self) -> bool;
@@ -46,7 +139,10 @@ pub trait SseDecoder {
 pub struct DecodedStream<D: SseDecoder> {
     events: SseStream,
     decoder: D,
-    queue: VecDeque<D::Output>,
+    /// What the last read decoded, handed out in order.
+    ready: std::vec::IntoIter<D::Output>,
+    /// What the read being decoded yields.
+    queue: Outputs<D::Output>,
     /// The error that ends the stream, handed out after what was decoded
     /// before it.
     failed: Option<ProviderError>,
@@ -62,7 +158,8 @@ impl<D: SseDecoder> DecodedStream<D> {
         Self {
             events,
             decoder,
-            queue: VecDeque::new(),
+            ready: Vec::new().into_iter(),
+            queue: Outputs::new(),
             failed: None,
             done: false,
             bytes: 0,
@@ -73,18 +170,20 @@ impl<D: SseDecoder> DecodedStream<D> {
     /// Queues items to hand out before anything decoded (such as a warning
     /// for every retried request).
     pub fn with_queued(mut self, items: impl IntoIterator<Item = D::Output>) -> Self {
-        self.queue.extend(items);
+        let mut ready: Vec<D::Output> = std::mem::take(&mut self.ready).collect();
+        ready.extend(items);
+        self.ready = ready.into_iter();
         self
     }
 
     /// How many decoded items wait to be handed out.
     pub fn queued(&self) -> usize {
-        self.queue.len()
+        self.ready.len() + self.queue.len()
     }
 
     /// `true` once the stream has nothing more to give.
     pub fn is_done(&self) -> bool {
-        self.done && self.queue.is_empty() && self.failed.is_none()
+        self.done && self.queued() == 0 && self.failed.is_none()
     }
 
     /// The next decoded item, `Ok(None)` at the end. After an error the
@@ -101,7 +200,7 @@ impl<D: SseDecoder> DecodedStream<D> {
         cx: &mut Context<'_>,
     ) -> Poll<Result<Option<D::Output>, ProviderError>> {
         loop {
-            if let Some(item) = self.queue.pop_front() {
+            if let Some(item) = self.ready.next() {
                 return Poll::Ready(Ok(Some(item)));
             }
             if let Some(mut error) = self.failed.take() {
@@ -115,6 +214,7 @@ impl<D: SseDecoder> DecodedStream<D> {
             if self.poll_read(cx).is_pending() {
                 return Poll::Pending;
             }
+            self.ready = self.queue.take();
         }
     }
 
@@ -216,11 +316,11 @@ mod tests {
         fn on_event(
             &mut self,
             event: SseEventRef<'_>,
-            out: &mut VecDeque<String>,
+            out: &mut Outputs<String>,
         ) -> Result<(), ProviderError> {
             match event.data {
                 "fail" => {
-                    out.push_back("partial".into());
+                    out.push("partial".into());
                     Err(ProviderError::protocol("bad event"))
                 }
                 "end" => {
@@ -228,13 +328,13 @@ mod tests {
                     Ok(())
                 }
                 data => {
-                    out.push_back(data.into());
+                    out.push(data.into());
                     Ok(())
                 }
             }
         }
 
-        fn on_end(&mut self, _out: &mut VecDeque<String>) -> Result<(), ProviderError> {
+        fn on_end(&mut self, _out: &mut Outputs<String>) -> Result<(), ProviderError> {
             Err(ProviderError::protocol("cut"))
         }
 

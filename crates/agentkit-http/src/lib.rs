@@ -68,7 +68,7 @@ pub use client::{
     ByteStream, ByteStreamResponse, HttpClient, HttpConfig, RequestSigner, StreamRequest,
     StreamResponse,
 };
-pub use decoded::{DecodedStream, SseDecoder};
+pub use decoded::{DecodedStream, Outputs, SseDecoder};
 pub use error::{ModelError, ModelErrorKind, ProviderError, ProviderErrorKind};
 pub use limits::{
     DEFAULT_MAX_ANSWER_BYTES, DEFAULT_MAX_ANSWER_PARTS, DEFAULT_MAX_EVENT_BYTES,

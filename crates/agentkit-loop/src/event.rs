@@ -96,6 +96,16 @@ pub enum AgentEvent {
         /// The call it ran.
         call_id: ToolCallId,
     },
+    /// Progress reports were dropped here: more than
+    /// [`MAX_QUEUED_PROGRESS`](crate::MAX_QUEUED_PROGRESS) waited for the
+    /// driver (a background task reporting while the host did not call
+    /// `next()`). Only progress is ever dropped (a call's `ToolProgress`, a
+    /// sub-agent's `ContentDelta` and `ToolProgress`); results, finishes,
+    /// cancellations and every other event are always delivered.
+    ProgressDropped {
+        /// How many reports were dropped.
+        count: u64,
+    },
     /// A tool result landed in the transcript (real, denied, skipped or
     /// cancelled).
     ToolResultReceived {

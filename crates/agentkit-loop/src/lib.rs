@@ -58,8 +58,8 @@ mod transcript;
 
 pub use agent::{Agent, AgentBuilder};
 pub use background::{BackgroundTaskInfo, BackgroundTasks, TaskRouting};
-pub use driver::LoopDriver;
 pub use driver::machine::DEFAULT_MAX_MODEL_CALLS;
+pub use driver::{LoopDriver, MAX_QUEUED_PROGRESS};
 pub use encoded::{BlockWriter, EncodedTranscript};
 pub use error::{InvalidStateReason, LoopError, MutatorError};
 pub use event::{AgentEvent, LoopObserver, TranscriptObserver};

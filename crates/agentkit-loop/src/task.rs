@@ -10,7 +10,7 @@
 use crate::TaskRouting;
 use crate::error::panic_message;
 use agentkit_tools_core::{
-    ApprovalRequest, ToolContext, ToolError, ToolExecutor, ToolRequest, ToolResult, ToolSpec,
+    ApprovalRequest, ResolvedTool, ToolContext, ToolError, ToolExecutor, ToolRequest, ToolResult,
 };
 use futures::FutureExt;
 use std::panic::AssertUnwindSafe;
@@ -24,10 +24,11 @@ pub struct ToolJob {
     /// The host's approval, if the call needed one. Boxed: it is rarely
     /// set, and the job is moved into each layer that runs it.
     pub approval: Option<Box<ApprovalRequest>>,
-    /// The tool spec the preflight validated the input against
-    /// ([`ToolExecutor::preflight_validated`]): running the call does not
-    /// validate it again while the tool keeps that spec.
-    pub validated: Option<Arc<ToolSpec>>,
+    /// The tool the preflight found, with the spec it validated the input
+    /// against ([`ToolExecutor::preflight_validated`]): running the call
+    /// neither looks the tool up nor validates the input again while the
+    /// catalog is unchanged.
+    pub validated: Option<ResolvedTool>,
     /// The call's context.
     pub ctx: ToolContext,
     /// The executor to run it with.

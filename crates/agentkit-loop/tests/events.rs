@@ -171,6 +171,17 @@ async fn deliver_until(
     }
 }
 
+/// The idle session asks for input: the host asks "and?" and runs the
+/// turn to its end (a background task's result reaches the model).
+async fn next_turn(driver: &mut LoopDriver<ScriptedSession>) {
+    let LoopStep::Interrupt(LoopInterrupt::AwaitingInput(request)) = driver.next().await.unwrap()
+    else {
+        panic!()
+    };
+    request.submit(driver, vec![Item::user("and?")]).unwrap();
+    run_to_finish(driver, Approvals::ApproveAll).await.unwrap();
+}
+
 async fn recording(
     builder: agentkit_loop::AgentBuilder<ScriptedModel>,
     seen: &EventLog,
@@ -337,16 +348,7 @@ async fn background_task_events_arrive_once_in_order_while_a_round_runs_and_repl
     assert!(tasks.cancel("task-2"));
     // The task's own end may come at the next step or a later one.
     deliver_until(&mut driver, &events, "c1", "task finished").await;
-    let LoopStep::Interrupt(LoopInterrupt::AwaitingInput(request)) = driver.next().await.unwrap()
-    else {
-        panic!()
-    };
-    request
-        .submit(&mut driver, vec![Item::user("and?")])
-        .unwrap();
-    run_to_finish(&mut driver, Approvals::ApproveAll)
-        .await
-        .unwrap();
+    next_turn(&mut driver).await;
     let c1 = of_task(&events.0.lock().unwrap(), "c1");
     assert_eq!(
         c1[..5],
@@ -392,4 +394,105 @@ async fn run_started_leaves_through_the_outbox_once_and_replays() {
             session_id: "s".into()
         }]
     );
+}
+
+/// Reports `input.n` progress events as fast as it can, then answers.
+struct Chatty;
+
+#[async_trait::async_trait]
+impl Tool for Chatty {
+    fn spec(&self) -> Arc<agentkit_tools_core::ToolSpec> {
+        spec("chatty")
+    }
+
+    async fn invoke(
+        &self,
+        request: ToolRequest,
+        ctx: ToolContext,
+    ) -> Result<ToolResult, ToolError> {
+        let n = request.input["n"].as_u64().unwrap_or(0);
+        for i in 0..n {
+            ctx.report_progress(ToolProgress::new(format!("step {i}")));
+        }
+        Ok(ToolResult::new(format!("reported {n}")))
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn progress_waiting_for_an_idle_host_is_bounded_and_nothing_else_is_dropped() {
+    const REPORTED: usize = 5_000;
+    let events = EventLog::default();
+    let model = ScriptedModel::new([
+        ScriptedTurn::tool_call("b1", "chatty", json!({ "n": REPORTED })),
+        ScriptedTurn::text("it runs"),
+        ScriptedTurn::text("noted"),
+    ]);
+    let builder = Agent::builder()
+        .model(model)
+        .add_tool_source(registry().with(Chatty))
+        .task_manager(SimpleTaskManager::new().with_routing(|_| TaskRouting::Background))
+        .observer(events.clone());
+    let mut driver = recording(builder, &events).await;
+    run_to_finish(&mut driver, Approvals::ApproveAll)
+        .await
+        .unwrap();
+    // The host waits for its user: the task reports everything and ends
+    // while nothing calls `next()`.
+    let tasks = driver.background_tasks();
+    while !tasks.list().is_empty() {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    deliver_until(&mut driver, &events, "b1", "task finished").await;
+    let seen = events.0.lock().unwrap().clone();
+    let b1 = of_task(&seen, "b1");
+    let progress = b1.iter().filter(|e| e.starts_with("progress")).count();
+    let dropped: Vec<(usize, u64)> = seen
+        .iter()
+        .enumerate()
+        .filter_map(|(at, e)| match e {
+            AgentEvent::ProgressDropped { count } => Some((at, *count)),
+            _ => None,
+        })
+        .collect();
+    // Some reports may have gone out while the round still ran; of those
+    // that waited, at most the bound did.
+    assert!(
+        progress <= agentkit_loop::MAX_QUEUED_PROGRESS + 64,
+        "{progress} delivered"
+    );
+    assert_eq!(dropped.len(), 1, "one count for the one idle stretch");
+    assert_eq!(
+        progress + dropped[0].1 as usize,
+        REPORTED,
+        "every report delivered or counted"
+    );
+    // The count stands where the first was dropped: after the last report
+    // delivered, before the task's end.
+    let last_report = seen
+        .iter()
+        .rposition(|e| matches!(e, AgentEvent::ToolProgress { .. }))
+        .unwrap();
+    assert!(dropped[0].0 > last_report);
+    assert_eq!(
+        b1[..3],
+        ["started", "task started", "progress step 0"],
+        "the oldest reports are kept"
+    );
+    assert_eq!(
+        b1[b1.len() - 2..],
+        [
+            format!("progress step {}", progress - 1),
+            "task finished".to_owned()
+        ]
+    );
+    // The result reaches the model with the next turn.
+    next_turn(&mut driver).await;
+    let transcript = driver.transcript().to_vec();
+    assert!(
+        transcript.iter().any(|item| item
+            .text_content()
+            .contains(&format!("reported {REPORTED}"))),
+        "{transcript:?}"
+    );
+    assert_replay_reproduces(&mut driver, &events);
 }

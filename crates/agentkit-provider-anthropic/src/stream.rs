@@ -12,14 +12,16 @@
 
 use crate::usage::WireUsage;
 use agentkit_core::keys;
-use agentkit_core::{Delta, FinishReason, MetadataMap, PartId, PartKind, ToolCallPart, ToolInput};
+use agentkit_core::{
+    Delta, FinishReason, MetadataMap, PartId, PartKind, TextChunk, ToolCallPart, ToolInput,
+};
 use agentkit_http::codec::{self, Layout};
-use agentkit_http::{PriceTable, ProviderError, SseEventRef};
+use agentkit_http::{Outputs, PriceTable, ProviderError, SseEventRef};
 use agentkit_loop::{ModelTurnEvent, ModelTurnResult};
 use serde::Deserialize;
 use serde_json::Value;
 use std::borrow::Cow;
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 
 /// Content blocks by index: looked up by every delta, so hashed with
 /// foldhash rather than SipHash.
@@ -85,34 +87,52 @@ struct DeltaBody<'a> {
 /// `thinking_delta` and `thinking`), its fixed parts compared at once and
 /// its two values read and checked. Any other layout (other member order,
 /// spacing, more members) is read by [`codec::from_str`].
-fn read_text_delta(data: &str) -> Option<(u64, DeltaBody<'_>)> {
+fn read_text_delta(data: &str) -> Option<TextDelta> {
     let mut layout = Layout::new(data);
     layout.fixed(r#"{"type":"content_block_delta","index":"#)?;
     let index = layout.u64()?;
-    layout.fixed(r#","delta":{"type":""#)?;
-    let thinking = if layout.optional(r#"text_delta","text":"#) {
+    let thinking = if layout.optional(r#","delta":{"type":"text_delta","text":"#) {
         false
     } else {
-        layout.fixed(r#"thinking_delta","thinking":"#)?;
+        layout.fixed(r#","delta":{"type":"thinking_delta","thinking":"#)?;
         true
     };
-    let text = layout.str()?;
+    // Straight into the delta's chunk, escapes and all.
+    let text = layout.text()?;
     layout.fixed("}}")?;
     layout.end()?;
-    let delta = if thinking {
-        DeltaBody {
-            kind: Cow::Borrowed("thinking_delta"),
-            thinking: Some(text),
-            ..DeltaBody::default()
+    Some(TextDelta {
+        index,
+        thinking,
+        text,
+    })
+}
+
+/// What [`read_text_delta`] reads.
+struct TextDelta {
+    index: u64,
+    thinking: bool,
+    text: TextChunk,
+}
+
+impl TextDelta {
+    /// The delta as the general path reads it.
+    fn body(&self) -> DeltaBody<'_> {
+        let text = Some(Cow::Borrowed(self.text.as_str()));
+        if self.thinking {
+            DeltaBody {
+                kind: Cow::Borrowed("thinking_delta"),
+                thinking: text,
+                ..DeltaBody::default()
+            }
+        } else {
+            DeltaBody {
+                kind: Cow::Borrowed("text_delta"),
+                text,
+                ..DeltaBody::default()
+            }
         }
-    } else {
-        DeltaBody {
-            kind: Cow::Borrowed("text_delta"),
-            text: Some(text),
-            ..DeltaBody::default()
-        }
-    };
-    Some((index, delta))
+    }
 }
 
 #[derive(Deserialize)]
@@ -179,15 +199,16 @@ fn provider_metadata() -> MetadataMap {
 impl agentkit_http::SseDecoder for EventDecoder {
     type Output = ModelTurnEvent;
 
+    #[inline]
     fn on_event(
         &mut self,
         event: SseEventRef<'_>,
-        out: &mut VecDeque<ModelTurnEvent>,
+        out: &mut Outputs<ModelTurnEvent>,
     ) -> Result<(), ProviderError> {
         EventDecoder::on_event(self, event, out)
     }
 
-    fn on_end(&mut self, out: &mut VecDeque<ModelTurnEvent>) -> Result<(), ProviderError> {
+    fn on_end(&mut self, out: &mut Outputs<ModelTurnEvent>) -> Result<(), ProviderError> {
         EventDecoder::on_end(self, out)
     }
 
@@ -223,44 +244,61 @@ impl EventDecoder {
         self.finished
     }
 
-    /// Applies one SSE event.
+    /// Applies one SSE event: a text delta in the API's layout here (it is
+    /// inlined into the stream's read loop), anything else in
+    /// [`on_other_event`](Self::on_other_event).
+    #[inline]
     pub(crate) fn on_event(
         &mut self,
         event: SseEventRef<'_>,
-        out: &mut VecDeque<ModelTurnEvent>,
+        out: &mut Outputs<ModelTurnEvent>,
     ) -> Result<(), ProviderError> {
-        if self.finished {
-            return Ok(());
-        }
         let data = event.trimmed_data();
-        if event.event == "error" {
-            return Err(ProviderError::from_stream_error(data));
-        }
-        if data.is_empty() {
-            return Ok(());
+        if self.finished || event.event == "error" {
+            return self.on_other_event(event, data, out);
         }
         // A text delta in the API's layout is one whatever the event's
         // name (the general path goes by the JSON `type` too).
-        if let Some((index, delta)) = read_text_delta(data) {
+        if let Some(delta) = read_text_delta(data) {
             // Straight onto the open part (the one the last delta went to
             // without a lookup); anything else (a block that never
             // started, a tool-use block) as any delta.
+            let index = delta.index;
             let part_id = match &self.text_block {
                 Some((open, part_id)) if *open == index => part_id,
                 _ => match self.blocks.get(&index) {
                     Some(Block::Part(part_id)) => {
                         &self.text_block.insert((index, part_id.clone())).1
                     }
-                    _ => return self.delta(index, delta, out),
+                    _ => return self.delta(index, delta.body(), out),
                 },
             };
-            let chunk = delta.text.or(delta.thinking).unwrap_or_default();
-            if !chunk.is_empty() {
-                out.push_back(ModelTurnEvent::Delta(Delta::AppendText {
+            if !delta.text.is_empty() {
+                out.push(ModelTurnEvent::Delta(Delta::AppendText {
                     part_id: part_id.clone(),
-                    chunk: chunk.into(),
+                    chunk: delta.text,
                 }));
             }
+            return Ok(());
+        }
+        self.on_other_event(event, data, out)
+    }
+
+    /// Any event but a text delta in the API's layout.
+    #[inline(never)]
+    fn on_other_event(
+        &mut self,
+        event: SseEventRef<'_>,
+        data: &str,
+        out: &mut Outputs<ModelTurnEvent>,
+    ) -> Result<(), ProviderError> {
+        if self.finished {
+            return Ok(());
+        }
+        if event.event == "error" {
+            return Err(ProviderError::from_stream_error(data));
+        }
+        if data.is_empty() {
             return Ok(());
         }
         if event.event == "content_block_delta"
@@ -284,7 +322,7 @@ impl EventDecoder {
                 self.model = message.model;
                 if let Some(usage) = message.usage {
                     self.usage.merge(usage);
-                    out.push_back(self.usage_event());
+                    out.push(self.usage_event());
                 }
             }
             StreamEvent::ContentBlockStart {
@@ -307,7 +345,7 @@ impl EventDecoder {
                 }
                 if let Some(usage) = usage {
                     self.usage.merge(usage);
-                    out.push_back(self.usage_event());
+                    out.push(self.usage_event());
                 }
             }
             StreamEvent::MessageStop => self.finish(out)?,
@@ -324,7 +362,7 @@ impl EventDecoder {
     /// The body ended without `message_stop`.
     pub(crate) fn on_end(
         &mut self,
-        out: &mut VecDeque<ModelTurnEvent>,
+        out: &mut Outputs<ModelTurnEvent>,
     ) -> Result<(), ProviderError> {
         if self.finished {
             return Ok(());
@@ -339,7 +377,7 @@ impl EventDecoder {
         &mut self,
         index: u64,
         block: Value,
-        out: &mut VecDeque<ModelTurnEvent>,
+        out: &mut Outputs<ModelTurnEvent>,
     ) -> Result<(), ProviderError> {
         if self.blocks.contains_key(&index) {
             return Err(protocol(format!("content block {index} started twice")));
@@ -353,9 +391,9 @@ impl EventDecoder {
         };
         let state = match block["type"].as_str().unwrap_or_default() {
             "text" => {
-                out.push_back(begin(PartKind::Text));
+                out.push(begin(PartKind::Text));
                 if let Some(text) = text_field(&block, "text").filter(|t| !t.is_empty()) {
-                    out.push_back(ModelTurnEvent::Delta(Delta::AppendText {
+                    out.push(ModelTurnEvent::Delta(Delta::AppendText {
                         part_id: part_id.clone(),
                         chunk: text.into(),
                     }));
@@ -363,19 +401,19 @@ impl EventDecoder {
                 Block::Part(part_id)
             }
             "thinking" => {
-                out.push_back(begin(PartKind::Reasoning));
-                out.push_back(ModelTurnEvent::Delta(Delta::SetMetadata {
+                out.push(begin(PartKind::Reasoning));
+                out.push(ModelTurnEvent::Delta(Delta::SetMetadata {
                     part_id: part_id.clone(),
                     metadata: provider_metadata(),
                 }));
                 if let Some(text) = text_field(&block, "thinking").filter(|t| !t.is_empty()) {
-                    out.push_back(ModelTurnEvent::Delta(Delta::AppendText {
+                    out.push(ModelTurnEvent::Delta(Delta::AppendText {
                         part_id: part_id.clone(),
                         chunk: text.into(),
                     }));
                 }
                 if let Some(signature) = text_field(&block, "signature").filter(|s| !s.is_empty()) {
-                    out.push_back(ModelTurnEvent::Delta(Delta::ReasoningOpaque {
+                    out.push(ModelTurnEvent::Delta(Delta::ReasoningOpaque {
                         part_id: part_id.clone(),
                         signature: Some(signature),
                         encrypted: None,
@@ -384,12 +422,12 @@ impl EventDecoder {
                 Block::Part(part_id)
             }
             "redacted_thinking" => {
-                out.push_back(begin(PartKind::Reasoning));
-                out.push_back(ModelTurnEvent::Delta(Delta::SetMetadata {
+                out.push(begin(PartKind::Reasoning));
+                out.push(ModelTurnEvent::Delta(Delta::SetMetadata {
                     part_id: part_id.clone(),
                     metadata: provider_metadata(),
                 }));
-                out.push_back(ModelTurnEvent::Delta(Delta::ReasoningOpaque {
+                out.push(ModelTurnEvent::Delta(Delta::ReasoningOpaque {
                     part_id: part_id.clone(),
                     signature: None,
                     encrypted: Some(text_field(&block, "data").unwrap_or_default()),
@@ -415,7 +453,7 @@ impl EventDecoder {
         &mut self,
         index: u64,
         delta: DeltaBody<'_>,
-        out: &mut VecDeque<ModelTurnEvent>,
+        out: &mut Outputs<ModelTurnEvent>,
     ) -> Result<(), ProviderError> {
         let block = self.blocks.get_mut(&index).ok_or_else(|| {
             protocol(format!(
@@ -432,14 +470,14 @@ impl EventDecoder {
                 };
                 let chunk = chunk.unwrap_or_default();
                 if !chunk.is_empty() {
-                    out.push_back(ModelTurnEvent::Delta(Delta::AppendText {
+                    out.push(ModelTurnEvent::Delta(Delta::AppendText {
                         part_id: part_id.clone(),
                         chunk: chunk.into(),
                     }));
                 }
             }
             (Block::Part(part_id), "signature_delta") => {
-                out.push_back(ModelTurnEvent::Delta(Delta::ReasoningOpaque {
+                out.push(ModelTurnEvent::Delta(Delta::ReasoningOpaque {
                     part_id: part_id.clone(),
                     signature: delta.signature.map(Cow::into_owned),
                     encrypted: None,
@@ -461,7 +499,7 @@ impl EventDecoder {
     fn stop_block(
         &mut self,
         index: u64,
-        out: &mut VecDeque<ModelTurnEvent>,
+        out: &mut Outputs<ModelTurnEvent>,
     ) -> Result<(), ProviderError> {
         let Some(block) = self.blocks.get_mut(&index) else {
             return Err(protocol(format!(
@@ -476,9 +514,7 @@ impl EventDecoder {
             self.text_block = None;
         }
         match std::mem::replace(block, Block::Ignored) {
-            Block::Part(part_id) => {
-                out.push_back(ModelTurnEvent::Delta(Delta::CommitPart { part_id }))
-            }
+            Block::Part(part_id) => out.push(ModelTurnEvent::Delta(Delta::CommitPart { part_id })),
             Block::ToolUse {
                 id,
                 name,
@@ -506,18 +542,18 @@ impl EventDecoder {
                 if self.answer_tool.as_deref() == Some(name.as_str()) {
                     // The structured answer, as the text of the reply.
                     let part_id = PartId::new(format!("p{index}"));
-                    out.push_back(ModelTurnEvent::Delta(Delta::BeginPart {
+                    out.push(ModelTurnEvent::Delta(Delta::BeginPart {
                         part_id: part_id.clone(),
                         kind: PartKind::Text,
                     }));
-                    out.push_back(ModelTurnEvent::Delta(Delta::AppendText {
+                    out.push(ModelTurnEvent::Delta(Delta::AppendText {
                         part_id: part_id.clone(),
                         chunk: input.to_string().into(),
                     }));
-                    out.push_back(ModelTurnEvent::Delta(Delta::CommitPart { part_id }));
+                    out.push(ModelTurnEvent::Delta(Delta::CommitPart { part_id }));
                 } else {
                     self.calls = true;
-                    out.push_back(ModelTurnEvent::ToolCall(ToolCallPart::new(id, name, input)));
+                    out.push(ModelTurnEvent::ToolCall(ToolCallPart::new(id, name, input)));
                 }
             }
             Block::Ignored => {}
@@ -525,7 +561,7 @@ impl EventDecoder {
         Ok(())
     }
 
-    fn finish(&mut self, out: &mut VecDeque<ModelTurnEvent>) -> Result<(), ProviderError> {
+    fn finish(&mut self, out: &mut Outputs<ModelTurnEvent>) -> Result<(), ProviderError> {
         let mut open: Vec<u64> = self
             .blocks
             .iter()
@@ -559,7 +595,7 @@ impl EventDecoder {
         if let Some(model) = self.model.take() {
             result.metadata.insert(keys::MODEL.into(), model.into());
         }
-        out.push_back(ModelTurnEvent::Finished(result));
+        out.push(ModelTurnEvent::Finished(result));
         self.finished = true;
         Ok(())
     }
@@ -596,6 +632,10 @@ mod tests {
         })
     }
 
+    fn fast(data: &str) -> Option<(u64, String, Option<String>)> {
+        read_text_delta(data).and_then(|delta| shown(Some((delta.index, delta.body()))))
+    }
+
     #[test]
     fn the_readers_give_what_serde_json_gives_or_leave_it_to_serde_json() {
         let events = [
@@ -616,7 +656,7 @@ mod tests {
             let expected = by_serde(data);
             // The layout either gives serde_json's reading or gives up, and
             // the general reader always gives it.
-            let read = shown(read_text_delta(data));
+            let read = fast(data);
             if read.is_some() {
                 assert_eq!(read, expected, "{data}");
             }
@@ -632,9 +672,10 @@ mod tests {
         assert!(read_text_delta(events[1]).is_some());
         assert!(read_text_delta(events[3]).is_none());
         let thinking = r#"{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hm"}}"#;
-        let (_, delta) = read_text_delta(thinking).expect("the thinking layout");
+        let delta = read_text_delta(thinking).expect("the thinking layout");
+        let body = delta.body();
         assert_eq!(
-            (delta.kind.as_ref(), delta.thinking.as_deref()),
+            (body.kind.as_ref(), body.thinking.as_deref()),
             ("thinking_delta", Some("hm"))
         );
     }
@@ -653,7 +694,7 @@ mod block_tests {
             .iter()
             .map(|(name, data)| format!("event: {name}\ndata: {data}\n\n"))
             .collect();
-        let mut out = VecDeque::new();
+        let mut out = Outputs::new();
         let mut result = Ok(());
         let mut parser = agentkit_http::SseParser::new(agentkit_http::SseLimits::default());
         let _flow = parser.feed_with(body.as_bytes(), |event| {
@@ -728,5 +769,43 @@ mod block_tests {
         // A delta for a block that never started is an error.
         let never = delta(7, "x");
         assert!(decode(&mut decoder, &[("content_block_delta", &never)]).is_err());
+    }
+
+    #[test]
+    fn escaped_text_reaches_its_delta_whole_on_either_side_of_the_inline_cap() {
+        let mut decoder = EventDecoder::default();
+        let cap = TextChunk::INLINE_CAP;
+        // JSON string bodies as the API writes them: escapes and non-ASCII
+        // ending just below, at and just past the chunk's inline room.
+        let mut bodies = vec![
+            r#"say \"hi\"\n"#.to_owned(),
+            r#"caf\u00e9 \ud83e\udd80"#.to_owned(),
+        ];
+        for plain in cap - 2..=cap + 1 {
+            let run = "x".repeat(plain);
+            for tail in [r#"\""#, r#"\n\n"#, "é", r#"\u00e9"#] {
+                bodies.push(format!("{run}{tail}"));
+                bodies.push(format!("{tail}{run}"));
+            }
+        }
+        let start =
+            r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#;
+        let deltas: Vec<String> = bodies.iter().map(|body| delta(0, body)).collect();
+        let mut events = vec![("content_block_start", start)];
+        events.extend(deltas.iter().map(|d| ("content_block_delta", d.as_str())));
+        let decoded = feed(&mut decoder, &events);
+        let chunks: Vec<&TextChunk> = decoded
+            .iter()
+            .filter_map(|event| match event {
+                ModelTurnEvent::Delta(Delta::AppendText { chunk, .. }) => Some(chunk),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(chunks.len(), bodies.len());
+        for (chunk, body) in chunks.iter().zip(&bodies) {
+            let expected: String = serde_json::from_str(&format!("\"{body}\"")).unwrap();
+            assert_eq!(chunk.as_str(), expected, "{body}");
+            assert_eq!(chunk.is_heap_allocated(), expected.len() > cap, "{body}");
+        }
     }
 }

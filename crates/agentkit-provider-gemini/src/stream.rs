@@ -16,10 +16,10 @@ use agentkit_core::keys;
 use agentkit_core::{
     Delta, FinishReason, MetadataMap, PartId, PartKind, TokenUsage, ToolCallPart, ToolInput, Usage,
 };
-use agentkit_http::{PriceTable, ProviderError, SseEventRef};
+use agentkit_http::{Outputs, PriceTable, ProviderError, SseEventRef};
 use agentkit_loop::{ModelTurnEvent, ModelTurnResult};
 use serde_json::{Value, json};
-use std::collections::VecDeque;
+
 use std::sync::Arc;
 
 /// The `agentkit.provider` value of this adapter's parts and answers.
@@ -71,7 +71,7 @@ impl GeminiDecoder {
         }
     }
 
-    fn on_chunk(&mut self, chunk: &Value, out: &mut VecDeque<ModelTurnEvent>) {
+    fn on_chunk(&mut self, chunk: &Value, out: &mut Outputs<ModelTurnEvent>) {
         if let Some(reason) = chunk["promptFeedback"]["blockReason"].as_str() {
             self.block_reason = Some(reason.to_owned());
         }
@@ -100,7 +100,7 @@ impl GeminiDecoder {
         }
     }
 
-    fn on_part(&mut self, part: &Value, out: &mut VecDeque<ModelTurnEvent>) {
+    fn on_part(&mut self, part: &Value, out: &mut Outputs<ModelTurnEvent>) {
         let signature = part["thoughtSignature"].as_str().filter(|s| !s.is_empty());
         if let Some(call) = part.get("functionCall") {
             self.commit(out);
@@ -125,7 +125,7 @@ impl GeminiDecoder {
                     .insert(SIGNATURE.into(), json!(signature));
             }
             self.calls += 1;
-            out.push_back(ModelTurnEvent::ToolCall(tool_call));
+            out.push(ModelTurnEvent::ToolCall(tool_call));
             return;
         }
         let Some(text) = part["text"].as_str() else {
@@ -138,7 +138,7 @@ impl GeminiDecoder {
         };
         if !text.is_empty() {
             let part_id = self.open(kind, out);
-            out.push_back(ModelTurnEvent::Delta(Delta::AppendText {
+            out.push(ModelTurnEvent::Delta(Delta::AppendText {
                 part_id,
                 chunk: text.into(),
             }));
@@ -150,7 +150,7 @@ impl GeminiDecoder {
             Some((part_id, Open::Text)) if kind == Open::Text => {
                 let mut metadata = MetadataMap::new();
                 metadata.insert(SIGNATURE.into(), json!(signature));
-                out.push_back(ModelTurnEvent::Delta(Delta::SetMetadata {
+                out.push(ModelTurnEvent::Delta(Delta::SetMetadata {
                     part_id: part_id.clone(),
                     metadata,
                 }));
@@ -158,7 +158,7 @@ impl GeminiDecoder {
             // On a thought, or alone: a reasoning part carries it.
             _ => {
                 let part_id = self.open(Open::Thought, out);
-                out.push_back(ModelTurnEvent::Delta(Delta::ReasoningOpaque {
+                out.push(ModelTurnEvent::Delta(Delta::ReasoningOpaque {
                     part_id,
                     signature: Some(signature.to_owned()),
                     encrypted: None,
@@ -169,7 +169,7 @@ impl GeminiDecoder {
 
     /// The open part of this kind, begun (and the other one committed) if
     /// needed.
-    fn open(&mut self, kind: Open, out: &mut VecDeque<ModelTurnEvent>) -> PartId {
+    fn open(&mut self, kind: Open, out: &mut Outputs<ModelTurnEvent>) -> PartId {
         if let Some((id, open)) = &self.open
             && *open == kind
         {
@@ -182,14 +182,14 @@ impl GeminiDecoder {
             Open::Text => PartKind::Text,
             Open::Thought => PartKind::Reasoning,
         };
-        out.push_back(ModelTurnEvent::Delta(Delta::BeginPart {
+        out.push(ModelTurnEvent::Delta(Delta::BeginPart {
             part_id: part_id.clone(),
             kind: part_kind,
         }));
         if kind == Open::Thought {
             let mut metadata = MetadataMap::new();
             metadata.insert(keys::PROVIDER.into(), PROVIDER.into());
-            out.push_back(ModelTurnEvent::Delta(Delta::SetMetadata {
+            out.push(ModelTurnEvent::Delta(Delta::SetMetadata {
                 part_id: part_id.clone(),
                 metadata,
             }));
@@ -198,19 +198,19 @@ impl GeminiDecoder {
         part_id
     }
 
-    fn commit(&mut self, out: &mut VecDeque<ModelTurnEvent>) {
+    fn commit(&mut self, out: &mut Outputs<ModelTurnEvent>) {
         if let Some((part_id, _)) = self.open.take() {
-            out.push_back(ModelTurnEvent::Delta(Delta::CommitPart { part_id }));
+            out.push(ModelTurnEvent::Delta(Delta::CommitPart { part_id }));
         }
     }
 
-    fn finish(&mut self, out: &mut VecDeque<ModelTurnEvent>) {
+    fn finish(&mut self, out: &mut Outputs<ModelTurnEvent>) {
         self.commit(out);
         let mut usage = self.usage.take().unwrap_or_else(Usage::unknown);
         if let Some((prices, model)) = &self.pricing {
             prices.fill_cost(self.model.as_deref().unwrap_or(model), &mut usage);
         }
-        out.push_back(ModelTurnEvent::Usage(usage));
+        out.push(ModelTurnEvent::Usage(usage));
         let reason = match (self.finish_reason.as_deref(), &self.block_reason) {
             (None, Some(_)) => FinishReason::Blocked,
             (Some("STOP") | None, _) if self.calls > 0 => FinishReason::ToolCall,
@@ -238,7 +238,7 @@ impl GeminiDecoder {
                 metadata.insert(key.into(), value.into());
             }
         }
-        out.push_back(ModelTurnEvent::Finished(result));
+        out.push(ModelTurnEvent::Finished(result));
         self.finished = true;
     }
 }
@@ -263,7 +263,7 @@ impl agentkit_http::SseDecoder for GeminiDecoder {
     fn on_event(
         &mut self,
         event: SseEventRef<'_>,
-        out: &mut VecDeque<ModelTurnEvent>,
+        out: &mut Outputs<ModelTurnEvent>,
     ) -> Result<(), ProviderError> {
         let data = event.trimmed_data();
         if self.finished || data.is_empty() {
@@ -286,7 +286,7 @@ impl agentkit_http::SseDecoder for GeminiDecoder {
         Ok(())
     }
 
-    fn on_end(&mut self, out: &mut VecDeque<ModelTurnEvent>) -> Result<(), ProviderError> {
+    fn on_end(&mut self, out: &mut Outputs<ModelTurnEvent>) -> Result<(), ProviderError> {
         if self.finished {
             return Ok(());
         }

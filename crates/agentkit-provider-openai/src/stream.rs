@@ -21,13 +21,13 @@ use agentkit_http::PriceTable;
 #[cfg(test)]
 use agentkit_http::SseEvent;
 use agentkit_http::codec::{self, Layout};
-use agentkit_http::{ProviderError, SseEventRef};
+use agentkit_http::{Outputs, ProviderError, SseEventRef};
 use agentkit_loop::{ModelTurnEvent, ModelTurnResult};
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_json::Value;
 use std::borrow::Cow;
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// An optional string, borrowed from the input when it has no escapes.
@@ -296,12 +296,12 @@ impl agentkit_http::SseDecoder for ChunkDecoder {
     fn on_event(
         &mut self,
         event: SseEventRef<'_>,
-        out: &mut VecDeque<ModelTurnEvent>,
+        out: &mut Outputs<ModelTurnEvent>,
     ) -> Result<(), ProviderError> {
         ChunkDecoder::on_event(self, event, out)
     }
 
-    fn on_end(&mut self, out: &mut VecDeque<ModelTurnEvent>) -> Result<(), ProviderError> {
+    fn on_end(&mut self, out: &mut Outputs<ModelTurnEvent>) -> Result<(), ProviderError> {
         ChunkDecoder::on_end(self, out)
     }
 
@@ -333,7 +333,7 @@ impl ChunkDecoder {
     pub(crate) fn on_event(
         &mut self,
         event: SseEventRef<'_>,
-        out: &mut VecDeque<ModelTurnEvent>,
+        out: &mut Outputs<ModelTurnEvent>,
     ) -> Result<(), ProviderError> {
         if self.finished {
             return Ok(());
@@ -354,7 +354,7 @@ impl ChunkDecoder {
     fn on_chunk(
         &mut self,
         data: &str,
-        out: &mut VecDeque<ModelTurnEvent>,
+        out: &mut Outputs<ModelTurnEvent>,
     ) -> Result<(), ProviderError> {
         let mut known = Known {
             head: &self.head,
@@ -406,7 +406,7 @@ impl ChunkDecoder {
             if let Some((prices, model)) = &self.pricing {
                 prices.fill_cost(model, &mut usage);
             }
-            out.push_back(ModelTurnEvent::Usage(usage));
+            out.push(ModelTurnEvent::Usage(usage));
         }
         Ok(())
     }
@@ -424,7 +424,7 @@ impl ChunkDecoder {
     /// The body ended without `[DONE]`.
     pub(crate) fn on_end(
         &mut self,
-        out: &mut VecDeque<ModelTurnEvent>,
+        out: &mut Outputs<ModelTurnEvent>,
     ) -> Result<(), ProviderError> {
         if self.finished {
             return Ok(());
@@ -437,7 +437,7 @@ impl ChunkDecoder {
         ))
     }
 
-    fn on_delta(&mut self, delta: &mut WireDelta<'_>, out: &mut VecDeque<ModelTurnEvent>) {
+    fn on_delta(&mut self, delta: &mut WireDelta<'_>, out: &mut Outputs<ModelTurnEvent>) {
         let reasoning =
             delta
                 .reasoning_content
@@ -465,7 +465,7 @@ impl ChunkDecoder {
 
     /// Appends to the open part of this kind, committing a part of the
     /// other kind first: reasoning and text alternate, they do not overlap.
-    fn append(&mut self, kind: OpenKind, chunk: TextChunk, out: &mut VecDeque<ModelTurnEvent>) {
+    fn append(&mut self, kind: OpenKind, chunk: TextChunk, out: &mut Outputs<ModelTurnEvent>) {
         let part_id = match &self.open {
             Some((id, open)) if *open == kind => id.clone(),
             _ => {
@@ -476,14 +476,14 @@ impl ChunkDecoder {
                     OpenKind::Text => PartKind::Text,
                     OpenKind::Reasoning => PartKind::Reasoning,
                 };
-                out.push_back(ModelTurnEvent::Delta(Delta::BeginPart {
+                out.push(ModelTurnEvent::Delta(Delta::BeginPart {
                     part_id: part_id.clone(),
                     kind: part_kind,
                 }));
                 if kind == OpenKind::Reasoning {
                     let mut metadata = MetadataMap::new();
                     metadata.insert(keys::PROVIDER.into(), "openai".into());
-                    out.push_back(ModelTurnEvent::Delta(Delta::SetMetadata {
+                    out.push(ModelTurnEvent::Delta(Delta::SetMetadata {
                         part_id: part_id.clone(),
                         metadata,
                     }));
@@ -492,12 +492,12 @@ impl ChunkDecoder {
                 part_id
             }
         };
-        out.push_back(ModelTurnEvent::Delta(Delta::AppendText { part_id, chunk }));
+        out.push(ModelTurnEvent::Delta(Delta::AppendText { part_id, chunk }));
     }
 
-    fn commit_open(&mut self, out: &mut VecDeque<ModelTurnEvent>) {
+    fn commit_open(&mut self, out: &mut Outputs<ModelTurnEvent>) {
         if let Some((part_id, _)) = self.open.take() {
-            out.push_back(ModelTurnEvent::Delta(Delta::CommitPart { part_id }));
+            out.push(ModelTurnEvent::Delta(Delta::CommitPart { part_id }));
         }
     }
 
@@ -547,7 +547,7 @@ impl ChunkDecoder {
 
     /// Checks the tool calls, then closes the answer. Nothing is emitted if
     /// a call is broken, so the loop sees the error and no half-made part.
-    fn finish(&mut self, out: &mut VecDeque<ModelTurnEvent>) -> Result<(), ProviderError> {
+    fn finish(&mut self, out: &mut Outputs<ModelTurnEvent>) -> Result<(), ProviderError> {
         let mut calls = Vec::with_capacity(self.calls.len());
         for (position, builder) in std::mem::take(&mut self.calls).into_iter().enumerate() {
             calls.push(tool_call(position, builder, &self.fallback_ids)?);
@@ -558,7 +558,7 @@ impl ChunkDecoder {
         if !self.usage_seen {
             // llama.cpp's server (and others) send no usage when streaming:
             // say it is unknown instead of letting it count as zero.
-            out.push_back(ModelTurnEvent::Usage(agentkit_core::Usage::unknown()));
+            out.push(ModelTurnEvent::Usage(agentkit_core::Usage::unknown()));
         }
         let reason = match self.finish_reason.as_deref() {
             Some("tool_calls" | "function_call") => FinishReason::ToolCall,
@@ -579,7 +579,7 @@ impl ChunkDecoder {
         if let Some(model) = self.model.take() {
             result.metadata.insert(keys::MODEL.into(), model.into());
         }
-        out.push_back(ModelTurnEvent::Finished(result));
+        out.push(ModelTurnEvent::Finished(result));
         self.finished = true;
         Ok(())
     }

@@ -5,7 +5,7 @@ use serde_json::json;
 
 fn decode(chunks: &[Value]) -> Result<Vec<ModelTurnEvent>, ProviderError> {
     let mut decoder = ChunkDecoder::default();
-    let mut out = VecDeque::new();
+    let mut out = Outputs::new();
     for chunk in chunks {
         let mut event = SseEvent::default();
         event.event = "message".into();
@@ -13,7 +13,7 @@ fn decode(chunks: &[Value]) -> Result<Vec<ModelTurnEvent>, ProviderError> {
         decoder.on_event(event.as_event_ref(), &mut out)?;
     }
     decoder.on_end(&mut out)?;
-    Ok(out.into())
+    Ok(out.into_vec())
 }
 
 fn calls(events: &[ModelTurnEvent]) -> Vec<(String, String, Value)> {
@@ -128,7 +128,7 @@ fn a_call_without_a_name_is_a_protocol_error_and_missing_ids_are_filled() {
     .unwrap();
     assert_eq!(calls(&events)[0].0, "0");
     let mut decoder = ChunkDecoder::new("call_s1t2_", None);
-    let mut out = VecDeque::new();
+    let mut out = Outputs::new();
     for chunk in [
         tool_delta(json!({"index": 0, "function": {"name": "one"}})),
         finish("tool_calls"),
@@ -138,7 +138,7 @@ fn a_call_without_a_name_is_a_protocol_error_and_missing_ids_are_filled() {
         decoder.on_event(event.as_event_ref(), &mut out).unwrap();
     }
     decoder.on_end(&mut out).unwrap();
-    assert_eq!(calls(&Vec::from(out))[0].0, "call_s1t2_0");
+    assert_eq!(calls(&out.into_vec())[0].0, "call_s1t2_0");
 }
 
 #[test]
@@ -160,7 +160,7 @@ fn finish_reasons_map() {
 
 fn decode_raw(chunks: &[&str]) -> Result<Vec<ModelTurnEvent>, ProviderError> {
     let mut decoder = ChunkDecoder::default();
-    let mut out = VecDeque::new();
+    let mut out = Outputs::new();
     for chunk in chunks {
         let mut event = SseEvent::default();
         event.event = "message".into();
@@ -168,7 +168,7 @@ fn decode_raw(chunks: &[&str]) -> Result<Vec<ModelTurnEvent>, ProviderError> {
         decoder.on_event(event.as_event_ref(), &mut out)?;
     }
     decoder.on_end(&mut out)?;
-    Ok(out.into())
+    Ok(out.into_vec())
 }
 
 fn text(events: &[ModelTurnEvent]) -> String {

@@ -113,6 +113,7 @@ async fn write_rewrite(pool: &Pool, lease: &LeaseToken, entry: &LogEntry) -> Sto
         archived,
         checkpoint_len,
         fresh_ids,
+        point,
     } = entry
     else {
         return Ok(());
@@ -138,6 +139,7 @@ async fn write_rewrite(pool: &Pool, lease: &LeaseToken, entry: &LogEntry) -> Sto
     .map_err(db)?;
     let mark = serde_json::to_string(&Mark::Rewritten {
         fresh_ids: *fresh_ids,
+        point: *point,
     })?;
     tx.execute(
         "INSERT INTO agentkit_marks (session_id, mark) VALUES ($1, $2)",

@@ -25,12 +25,21 @@
 //! next checkpoint archives whichever of its items the store's archive
 //! does not already hold, so a refused rewrite loses nothing and a stored
 //! one is not archived twice.
+//!
+//! A call may run only once a resume would know it started
+//! ([`DurableStarts`]). Recovery interrupts every open call of the items
+//! written after the checkpoint, so for a call in such an item (a fresh
+//! answer, run at once: the usual case) the item's row is its start, and no
+//! [`Mark::ToolStarted`] is written: the call waits only for that row,
+//! whose write began when the answer was appended. The mark is written for
+//! a call the checkpoint already holds (approved between two steps), where
+//! nothing else would tell.
 
 use crate::recover::Mark;
 use crate::store::{LogEntry, LogWriter};
-use agentkit_core::{Item, ItemId};
+use agentkit_core::{Item, ItemId, ToolCallId};
 use agentkit_loop::{
-    AgentEvent, LoopObserver, TaskManager, TaskRouting, ToolJob, TranscriptObserver,
+    AgentEvent, LoopObserver, MutationPoint, TaskManager, TaskRouting, ToolJob, TranscriptObserver,
 };
 use agentkit_tools_core::{ToolError, ToolRequest, ToolResult};
 use std::future::Future;
@@ -65,8 +74,21 @@ pub struct Recorder {
     state: Mutex<LogState>,
     /// Items rewrites removed, not archived yet.
     archive: Mutex<Archive>,
-    /// The ids of the items appended since the checkpoint, in order.
-    appended: Mutex<Vec<Option<ItemId>>>,
+    /// The items appended since the checkpoint.
+    appended: Mutex<Appended>,
+    /// Where the mutator running now runs (its rewrite is journaled with
+    /// it).
+    mutating: Mutex<Option<MutationPoint>>,
+}
+
+/// What the items appended since the checkpoint hold.
+#[derive(Debug, Default)]
+struct Appended {
+    /// Their ids, in order.
+    ids: Vec<Option<ItemId>>,
+    /// The calls they ask for: recovery interrupts these if they are still
+    /// open, so their start needs no mark.
+    calls: Vec<ToolCallId>,
 }
 
 impl std::fmt::Debug for Recorder {
@@ -83,7 +105,8 @@ impl Recorder {
             writer,
             state: Mutex::new(LogState::default()),
             archive: Mutex::new(Archive::default()),
-            appended: Mutex::new(Vec::new()),
+            appended: Mutex::new(Appended::default()),
+            mutating: Mutex::new(None),
         }
     }
 
@@ -101,10 +124,12 @@ impl Recorder {
             next_index: len,
             broken: false,
         };
-        self.appended_ids().clear();
+        let mut appended = self.appended();
+        appended.ids.clear();
+        appended.calls.clear();
     }
 
-    fn appended_ids(&self) -> std::sync::MutexGuard<'_, Vec<Option<ItemId>>> {
+    fn appended(&self) -> std::sync::MutexGuard<'_, Appended> {
         self.appended.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -148,6 +173,18 @@ impl Recorder {
     /// those rewrites' items uncertain.
     pub(crate) async fn flush(&self) -> crate::StoreResult<()> {
         let flushed = self.writer.flush().await;
+        self.flushed(flushed)
+    }
+
+    /// [`flush`](Self::flush) without waiting, when the writer says every
+    /// write so far is stored already ([`LogWriter::stored`]).
+    pub(crate) fn stored(&self) -> Option<crate::StoreResult<()>> {
+        let stored = self.writer.stored()?;
+        Some(self.flushed(stored))
+    }
+
+    /// Takes what a flush found in.
+    fn flushed(&self, flushed: crate::StoreResult<()>) -> crate::StoreResult<()> {
         let mut archive = self.archive();
         match flushed {
             Ok(()) => archive.unconfirmed.clear(),
@@ -184,7 +221,12 @@ impl TranscriptObserver for Recorder {
             return;
         }
         state.next_index += 1;
-        self.appended_ids().push(item.id.clone());
+        let mut appended = self.appended();
+        appended.ids.push(item.id.clone());
+        appended
+            .calls
+            .extend(item.tool_calls().map(|call| call.id.clone()));
+        drop(appended);
         self.writer.write(LogEntry::Item {
             index,
             item: item.clone(),
@@ -193,7 +235,8 @@ impl TranscriptObserver for Recorder {
 
     fn on_transcript_rewritten(&self, items: &[Item], archived: &[Item]) {
         let mut state = self.lock();
-        let appended = self.appended_ids();
+        let guard = self.appended();
+        let appended = &guard.ids;
         // The step's own items, unchanged in identity, end the new
         // transcript: the rows can follow the rewrite now.
         let kept = !state.broken
@@ -217,11 +260,12 @@ impl TranscriptObserver for Recorder {
                 archived: archived.to_vec(),
                 checkpoint_len: items.len() - appended.len(),
                 fresh_ids,
+                point: *self.mutating.lock().unwrap_or_else(|e| e.into_inner()),
             });
             state.next_index = items.len();
             return;
         }
-        drop(appended);
+        drop(guard);
         drop(state);
         // The next checkpoint stores the new transcript whole, and archives
         // what it no longer holds.
@@ -238,19 +282,31 @@ impl LoopObserver for Recorder {
             }
             AgentEvent::SoftInterruptInjected { .. } => self.mark(Mark::SoftInterruptsDrained),
             AgentEvent::ModelCallStarted { .. } => self.mark(Mark::ModelCallStarted),
-            AgentEvent::ToolStarted { call_id, .. } => self.mark(Mark::ToolStarted { call_id }),
+            AgentEvent::MutationStarted { point, .. } => {
+                *self.mutating.lock().unwrap_or_else(|e| e.into_inner()) = Some(point)
+            }
+            // A call of an item written since the checkpoint is interrupted
+            // on resume by that row alone.
+            AgentEvent::ToolStarted { call_id, .. }
+                if !self.appended().calls.contains(&call_id) =>
+            {
+                self.mark(Mark::ToolStarted { call_id })
+            }
             _ => {}
         }
     }
 }
 
 /// The task manager layer [`crate::SessionLease::record`] adds: before a
-/// call runs, the log writer is flushed, so the call's
-/// [`Mark::ToolStarted`] (written when the loop reported the start, which
-/// is before the call is handed to the task manager) is stored. A backend
-/// that queues its writes (PostgreSQL's writer task) would otherwise let a
-/// call run, and a kill then lose its mark: the call would run again after
-/// resume. A write that failed fails the call instead of running it
+/// call runs, the log writer is flushed, so what tells a resume that the
+/// call started is stored: the row of the answer that asked for it, or its
+/// [`Mark::ToolStarted`] (see the module docs), both written before the
+/// call is handed to the task manager. A backend that queues its writes
+/// (PostgreSQL's writer task) would otherwise let a call run, and a kill
+/// then lose its start: the call would run again after resume. A store
+/// that writes synchronously (SQLite) says so ([`LogWriter::stored`]): the
+/// call then runs at once, with no flush future and no allocation of this
+/// layer's own. A write that failed fails the call instead of running it
 /// unrecorded (the next checkpoint rewrites the rows).
 pub(crate) struct DurableStarts {
     pub(crate) inner: Arc<dyn TaskManager>,
@@ -259,13 +315,16 @@ pub(crate) struct DurableStarts {
 
 impl DurableStarts {
     async fn stored(recorder: &Recorder, job: &ToolJob) -> Result<(), ToolError> {
-        recorder.flush().await.map_err(|err| {
-            ToolError::Unavailable(format!(
-                "the session store could not record that call {} started, so it did not run: {err}",
-                job.request.call_id
-            ))
-        })
+        recorder.flush().await.map_err(|err| not_recorded(job, err))
     }
+}
+
+/// The error a call gets instead of running unrecorded.
+fn not_recorded(job: &ToolJob, err: crate::StoreError) -> ToolError {
+    ToolError::Unavailable(format!(
+        "the session store could not record that call {} started, so it did not run: {err}",
+        job.request.call_id
+    ))
 }
 
 #[async_trait::async_trait]
@@ -279,7 +338,10 @@ impl TaskManager for DurableStarts {
     }
 
     async fn run(&self, job: ToolJob) -> Result<ToolResult, ToolError> {
-        Self::stored(&self.recorder, &job).await?;
+        match self.recorder.stored() {
+            Some(stored) => stored.map_err(|err| not_recorded(&job, err))?,
+            None => Self::stored(&self.recorder, &job).await?,
+        }
         self.inner.run(job).await
     }
 
@@ -287,9 +349,13 @@ impl TaskManager for DurableStarts {
         self: Arc<Self>,
         job: ToolJob,
     ) -> Pin<Box<dyn Future<Output = Result<ToolResult, ToolError>> + Send>> {
-        Box::pin(async move {
-            Self::stored(&self.recorder, &job).await?;
-            self.inner.clone().run_shared(job).await
-        })
+        match self.recorder.stored() {
+            Some(Ok(())) => self.inner.clone().run_shared(job),
+            Some(Err(err)) => Box::pin(std::future::ready(Err(not_recorded(&job, err)))),
+            None => Box::pin(async move {
+                Self::stored(&self.recorder, &job).await?;
+                self.inner.clone().run_shared(job).await
+            }),
+        }
     }
 }

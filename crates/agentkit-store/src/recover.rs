@@ -16,7 +16,8 @@
 
 use agentkit_core::{Item, ItemKind, SessionId, ToolCallId, ToolCallPart, open_tool_calls};
 use agentkit_loop::{
-    LoopSnapshot, SNAPSHOT_VERSION, SnapshotCall, SnapshotCallState, SnapshotPhase, arguments_hash,
+    LoopSnapshot, MutationPoint, SNAPSHOT_VERSION, SnapshotCall, SnapshotCallState, SnapshotPhase,
+    SnapshotTurn, arguments_hash,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -49,6 +50,12 @@ pub enum Mark {
     Rewritten {
         /// Item ids the rewrite may have used.
         fresh_ids: u64,
+        /// Where the mutator ran (`None` in stores written before it was
+        /// kept). A rewrite before a model call whose answer is not stored
+        /// is not run again on resume: the call is due with its mutation
+        /// done.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        point: Option<MutationPoint>,
     },
 }
 
@@ -78,6 +85,10 @@ pub(crate) fn recover(
     // after the checkpoint that start with it mean it was sent, even if the
     // process died before its mark was written.
     let appended = &snapshot.transcript[snapshot.transcript.len() - extra..];
+    let answers = appended
+        .iter()
+        .filter(|item| item.kind == ItemKind::Assistant)
+        .count();
     let pending = &snapshot.pending_input;
     if !pending.is_empty()
         && appended.len() >= pending.len()
@@ -101,7 +112,7 @@ pub(crate) fn recover(
             Mark::SoftInterruptsDrained => snapshot.soft_interrupts.clear(),
             Mark::ModelCallStarted => snapshot.next_turn_index += 1,
             Mark::ToolStarted { .. } => {}
-            &Mark::Rewritten { fresh_ids } => snapshot.next_item_index += fresh_ids,
+            &Mark::Rewritten { fresh_ids, .. } => snapshot.next_item_index += fresh_ids,
         }
     }
     if extra > 0 {
@@ -139,7 +150,70 @@ pub(crate) fn recover(
             turn.model_calls += model_calls;
         }
     }
+    if call_mutated_unanswered(marks, answers) {
+        let started = marks
+            .iter()
+            .filter(|mark| matches!(mark, Mark::ModelCallStarted))
+            .count() as u32;
+        mark_due_call_mutated(&mut snapshot, started);
+    }
     Ok(Some(snapshot))
+}
+
+/// `true` when the journal holds a rewrite made before a model call whose
+/// answer is not among the `answers` stored after the checkpoint: that
+/// call is due again, and its mutators already ran. Marks and items are
+/// separate sequences, so the call is found by count: each model call
+/// started after the checkpoint journals `ModelCallStarted` after its
+/// rewrite and appends one answer.
+fn call_mutated_unanswered(marks: &[Mark], answers: usize) -> bool {
+    let Some(rewrite) = marks.iter().rposition(|mark| {
+        matches!(
+            mark,
+            Mark::Rewritten {
+                point: Some(MutationPoint::BeforeModelCall),
+                ..
+            }
+        )
+    }) else {
+        return false;
+    };
+    let started = |marks: &[Mark]| {
+        marks
+            .iter()
+            .filter(|mark| matches!(mark, Mark::ModelCallStarted))
+            .count()
+    };
+    let before = started(&marks[..rewrite]);
+    let after = started(&marks[rewrite..]);
+    // The rewritten call is call `before + 1`, if it started at all.
+    after == 0 || answers <= before
+}
+
+/// The model call is due with its `BeforeModelCall` mutators run: the
+/// driver had left the round's pause for it, or begun a turn with the
+/// input the checkpoint still held as pending (then the turn is made here,
+/// as the driver made it: `started` model calls since, its id that of its
+/// next call).
+fn mark_due_call_mutated(snapshot: &mut LoopSnapshot, started: u32) {
+    if !matches!(
+        snapshot.phase,
+        SnapshotPhase::AfterToolRound | SnapshotPhase::ModelCallDue
+    ) {
+        return;
+    }
+    let turn = snapshot.turn.get_or_insert_with(|| SnapshotTurn {
+        turn_id: format!("turn-{}", snapshot.next_turn_index).into(),
+        items: Vec::new(),
+        usage: Default::default(),
+        model_calls: started,
+        due_call: Default::default(),
+        cancelled: false,
+        finish_reason: None,
+    });
+    snapshot.phase = SnapshotPhase::ModelCallDue;
+    turn.due_call.mutated = true;
+    turn.due_call.forced_compaction = false;
 }
 
 /// Calls the checkpoint holds as about to run (queued, approved) that the
@@ -300,6 +374,44 @@ mod tests {
         assert_eq!(
             resumed.round[0].arguments_hash,
             arguments_hash(&json!({ "ms": 5 }))
+        );
+    }
+
+    #[test]
+    fn a_rewrite_before_an_unanswered_call_is_done() {
+        let rewritten = |point| Mark::Rewritten {
+            fresh_ids: 0,
+            point: Some(point),
+        };
+        let before = rewritten(MutationPoint::BeforeModelCall);
+        let cases: [(&[Mark], usize, bool); 6] = [
+            (std::slice::from_ref(&before), 0, true),
+            (&[before.clone(), Mark::ModelCallStarted], 0, true),
+            (&[before.clone(), Mark::ModelCallStarted], 1, false),
+            // An earlier call answered, the rewritten one not.
+            (
+                &[
+                    Mark::ModelCallStarted,
+                    before.clone(),
+                    Mark::ModelCallStarted,
+                ],
+                1,
+                true,
+            ),
+            (&[rewritten(MutationPoint::AfterToolResult)], 0, false),
+            (&[], 0, false),
+        ];
+        for (marks, answers, done) in cases {
+            assert_eq!(call_mutated_unanswered(marks, answers), done, "{marks:?}");
+        }
+        // Stores written before the point was kept read as no point.
+        let old: Mark = serde_json::from_str(r#"{"mark":"rewritten","fresh_ids":2}"#).unwrap();
+        assert_eq!(
+            old,
+            Mark::Rewritten {
+                fresh_ids: 2,
+                point: None
+            }
         );
     }
 

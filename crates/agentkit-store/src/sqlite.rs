@@ -683,6 +683,7 @@ impl SqliteLogWriter {
                 archived,
                 checkpoint_len,
                 fresh_ids,
+                point,
             } => {
                 let tx = conn.unchecked_transaction().map_err(db)?;
                 check_lease(&tx, &self.lease.session_id, &self.lease.owner)?;
@@ -692,6 +693,7 @@ impl SqliteLogWriter {
                 insert_items(&tx, &self.lease.session_id, 0, items)?;
                 let mark = Mark::Rewritten {
                     fresh_ids: *fresh_ids,
+                    point: *point,
                 };
                 tx.execute(
                     "UPDATE sessions SET transcript_len = ?2 WHERE id = ?1",
@@ -724,6 +726,18 @@ impl LogWriter for SqliteLogWriter {
     }
 
     async fn flush(&self) -> StoreResult<()> {
+        self.take_failure()
+    }
+
+    /// Every write is committed before `write` returns.
+    fn stored(&self) -> Option<StoreResult<()>> {
+        Some(self.take_failure())
+    }
+}
+
+impl SqliteLogWriter {
+    /// The first failure since the last flush, taken.
+    fn take_failure(&self) -> StoreResult<()> {
         match self
             .failure
             .lock()

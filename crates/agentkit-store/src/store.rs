@@ -157,6 +157,9 @@ pub enum LogEntry {
         checkpoint_len: usize,
         /// How many item ids the rewrite may have generated.
         fresh_ids: u64,
+        /// Where the mutator ran, journaled with the rewrite
+        /// ([`Mark::Rewritten`]).
+        point: Option<agentkit_loop::MutationPoint>,
     },
 }
 
@@ -172,6 +175,17 @@ pub trait LogWriter: Send + Sync {
     /// Waits until every entry written so far is durable; returns the first
     /// failure since the last flush.
     async fn flush(&self) -> StoreResult<()>;
+
+    /// What [`flush`](Self::flush) would return, without waiting, when
+    /// every entry written so far is durable already (a writer that stores
+    /// each entry before [`write`](Self::write) returns, like SQLite's);
+    /// `None` when a flush has to wait (a writer task, like PostgreSQL's).
+    /// `Some` takes the failure like a flush does. The recorder asks before
+    /// each tool call: a synchronous store then costs the call no future
+    /// and no allocation. The default is `None`.
+    fn stored(&self) -> Option<StoreResult<()>> {
+        None
+    }
 }
 
 /// A backend: SQLite, PostgreSQL, or your own.

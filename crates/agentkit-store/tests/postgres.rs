@@ -41,33 +41,35 @@ async fn events_are_kept_in_order_and_never_rewritten() {
     support::events::events_are_kept_in_order_and_never_rewritten(&store).await;
 }
 
-/// A call's `ToolStarted` mark is in the database before the call does
-/// anything, although PostgreSQL writes go through a writer task: a kill
-/// at the call's first instruction must not let it run again on resume.
-/// Single-threaded, and the probe blocks, so the writer task cannot catch
-/// up while the tool looks.
+/// A non-idempotent rewrite before a model call, a kill while the call
+/// streams: resumed from PostgreSQL, the call is made without a second run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rewrite_is_not_run_again_after_a_kill() {
+    use support::stamp::{Stamped, a_rewrite_is_not_run_again_after_a_kill};
+    let cluster = TempCluster::start();
+    for case in [Stamped::AfterARound, Stamped::FirstOfATurn] {
+        let store = Arc::new(PgStore::connect(&cluster.conninfo()).await.unwrap());
+        a_rewrite_is_not_run_again_after_a_kill(store, case).await;
+    }
+}
+
+/// A call runs only once PostgreSQL holds its start (its answer's row
+/// after the checkpoint, or its `ToolStarted` mark), although writes go
+/// through a writer task: a kill at the call's first instruction must not
+/// let it run again on resume. Single-threaded, and the probe blocks, so
+/// the writer task cannot catch up while the tool looks.
 #[tokio::test]
-async fn a_call_starts_only_after_its_start_mark_is_stored() {
-    use agentkit_core::{FinishReason, Item};
-    use agentkit_loop::{Agent, LoopInterrupt, LoopStep, SimpleTaskManager, TaskRouting};
-    use agentkit_store::{NewSession, SessionLease};
-    use agentkit_testkit::{ScriptedModel, ScriptedTurn};
-    use agentkit_tools_core::ToolRegistry;
-    use serde_json::json;
-    use std::sync::Mutex;
-    use std::time::{Duration, Instant};
-    use support::tools::MarkProbe;
+async fn a_call_starts_only_after_its_start_is_stored() {
+    use support::starts::{PROBED, start_known};
 
     let cluster = TempCluster::start();
     let conninfo = cluster.conninfo();
     let store: Arc<dyn SessionStore> = Arc::new(PgStore::connect(&conninfo).await.unwrap());
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let log = seen.clone();
     let probe = move |call_id: &str| {
         let conninfo = conninfo.clone();
-        let wanted = json!({ "mark": "tool_started", "call_id": call_id });
+        let call_id = call_id.to_owned();
         // Its own thread and runtime: this one stays blocked.
-        let marked = std::thread::spawn(move || {
+        std::thread::spawn(move || {
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
@@ -78,74 +80,42 @@ async fn a_call_starts_only_after_its_start_mark_is_stored() {
                         .await
                         .unwrap();
                 tokio::spawn(connection);
-                let rows = client
+                let column = |rows: Vec<tokio_postgres::Row>| -> Vec<String> {
+                    rows.iter().map(|row| row.get(0)).collect()
+                };
+                let items = client
                     .query(
-                        "SELECT mark FROM agentkit_marks WHERE session_id = 'probed'",
-                        &[],
+                        "SELECT item FROM agentkit_items WHERE session_id = $1 AND seq >=
+                            (SELECT transcript_len FROM agentkit_sessions WHERE id = $1)",
+                        &[&PROBED],
                     )
                     .await
                     .unwrap();
-                rows.iter().any(|row| {
-                    serde_json::from_str::<serde_json::Value>(row.get(0)).unwrap() == wanted
-                })
+                let marks = client
+                    .query(
+                        "SELECT mark FROM agentkit_marks WHERE session_id = $1",
+                        &[&PROBED],
+                    )
+                    .await
+                    .unwrap();
+                let snapshot: Option<String> = client
+                    .query_one(
+                        "SELECT snapshot FROM agentkit_sessions WHERE id = $1",
+                        &[&PROBED],
+                    )
+                    .await
+                    .unwrap()
+                    .get(0);
+                start_known(
+                    &call_id,
+                    &column(items),
+                    &column(marks),
+                    snapshot.as_deref(),
+                )
             })
         })
         .join()
-        .unwrap();
-        log.lock().unwrap().push((call_id.to_owned(), marked));
-        marked
+        .unwrap()
     };
-    let lease = SessionLease::create(store, NewSession::new().with_id("probed"))
-        .await
-        .unwrap();
-    let model = ScriptedModel::new([
-        ScriptedTurn::new()
-            .call("inline", "probe", json!({}))
-            .call("background", "probe", json!({}))
-            .finish(FinishReason::ToolCall),
-        ScriptedTurn::text("done"),
-    ]);
-    let agent = lease
-        .record(
-            Agent::builder()
-                .model(model)
-                .add_tool_source(ToolRegistry::new().with(MarkProbe {
-                    probe: Arc::new(probe),
-                }))
-                .task_manager(SimpleTaskManager::new().with_routing(|request| {
-                    if request.call_id.as_str() == "background" {
-                        TaskRouting::Background
-                    } else {
-                        TaskRouting::Foreground
-                    }
-                }))
-                .input(vec![Item::user("probe both")]),
-        )
-        .build()
-        .unwrap();
-    let mut session = lease.open(&agent).await.unwrap();
-    loop {
-        match session.next().await.unwrap() {
-            LoopStep::Finished(_) => break,
-            // The pause after the round.
-            LoopStep::Interrupt(LoopInterrupt::AfterToolResult(_)) => {}
-            other => panic!("{other:?}"),
-        }
-    }
-    // The background call runs on in its own task.
-    let waited = Instant::now();
-    while seen.lock().unwrap().len() < 2 {
-        assert!(
-            waited.elapsed() < Duration::from_secs(60),
-            "the background call never ran"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    let mut seen = seen.lock().unwrap().clone();
-    seen.sort();
-    assert_eq!(
-        seen,
-        [("background".to_owned(), true), ("inline".to_owned(), true)]
-    );
-    session.close().await.unwrap();
+    support::starts::calls_run_only_once_their_start_is_stored(store, probe).await;
 }

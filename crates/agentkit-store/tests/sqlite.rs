@@ -33,6 +33,54 @@ impl Backend for Sqlite {
 
 shared_suite!(Sqlite::new());
 
+/// A non-idempotent rewrite before a model call, a kill while the call
+/// streams: resumed from the file, the call is made without a second run.
+#[tokio::test]
+async fn a_rewrite_is_not_run_again_after_a_kill() {
+    use support::stamp::{Stamped, a_rewrite_is_not_run_again_after_a_kill};
+    for case in [Stamped::AfterARound, Stamped::FirstOfATurn] {
+        let backend = Sqlite::new();
+        a_rewrite_is_not_run_again_after_a_kill(backend.open().await.unwrap(), case).await;
+    }
+}
+
+/// A call runs only once the file holds its start (its answer's row after
+/// the checkpoint, or its `ToolStarted` mark): read over a connection of
+/// the probe's own.
+#[tokio::test]
+async fn a_call_starts_only_after_its_start_is_stored() {
+    use support::starts::{PROBED, start_known};
+
+    let backend = Sqlite::new();
+    let store = backend.open().await.unwrap();
+    let path = backend.path.clone();
+    let probe = move |call_id: &str| {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        let column = |sql: &str| -> Vec<String> {
+            let mut statement = conn.prepare(sql).unwrap();
+            statement
+                .query_map([PROBED], |row| row.get(0))
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap()
+        };
+        let items = column(
+            "SELECT item FROM items WHERE session_id = ?1 AND seq >=
+                (SELECT transcript_len FROM sessions WHERE id = ?1)",
+        );
+        let marks = column("SELECT mark FROM marks WHERE session_id = ?1");
+        let snapshot: Option<String> = conn
+            .query_row(
+                "SELECT snapshot FROM sessions WHERE id = ?1",
+                [PROBED],
+                |row| row.get(0),
+            )
+            .unwrap();
+        start_known(call_id, &items, &marks, snapshot.as_deref())
+    };
+    support::starts::calls_run_only_once_their_start_is_stored(store, probe).await;
+}
+
 #[tokio::test]
 async fn an_in_memory_store_works_too() {
     support::suite::appends_items_as_they_happen(&InMemory(Arc::new(

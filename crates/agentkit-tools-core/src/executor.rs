@@ -9,17 +9,17 @@
 //! The input is checked against the tool's schema before anything else looks
 //! at it (tools parse their input to propose permission requests), and the
 //! output is cut to a byte budget on the way out. A caller that ran the
-//! preflight hands the validated spec back (`preflight_validated`, then
-//! `execute_validated`) so the same input is not validated twice while the
-//! tool is unchanged.
+//! preflight hands the tool it found back (`preflight_validated`, then
+//! `execute_validated` with the [`ResolvedTool`]) so the call is neither
+//! looked up nor validated twice while the catalog is unchanged.
 
-use crate::federation::{CatalogError, CatalogTool, ResolvedCatalog, ToolFederation};
+use crate::federation::{CatalogError, CatalogTool, ResolvedCatalog, ResolvedTool, ToolFederation};
 use crate::permission::PermissionDecision;
+use crate::validate_input;
 use crate::{
-    AllowAllPermissions, ApprovalRequest, DEFAULT_MAX_OUTPUT_BYTES, PermissionChecker, Tool,
-    ToolContext, ToolError, ToolRequest, ToolResult, ToolSpec,
+    AllowAllPermissions, ApprovalRequest, DEFAULT_MAX_OUTPUT_BYTES, ExecuteFuture,
+    PermissionChecker, Tool, ToolContext, ToolError, ToolRequest, ToolResult, ToolSpec,
 };
-use crate::{truncate_output, validate_input};
 use agentkit_core::{ApprovalId, MetadataMap};
 use std::sync::Arc;
 
@@ -51,22 +51,25 @@ pub trait ToolExecutor: Send + Sync {
     fn preflight(&self, request: &ToolRequest) -> Preflight;
 
     /// [`preflight`](Self::preflight), also returning, when the call may run
-    /// ([`Preflight::Ready`]), the spec of the tool its input was validated
-    /// against; [`execute_validated`](Self::execute_validated) takes it back.
-    /// Default: `preflight`, returning no spec.
-    fn preflight_validated(&self, request: &ToolRequest) -> (Preflight, Option<Arc<ToolSpec>>) {
+    /// ([`Preflight::Ready`]), the tool it found and the spec its input was
+    /// validated against; [`execute_validated`](Self::execute_validated)
+    /// takes it back. Default: `preflight`, returning no tool.
+    fn preflight_validated(&self, request: &ToolRequest) -> (Preflight, Option<ResolvedTool>) {
         (self.preflight(request), None)
     }
 
-    /// [`execute`](Self::execute) for a call whose input was validated
-    /// against `validated` by [`preflight_validated`](Self::preflight_validated):
-    /// while the tool's spec is still that one, the input is not validated
-    /// again (permissions are checked again). Default: `execute`.
+    /// [`execute`](Self::execute) for a call that
+    /// [`preflight_validated`](Self::preflight_validated) found ready with
+    /// `validated`: while the catalog is still the one it was found in,
+    /// that tool runs without another lookup and its input is not
+    /// validated again (permissions are checked again); after the catalog
+    /// changed, the call is looked up again, and validated again if its
+    /// tool's spec changed. Default: `execute`.
     async fn execute_validated(
         &self,
         request: ToolRequest,
         ctx: ToolContext,
-        validated: Arc<ToolSpec>,
+        validated: ResolvedTool,
     ) -> Result<ToolResult, ToolError> {
         let _ = validated;
         self.execute(request, ctx).await
@@ -94,20 +97,22 @@ pub trait ToolExecutor: Send + Sync {
     /// else [`execute_validated`](Self::execute_validated) with `validated`,
     /// else [`execute`](Self::execute).
     ///
-    /// The default boxes that method's future inside another; the
-    /// [`BasicToolExecutor`] returns one box around its own steps, which
-    /// awaits the tool's future (one allocation less per call).
+    /// The default boxes that method's future inside another
+    /// ([`ExecuteFuture::boxed`]); the [`BasicToolExecutor`] checks a call
+    /// that needs no approval before it returns, and returns the tool's own
+    /// future with the tool ([`ExecuteFuture::invoke`]): one allocation per
+    /// call, the tool's.
     fn execute_shared(
         self: Arc<Self>,
         request: ToolRequest,
         ctx: ToolContext,
         approval: Option<Box<ApprovalRequest>>,
-        validated: Option<Arc<ToolSpec>>,
+        validated: Option<ResolvedTool>,
     ) -> ExecuteFuture
     where
         Self: 'static,
     {
-        Box::pin(async move {
+        ExecuteFuture::boxed(async move {
             match (approval, validated) {
                 (Some(approval), _) => self.execute_approved(request, &approval, ctx).await,
                 (None, Some(spec)) => self.execute_validated(request, ctx, spec).await,
@@ -116,11 +121,6 @@ pub trait ToolExecutor: Send + Sync {
         })
     }
 }
-
-/// The future [`ToolExecutor::execute_shared`] returns: owned, so the
-/// loop can hold it beside the call while other work goes on.
-pub type ExecuteFuture =
-    std::pin::Pin<Box<dyn std::future::Future<Output = Result<ToolResult, ToolError>> + Send>>;
 
 /// The standard executor: a federation of sources and a permission checker.
 ///
@@ -189,10 +189,8 @@ impl BasicToolExecutor {
         validate_input(&spec.input_schema, input)
     }
 
-    /// Folds every request the call proposes into one decision: the first
-    /// denial wins; otherwise one approval covers all requests that need it.
-    /// The input is validated against `spec` (the tool's) unless it was
-    /// against this same spec already (`validated`).
+    /// Validates the input against `spec` (the tool's) unless it was
+    /// against this same spec already (`validated`), then [`permit`](Self::permit).
     fn check(
         &self,
         entry: &CatalogTool,
@@ -204,7 +202,13 @@ impl BasicToolExecutor {
         if revalidate && let Err(errors) = Self::validate(entry, spec, &request.input) {
             return Preflight::Rejected(ToolError::InvalidInput(errors.to_string()));
         }
-        let proposed = match entry.tool.proposed_requests(&request.input) {
+        self.permit(&*entry.tool, request)
+    }
+
+    /// Folds every request the call proposes into one decision: the first
+    /// denial wins; otherwise one approval covers all requests that need it.
+    fn permit(&self, tool: &dyn Tool, request: &ToolRequest) -> Preflight {
+        let proposed = match tool.proposed_requests(&request.input) {
             Ok(proposed) => proposed,
             Err(err) => return Preflight::Rejected(err),
         };
@@ -240,18 +244,42 @@ impl BasicToolExecutor {
         Preflight::NeedsApproval(approval)
     }
 
-    /// `execute`, skipping the validation of `validated`, see `check`.
-    async fn execute_checked(
+    /// The tool to run a call that needs no approval with, once its
+    /// input is valid and its permissions allow it. `validated`, from the
+    /// preflight, is used as it is while its catalog is the current one
+    /// and it names the call's tool; otherwise the call is looked up
+    /// again, and validated again unless its tool kept that spec.
+    fn runnable(
         &self,
-        request: ToolRequest,
-        ctx: ToolContext,
-        validated: Option<&Arc<ToolSpec>>,
-    ) -> Result<ToolResult, ToolError> {
+        request: &ToolRequest,
+        validated: Option<ResolvedTool>,
+    ) -> Result<Arc<dyn Tool>, ToolError> {
+        let validated = match validated {
+            Some(found) => {
+                let (catalog, tool, spec) = found.into_parts();
+                if spec.name == *request.tool_name && self.federation.is_current(&catalog) {
+                    // What a lookup would find: the same catalog holds
+                    // the same tool under this name, and the input was
+                    // validated against the spec it had in that catalog.
+                    drop(catalog);
+                    return Self::allowed(self.permit(&*tool, request)).map(|()| tool);
+                }
+                Some(spec)
+            }
+            None => None,
+        };
         let catalog = self.resolved()?;
         let entry = Self::lookup(&catalog, &request.tool_name)?;
         let spec = entry.tool.spec();
-        match self.check(entry, &spec, &request, validated) {
-            Preflight::Ready => self.run(entry.tool.clone(), request, ctx).await,
+        Self::allowed(self.check(entry, &spec, request, validated.as_ref()))?;
+        Ok(entry.tool.clone())
+    }
+
+    /// `Ok` for a call that may run; a call that needs approval, when none
+    /// was given, is refused.
+    fn allowed(preflight: Preflight) -> Result<(), ToolError> {
+        match preflight {
+            Preflight::Ready => Ok(()),
             Preflight::NeedsApproval(approval) => Err(ToolError::PermissionDenied(format!(
                 "{} requires approval and none was given",
                 approval.summary
@@ -260,20 +288,20 @@ impl BasicToolExecutor {
         }
     }
 
-    async fn run(
+    /// `tool`'s call, its output cut to the budget.
+    fn invoke(&self, tool: Arc<dyn Tool>, request: ToolRequest, ctx: ToolContext) -> ExecuteFuture {
+        ExecuteFuture::invoke(tool, request, ctx, self.max_output_bytes)
+    }
+
+    /// `execute`, or `execute_validated` with `validated`.
+    async fn execute_checked(
         &self,
-        tool: Arc<dyn Tool>,
         request: ToolRequest,
         ctx: ToolContext,
+        validated: Option<ResolvedTool>,
     ) -> Result<ToolResult, ToolError> {
-        if ctx.cancellation.is_cancelled() {
-            return Err(ToolError::Cancelled);
-        }
-        let mut result = tool.invoke(request, ctx).await?;
-        if let Some(limit) = self.max_output_bytes {
-            result.output = truncate_output(result.output, limit);
-        }
-        Ok(result)
+        let tool = self.runnable(&request, validated)?;
+        self.invoke(tool, request, ctx).await
     }
 }
 
@@ -299,19 +327,25 @@ impl ToolExecutor for BasicToolExecutor {
         self.preflight_validated(request).0
     }
 
-    fn preflight_validated(&self, request: &ToolRequest) -> (Preflight, Option<Arc<ToolSpec>>) {
+    fn preflight_validated(&self, request: &ToolRequest) -> (Preflight, Option<ResolvedTool>) {
         let catalog = match self.resolved() {
             Ok(catalog) => catalog,
             Err(err) => return (Preflight::Rejected(err), None),
         };
-        match Self::lookup(&catalog, &request.tool_name) {
-            Ok(entry) => {
-                let spec = entry.tool.spec();
-                let preflight = self.check(entry, &spec, request, None);
-                let validated = (preflight == Preflight::Ready).then_some(spec);
-                (preflight, validated)
+        let entry = match Self::lookup(&catalog, &request.tool_name) {
+            Ok(entry) => entry,
+            Err(err) => return (Preflight::Rejected(err), None),
+        };
+        let spec = entry.tool.spec();
+        match self.check(entry, &spec, request, None) {
+            Preflight::Ready => {
+                let tool = entry.tool.clone();
+                (
+                    Preflight::Ready,
+                    Some(ResolvedTool::new(catalog, tool, spec)),
+                )
             }
-            Err(err) => (Preflight::Rejected(err), None),
+            other => (other, None),
         }
     }
 
@@ -327,9 +361,9 @@ impl ToolExecutor for BasicToolExecutor {
         &self,
         request: ToolRequest,
         ctx: ToolContext,
-        validated: Arc<ToolSpec>,
+        validated: ResolvedTool,
     ) -> Result<ToolResult, ToolError> {
-        self.execute_checked(request, ctx, Some(&validated)).await
+        self.execute_checked(request, ctx, Some(validated)).await
     }
 
     async fn execute_approved(
@@ -346,15 +380,20 @@ impl ToolExecutor for BasicToolExecutor {
         request: ToolRequest,
         ctx: ToolContext,
         approval: Option<Box<ApprovalRequest>>,
-        validated: Option<Arc<ToolSpec>>,
+        validated: Option<ResolvedTool>,
     ) -> ExecuteFuture {
-        // The inherent steps, awaited inside this one box: no box per step.
-        Box::pin(async move {
-            match approval {
-                Some(approval) => self.execute_approved_inline(request, &approval, ctx).await,
-                None => self.execute_checked(request, ctx, validated.as_ref()).await,
-            }
-        })
+        if let Some(approval) = approval {
+            // The rare path: the inherent steps, awaited inside one box.
+            return ExecuteFuture::boxed(async move {
+                self.execute_approved_inline(request, &approval, ctx).await
+            });
+        }
+        // The common path: checked now, and the tool's own future held
+        // with the tool, nothing boxed around it.
+        match self.runnable(&request, validated) {
+            Ok(tool) => self.invoke(tool, request, ctx),
+            Err(err) => ExecuteFuture::ready(Err(err)),
+        }
     }
 }
 
@@ -378,7 +417,7 @@ impl BasicToolExecutor {
         let tool = entry.tool.clone();
         let spec = tool.spec();
         match self.check(entry, &spec, &request, None) {
-            Preflight::Ready => self.run(tool, request, ctx).await,
+            Preflight::Ready => self.invoke(tool, request, ctx).await,
             // The host approved what it was shown. If the call would now need
             // something else (a dynamic catalog swapped the tool in between),
             // that approval does not cover it.
@@ -391,7 +430,7 @@ impl BasicToolExecutor {
                     fresh.summary
                 )))
             }
-            Preflight::NeedsApproval(_) => self.run(tool, request, ctx).await,
+            Preflight::NeedsApproval(_) => self.invoke(tool, request, ctx).await,
             Preflight::Rejected(err) => Err(err),
         }
     }

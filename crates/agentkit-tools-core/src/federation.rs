@@ -126,6 +126,80 @@ impl ResolvedCatalog {
     }
 }
 
+/// A tool as a preflight found it: the catalog it was looked up in, the
+/// tool, and the spec the call's input was validated against. Handed back
+/// to the executor to run the call
+/// ([`ToolExecutor::execute_validated`](crate::ToolExecutor::execute_validated)),
+/// so the call is neither looked up nor validated a second time while that
+/// catalog is still the current one.
+#[derive(Clone)]
+pub struct ResolvedTool {
+    catalog: Arc<ResolvedCatalog>,
+    tool: Arc<dyn Tool>,
+    spec: Arc<ToolSpec>,
+}
+
+impl ResolvedTool {
+    /// The tool `name` of `catalog`, with the spec it has now.
+    pub fn find(catalog: Arc<ResolvedCatalog>, name: &str) -> Option<Self> {
+        let tool = catalog.get(name)?.clone();
+        let spec = tool.spec();
+        Some(Self::new(catalog, tool, spec))
+    }
+
+    /// A tool of `catalog` with its spec (`tool.spec()`), as the
+    /// executor's preflight found them.
+    pub(crate) fn new(
+        catalog: Arc<ResolvedCatalog>,
+        tool: Arc<dyn Tool>,
+        spec: Arc<ToolSpec>,
+    ) -> Self {
+        Self {
+            catalog,
+            tool,
+            spec,
+        }
+    }
+
+    /// The catalog the tool was found in.
+    pub fn catalog(&self) -> &Arc<ResolvedCatalog> {
+        &self.catalog
+    }
+
+    /// The tool.
+    pub fn tool(&self) -> &Arc<dyn Tool> {
+        &self.tool
+    }
+
+    /// The spec the input was validated against.
+    pub fn spec(&self) -> &Arc<ToolSpec> {
+        &self.spec
+    }
+
+    /// The parts, for the executor.
+    pub(crate) fn into_parts(self) -> (Arc<ResolvedCatalog>, Arc<dyn Tool>, Arc<ToolSpec>) {
+        (self.catalog, self.tool, self.spec)
+    }
+}
+
+/// The same catalog, tool and spec (by identity, not by value).
+impl PartialEq for ResolvedTool {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.catalog, &other.catalog)
+            && std::ptr::addr_eq(Arc::as_ptr(&self.tool), Arc::as_ptr(&other.tool))
+            && Arc::ptr_eq(&self.spec, &other.spec)
+    }
+}
+
+impl std::fmt::Debug for ResolvedTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResolvedTool")
+            .field("name", &self.spec.name)
+            .field("generation", &self.catalog.generation)
+            .finish()
+    }
+}
+
 impl std::fmt::Debug for ResolvedCatalog {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let names: Vec<_> = self.specs.iter().map(|s| &s.name).collect();
@@ -186,15 +260,8 @@ impl ToolFederation {
         let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
         // The usual case (every tool call and model call): nothing changed,
         // checked without collecting the snapshots.
-        if let Some(cached) = cache.as_ref()
-            && cached.revisions.len() == self.sources.len()
-            && cached
-                .revisions
-                .iter()
-                .zip(&self.sources)
-                .all(|(revision, source)| *revision == source.revision())
-        {
-            return Ok(cached.catalog.clone());
+        if let Some(catalog) = self.unchanged(&cache) {
+            return Ok(catalog.clone());
         }
         let snapshots: Vec<CatalogSnapshot> = self.sources.iter().map(|s| s.snapshot()).collect();
         let revisions: Vec<u64> = snapshots.iter().map(|s| s.revision).collect();
@@ -211,6 +278,28 @@ impl ToolFederation {
             catalog: catalog.clone(),
         });
         Ok(catalog)
+    }
+
+    /// `true` when `catalog` is what [`resolve`](Self::resolve) would
+    /// return now (no source changed since it was built): the same check,
+    /// without taking a reference to the catalog.
+    pub fn is_current(&self, catalog: &Arc<ResolvedCatalog>) -> bool {
+        let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        self.unchanged(&cache)
+            .is_some_and(|cached| Arc::ptr_eq(cached, catalog))
+    }
+
+    /// The cached catalog, when no source's revision moved since it was
+    /// built.
+    fn unchanged<'c>(&self, cache: &'c Option<Cache>) -> Option<&'c Arc<ResolvedCatalog>> {
+        let cached = cache.as_ref()?;
+        (cached.revisions.len() == self.sources.len()
+            && cached
+                .revisions
+                .iter()
+                .zip(&self.sources)
+                .all(|(revision, source)| *revision == source.revision()))
+        .then_some(&cached.catalog)
     }
 
     fn merge(

@@ -80,11 +80,13 @@ mod approval;
 mod auth;
 mod dynamic;
 mod error;
+mod execute_future;
 mod executor;
 mod federation;
 mod format;
 mod nested;
 mod normalize;
+mod owned_call;
 mod permission;
 pub mod policy;
 mod process_group;
@@ -101,8 +103,11 @@ pub use approval::{ApprovalDecision, ApprovalReason, ApprovalRequest};
 pub use auth::{AuthOperation, AuthRequest};
 pub use dynamic::{CatalogReader, CatalogWriter, dynamic_catalog};
 pub use error::ToolError;
-pub use executor::{BasicToolExecutor, ExecuteFuture, Preflight, ToolExecutor};
-pub use federation::{CatalogError, CollisionPolicy, ResolvedCatalog, ToolFederation};
+pub use execute_future::ExecuteFuture;
+pub use executor::{BasicToolExecutor, Preflight, ToolExecutor};
+pub use federation::{
+    CatalogError, CollisionPolicy, ResolvedCatalog, ResolvedTool, ToolFederation,
+};
 pub use nested::{EventSink, ToolResume, UsageSink};
 pub use normalize::{SchemaDialect, normalize_for};
 pub use permission::{

@@ -17,6 +17,14 @@ fn executor_with(probe: Probe) -> BasicToolExecutor {
     BasicToolExecutor::new(ToolFederation::new().with_source(ToolRegistry::new().with(probe)))
 }
 
+/// An `echo` whose schema requires a `count`, which `{"text": "hi"}` lacks.
+fn strict_echo() -> Probe {
+    Probe::with_schema(
+        "echo",
+        json!({ "type": "object", "required": ["count"], "properties": { "count": { "type": "integer" } } }),
+    )
+}
+
 fn counted_schema() -> serde_json::Value {
     json!({
         "type": "object",
@@ -375,7 +383,7 @@ async fn a_validated_call_is_validated_again_only_when_its_tool_changed() {
     let (preflight, validated) = executor.preflight_validated(&request);
     assert_eq!(preflight, Preflight::Ready);
     let validated = validated.expect("a ready call names the spec it was validated against");
-    assert_eq!(validated.input_schema, counted_schema());
+    assert_eq!(validated.spec().input_schema, counted_schema());
 
     // The same tool: it runs on the preflight's validation.
     executor
@@ -386,10 +394,7 @@ async fn a_validated_call_is_validated_again_only_when_its_tool_changed() {
 
     // The tool was swapped for one whose schema the input breaks: the old
     // validation does not cover it, so the input is checked again.
-    let strict = Probe::with_schema(
-        "echo",
-        json!({ "type": "object", "required": ["count"], "properties": { "count": { "type": "integer" } } }),
-    );
+    let strict = strict_echo();
     let strict_calls = strict.calls.clone();
     writer.upsert(Arc::new(strict)).unwrap();
     let err = executor
@@ -507,4 +512,76 @@ async fn execute_shared_runs_what_each_entry_point_runs() {
         assert!(matches!(err, ToolError::Internal(_)), "{err:?}");
         assert_eq!(calls.lock().unwrap().len(), 1);
     }
+}
+
+#[tokio::test]
+async fn the_preflights_tool_runs_only_while_its_catalog_is_current() {
+    use agentkit_tools_core::dynamic_catalog;
+    let (writer, reader) = dynamic_catalog("plugins");
+    let first = Probe::with_schema("echo", counted_schema()).answering("first ran");
+    let first_calls = first.calls.clone();
+    writer.add(Arc::new(first)).unwrap();
+    let executor: Arc<dyn ToolExecutor> = Arc::new(BasicToolExecutor::new(
+        ToolFederation::new().with_source(reader),
+    ));
+    let request = ToolRequest::new("c1", "echo", json!({ "text": "hi" }));
+    let preflight = || preflight_of(&*executor, &request);
+    let run = |found| {
+        executor
+            .clone()
+            .execute_shared(request.clone(), ToolContext::detached(), None, Some(found))
+    };
+
+    // The catalog changed, but not this tool: looked up again, it runs.
+    let found = preflight();
+    writer.add(Arc::new(Probe::new("other"))).unwrap();
+    let result = run(found).await.unwrap();
+    assert_eq!(result.output.to_text(), "first ran");
+    assert_eq!(first_calls.lock().unwrap().len(), 1);
+
+    // Swapped between the preflight and the run: the new tool's schema is
+    // checked (the input breaks it), and neither tool runs.
+    let found = preflight();
+    let strict = strict_echo();
+    let strict_calls = strict.calls.clone();
+    writer.upsert(Arc::new(strict)).unwrap();
+    let err = run(found).await.unwrap_err();
+    assert_eq!(
+        err,
+        ToolError::InvalidInput("`input`: missing required property `count`".into())
+    );
+    assert_eq!(
+        first_calls.lock().unwrap().len(),
+        1,
+        "the old tool never ran"
+    );
+    assert!(
+        strict_calls.lock().unwrap().is_empty(),
+        "the new tool never ran"
+    );
+
+    // Removed in between: not found, although the preflight found it.
+    let found = preflight_of(&*executor, &ToolRequest::new("c2", "other", json!({})));
+    assert!(writer.remove("other"));
+    let err = executor
+        .clone()
+        .execute_shared(
+            ToolRequest::new("c2", "other", json!({})),
+            ToolContext::detached(),
+            None,
+            Some(found),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err, ToolError::NotFound("other".into()));
+}
+
+/// The tool a ready call's preflight found.
+fn preflight_of(
+    executor: &dyn ToolExecutor,
+    request: &ToolRequest,
+) -> agentkit_tools_core::ResolvedTool {
+    let (preflight, found) = executor.preflight_validated(request);
+    assert_eq!(preflight, Preflight::Ready);
+    found.expect("a ready call names its tool")
 }

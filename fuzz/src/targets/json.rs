@@ -134,6 +134,17 @@ fn check(input: &[u8]) -> Outcome {
             }
         }
     }
+    // The same hole read into a delta's chunk (escapes decoded into its
+    // inline room): the same text as `str()`, accepted exactly when it is.
+    let (mut chunked, mut read) = (Layout::new(text), Layout::new(text));
+    let (chunk, string) = (chunked.text(), read.str());
+    if chunk.as_deref() != string.as_deref()
+        || (chunk.is_some() && chunked.offset() != read.offset())
+    {
+        return Err(format!(
+            "text() read {chunk:?}, str() read {string:?} from {text:?}"
+        ));
+    }
     let mut layout = Layout::new(text);
     // A string written without escapes (read borrowed) and plain, with no
     // whitespace before it (`same_str` skips none).

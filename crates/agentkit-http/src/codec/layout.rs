@@ -3,6 +3,7 @@
 //! holes) read and checked by the codec's private reader.
 
 use super::read::JsonReader;
+use agentkit_core::TextChunk;
 use std::borrow::Cow;
 
 /// One JSON document matched against a fixed layout: the fixed parts are
@@ -78,6 +79,15 @@ impl<'a> Layout<'a> {
     #[inline]
     pub fn str(&mut self) -> Option<Cow<'a, str>> {
         self.reader.str()
+    }
+
+    /// A hole holding a string, read into a [`TextChunk`]: the text of a
+    /// delta goes into the chunk directly, its escapes (a quote, a
+    /// newline) decoded into the chunk's inline room rather than into a
+    /// `String` first.
+    #[inline]
+    pub fn text(&mut self) -> Option<TextChunk> {
+        self.reader.text()
     }
 
     /// A hole holding a string or `null`.

@@ -3,7 +3,39 @@
 //! none).
 
 use super::find_special;
+use agentkit_core::{TextChunk, TextChunkBuilder};
 use std::borrow::Cow;
+
+/// Where a string's decoded pieces go: a `String`, or a [`TextChunk`]
+/// being built in its inline room.
+trait Unescaped {
+    fn push_str(&mut self, text: &str);
+    fn push(&mut self, c: char);
+}
+
+impl Unescaped for String {
+    #[inline]
+    fn push_str(&mut self, text: &str) {
+        String::push_str(self, text);
+    }
+
+    #[inline]
+    fn push(&mut self, c: char) {
+        String::push(self, c);
+    }
+}
+
+impl Unescaped for TextChunkBuilder {
+    #[inline]
+    fn push_str(&mut self, text: &str) {
+        TextChunkBuilder::push_str(self, text);
+    }
+
+    #[inline]
+    fn push(&mut self, c: char) {
+        TextChunkBuilder::push(self, c);
+    }
+}
 
 /// How deeply arrays and objects may nest before the reader gives up
 /// (serde_json refuses at 128).
@@ -393,7 +425,7 @@ impl<'a> JsonReader<'a> {
                 }
                 (at, b'\\') => {
                     self.pos = at;
-                    self.escape(None)?;
+                    self.escape(None::<&mut String>)?;
                     pos = self.pos;
                 }
                 _ => return None,
@@ -404,17 +436,91 @@ impl<'a> JsonReader<'a> {
     /// A string with escapes, decoded; `at` is its first backslash.
     fn escaped(&mut self, start: usize, at: usize) -> Option<String> {
         let mut out = String::with_capacity(at - start + 16);
+        self.escaped_into(start, at, &mut out)?;
+        Some(out)
+    }
+
+    /// Reads a string into a [`TextChunk`]: copied when it has no escapes,
+    /// decoded straight into the chunk's inline room when it has (no
+    /// `String` in between while it fits).
+    #[inline]
+    pub fn text(&mut self) -> Option<TextChunk> {
+        self.eat(b'"')?;
+        let start = self.pos;
+        match self.next_special(start)? {
+            (at, b'"') => {
+                self.pos = at + 1;
+                self.text.get(start..at).map(TextChunk::new)
+            }
+            (at, b'\\') => {
+                if let Some(chunk) = self.escaped_inline(start, at) {
+                    return Some(chunk);
+                }
+                let mut out = TextChunkBuilder::new();
+                self.escaped_into(start, at, &mut out)?;
+                Some(out.finish())
+            }
+            _ => None,
+        }
+    }
+
+    /// A short string with single-character escapes (a quote, a newline:
+    /// what prose has), decoded byte by byte into the chunk's room on the
+    /// stack; `at` is its first backslash. `None`, with nothing consumed,
+    /// when it decodes to more than [`TextChunk::INLINE_CAP`] bytes or has
+    /// a `\u` escape or anything else unusual: the general decoding takes
+    /// it from the start.
+    #[inline]
+    fn escaped_inline(&mut self, start: usize, at: usize) -> Option<TextChunk> {
+        let bytes = self.bytes();
+        let mut room = [0; TextChunk::INLINE_CAP];
+        let plain = bytes.get(start..at)?;
+        room.get_mut(..plain.len())?.copy_from_slice(plain);
+        let (mut len, mut pos) = (plain.len(), at);
+        loop {
+            let byte = match *bytes.get(pos)? {
+                b'"' => break,
+                b'\\' => {
+                    pos += 1;
+                    match *bytes.get(pos)? {
+                        b'"' => b'"',
+                        b'\\' => b'\\',
+                        b'/' => b'/',
+                        b'n' => b'\n',
+                        b'r' => b'\r',
+                        b't' => b'\t',
+                        b'b' => 0x08,
+                        b'f' => 0x0c,
+                        _ => return None,
+                    }
+                }
+                0..0x20 => return None,
+                byte => byte,
+            };
+            *room.get_mut(len)? = byte;
+            len += 1;
+            pos += 1;
+        }
+        // Always UTF-8: the text was, and every escape decoded is ASCII.
+        let text = std::str::from_utf8(&room[..len]).ok()?;
+        self.pos = pos + 1;
+        Some(TextChunk::new(text))
+    }
+
+    /// Decodes a string with escapes onto `out`; `at` is its first
+    /// backslash.
+    fn escaped_into(&mut self, start: usize, at: usize, out: &mut impl Unescaped) -> Option<()> {
         let (mut from, mut at, mut byte) = (start, at, b'\\');
         loop {
             out.push_str(self.text.get(from..at)?);
             match byte {
                 b'"' => {
                     self.pos = at + 1;
-                    return Some(out);
+                    return Some(());
                 }
                 b'\\' => {
                     self.pos = at;
-                    self.escape(Some(&mut out))?;
+                    self.escape(Some(&mut *out))?;
                     from = self.pos;
                 }
                 _ => return None,
@@ -425,7 +531,7 @@ impl<'a> JsonReader<'a> {
 
     /// Decodes the escape at `pos` (a backslash) onto `out`. Gives up on a
     /// lone surrogate: serde_json refuses it in a string it decodes.
-    fn escape(&mut self, out: Option<&mut String>) -> Option<()> {
+    fn escape(&mut self, out: Option<&mut impl Unescaped>) -> Option<()> {
         let bytes = self.bytes();
         let decoded = match *bytes.get(self.pos + 1)? {
             b'"' => '"',
@@ -545,6 +651,46 @@ mod tests {
             reader.str(),
             Some(Cow::Borrowed("no escapes here"))
         ));
+    }
+
+    #[test]
+    fn text_decodes_as_serde_json_decodes_it_inline_up_to_the_cap() {
+        let cap = TextChunk::INLINE_CAP;
+        let mut texts = Vec::new();
+        // Escapes and multi-byte characters on every side of the inline
+        // limit: the decoded text ends just below, at and just past it.
+        for plain in cap - 4..=cap + 1 {
+            let run = "x".repeat(plain);
+            for tail in [
+                r#"\""#,
+                r#"\n"#,
+                r#"\u00e9"#,
+                r#"\ud83e\udd80"#,
+                "é",
+                "🦀",
+                r#"\\\/"#,
+                r#"\b\f\r"#,
+                "\u{7f}",
+                "",
+            ] {
+                texts.push(format!(r#""{run}{tail}""#));
+                texts.push(format!(r#""{tail}{run}""#));
+                texts.push(format!(r#""a\tb{run}{tail}c""#));
+            }
+        }
+        for text in &texts {
+            let expected: String = serde_json::from_str(text).unwrap();
+            let mut reader = JsonReader::new(text);
+            let chunk = reader.text().unwrap_or_else(|| panic!("reads {text}"));
+            assert_eq!(chunk, expected, "{text}");
+            assert_eq!(chunk.is_heap_allocated(), expected.len() > cap, "{text}");
+            assert!(reader.end().is_some(), "{text}");
+        }
+        // What the string reader refuses, the chunk reader refuses too.
+        for refused in [r#""\ud800""#, r#""\x""#, "\"a\u{1}\"", r#""open"#, "x"] {
+            assert!(JsonReader::new(refused).text().is_none(), "{refused}");
+            assert!(JsonReader::new(refused).str().is_none(), "{refused}");
+        }
     }
 
     #[test]

@@ -19,6 +19,17 @@
 //!
 //! The inbox is made only for a session that has observers or records
 //! (nobody hears the events otherwise), or that runs a background task.
+//!
+//! It is bounded for what can be lost without harm: a host that does not
+//! call `next()` for a long time (it waits for its user) while a background
+//! task reports progress would otherwise let the reports pile up without
+//! end. At most [`MAX_QUEUED_PROGRESS`] progress reports wait; later ones
+//! are counted, not kept, and the driver reports the count where the first
+//! was dropped (`AgentEvent::ProgressDropped`, an input like the others, so
+//! a replay reproduces it). Progress only: a cancellation, a sub-agent's
+//! items, calls and results, and finished tasks (which wait in the task
+//! list, not here) are never dropped, and they are bounded by the work
+//! itself (each needs a model call or a call of its own).
 
 use crate::{AgentEvent, BackgroundTasks};
 use agentkit_core::ToolCallId;
@@ -27,6 +38,13 @@ use futures::task::AtomicWaker;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::task::Waker;
+
+/// How many progress reports (a call's progress, a sub-agent's deltas and
+/// progress) may wait in a driver's inbox for the host's next `next()`;
+/// later ones are dropped and counted in one
+/// [`AgentEvent::ProgressDropped`] where the first was dropped. Nothing
+/// else that waits is ever dropped. About 100 KB of typical reports.
+pub const MAX_QUEUED_PROGRESS: usize = 1_024;
 
 /// Something reported from outside the driver's task.
 #[derive(Debug)]
@@ -37,6 +55,52 @@ pub(crate) enum Report {
     Nested(AgentEvent),
     /// The host cancelled this background task.
     TaskCancelled(String, ToolCallId),
+    /// This many progress reports were dropped here (the bound).
+    ProgressDropped(u64),
+}
+
+impl Report {
+    /// Progress a session can lose without harm: what it says is
+    /// superseded by later reports and by the call's result.
+    fn is_progress(&self) -> bool {
+        match self {
+            Report::Progress(..) => true,
+            Report::Nested(AgentEvent::SubAgent { inner, .. }) => matches!(
+                **inner,
+                AgentEvent::ContentDelta { .. } | AgentEvent::ToolProgress { .. }
+            ),
+            _ => false,
+        }
+    }
+}
+
+/// The reports not taken yet, and what the bound dropped.
+#[derive(Default)]
+struct Queue {
+    reports: Vec<Report>,
+    /// Progress reports in `reports`.
+    progress: usize,
+    /// Where `reports` holds the count of the progress dropped since the
+    /// last take.
+    dropped_at: Option<usize>,
+}
+
+impl Queue {
+    fn push(&mut self, report: Report) {
+        if !report.is_progress() {
+            self.reports.push(report);
+        } else if self.progress < MAX_QUEUED_PROGRESS {
+            self.progress += 1;
+            self.reports.push(report);
+        } else if let Some(Report::ProgressDropped(count)) =
+            self.dropped_at.and_then(|at| self.reports.get_mut(at))
+        {
+            *count += 1;
+        } else {
+            self.dropped_at = Some(self.reports.len());
+            self.reports.push(Report::ProgressDropped(1));
+        }
+    }
 }
 
 /// The reports not taken yet.
@@ -44,7 +108,7 @@ pub(crate) struct Inbox {
     /// The sink every call's context shares for a sub-agent's events
     /// (cloning it is a reference count).
     events: EventSink,
-    queue: Mutex<Vec<Report>>,
+    queue: Mutex<Queue>,
     /// Something waits (a report, or a finished background task): the
     /// driver checks this flag at every step rather than take the lock.
     /// Set only under the lock.
@@ -90,7 +154,7 @@ impl Inbox {
         self.background.get()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Report>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Queue> {
         self.queue.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -125,12 +189,13 @@ impl Inbox {
         self.any.load(Ordering::Acquire)
     }
 
-    /// Every report since the last call, in arrival order; clears the
-    /// knock too (the caller then takes finished background tasks).
+    /// Every report since the last call, in arrival order (with the count
+    /// of progress the bound dropped where it dropped the first); clears
+    /// the knock too (the caller then takes finished background tasks).
     pub(crate) fn take(&self) -> Vec<Report> {
         let mut queue = self.lock();
         self.any.store(false, Ordering::Relaxed);
-        std::mem::take(&mut *queue)
+        std::mem::take(&mut *queue).reports
     }
 
     /// Wakes `waker` at the next report; call before polling the calls.
@@ -169,5 +234,64 @@ impl Inbox {
     /// its call). Events of another loop type are dropped.
     pub(crate) fn event_sink(&self) -> EventSink {
         self.events.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agentkit_core::{Delta, ToolResultPart};
+
+    fn nested(inner: AgentEvent) -> Report {
+        Report::Nested(AgentEvent::SubAgent {
+            agent: "helper".into(),
+            depth: 1,
+            call_id: "c1".into(),
+            inner: Box::new(inner),
+        })
+    }
+
+    fn progress() -> Report {
+        Report::Progress("c1".into(), ToolProgress::new("tick"))
+    }
+
+    /// Past the bound only progress is dropped, counted once where the
+    /// first was; a sub-agent's deltas count as progress, its results and a
+    /// cancellation never do.
+    #[test]
+    fn the_bound_drops_only_progress_and_counts_it_in_place() {
+        let mut queue = Queue::default();
+        for _ in 0..MAX_QUEUED_PROGRESS {
+            queue.push(progress());
+        }
+        queue.push(nested(AgentEvent::ContentDelta {
+            delta: Delta::AppendText {
+                part_id: "p".into(),
+                chunk: "dropped".into(),
+            },
+        }));
+        queue.push(Report::TaskCancelled("task-1".into(), "c1".into()));
+        queue.push(progress());
+        queue.push(nested(AgentEvent::ToolResultReceived {
+            result: ToolResultPart::success("inner", "kept"),
+        }));
+        queue.push(nested(AgentEvent::ToolProgress {
+            call_id: "inner".into(),
+            progress: ToolProgress::new("dropped"),
+        }));
+        let reports = std::mem::take(&mut queue).reports;
+        let tail: Vec<String> = reports[MAX_QUEUED_PROGRESS..]
+            .iter()
+            .map(|report| match report {
+                Report::ProgressDropped(count) => format!("dropped {count}"),
+                Report::TaskCancelled(..) => "cancelled".into(),
+                Report::Nested(AgentEvent::SubAgent { inner, .. }) => match **inner {
+                    AgentEvent::ToolResultReceived { .. } => "nested result".into(),
+                    _ => "nested other".into(),
+                },
+                _ => "other".into(),
+            })
+            .collect();
+        assert_eq!(tail, ["dropped 3", "cancelled", "nested result"]);
     }
 }

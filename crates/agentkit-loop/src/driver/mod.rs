@@ -19,6 +19,7 @@ mod running;
 
 mod tool_round;
 
+pub use inbox::MAX_QUEUED_PROGRESS;
 pub(crate) use inbox::{Inbox, Report};
 pub(crate) use resume::check_snapshot;
 pub(crate) use running::{CallRun, Running, RunningCall, Salvage};
@@ -693,6 +694,7 @@ impl<S: ModelSession> LoopDriver<S> {
                 Report::TaskCancelled(task_id, call_id) => {
                     self.core.on_task_cancelled(task_id, call_id)
                 }
+                Report::ProgressDropped(count) => self.core.on_progress_dropped(count),
             }
         }
     }

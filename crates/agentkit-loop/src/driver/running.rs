@@ -19,6 +19,9 @@ pub(crate) type CallOutcome = (usize, ToolCallId, Result<ToolResult, ToolError>)
 /// A running call: the task manager's future (or the executor's, when
 /// the manager runs calls inline), with the call's place in the round
 /// beside it rather than in a future boxed around it.
+// The common variant is the large one (the executor's future held inline,
+// not boxed: boxing it is the allocation this layout saves).
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum RunningCall {
     /// A foreground call.
     Managed {
@@ -33,6 +36,10 @@ pub(crate) enum RunningCall {
 }
 
 /// How a foreground call runs.
+// `Inline`, the default task manager's case, is the large variant: the
+// executor's future (a call's request and context until its first poll,
+// then the tool's own future and the tool) held without a box.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum CallRun {
     /// The task manager's future.
     Managed(BoxFuture<'static, Result<ToolResult, ToolError>>),

@@ -28,12 +28,12 @@ use agentkit_core::{
     ToolCallPart, ToolInput, Usage,
 };
 use agentkit_http::codec::{self, Layout};
-use agentkit_http::{PriceTable, ProviderError, SseEventRef};
+use agentkit_http::{Outputs, PriceTable, ProviderError, SseEventRef};
 use agentkit_loop::{ModelTurnEvent, ModelTurnResult};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::borrow::Cow;
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// The `agentkit.provider` value of this adapter's parts and answers.
@@ -226,7 +226,7 @@ impl ResponsesDecoder {
         index: u64,
         kind: PartKind,
         item_id: Option<&str>,
-        out: &mut VecDeque<ModelTurnEvent>,
+        out: &mut Outputs<ModelTurnEvent>,
     ) -> PartId {
         if let Some((id, open_kind, _)) = self.open.get(&index)
             && same_kind(open_kind, &kind)
@@ -237,7 +237,7 @@ impl ResponsesDecoder {
         let part_id = PartId::new(format!("p{}", self.next_part));
         self.next_part += 1;
         let reasoning = kind == PartKind::Reasoning;
-        out.push_back(ModelTurnEvent::Delta(Delta::BeginPart {
+        out.push(ModelTurnEvent::Delta(Delta::BeginPart {
             part_id: part_id.clone(),
             kind: kind.clone(),
         }));
@@ -247,7 +247,7 @@ impl ResponsesDecoder {
             if let Some(id) = item_id {
                 metadata.insert(ITEM_ID.into(), id.into());
             }
-            out.push_back(ModelTurnEvent::Delta(Delta::SetMetadata {
+            out.push(ModelTurnEvent::Delta(Delta::SetMetadata {
                 part_id: part_id.clone(),
                 metadata,
             }));
@@ -256,7 +256,7 @@ impl ResponsesDecoder {
         part_id
     }
 
-    fn commit(&mut self, index: u64, out: &mut VecDeque<ModelTurnEvent>) {
+    fn commit(&mut self, index: u64, out: &mut Outputs<ModelTurnEvent>) {
         if self
             .text_part
             .as_ref()
@@ -265,11 +265,11 @@ impl ResponsesDecoder {
             self.text_part = None;
         }
         if let Some((part_id, _, _)) = self.open.remove(&index) {
-            out.push_back(ModelTurnEvent::Delta(Delta::CommitPart { part_id }));
+            out.push(ModelTurnEvent::Delta(Delta::CommitPart { part_id }));
         }
     }
 
-    fn on_text(&mut self, index: u64, text: TextChunk, out: &mut VecDeque<ModelTurnEvent>) {
+    fn on_text(&mut self, index: u64, text: TextChunk, out: &mut Outputs<ModelTurnEvent>) {
         if text.is_empty() {
             return;
         }
@@ -281,7 +281,7 @@ impl ResponsesDecoder {
                 part_id
             }
         };
-        out.push_back(ModelTurnEvent::Delta(Delta::AppendText {
+        out.push(ModelTurnEvent::Delta(Delta::AppendText {
             part_id,
             chunk: text,
         }));
@@ -292,7 +292,7 @@ impl ResponsesDecoder {
         index: u64,
         summary: Option<u64>,
         text: Cow<'_, str>,
-        out: &mut VecDeque<ModelTurnEvent>,
+        out: &mut Outputs<ModelTurnEvent>,
     ) {
         let part_id = self.begin(index, PartKind::Reasoning, None, out);
         let Some(open) = self.open.get_mut(&index) else {
@@ -306,11 +306,11 @@ impl ResponsesDecoder {
         };
         open.2 = summary.or(Some(0));
         if !chunk.is_empty() {
-            out.push_back(ModelTurnEvent::Delta(Delta::AppendText { part_id, chunk }));
+            out.push(ModelTurnEvent::Delta(Delta::AppendText { part_id, chunk }));
         }
     }
 
-    fn on_item_added(&mut self, index: u64, item: &Value, out: &mut VecDeque<ModelTurnEvent>) {
+    fn on_item_added(&mut self, index: u64, item: &Value, out: &mut Outputs<ModelTurnEvent>) {
         match item["type"].as_str() {
             Some("reasoning") => {
                 self.begin(index, PartKind::Reasoning, item["id"].as_str(), out);
@@ -326,7 +326,7 @@ impl ResponsesDecoder {
         }
     }
 
-    fn on_item_done(&mut self, index: u64, item: &Value, out: &mut VecDeque<ModelTurnEvent>) {
+    fn on_item_done(&mut self, index: u64, item: &Value, out: &mut Outputs<ModelTurnEvent>) {
         match item["type"].as_str() {
             Some("reasoning") => {
                 let part_id = self.begin(index, PartKind::Reasoning, item["id"].as_str(), out);
@@ -341,14 +341,14 @@ impl ResponsesDecoder {
                         .filter_map(|s| s["text"].as_str())
                         .collect();
                     if !summary.is_empty() {
-                        out.push_back(ModelTurnEvent::Delta(Delta::AppendText {
+                        out.push(ModelTurnEvent::Delta(Delta::AppendText {
                             part_id: part_id.clone(),
                             chunk: summary.join("\n\n").into(),
                         }));
                     }
                 }
                 if let Some(encrypted) = item["encrypted_content"].as_str() {
-                    out.push_back(ModelTurnEvent::Delta(Delta::ReasoningOpaque {
+                    out.push(ModelTurnEvent::Delta(Delta::ReasoningOpaque {
                         part_id,
                         signature: None,
                         encrypted: Some(encrypted.to_owned()),
@@ -393,7 +393,7 @@ impl ResponsesDecoder {
         index: u64,
         name: String,
         item: &Value,
-        out: &mut VecDeque<ModelTurnEvent>,
+        out: &mut Outputs<ModelTurnEvent>,
     ) {
         self.commit(index, out);
         let part_id = PartId::new(format!("p{}", self.next_part));
@@ -425,7 +425,7 @@ impl ResponsesDecoder {
 
     /// A finished message's citations (web search sources, file search
     /// hits) on its text part, under `openai.annotations`.
-    fn annotate(&mut self, index: u64, item: &Value, out: &mut VecDeque<ModelTurnEvent>) {
+    fn annotate(&mut self, index: u64, item: &Value, out: &mut Outputs<ModelTurnEvent>) {
         let Some((part_id, PartKind::Text, _)) = self.open.get(&index) else {
             return;
         };
@@ -442,7 +442,7 @@ impl ResponsesDecoder {
         }
         let mut metadata = MetadataMap::new();
         metadata.insert(ANNOTATIONS.into(), Value::Array(annotations));
-        out.push_back(ModelTurnEvent::Delta(Delta::SetMetadata {
+        out.push(ModelTurnEvent::Delta(Delta::SetMetadata {
             part_id: part_id.clone(),
             metadata,
         }));
@@ -465,7 +465,7 @@ impl ResponsesDecoder {
         &mut self,
         response: Response,
         incomplete: bool,
-        out: &mut VecDeque<ModelTurnEvent>,
+        out: &mut Outputs<ModelTurnEvent>,
     ) -> Result<(), ProviderError> {
         let mut calls = Vec::with_capacity(self.calls.len());
         for (position, (_, builder)) in std::mem::take(&mut self.calls).into_iter().enumerate() {
@@ -485,7 +485,7 @@ impl ResponsesDecoder {
         if let Some((prices, model)) = &self.pricing {
             prices.fill_cost(response.model.as_deref().unwrap_or(model), &mut usage);
         }
-        out.push_back(ModelTurnEvent::Usage(usage));
+        out.push(ModelTurnEvent::Usage(usage));
         let reason = match response.incomplete_details.and_then(|d| d.reason) {
             Some(reason) if incomplete => match reason.as_str() {
                 "max_output_tokens" => FinishReason::MaxTokens,
@@ -508,7 +508,7 @@ impl ResponsesDecoder {
         if let Some(model) = response.model {
             result.metadata.insert(keys::MODEL.into(), model.into());
         }
-        out.push_back(ModelTurnEvent::Finished(result));
+        out.push(ModelTurnEvent::Finished(result));
         self.finished = true;
         Ok(())
     }
@@ -556,7 +556,7 @@ impl agentkit_http::SseDecoder for ResponsesDecoder {
     fn on_event(
         &mut self,
         event: SseEventRef<'_>,
-        out: &mut VecDeque<ModelTurnEvent>,
+        out: &mut Outputs<ModelTurnEvent>,
     ) -> Result<(), ProviderError> {
         if self.finished {
             return Ok(());
@@ -632,7 +632,7 @@ impl agentkit_http::SseDecoder for ResponsesDecoder {
         Ok(())
     }
 
-    fn on_end(&mut self, _out: &mut VecDeque<ModelTurnEvent>) -> Result<(), ProviderError> {
+    fn on_end(&mut self, _out: &mut Outputs<ModelTurnEvent>) -> Result<(), ProviderError> {
         if self.finished {
             return Ok(());
         }

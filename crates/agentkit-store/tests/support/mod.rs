@@ -2,6 +2,8 @@
 #![allow(dead_code)]
 
 pub mod events;
+pub mod stamp;
+pub mod starts;
 pub mod suite;
 pub mod tools;
 

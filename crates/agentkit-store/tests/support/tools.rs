@@ -140,9 +140,11 @@ impl LoopMutator for RedactResults {
     }
 }
 
-/// Answers whether the store already holds the call's `ToolStarted` mark,
-/// asked before it does anything else (`probe` blocks: the runtime runs
-/// nothing else meanwhile, so no queued write can land in between).
+/// Answers whether the store already holds what tells a resume that the
+/// call started, asked before it does anything else (`probe` blocks: the
+/// runtime runs nothing else meanwhile, so no queued write can land in
+/// between). Asks for the permission `probe.run` when its input says
+/// `"ask": true`.
 pub struct MarkProbe {
     pub probe: Arc<dyn Fn(&str) -> bool + Send + Sync>,
 }
@@ -153,12 +155,27 @@ impl Tool for MarkProbe {
         spec("probe")
     }
 
+    fn proposed_requests(
+        &self,
+        input: &serde_json::Value,
+    ) -> Result<Vec<agentkit_tools_core::PermissionRequest>, ToolError> {
+        Ok(if input["ask"] == true {
+            vec![agentkit_tools_core::PermissionRequest::custom(
+                "probe.run",
+                "run the probe",
+                json!({}),
+            )]
+        } else {
+            Vec::new()
+        })
+    }
+
     async fn invoke(
         &self,
         request: ToolRequest,
         _ctx: ToolContext,
     ) -> Result<ToolResult, ToolError> {
-        let marked = (self.probe)(request.call_id.as_str());
-        Ok(ToolResult::new(if marked { "marked" } else { "unmarked" }))
+        let stored = (self.probe)(request.call_id.as_str());
+        Ok(ToolResult::new(if stored { "started" } else { "unknown" }))
     }
 }

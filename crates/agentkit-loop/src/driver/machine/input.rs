@@ -12,11 +12,10 @@ use agentkit_core::{
     Delta, FinishReason, Item, MetadataMap, ToolCallId, ToolCallPart, ToolResultPart, Usage,
 };
 use agentkit_tools_core::{
-    ApprovalDecision, ApprovalRequest, HostAnswer, HostQuestion, ToolCatalogEvent, ToolError,
-    ToolProgress, ToolRequest, ToolResult, ToolSpec,
+    ApprovalDecision, ApprovalRequest, HostAnswer, HostQuestion, ResolvedTool, ToolCatalogEvent,
+    ToolError, ToolProgress, ToolRequest, ToolResult,
 };
 use serde::{Deserialize, Serialize};
-use std::sync::Arc;
 
 /// One input to the driver's core, as recorded in an input log.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -211,6 +210,12 @@ pub enum Input {
         /// The call it runs.
         call_id: ToolCallId,
     },
+    /// The inbox dropped `count` progress reports at this point (its
+    /// bound, [`MAX_QUEUED_PROGRESS`](crate::MAX_QUEUED_PROGRESS)).
+    ProgressDropped {
+        /// How many.
+        count: u64,
+    },
 }
 
 /// Queued soft-interrupt messages merged into one user item.
@@ -252,8 +257,9 @@ pub enum Verdict {
     },
 }
 
-/// A checked request and the spec its input was validated against.
-pub type Validated = (ToolRequest, Arc<ToolSpec>);
+/// A checked request and the tool the preflight found for it, with the
+/// spec its input was validated against.
+pub type Validated = (ToolRequest, ResolvedTool);
 
 /// How a call ended, as the core takes it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -42,7 +42,6 @@ use agentkit_core::{Item, MetadataMap, SessionId, ToolCallId, ToolResultPart, Tu
 use agentkit_tools_core::{ApprovalRequest, ToolError, ToolResult, ToolResume};
 use state::{AfterRound, Phase, Step, Turn};
 use std::collections::VecDeque;
-use std::sync::Arc;
 
 pub(crate) const DROPPED: &str =
     "the tool call was interrupted before it finished (the loop stopped waiting for it)";
@@ -146,8 +145,9 @@ pub(crate) struct StartCall {
     pub(crate) resume: Option<Box<ToolResume>>,
     /// The request the tool receives.
     pub(crate) request: agentkit_tools_core::ToolRequest,
-    /// The spec the preflight validated the request's input against.
-    pub(crate) validated: Option<Arc<agentkit_tools_core::ToolSpec>>,
+    /// The tool the preflight found, with the spec it validated the
+    /// request's input against.
+    pub(crate) validated: Option<agentkit_tools_core::ResolvedTool>,
 }
 
 /// Something the shell must tell observers, in order.
@@ -622,6 +622,7 @@ impl DriverCore {
             Input::ToolProgress { call_id, progress } => self.on_tool_progress(call_id, progress),
             Input::NestedEvent { event } => self.on_nested_event(event),
             Input::TaskCancelled { task_id, call_id } => self.on_task_cancelled(task_id, call_id),
+            Input::ProgressDropped { count } => self.on_progress_dropped(count),
         }
         None
     }

@@ -45,6 +45,12 @@ impl DriverCore {
         self.emit(|| event);
     }
 
+    /// The inbox dropped progress reports (its bound).
+    pub(crate) fn on_progress_dropped(&mut self, count: u64) {
+        self.record_quiet(|| Input::ProgressDropped { count });
+        self.emit(|| AgentEvent::ProgressDropped { count });
+    }
+
     /// The host cancelled a background task.
     pub(crate) fn on_task_cancelled(&mut self, task_id: String, call_id: ToolCallId) {
         self.record_quiet(|| Input::TaskCancelled {

@@ -25,11 +25,8 @@ use crate::transcript::TranscriptItems;
 use agentkit_core::{
     DeltaFolder, FinishReason, Item, ToolCallId, ToolCallPart, ToolResultPart, TurnId, Usage,
 };
-use agentkit_tools_core::{
-    ApprovalDecision, ApprovalRequest, HostAnswer, HostQuestion, ToolRequest, ToolSpec,
-};
+use agentkit_tools_core::{ApprovalDecision, ApprovalRequest, HostAnswer, HostQuestion};
 use std::ops::Range;
-use std::sync::Arc;
 
 /// Where the driver rests between two core transitions.
 #[derive(Debug)]
@@ -215,10 +212,11 @@ pub(crate) enum CallState {
     /// The model asked for it; the permission preflight has not run.
     Unchecked,
     /// Passed the preflight; runs when its turn comes. Holds the request
-    /// the preflight checked and the spec its input was validated against,
-    /// if the executor named one, so running it neither copies the call
-    /// again nor validates the same input again.
-    Queued(Option<(ToolRequest, Arc<ToolSpec>)>),
+    /// the preflight checked and the tool it found (with the spec its
+    /// input was validated against), if the executor named one, so running
+    /// it neither copies the call again nor looks the tool up or validates
+    /// the same input again.
+    Queued(Option<super::Validated>),
     /// Waiting for the host.
     AwaitingApproval(ApprovalRequest),
     /// The host approved.
