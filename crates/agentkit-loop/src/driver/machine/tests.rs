@@ -426,18 +426,19 @@ fn timer_inputs_replay_into_the_same_transcript() {
 }
 
 /// An action is moved at every poll and a step at every transition: both
-/// stay small enough to be moved without a `memcpy` call (a `LoopStep` is
-/// 176 bytes, a usage report 80: neither travels inline).
+/// stay small enough to be moved without a `memcpy` call, which the
+/// compiler makes for moves over 128 bytes (a `LoopStep` is 176 bytes, a
+/// usage report 80: neither travels inline).
 #[cfg(target_pointer_width = "64")]
 #[test]
 fn actions_and_steps_stay_small() {
     assert!(
-        std::mem::size_of::<Action>() <= 112,
+        std::mem::size_of::<Action>() <= 128,
         "{}",
         std::mem::size_of::<Action>()
     );
     assert!(
-        std::mem::size_of::<Step>() <= 112,
+        std::mem::size_of::<Step>() <= 128,
         "{}",
         std::mem::size_of::<Step>()
     );
