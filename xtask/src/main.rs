@@ -11,6 +11,7 @@ mod layers;
 mod llama;
 mod load_server;
 mod mcp_conformance;
+mod miri;
 mod perf;
 mod run;
 mod soak;
@@ -57,6 +58,9 @@ commands:
             100 with --quick) across R replica processes (2) on a temporary
             PostgreSQL, then the same with one replica SIGKILLed halfway;
             fails if a session is lost or a tool runs twice (not part of ci)
+  miri      the tests of the workspace's unsafe code under Miri (installs the
+            nightly toolchain's miri and rust-src components; not part of
+            ci: only stable is guaranteed on a fresh machine)
   soak      sessions under random faults for a while: `soak [--minutes N]
             [--seed S]` (10 minutes by default; not part of ci)
 ";
@@ -79,6 +83,7 @@ fn main() -> ExitCode {
         "perf" => perf::run(&std::env::args().skip(2).collect::<Vec<_>>()),
         "llama" => llama::run(),
         "load-server" => load_server::run(&std::env::args().skip(2).collect::<Vec<_>>()),
+        "miri" => miri::run(),
         "soak" => soak::run(&std::env::args().skip(2).collect::<Vec<_>>()),
         "features" => run::features(),
         "examples" => run::examples(),

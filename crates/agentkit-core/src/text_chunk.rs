@@ -47,7 +47,13 @@ impl TextChunk {
     /// longer than [`INLINE_CAP`](Self::INLINE_CAP)).
     #[inline]
     pub fn new(text: &str) -> Self {
-        Self(SmolStr::new(text))
+        // Short text (nearly every delta) is copied inline here, without
+        // the general constructor's call and its other cases.
+        if text.len() <= Self::INLINE_CAP {
+            Self(SmolStr::new_inline(text))
+        } else {
+            Self(SmolStr::new(text))
+        }
     }
 
     /// The text.

@@ -87,6 +87,7 @@ struct DeltaBody<'a> {
 /// `thinking_delta` and `thinking`), its fixed parts compared at once and
 /// its two values read and checked. Any other layout (other member order,
 /// spacing, more members) is read by [`codec::from_str`].
+#[inline]
 fn read_text_delta(data: &str) -> Option<TextDelta> {
     let mut layout = Layout::new(data);
     layout.fixed(r#"{"type":"content_block_delta","index":"#)?;
