@@ -3,47 +3,73 @@
 //! Every id is a string wrapped in its own type so a `ToolCallId` can never be
 //! passed where an `ItemId` is expected. Providers choose tool-call ids, so ids
 //! are free-form strings rather than numbers; they serialize as plain strings.
+//!
+//! An id is two words, like the `Arc<str>` it used to be: up to 16 bytes
+//! are kept inline (the ids the loop makes, `item-42`, `turn-7`, cost no
+//! allocation), a longer one (a provider's `toolu_01A09q90qw90lq917835lq9`)
+//! is shared behind a reference count, so a clone never copies it. An
+//! `Option` of an id is two words too, so an [`Item`](crate::Item) does not
+//! grow.
 
+use lean_string::LeanStr;
 use serde::{Deserialize, Serialize};
 use std::fmt;
-use std::sync::Arc;
 
 macro_rules! string_id {
     ($(#[$doc:meta])* $name:ident) => {
         $(#[$doc])*
         ///
-        /// Cloning is cheap: the string is shared.
-        #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+        /// Cloning is cheap: a short id is copied, a long one shared.
+        #[derive(Clone, Eq, PartialOrd, Ord, Serialize, Deserialize)]
         #[serde(transparent)]
-        pub struct $name(Arc<str>);
+        pub struct $name(LeanStr);
+
+        impl PartialEq for $name {
+            #[inline]
+            fn eq(&self, other: &Self) -> bool {
+                let (a, b) = (self.as_str(), other.as_str());
+                // A clone of a long id shares its string: equal without
+                // comparing it (the delta folder finds a part by the id
+                // each delta carries).
+                a.len() == b.len() && (std::ptr::eq(a.as_ptr(), b.as_ptr()) || a == b)
+            }
+        }
+
+        impl std::hash::Hash for $name {
+            #[inline]
+            fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+                self.as_str().hash(state)
+            }
+        }
 
         impl $name {
             /// Wraps a string as this id.
             pub fn new(value: impl Into<String>) -> Self {
-                Self(Arc::from(value.into()))
+                Self(LeanStr::from(value.into()))
             }
 
             /// The id as a string slice.
+            #[inline]
             pub fn as_str(&self) -> &str {
-                &self.0
+                self.0.as_str()
             }
         }
 
         impl fmt::Display for $name {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(&self.0)
+                f.write_str(self.as_str())
             }
         }
 
         impl fmt::Debug for $name {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                write!(f, "{}({:?})", stringify!($name), &*self.0)
+                write!(f, "{}({:?})", stringify!($name), self.as_str())
             }
         }
 
         impl From<&str> for $name {
             fn from(value: &str) -> Self {
-                Self(Arc::from(value))
+                Self(LeanStr::from(value))
             }
         }
 
@@ -55,19 +81,19 @@ macro_rules! string_id {
 
         impl AsRef<str> for $name {
             fn as_ref(&self) -> &str {
-                &self.0
+                self.as_str()
             }
         }
 
         impl PartialEq<str> for $name {
             fn eq(&self, other: &str) -> bool {
-                &*self.0 == other
+                self.as_str() == other
             }
         }
 
         impl PartialEq<&str> for $name {
             fn eq(&self, other: &&str) -> bool {
-                &*self.0 == *other
+                self.as_str() == *other
             }
         }
     };
@@ -115,5 +141,33 @@ mod tests {
         assert_eq!(id, "call_1");
         assert_eq!(format!("{id:?}"), "ToolCallId(\"call_1\")");
         assert_eq!(id.to_string(), "call_1");
+    }
+
+    #[test]
+    fn short_and_long_ids_read_and_compare_alike() {
+        // Inline up to 16 bytes, shared beyond: the form does not show.
+        for text in [
+            "item-7",
+            "exactly-16-bytes",
+            "toolu_01A09q90qw90lq917835lq9",
+        ] {
+            let id = ItemId::from(text);
+            let copy = id.clone();
+            assert_eq!(copy.as_str(), text);
+            assert_eq!(copy, id);
+            assert_eq!(ItemId::new(text.to_owned()), id);
+            let json = serde_json::to_string(&id).unwrap();
+            assert_eq!(json, format!("\"{text}\""));
+            assert_eq!(serde_json::from_str::<ItemId>(&json).unwrap(), id);
+        }
+        let (ten, nine) = (ItemId::from("item-10"), ItemId::from("item-9"));
+        assert!(ten < nine, "ordered as strings");
+    }
+
+    #[cfg(target_pointer_width = "64")]
+    #[test]
+    fn an_id_and_an_optional_id_are_two_words() {
+        assert_eq!(std::mem::size_of::<ItemId>(), 16);
+        assert_eq!(std::mem::size_of::<Option<ItemId>>(), 16);
     }
 }

@@ -605,7 +605,7 @@ impl<S: ModelSession> LoopDriver<S> {
                 }
             }
             match action {
-                Action::Yield(step) => return Ok(step),
+                Action::Yield(step) => return Ok(step.into_step()),
                 Action::Fail(reason) => return Err(LoopError::InvalidState(reason)),
                 Action::CallModel(call) => self.model_call(call).await?,
                 // Answered above.

@@ -58,7 +58,7 @@ pub const DEFAULT_MAX_MODEL_CALLS: u32 = 100;
 #[derive(Debug)]
 pub(crate) enum Action {
     /// Return this step to the host.
-    Yield(LoopStep),
+    Yield(Yielded),
     /// Refuse the host's `next()`.
     Fail(InvalidStateReason),
     /// Take the deliverable messages of the soft-interrupt queue (all of
@@ -91,6 +91,37 @@ pub(crate) enum Action {
     /// Run every mutator at this point, then report with
     /// [`DriverCore::on_mutators_done`].
     RunMutators(MutationPoint),
+}
+
+/// A step for the host, kept small: an action is moved at every poll, and
+/// a [`LoopStep`] is 176 bytes. The usual yields travel as what they hold;
+/// the rare ones (an approval, a question) boxed.
+#[derive(Debug)]
+pub(crate) enum Yielded {
+    /// `LoopInterrupt::AfterToolResult`: once per tool round.
+    AfterToolResult(ToolRoundInfo),
+    /// `LoopInterrupt::AwaitingInput`.
+    AwaitingInput(InputRequest),
+    /// `LoopStep::Finished`, in the box the ended turn kept it in.
+    Finished(Box<crate::TurnResult>),
+    /// Any other step.
+    Other(Box<LoopStep>),
+}
+
+impl Yielded {
+    /// The step the host receives.
+    pub(crate) fn into_step(self) -> LoopStep {
+        match self {
+            Yielded::AfterToolResult(info) => {
+                LoopStep::Interrupt(LoopInterrupt::AfterToolResult(info))
+            }
+            Yielded::AwaitingInput(request) => {
+                LoopStep::Interrupt(LoopInterrupt::AwaitingInput(request))
+            }
+            Yielded::Finished(result) => LoopStep::Finished(*result),
+            Yielded::Other(step) => *step,
+        }
+    }
 }
 
 /// The model call the core asks for.
@@ -353,12 +384,10 @@ impl DriverCore {
                         return Action::TakeQueued { follow_ups: true };
                     }
                     self.phase = Phase::IDLE;
-                    return Action::Yield(LoopStep::Interrupt(LoopInterrupt::AwaitingInput(
-                        InputRequest {
-                            session_id: self.session_id.clone(),
-                            reason: "the model finished and no input is queued".into(),
-                        },
-                    )));
+                    return Action::Yield(Yielded::AwaitingInput(InputRequest {
+                        session_id: self.session_id.clone(),
+                        reason: "the model finished and no input is queued".into(),
+                    }));
                 }
                 Phase::TurnEnding { mutated, .. } => {
                     if !*mutated && self.settings.has_mutators {
@@ -369,7 +398,7 @@ impl DriverCore {
                     else {
                         continue;
                     };
-                    return Action::Yield(LoopStep::Finished(self.deliver(*result)));
+                    return Action::Yield(Yielded::Finished(self.deliver(result)));
                 }
                 Phase::InTurn(turn) => turn,
             };
@@ -426,13 +455,11 @@ impl DriverCore {
                     }
                     let turn_id = turn.turn_id.clone();
                     turn.step = Step::ModelCallDue(Default::default());
-                    return Action::Yield(LoopStep::Interrupt(LoopInterrupt::AfterToolResult(
-                        ToolRoundInfo {
-                            session_id: self.session_id.clone(),
-                            turn_id,
-                            transcript_len: self.log.len(),
-                        },
-                    )));
+                    return Action::Yield(Yielded::AfterToolResult(ToolRoundInfo {
+                        session_id: self.session_id.clone(),
+                        turn_id,
+                        transcript_len: self.log.len(),
+                    }));
                 }
             }
         }

@@ -16,10 +16,11 @@ impl DriverCore {
     pub(super) fn begin_model_call(&mut self) -> ModelCall {
         let turn_id = turn_id(self.next_turn_index);
         self.next_turn_index += 1;
-        let one_off_cache = self.next_turn_cache.take().map(|cache| *cache);
+        let one_off_cache = self.next_turn_cache.take();
         let cache = one_off_cache
-            .clone()
-            .or_else(|| self.default_cache.as_deref().cloned());
+            .as_deref()
+            .or(self.default_cache.as_deref())
+            .cloned();
         if let Some(turn) = self.turn_mut() {
             turn.turn_id = turn_id.clone();
             turn.model_calls += 1;
@@ -28,10 +29,10 @@ impl DriverCore {
                 _ => DueCall::default(),
             };
             let (folder, calls) = std::mem::take(&mut turn.spare_stream);
+            turn.call_usage = Usage::default();
             turn.step = Step::Streaming(Stream {
                 folder,
                 calls,
-                usage: Usage::default(),
                 due,
                 one_off_cache,
             });
@@ -50,6 +51,13 @@ impl DriverCore {
             Some(Step::Streaming(stream)) => Some(stream),
             _ => None,
         }
+    }
+
+    /// The streamed call's last usage report, taken.
+    fn take_call_usage(&mut self) -> Usage {
+        self.turn_mut()
+            .map(|turn| std::mem::take(&mut turn.call_usage))
+            .unwrap_or_default()
     }
 
     /// Takes the stream out; the call is due again (as it was, without
@@ -113,8 +121,10 @@ impl DriverCore {
             let event = usage.clone();
             self.emit(|| AgentEvent::UsageUpdated { usage: event });
         }
-        if let Some(stream) = self.stream_mut() {
-            stream.usage = usage;
+        if let Some(turn) = self.turn_mut()
+            && matches!(turn.step, Step::Streaming(_))
+        {
+            turn.call_usage = usage;
         }
     }
 
@@ -143,7 +153,6 @@ impl DriverCore {
         let Stream {
             mut folder,
             calls,
-            usage,
             due,
             one_off_cache,
         } = stream;
@@ -155,6 +164,7 @@ impl DriverCore {
             }
         };
         let mut calls = self.unique_call_ids(calls);
+        let usage = self.take_call_usage();
         let reported = usage.tokens.input_tokens + usage.tokens.output_tokens > 0;
         let has_calls = !calls.is_empty();
         // The ordinary ends are what the item says (`Item::finish_reason`):
@@ -260,8 +270,8 @@ impl DriverCore {
         }
     }
 
-    fn restore_due(&mut self, due: DueCall, one_off_cache: Option<crate::PromptCacheRequest>) {
-        self.next_turn_cache = one_off_cache.map(Box::new);
+    fn restore_due(&mut self, due: DueCall, one_off_cache: Option<Box<crate::PromptCacheRequest>>) {
+        self.next_turn_cache = one_off_cache;
         if let Some(turn) = self.turn_mut() {
             turn.step = Step::ModelCallDue(DueCall {
                 mutated: false,
@@ -289,13 +299,9 @@ impl DriverCore {
         let Some(stream) = self.take_stream() else {
             return;
         };
-        let Stream {
-            folder,
-            calls,
-            usage,
-            ..
-        } = stream;
+        let Stream { folder, calls, .. } = stream;
         let calls = self.unique_call_ids(calls);
+        let usage = self.take_call_usage();
         let partial = assistant_item(
             folder.finish_partial(),
             &mut calls.clone(),

@@ -7,7 +7,7 @@
 
 use super::input::{Input, ToolOutcome, Validated, Verdict};
 use super::state::{AfterRound, CallState, Phase, Round, RoundCall, Step};
-use super::{Action, DriverCore, LoopInterrupt, LoopStep, Note, SKIPPED, StartCall};
+use super::{Action, DriverCore, LoopInterrupt, LoopStep, Note, SKIPPED, StartCall, Yielded};
 use crate::{AgentEvent, InvalidStateReason, PendingApproval, PendingQuestion};
 use agentkit_core::{ToolCallId, ToolCallPart, ToolResultPart, Usage};
 use agentkit_tools_core::{ApprovalDecision, HostAnswer, HostQuestion, ToolResume};
@@ -82,13 +82,13 @@ impl DriverCore {
             }));
         }
         if let Some(pending) = self.surface_next_approval() {
-            return Some(Action::Yield(LoopStep::Interrupt(
-                LoopInterrupt::ApprovalRequest(pending),
-            )));
+            return Some(Action::Yield(Yielded::Other(Box::new(
+                LoopStep::Interrupt(LoopInterrupt::ApprovalRequest(pending)),
+            ))));
         }
         if let Some(pending) = self.surface_next_question() {
-            return Some(Action::Yield(LoopStep::Interrupt(LoopInterrupt::Question(
-                pending,
+            return Some(Action::Yield(Yielded::Other(Box::new(
+                LoopStep::Interrupt(LoopInterrupt::Question(pending)),
             ))));
         }
         self.flush_answers();

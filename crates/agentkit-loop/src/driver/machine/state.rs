@@ -56,6 +56,11 @@ pub(crate) struct Turn {
     pub(crate) turn_id: TurnId,
     pub(crate) items: TurnItems,
     pub(crate) usage: Usage,
+    /// The last usage report of the model call being streamed (the last
+    /// one of a call wins); reset when a call begins. Kept here rather than
+    /// in its [`Stream`]: the step is moved at transitions, and this is 80
+    /// bytes of it.
+    pub(crate) call_usage: Usage,
     /// Model calls made in this turn, for the step limit.
     pub(crate) model_calls: u32,
     /// The host cancelled the turn; it ends at the next transition.
@@ -111,12 +116,11 @@ pub(crate) struct DueCall {
 pub(crate) struct Stream {
     pub(crate) folder: DeltaFolder,
     pub(crate) calls: Vec<ToolCallPart>,
-    /// The last usage report (the last one of a call wins).
-    pub(crate) usage: Usage,
     /// The call, as it was due: a failure makes it due again.
     pub(crate) due: DueCall,
-    /// The one-off cache request, restored if the call fails.
-    pub(crate) one_off_cache: Option<crate::PromptCacheRequest>,
+    /// The one-off cache request, restored if the call fails (in the box
+    /// it was set in).
+    pub(crate) one_off_cache: Option<Box<crate::PromptCacheRequest>>,
 }
 
 /// The open tool round.

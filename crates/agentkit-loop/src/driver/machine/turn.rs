@@ -16,6 +16,7 @@ impl DriverCore {
             turn_id: super::turn_id(self.next_turn_index),
             items: TurnItems::default(),
             usage: Usage::default(),
+            call_usage: Usage::default(),
             model_calls: 0,
             cancelled: false,
             number: self.user_turns,
@@ -174,7 +175,7 @@ impl DriverCore {
             }
         }
         match std::mem::replace(&mut self.phase, Phase::IDLE) {
-            Phase::TurnEnding { result, .. } => Ok(self.deliver(*result)),
+            Phase::TurnEnding { result, .. } => Ok(*self.deliver(result)),
             _ => Err(InvalidStateReason::NoTurnInProgress),
         }
     }
@@ -221,11 +222,11 @@ impl DriverCore {
     }
 
     /// Hands the ended turn's result out; the session goes idle.
-    pub(super) fn deliver(&mut self, result: TurnResult) -> TurnResult {
+    pub(super) fn deliver(&mut self, result: Box<TurnResult>) -> Box<TurnResult> {
         // The event carries a copy of every item of the turn: made only
         // for observers.
         if self.settings.observe_events {
-            let event = result.clone();
+            let event = (*result).clone();
             self.emit(|| AgentEvent::TurnFinished { result: event });
         }
         self.settle();
