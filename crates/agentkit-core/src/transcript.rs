@@ -200,15 +200,20 @@ fn check<'a>(
 /// driver uses to find which calls still need an answer (after a crash, a
 /// cancellation or loading a saved session).
 pub fn open_tool_calls(items: &[Item]) -> Vec<ToolCallId> {
-    let mut open: Vec<ToolCallId> = Vec::new();
+    // Borrowed while scanning: only the ids still open at the end are
+    // cloned (a resumed 10,000-item session clones a handful, not every
+    // call's id).
+    let mut open: Vec<&ToolCallId> = Vec::new();
     for part in items.iter().flat_map(|item| &item.parts) {
         match part {
-            Part::ToolCall(call) => open.push(call.id.clone()),
-            Part::ToolResult(result) => open.retain(|id| id != &result.call_id),
+            Part::ToolCall(call) => open.push(&call.id),
+            Part::ToolResult(result) if !open.is_empty() => {
+                open.retain(|id| *id != &result.call_id);
+            }
             _ => {}
         }
     }
-    open
+    open.into_iter().cloned().collect()
 }
 
 #[cfg(test)]
