@@ -17,50 +17,50 @@ const TARGETS: &[(&str, &str)] = &[("agentkit-tools-core", "owned_call")];
 /// Installs Miri when missing, then runs each target under it, with the
 /// default (stacked) borrows model and again with tree borrows.
 pub fn run() -> Result<(), String> {
-    rustup(&[
-        "toolchain",
-        "install",
-        "nightly",
-        "--profile",
-        "minimal",
-        "--component",
-        "miri",
-        "--component",
-        "rust-src",
-    ])?;
+    rustup(
+        &[
+            "toolchain",
+            "install",
+            "nightly",
+            "--profile",
+            "minimal",
+            "--component",
+            "miri",
+            "--component",
+            "rust-src",
+        ],
+        "",
+    )?;
     for flags in ["", "-Zmiri-tree-borrows"] {
         for (package, test) in TARGETS {
-            let mut command = Command::new("rustup");
-            command
-                .args([
+            rustup(
+                &[
                     "run", "nightly", "cargo", "miri", "test", "-p", package, "--test", test,
-                ])
-                .env("MIRIFLAGS", flags)
-                .current_dir(workspace_root());
-            println!(
-                "    $ MIRIFLAGS={flags:?} cargo +nightly miri test -p {package} --test {test}"
-            );
-            let status = command
-                .status()
-                .map_err(|err| format!("could not start rustup: {err}"))?;
-            if !status.success() {
-                return Err(format!(
-                    "Miri failed on {package}'s {test} test (MIRIFLAGS={flags:?}): {status}"
-                ));
-            }
+                ],
+                flags,
+            )?;
         }
     }
     Ok(())
 }
 
-fn rustup(args: &[&str]) -> Result<(), String> {
-    println!("    $ rustup {}", args.join(" "));
-    let status = Command::new("rustup").args(args).status().map_err(|err| {
-        format!("could not start rustup (Miri needs it to install the nightly toolchain): {err}")
-    })?;
+/// `rustup ARGS` in the workspace root, with `MIRIFLAGS` set to `miri_flags`.
+fn rustup(args: &[&str], miri_flags: &str) -> Result<(), String> {
+    let shown = format!("MIRIFLAGS={miri_flags:?} rustup {}", args.join(" "));
+    println!("    $ {shown}");
+    let status = Command::new("rustup")
+        .args(args)
+        .env("MIRIFLAGS", miri_flags)
+        .current_dir(workspace_root())
+        .status()
+        .map_err(|err| {
+            format!(
+                "could not start rustup (Miri needs it to install the nightly toolchain): {err}"
+            )
+        })?;
     if status.success() {
         Ok(())
     } else {
-        Err(format!("rustup {} failed: {status}", args.join(" ")))
+        Err(format!("`{shown}` failed: {status}"))
     }
 }
