@@ -198,6 +198,25 @@ impl Recorder {
         flushed
     }
 
+    /// Whether a call may start, given what the flush before it found: the
+    /// store holds every write so far, and the rows still follow the
+    /// transcript. While they do not (a refused write, a rewrite they could
+    /// not follow), the answer asking for the call may be missing from
+    /// them and nothing the recorder writes would tell a resume that the
+    /// call started, until the next checkpoint stores the transcript whole:
+    /// the call is refused rather than run unrecorded.
+    pub(crate) fn start_known(&self, flushed: crate::StoreResult<()>) -> Result<(), String> {
+        flushed.map_err(|err| err.to_string())?;
+        if self.lock().broken {
+            return Err(
+                "the item rows stopped following the transcript (a refused write or a rewrite) \
+                 and are stored again at the next checkpoint"
+                    .into(),
+            );
+        }
+        Ok(())
+    }
+
     pub(crate) fn mark_broken(&self) {
         self.lock().broken = true;
     }
@@ -306,8 +325,9 @@ impl LoopObserver for Recorder {
 /// then lose its start: the call would run again after resume. A store
 /// that writes synchronously (SQLite) says so ([`LogWriter::stored`]): the
 /// call then runs at once, with no flush future and no allocation of this
-/// layer's own. A write that failed fails the call instead of running it
-/// unrecorded (the next checkpoint rewrites the rows).
+/// layer's own. A write that failed, or rows that stopped following the
+/// transcript, fail the call instead of running it unrecorded (the next
+/// checkpoint rewrites the rows; see [`Recorder::start_known`]).
 pub(crate) struct DurableStarts {
     pub(crate) inner: Arc<dyn TaskManager>,
     pub(crate) recorder: Arc<Recorder>,
@@ -315,14 +335,17 @@ pub(crate) struct DurableStarts {
 
 impl DurableStarts {
     async fn stored(recorder: &Recorder, job: &ToolJob) -> Result<(), ToolError> {
-        recorder.flush().await.map_err(|err| not_recorded(job, err))
+        let flushed = recorder.flush().await;
+        recorder
+            .start_known(flushed)
+            .map_err(|why| not_recorded(job, why))
     }
 }
 
 /// The error a call gets instead of running unrecorded.
-fn not_recorded(job: &ToolJob, err: crate::StoreError) -> ToolError {
+fn not_recorded(job: &ToolJob, why: String) -> ToolError {
     ToolError::Unavailable(format!(
-        "the session store could not record that call {} started, so it did not run: {err}",
+        "the session store could not record that call {} started, so it did not run: {why}",
         job.request.call_id
     ))
 }
@@ -339,7 +362,10 @@ impl TaskManager for DurableStarts {
 
     async fn run(&self, job: ToolJob) -> Result<ToolResult, ToolError> {
         match self.recorder.stored() {
-            Some(stored) => stored.map_err(|err| not_recorded(&job, err))?,
+            Some(stored) => self
+                .recorder
+                .start_known(stored)
+                .map_err(|why| not_recorded(&job, why))?,
             None => Self::stored(&self.recorder, &job).await?,
         }
         self.inner.run(job).await
@@ -349,9 +375,9 @@ impl TaskManager for DurableStarts {
         self: Arc<Self>,
         job: ToolJob,
     ) -> Pin<Box<dyn Future<Output = Result<ToolResult, ToolError>> + Send>> {
-        match self.recorder.stored() {
+        match self.recorder.stored().map(|s| self.recorder.start_known(s)) {
             Some(Ok(())) => self.inner.clone().run_shared(job),
-            Some(Err(err)) => Box::pin(std::future::ready(Err(not_recorded(&job, err)))),
+            Some(Err(why)) => Box::pin(std::future::ready(Err(not_recorded(&job, why)))),
             None => Box::pin(async move {
                 Self::stored(&self.recorder, &job).await?;
                 self.inner.clone().run_shared(job).await
