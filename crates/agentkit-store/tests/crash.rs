@@ -36,13 +36,17 @@ enum Case {
     AfterRoundMutator,
 }
 
-/// An `AfterToolResult` mutator that takes a minute.
-struct SlowAfterRounds;
+/// At `AfterToolResult`: counts its runs and takes `pause` (a minute in
+/// the worker, like a compaction calling a model).
+struct AfterRounds {
+    runs: Arc<std::sync::atomic::AtomicUsize>,
+    pause: Duration,
+}
 
 #[async_trait::async_trait]
-impl agentkit_loop::LoopMutator for SlowAfterRounds {
+impl agentkit_loop::LoopMutator for AfterRounds {
     fn name(&self) -> &str {
-        "slow"
+        "after-rounds"
     }
 
     async fn mutate(
@@ -51,7 +55,8 @@ impl agentkit_loop::LoopMutator for SlowAfterRounds {
         _transcript: agentkit_loop::TranscriptView,
     ) -> Result<Option<Vec<Item>>, agentkit_loop::MutateError> {
         if ctx.point == agentkit_loop::MutationPoint::AfterToolResult {
-            tokio::time::sleep(Duration::from_secs(60)).await;
+            self.runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            tokio::time::sleep(self.pause).await;
         }
         Ok(None)
     }
@@ -90,7 +95,10 @@ async fn crash_worker() {
         .model(model)
         .add_tool_source(ToolRegistry::new().with(Slow));
     if mutator {
-        builder = builder.mutator(SlowAfterRounds);
+        builder = builder.mutator(AfterRounds {
+            runs: Arc::default(),
+            pause: Duration::from_secs(60),
+        });
     }
     let agent = lease.record(builder).build().unwrap();
     let mut session = lease.open(&agent).await.unwrap();
@@ -161,11 +169,16 @@ fn crash_and_resume(backend: &str, location: &str, case: Case) -> Duration {
             }
         };
         let model = ScriptedModel::new([ScriptedTurn::text("finished after the crash")]);
+        let after_rounds = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let agent = lease
             .record(
                 Agent::builder()
                     .model(model.clone())
-                    .add_tool_source(ToolRegistry::new().with(Slow)),
+                    .add_tool_source(ToolRegistry::new().with(Slow))
+                    .mutator(AfterRounds {
+                        runs: after_rounds.clone(),
+                        pause: Duration::ZERO,
+                    }),
             )
             .build()
             .unwrap();
@@ -175,6 +188,10 @@ fn crash_and_resume(backend: &str, location: &str, case: Case) -> Duration {
             matches!(step, LoopStep::Interrupt(LoopInterrupt::AfterToolResult(_))),
             "{step:?}"
         );
+        // The round's `AfterToolResult` mutators run once in this process:
+        // as the interrupted call's answer completes the round, or, killed
+        // while they ran, owed on resume (a redaction is never skipped).
+        assert_eq!(after_rounds.load(std::sync::atomic::Ordering::SeqCst), 1);
         let LoopStep::Finished(turn) = session.next().await.unwrap() else {
             panic!("the turn did not finish")
         };
