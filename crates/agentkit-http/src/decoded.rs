@@ -17,7 +17,10 @@
 //! costs no allocation or copy before the decoder sees it, and the
 //! per-event cost of the async plumbing is paid per read instead.
 
-use crate::{ProviderError, ProviderErrorKind, SseEventRef, SseStream};
+use crate::{
+    DataAhead, DataEnd, ProviderError, ProviderErrorKind, SseEventRef, SseLimits, SseSink,
+    SseStream,
+};
 use std::ops::ControlFlow;
 use std::task::{Context, Poll};
 
@@ -127,6 +130,27 @@ pub trait SseDecoder {
         out: &mut Outputs<Self::Output>,
     ) -> Result<(), ProviderError>;
 
+    /// The fast path for an event in a layout the decoder knows, offered
+    /// before the parser has looked for the end of its data line (see
+    /// [`SseSink::on_data_ahead`]): the decoder matches the data with
+    /// [`DataAhead::layout`] and, only once [`DataAhead::end`] has confirmed
+    /// where the event ends, decodes it (pushing what it yields onto `out`)
+    /// and returns that end. It must decode it exactly as
+    /// [`on_event`](Self::on_event) would the event of `ahead`'s name and id
+    /// with the data matched. `None`, having changed nothing and pushed
+    /// nothing, hands the event to `on_event`; that is the default, and
+    /// the right answer for anything unusual (an error to report, a
+    /// finished answer, another layout).
+    #[inline]
+    fn on_data_ahead(
+        &mut self,
+        ahead: DataAhead<'_>,
+        out: &mut Outputs<Self::Output>,
+    ) -> Option<DataEnd> {
+        let _ = (ahead, out);
+        None
+    }
+
     /// The body ended; pushes what is still owed or fails if the answer is
     /// incomplete.
     fn on_end(&mut self, out: &mut Outputs<Self::Output>) -> Result<(), ProviderError>;
@@ -220,48 +244,19 @@ impl<D: SseDecoder> DecodedStream<D> {
 
     /// Reads and decodes the next piece of the body.
     fn poll_read(&mut self, cx: &mut Context<'_>) -> Poll<()> {
-        let (decoder, queue) = (&mut self.decoder, &mut self.queue);
-        let (bytes, parts) = (&mut self.bytes, &mut self.parts);
-        let limits = self.events.limits();
-        let mut failed = None;
-        let read = self.events.poll_read_with(cx, |event| {
-            *bytes += event.data.len() as u64;
-            if *bytes > limits.max_answer_bytes {
-                failed = Some(answer_too_large(
-                    "bytes of event data",
-                    limits.max_answer_bytes,
-                    "max_answer_bytes",
-                ));
-                return ControlFlow::Break(());
-            }
-            let before = queue.len();
-            let decoded = decoder.on_event(event, queue);
-            *parts += (queue.len() - before) as u64;
-            if decoded.is_ok() && *parts > limits.max_answer_parts {
-                queue.truncate(before);
-                failed = Some(answer_too_large(
-                    "parts",
-                    limits.max_answer_parts,
-                    "max_answer_parts",
-                ));
-                return ControlFlow::Break(());
-            }
-            match decoded {
-                Ok(()) if decoder.is_finished() => ControlFlow::Break(()),
-                Ok(()) => ControlFlow::Continue(()),
-                Err(error) => {
-                    // What the failing event produced is dropped.
-                    queue.truncate(before);
-                    failed = Some(error);
-                    ControlFlow::Break(())
-                }
-            }
-        });
-        let read = match read {
+        let mut sink = Decoding {
+            decoder: &mut self.decoder,
+            queue: &mut self.queue,
+            bytes: &mut self.bytes,
+            parts: &mut self.parts,
+            limits: self.events.limits(),
+            failed: None,
+        };
+        let read = match self.events.poll_read_into(cx, &mut sink) {
             Poll::Pending => return Poll::Pending,
             Poll::Ready(read) => read,
         };
-        let outcome = match (read, failed) {
+        let outcome = match (read, sink.failed) {
             (_, Some(error)) | (Err(error), None) => Err(error),
             (Ok(_), None) if self.decoder.is_finished() => {
                 // The answer is complete: the rest of the body is not read.
@@ -285,6 +280,77 @@ impl<D: SseDecoder> DecodedStream<D> {
             self.failed = Some(error);
         }
         Poll::Ready(())
+    }
+}
+
+/// A read's events going through the decoder, within the answer caps.
+struct Decoding<'s, D: SseDecoder> {
+    decoder: &'s mut D,
+    queue: &'s mut Outputs<D::Output>,
+    /// Event data bytes and decoded parts of this answer so far.
+    bytes: &'s mut u64,
+    parts: &'s mut u64,
+    limits: SseLimits,
+    /// The error that stopped the read.
+    failed: Option<ProviderError>,
+}
+
+impl<D: SseDecoder> Decoding<'_, D> {
+    /// After an event was decoded (its items from `before` on): the part
+    /// cap, and whether the read goes on.
+    #[inline(always)]
+    fn decoded(&mut self, before: usize, decoded: Result<(), ProviderError>) -> ControlFlow<()> {
+        *self.parts += (self.queue.len() - before) as u64;
+        if decoded.is_ok() && *self.parts > self.limits.max_answer_parts {
+            self.queue.truncate(before);
+            self.failed = Some(answer_too_large(
+                "parts",
+                self.limits.max_answer_parts,
+                "max_answer_parts",
+            ));
+            return ControlFlow::Break(());
+        }
+        match decoded {
+            Ok(()) if self.decoder.is_finished() => ControlFlow::Break(()),
+            Ok(()) => ControlFlow::Continue(()),
+            Err(error) => {
+                // What the failing event produced is dropped.
+                self.queue.truncate(before);
+                self.failed = Some(error);
+                ControlFlow::Break(())
+            }
+        }
+    }
+}
+
+impl<D: SseDecoder> SseSink for Decoding<'_, D> {
+    #[inline]
+    fn on_event(&mut self, event: SseEventRef<'_>) -> ControlFlow<()> {
+        *self.bytes += event.data.len() as u64;
+        if *self.bytes > self.limits.max_answer_bytes {
+            self.failed = Some(answer_too_large(
+                "bytes of event data",
+                self.limits.max_answer_bytes,
+                "max_answer_bytes",
+            ));
+            return ControlFlow::Break(());
+        }
+        let before = self.queue.len();
+        let decoded = self.decoder.on_event(event, self.queue);
+        self.decoded(before, decoded)
+    }
+
+    #[inline(always)]
+    fn on_data_ahead(&mut self, ahead: DataAhead<'_>) -> Option<(DataEnd, ControlFlow<()>)> {
+        // The data is at most the rest of the read: an event that might
+        // cross the byte cap goes the general way, which reports it.
+        if *self.bytes + ahead.rest().len() as u64 > self.limits.max_answer_bytes {
+            return None;
+        }
+        let before = self.queue.len();
+        let end = self.decoder.on_data_ahead(ahead, self.queue)?;
+        *self.bytes += end.data_len() as u64;
+        Some((end, self.decoded(before, Ok(()))))
     }
 }
 

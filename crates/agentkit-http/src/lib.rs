@@ -78,7 +78,7 @@ pub use pricing::{ModelPrice, PriceTable};
 pub use redact::{REDACTED, redact_secrets};
 pub use retry::{RetryNotice, RetryPolicy, parse_retry_after};
 pub use shell::{AdapterShared, retry_warnings};
-pub use sse::{SseEvent, SseEventRef, SseParser, SseStream};
+pub use sse::{DataAhead, DataEnd, SseEvent, SseEventRef, SseParser, SseSink, SseStream};
 pub use tls::install_tls_provider;
 
 // The README's example is compiled with the doc-tests.

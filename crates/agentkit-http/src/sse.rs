@@ -31,6 +31,10 @@ use std::ops::ControlFlow;
 use std::pin::Pin;
 use std::sync::Arc;
 
+mod ahead;
+
+pub use ahead::{DataAhead, DataEnd, SseSink};
+
 /// One decoded server-sent event.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -196,11 +200,24 @@ impl SseParser {
     pub fn feed_with<F>(
         &mut self,
         chunk: &[u8],
-        mut on_event: F,
+        on_event: F,
     ) -> Result<ControlFlow<()>, ProviderError>
     where
         F: FnMut(SseEventRef<'_>) -> ControlFlow<()>,
     {
+        self.feed_into(chunk, &mut ahead::Closure(on_event))
+    }
+
+    /// Parses the next chunk of the body like [`feed_with`](Self::feed_with),
+    /// handing every event it completes to `sink`, whose
+    /// [`on_data_ahead`](SseSink::on_data_ahead) may take an event from the
+    /// start of its data (before the parser has looked for the line's end)
+    /// when the data is in a layout it knows.
+    pub fn feed_into<S: SseSink>(
+        &mut self,
+        chunk: &[u8],
+        sink: &mut S,
+    ) -> Result<ControlFlow<()>, ProviderError> {
         let mut rest = chunk;
         if self.after_cr && !rest.is_empty() {
             self.after_cr = false;
@@ -220,7 +237,7 @@ impl SseParser {
             let mut line = std::mem::take(&mut self.line);
             line.extend_from_slice(&rest[..end]);
             let flow = match checked_utf8(&line) {
-                Ok(text) => self.line_done(text, &mut Pending::default(), false, &mut on_event),
+                Ok(text) => self.line_done(text, &mut Pending::default(), false, sink),
                 Err(_) => Err(self.invalid_line(&line)),
             };
             line.clear();
@@ -231,7 +248,7 @@ impl SseParser {
             if rest[end] == b'\r' && end + 1 == rest.len() {
                 self.after_cr = true;
             }
-            rest = &rest[end + self.terminator(rest, end)..];
+            rest = &rest[end + terminator(rest, end)..];
             if flow?.is_break() {
                 return Ok(ControlFlow::Break(()));
             }
@@ -265,14 +282,9 @@ impl SseParser {
                 && self.data_lines == 0
                 && pending.event.is_none()
                 && self.event.is_empty()
-                && let Some((event, data, next)) = self.whole_event(text, start)
+                && let Some((next, flow)) = self.whole_event(text, start, sink)
             {
                 start = next;
-                let flow = on_event(SseEventRef {
-                    event,
-                    data,
-                    id: &self.id,
-                });
                 if flow.is_break() {
                     return Ok(ControlFlow::Break(()));
                 }
@@ -288,8 +300,8 @@ impl SseParser {
                 None => break,
             };
             self.check_line(end - start)?;
-            let flow = self.line_done(&text[start..end], &mut pending, true, &mut on_event)?;
-            start = end + self.terminator(bytes, end);
+            let flow = self.line_done(&text[start..end], &mut pending, true, sink)?;
+            start = end + terminator(bytes, end);
             if flow.is_break() {
                 return Ok(ControlFlow::Break(()));
             }
@@ -314,54 +326,69 @@ impl SseParser {
         Ok(ControlFlow::Continue(()))
     }
 
-    /// The event at `start` of `text` when it is laid out as nearly every
-    /// event is, and all of it is in `text`: an optional `event:` line, one
-    /// `data:` line and the blank line, within the limits. Gives its name,
-    /// its data and where the next line starts: what the line-by-line path
-    /// would dispatch, found with two line-end searches and no state.
-    /// `None` for anything else, which the line-by-line path takes (and
-    /// reports, if it breaks a rule).
+    /// Hands the event at `start` of `text` to `sink` when it is laid out
+    /// as nearly every event is, and all of it is in `text`: an optional
+    /// `event:` line, one `data:` line and the blank line, within the
+    /// limits. Gives where the next line starts and the sink's answer. The
+    /// sink may take the event from the start of its data
+    /// ([`SseSink::on_data_ahead`]); otherwise the data line's end is
+    /// searched, and the event handed to [`SseSink::on_event`] as the
+    /// line-by-line path would dispatch it, with no state. `None` (nothing
+    /// handed out) for anything else, which the line-by-line path takes
+    /// (and reports, if it breaks a rule).
     #[inline]
-    fn whole_event<'c>(&self, text: &'c str, start: usize) -> Option<(&'c str, &'c str, usize)> {
+    fn whole_event<S: SseSink>(
+        &self,
+        text: &str,
+        start: usize,
+        sink: &mut S,
+    ) -> Option<(usize, ControlFlow<()>)> {
         let bytes = text.as_bytes();
-        let mut at = start;
+        let mut line = start;
         let mut event = "";
-        if bytes[at..].starts_with(b"event:") {
-            let end = at + self.line_ends.find(&bytes[at..])?;
-            if end - at > self.limits.max_line_bytes {
+        if bytes[line..].starts_with(b"event:") {
+            let end = line + self.line_ends.find(&bytes[line..])?;
+            if end - line > self.limits.max_line_bytes {
                 return None;
             }
-            let value = &text[at + 6..end];
+            let value = &text[line + 6..end];
             event = value.strip_prefix(' ').unwrap_or(value);
-            at = end + self.terminator(bytes, end);
+            line = end + terminator(bytes, end);
         }
-        if !bytes.get(at..)?.starts_with(b"data:") {
+        if !bytes.get(line..)?.starts_with(b"data:") {
             return None;
         }
-        let end = at + self.line_ends.find(&bytes[at..])?;
-        if end - at > self.limits.max_line_bytes {
+        let name = if event.is_empty() { "message" } else { event };
+        // The data's first byte, after the one space.
+        let at = line + 5 + usize::from(bytes.get(line + 5) == Some(&b' '));
+        // The line and event caps leave this much room for the data.
+        if let (Some(line_room), Some(event_room)) = (
+            self.limits.max_line_bytes.checked_sub(at - line),
+            self.limits.max_event_bytes.checked_sub(event.len() + 1),
+        ) {
+            let ahead = DataAhead::new(name, &self.id, &text[at..], line_room.min(event_room));
+            if let Some((end, flow)) = sink.on_data_ahead(ahead) {
+                return Some((at + end.next(), flow));
+            }
+        }
+        let end = line + self.line_ends.find(&bytes[line..])?;
+        if end - line > self.limits.max_line_bytes {
             return None;
         }
-        let value = &text[at + 5..end];
-        let data = value.strip_prefix(' ').unwrap_or(value);
-        at = end + self.terminator(bytes, end);
+        let data = &text[at.min(end)..end];
+        let blank = end + terminator(bytes, end);
         // The blank line that dispatches it.
-        if !matches!(bytes.get(at), Some(b'\n' | b'\r'))
+        if !matches!(bytes.get(blank), Some(b'\n' | b'\r'))
             || event.len() + data.len() + 1 > self.limits.max_event_bytes
         {
             return None;
         }
-        let event = if event.is_empty() { "message" } else { event };
-        Some((event, data, at + self.terminator(bytes, at)))
-    }
-
-    /// The length of the line end at `bytes[end]`: CRLF is one.
-    fn terminator(&self, bytes: &[u8], end: usize) -> usize {
-        if bytes[end] == b'\r' && bytes.get(end + 1) == Some(&b'\n') {
-            2
-        } else {
-            1
-        }
+        let flow = sink.on_event(SseEventRef {
+            event: name,
+            data,
+            id: &self.id,
+        });
+        Some((blank + terminator(bytes, blank), flow))
     }
 
     /// The body ended. An unfinished line or event is discarded, as the
@@ -394,22 +421,19 @@ impl SseParser {
     /// a single line borrowed from the read, and its name while that is
     /// (`borrow`: `line` is from the read, not from the parser's own
     /// buffer).
-    fn line_done<'c, F>(
+    fn line_done<'c, S: SseSink>(
         &mut self,
         mut line: &'c str,
         pending: &mut Pending<'c>,
         borrow: bool,
-        on_event: &mut F,
-    ) -> Result<ControlFlow<()>, ProviderError>
-    where
-        F: FnMut(SseEventRef<'_>) -> ControlFlow<()>,
-    {
+        sink: &mut S,
+    ) -> Result<ControlFlow<()>, ProviderError> {
         if !self.started {
             self.started = true;
             line = line.strip_prefix('\u{FEFF}').unwrap_or(line);
         }
         if line.is_empty() {
-            return Ok(self.dispatch(pending, on_event));
+            return Ok(self.dispatch(pending, sink));
         }
         if line.as_bytes()[0] == b':' {
             // A comment (keep-alive).
@@ -504,17 +528,14 @@ impl SseParser {
         )
     }
 
-    fn dispatch<F>(&mut self, pending: &mut Pending<'_>, on_event: &mut F) -> ControlFlow<()>
-    where
-        F: FnMut(SseEventRef<'_>) -> ControlFlow<()>,
-    {
+    fn dispatch<S: SseSink>(&mut self, pending: &mut Pending<'_>, sink: &mut S) -> ControlFlow<()> {
         let event = pending.event.take().unwrap_or(&self.event);
         if self.data_lines == 0 {
             self.event.clear();
             return ControlFlow::Continue(());
         }
         self.data_lines = 0;
-        let flow = on_event(SseEventRef {
+        let flow = sink.on_event(SseEventRef {
             event: if event.is_empty() { "message" } else { event },
             data: pending.data.take().unwrap_or(&self.data),
             id: &self.id,
@@ -525,6 +546,16 @@ impl SseParser {
             self.data = String::new();
         }
         flow
+    }
+}
+
+/// The length of the line end at `bytes[end]`: CRLF is one.
+#[inline]
+fn terminator(bytes: &[u8], end: usize) -> usize {
+    if bytes[end] == b'\r' && bytes.get(end + 1) == Some(&b'\n') {
+        2
+    } else {
+        1
     }
 }
 
@@ -587,6 +618,27 @@ fn utf8(bytes: &[u8]) -> Result<&str, ProviderError> {
     std::str::from_utf8(bytes).map_err(|err| {
         ProviderError::protocol(format!("the event stream is not valid UTF-8: {err}"))
     })
+}
+
+/// A sink that counts the events it passes on.
+struct Counted<'s, S> {
+    sink: &'s mut S,
+    received: &'s mut u64,
+}
+
+impl<S: SseSink> SseSink for Counted<'_, S> {
+    #[inline]
+    fn on_event(&mut self, event: SseEventRef<'_>) -> ControlFlow<()> {
+        *self.received += 1;
+        self.sink.on_event(event)
+    }
+
+    #[inline]
+    fn on_data_ahead(&mut self, ahead: DataAhead<'_>) -> Option<(DataEnd, ControlFlow<()>)> {
+        let taken = self.sink.on_data_ahead(ahead);
+        *self.received += u64::from(taken.is_some());
+        taken
+    }
 }
 
 type Chunks = Pin<Box<dyn Stream<Item = Result<Bytes, ProviderError>> + Send>>;
@@ -680,28 +732,25 @@ impl SseStream {
     }
 
     /// Polls for the next piece of the body and hands every event it
-    /// completes to `on_event`, borrowed (events an earlier
+    /// completes to `sink`, borrowed (events an earlier
     /// [`next_event`](Self::next_event) decoded and did not hand out go
     /// first, and alone: the body is polled on the next call).
-    /// `Ready(Ok(false))` once the body is over. `on_event` may stop the
+    /// `Ready(Ok(false))` once the body is over. The sink may stop the
     /// read with [`ControlFlow::Break`]; the rest of the piece is then not
     /// decoded, and the stream must be closed.
     ///
     /// There is no cancellation token: whoever owns the stream cancels it
     /// by dropping it, which closes the connection.
-    pub(crate) fn poll_read_with<F>(
+    pub(crate) fn poll_read_into<S: SseSink>(
         &mut self,
         cx: &mut std::task::Context<'_>,
-        mut on_event: F,
-    ) -> std::task::Poll<Result<bool, ProviderError>>
-    where
-        F: FnMut(SseEventRef<'_>) -> ControlFlow<()>,
-    {
+        sink: &mut S,
+    ) -> std::task::Poll<Result<bool, ProviderError>> {
         use std::task::Poll;
         if !self.ready.is_empty() {
             while let Some(event) = self.ready.pop_front() {
                 self.received += 1;
-                if on_event(event.as_event_ref()).is_break() {
+                if sink.on_event(event.as_event_ref()).is_break() {
                     break;
                 }
             }
@@ -718,12 +767,14 @@ impl SseStream {
             Poll::Pending => return Poll::Pending,
             Poll::Ready(next) => next,
         };
-        let received = &mut self.received;
         let parsed = match next {
-            Some(Ok(chunk)) => self.parser.feed_with(&chunk, |event| {
-                *received += 1;
-                on_event(event)
-            }),
+            Some(Ok(chunk)) => self.parser.feed_into(
+                &chunk,
+                &mut Counted {
+                    sink,
+                    received: &mut self.received,
+                },
+            ),
             Some(Err(error)) => Err(error),
             None => {
                 self.body = None;

@@ -49,11 +49,19 @@ pub use crate::driver::machine::{
     CoreSettings, Input, QueuedMessages, RecordedRewrite, Routed, ToolOutcome, Verdict,
 };
 
-/// The input-log format this version writes and reads. Version 2: each
+/// The input-log format this version writes. Version 3: the answers to
+/// the actions the shell performs without awaiting (the queue's contents,
+/// a round's last preflight verdict, a detach) imply the poll after them,
+/// and the poll that would only say "wait for the calls" after a call
+/// starts is not made; a round is about half the polls. Version 2: each
 /// poll starts at most one call of a round (version 1 started every call
 /// the parallelism allowed in one poll, so its logs of parallel rounds do
 /// not replay).
-pub const INPUT_LOG_VERSION: u32 = 2;
+pub const INPUT_LOG_VERSION: u32 = 3;
+
+/// The oldest input-log format this version reads: a version 2 log has
+/// the polls version 3 implies written out, and replays as it did.
+pub const OLDEST_INPUT_LOG_VERSION: u32 = 2;
 
 /// The first line of an input log: where the recording began.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -111,7 +119,9 @@ pub enum ReplayError {
         message: String,
     },
     /// The log was written by a format this build does not read.
-    #[error("input log version {found} is not supported (this build reads {INPUT_LOG_VERSION})")]
+    #[error(
+        "input log version {found} is not supported (this build reads {OLDEST_INPUT_LOG_VERSION} to {INPUT_LOG_VERSION})"
+    )]
     Version {
         /// The log's version.
         found: u32,
@@ -152,7 +162,7 @@ impl InputLog {
             message: err.to_string(),
         };
         let header: LogHeader = serde_json::from_str(first).map_err(|e| malformed(0, e))?;
-        if header.version != INPUT_LOG_VERSION {
+        if !(OLDEST_INPUT_LOG_VERSION..=INPUT_LOG_VERSION).contains(&header.version) {
             return Err(ReplayError::Version {
                 found: header.version,
             });
@@ -190,7 +200,7 @@ impl InputLog {
         let mut events = Vec::new();
         let mut yields = Vec::new();
         for (index, input) in inputs.iter().enumerate() {
-            let action = core.apply(input.clone());
+            let action = core.apply(input.clone(), self.header.version);
             if let Some(crate::driver::machine::Action::Yield(_)) = action {
                 yields.push(index);
             }

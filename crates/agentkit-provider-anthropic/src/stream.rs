@@ -16,7 +16,7 @@ use agentkit_core::{
     Delta, FinishReason, MetadataMap, PartId, PartKind, TextChunk, ToolCallPart, ToolInput,
 };
 use agentkit_http::codec::{self, Layout};
-use agentkit_http::{Outputs, PriceTable, ProviderError, SseEventRef};
+use agentkit_http::{DataAhead, DataEnd, Outputs, PriceTable, ProviderError, SseEventRef};
 use agentkit_loop::{ModelTurnEvent, ModelTurnResult};
 use serde::Deserialize;
 use serde_json::Value;
@@ -86,10 +86,11 @@ struct DeltaBody<'a> {
 /// "index":N,"delta":{"type":"text_delta","text":"..."}}` (or
 /// `thinking_delta` and `thinking`), its fixed parts compared at once and
 /// its two values read and checked. Any other layout (other member order,
-/// spacing, more members) is read by [`codec::from_str`].
-#[inline]
-fn read_text_delta(data: &str) -> Option<TextDelta> {
-    let mut layout = Layout::new(data);
+/// spacing, more members) is read by [`codec::from_str`]. The caller
+/// checks what follows the match: the end of the data, or of its line when
+/// the data is read ahead.
+#[inline(always)]
+fn read_text_delta<const LINE: bool>(layout: &mut Layout<'_, LINE>) -> Option<TextDelta> {
     layout.fixed(r#"{"type":"content_block_delta","index":"#)?;
     let index = layout.u64()?;
     let thinking = if layout.optional(r#","delta":{"type":"text_delta","text":"#) {
@@ -101,7 +102,6 @@ fn read_text_delta(data: &str) -> Option<TextDelta> {
     // Straight into the delta's chunk, escapes and all.
     let text = layout.text()?;
     layout.fixed("}}")?;
-    layout.end()?;
     Some(TextDelta {
         index,
         thinking,
@@ -183,6 +183,17 @@ pub(crate) struct EventDecoder {
     pricing: Option<(Arc<PriceTable>, String)>,
 }
 
+/// A text delta's chunk onto its part (nothing for empty text).
+#[inline(always)]
+fn append(part_id: &PartId, chunk: TextChunk, out: &mut Outputs<ModelTurnEvent>) {
+    if !chunk.is_empty() {
+        out.push(ModelTurnEvent::Delta(Delta::AppendText {
+            part_id: part_id.clone(),
+            chunk,
+        }));
+    }
+}
+
 fn protocol(message: impl Into<String>) -> ProviderError {
     ProviderError::protocol(message)
 }
@@ -207,6 +218,15 @@ impl agentkit_http::SseDecoder for EventDecoder {
         out: &mut Outputs<ModelTurnEvent>,
     ) -> Result<(), ProviderError> {
         EventDecoder::on_event(self, event, out)
+    }
+
+    #[inline(always)]
+    fn on_data_ahead(
+        &mut self,
+        ahead: DataAhead<'_>,
+        out: &mut Outputs<ModelTurnEvent>,
+    ) -> Option<DataEnd> {
+        EventDecoder::on_data_ahead(self, ahead, out)
     }
 
     fn on_end(&mut self, out: &mut Outputs<ModelTurnEvent>) -> Result<(), ProviderError> {
@@ -260,29 +280,55 @@ impl EventDecoder {
         }
         // A text delta in the API's layout is one whatever the event's
         // name (the general path goes by the JSON `type` too).
-        if let Some(delta) = read_text_delta(data) {
-            // Straight onto the open part (the one the last delta went to
-            // without a lookup); anything else (a block that never
-            // started, a tool-use block) as any delta.
-            let index = delta.index;
-            let part_id = match &self.text_block {
-                Some((open, part_id)) if *open == index => part_id,
-                _ => match self.blocks.get(&index) {
-                    Some(Block::Part(part_id)) => {
-                        &self.text_block.insert((index, part_id.clone())).1
-                    }
-                    _ => return self.delta(index, delta.body(), out),
-                },
+        let mut layout = Layout::new(data);
+        if let Some(delta) = read_text_delta(&mut layout)
+            && layout.end().is_some()
+        {
+            // Anything but a delta of an open text or thinking block (a
+            // block that never started, a tool-use block) as any delta.
+            let Some(part_id) = self.open_part(delta.index) else {
+                return self.delta(delta.index, delta.body(), out);
             };
-            if !delta.text.is_empty() {
-                out.push(ModelTurnEvent::Delta(Delta::AppendText {
-                    part_id: part_id.clone(),
-                    chunk: delta.text,
-                }));
-            }
+            append(part_id, delta.text, out);
             return Ok(());
         }
         self.on_other_event(event, data, out)
+    }
+
+    /// The fast path (see [`SseDecoder::on_data_ahead`](agentkit_http::SseDecoder::on_data_ahead)):
+    /// a text or thinking delta of an open block in the API's layout,
+    /// matched in its line, goes straight onto its part. Anything else is
+    /// left to [`on_event`](Self::on_event), untouched.
+    #[inline(always)]
+    pub(crate) fn on_data_ahead(
+        &mut self,
+        ahead: DataAhead<'_>,
+        out: &mut Outputs<ModelTurnEvent>,
+    ) -> Option<DataEnd> {
+        if self.finished || ahead.event() == "error" {
+            return None;
+        }
+        let mut layout = ahead.layout();
+        let delta = read_text_delta(&mut layout)?;
+        let end = ahead.end(&layout)?;
+        let part_id = self.open_part(delta.index)?;
+        append(part_id, delta.text, out);
+        Some(end)
+    }
+
+    /// The part of the open text or thinking block `index`: the one the
+    /// last delta went to without a lookup, or found and remembered.
+    #[inline(always)]
+    fn open_part(&mut self, index: u64) -> Option<&PartId> {
+        match &self.text_block {
+            Some((open, _)) if *open == index => self.text_block.as_ref().map(|(_, id)| id),
+            _ => match self.blocks.get(&index) {
+                Some(Block::Part(part_id)) => {
+                    Some(&self.text_block.insert((index, part_id.clone())).1)
+                }
+                _ => None,
+            },
+        }
     }
 
     /// Any event but a text delta in the API's layout.
@@ -633,8 +679,15 @@ mod tests {
         })
     }
 
+    /// A delta in the API's layout, and nothing after it.
+    fn whole_delta(data: &str) -> Option<TextDelta> {
+        let mut layout = Layout::new(data);
+        let delta = read_text_delta(&mut layout)?;
+        layout.end().map(|()| delta)
+    }
+
     fn fast(data: &str) -> Option<(u64, String, Option<String>)> {
-        read_text_delta(data).and_then(|delta| shown(Some((delta.index, delta.body()))))
+        whole_delta(data).and_then(|delta| shown(Some((delta.index, delta.body()))))
     }
 
     #[test]
@@ -670,10 +723,10 @@ mod tests {
         }
         // The usual layout takes the exact path; another order the general
         // reader.
-        assert!(read_text_delta(events[1]).is_some());
-        assert!(read_text_delta(events[3]).is_none());
+        assert!(whole_delta(events[1]).is_some());
+        assert!(whole_delta(events[3]).is_none());
         let thinking = r#"{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hm"}}"#;
-        let delta = read_text_delta(thinking).expect("the thinking layout");
+        let delta = whole_delta(thinking).expect("the thinking layout");
         let body = delta.body();
         assert_eq!(
             (body.kind.as_ref(), body.thinking.as_deref()),
@@ -810,3 +863,6 @@ mod block_tests {
         }
     }
 }
+
+#[cfg(test)]
+mod ahead_tests;

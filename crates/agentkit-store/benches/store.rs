@@ -8,13 +8,15 @@
 use agentkit_core::{FinishReason, Item, ItemKind, Part, ToolCallPart, ToolResultPart, Usage};
 use agentkit_loop::{Agent, LoopInterrupt, LoopStep, SessionConfig};
 use agentkit_store::{
-    Checkpoint, LogEntry, NewSession, PgStore, SessionLease, SessionStore, SqliteStore,
+    Checkpoint, LeaseToken, LogEntry, LogWriter, NewSession, PgStore, SessionInfo, SessionLease,
+    SessionStore, SqliteStore, StoreResult, StoredSession,
 };
 use agentkit_testkit::{EchoTool, ScriptedModel, ScriptedTurn};
 use agentkit_tools_core::ToolRegistry;
 use serde_json::json;
 use std::sync::Arc;
-use std::time::Instant;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 fn tools() -> ToolRegistry {
     ToolRegistry::new().with(EchoTool::new())
@@ -242,6 +244,124 @@ async fn pg_commits_per_round(cluster: &agentkit_testkit::pg::TempCluster, open:
     (after - before - 1) as f64 / ROUNDS as f64
 }
 
+/// A SQLite store that counts its commits: each log write (an entry, or
+/// what the recorder hands over together) and each save is one
+/// transaction; reads are not counted.
+struct CountCommits {
+    inner: SqliteStore,
+    commits: Arc<AtomicU64>,
+}
+
+struct CountingWriter {
+    inner: Arc<dyn LogWriter>,
+    commits: Arc<AtomicU64>,
+}
+
+#[async_trait::async_trait]
+impl LogWriter for CountingWriter {
+    fn write(&self, entry: LogEntry) {
+        self.commits.fetch_add(1, Ordering::Relaxed);
+        self.inner.write(entry);
+    }
+
+    fn write_all(&self, entries: Vec<LogEntry>) {
+        self.commits.fetch_add(1, Ordering::Relaxed);
+        self.inner.write_all(entries);
+    }
+
+    async fn flush(&self) -> StoreResult<()> {
+        self.inner.flush().await
+    }
+
+    fn stored(&self) -> Option<StoreResult<()>> {
+        self.inner.stored()
+    }
+}
+
+#[async_trait::async_trait]
+impl SessionStore for CountCommits {
+    async fn create(&self, new: NewSession) -> StoreResult<SessionInfo> {
+        self.inner.create(new).await
+    }
+    async fn acquire(
+        &self,
+        id: &agentkit_core::SessionId,
+        ttl: Duration,
+    ) -> StoreResult<LeaseToken> {
+        self.inner.acquire(id, ttl).await
+    }
+    async fn renew(&self, lease: &LeaseToken) -> StoreResult<()> {
+        self.commits.fetch_add(1, Ordering::Relaxed);
+        self.inner.renew(lease).await
+    }
+    async fn release(&self, lease: &LeaseToken) -> StoreResult<()> {
+        self.inner.release(lease).await
+    }
+    fn log_writer(&self, lease: &LeaseToken) -> Arc<dyn LogWriter> {
+        Arc::new(CountingWriter {
+            inner: self.inner.log_writer(lease),
+            commits: self.commits.clone(),
+        })
+    }
+    async fn save(&self, lease: &LeaseToken, checkpoint: Checkpoint<'_>) -> StoreResult<()> {
+        self.commits.fetch_add(1, Ordering::Relaxed);
+        self.inner.save(lease, checkpoint).await
+    }
+    async fn load(&self, id: &agentkit_core::SessionId) -> StoreResult<StoredSession> {
+        self.inner.load(id).await
+    }
+    async fn archived(&self, id: &agentkit_core::SessionId) -> StoreResult<Vec<Item>> {
+        self.inner.archived(id).await
+    }
+    async fn info(&self, id: &agentkit_core::SessionId) -> StoreResult<SessionInfo> {
+        self.inner.info(id).await
+    }
+    async fn list(&self) -> StoreResult<Vec<SessionInfo>> {
+        self.inner.list().await
+    }
+    async fn fork(
+        &self,
+        id: &agentkit_core::SessionId,
+        at: usize,
+        new: NewSession,
+    ) -> StoreResult<SessionInfo> {
+        self.inner.fork(id, at, new).await
+    }
+    async fn append_inputs(
+        &self,
+        lease: &LeaseToken,
+        from: usize,
+        lines: &[String],
+    ) -> StoreResult<()> {
+        self.commits.fetch_add(1, Ordering::Relaxed);
+        self.inner.append_inputs(lease, from, lines).await
+    }
+    async fn input_lines(&self, id: &agentkit_core::SessionId) -> StoreResult<Vec<String>> {
+        self.inner.input_lines(id).await
+    }
+    async fn delete(&self, id: &agentkit_core::SessionId) -> StoreResult<()> {
+        self.inner.delete(id).await
+    }
+}
+
+/// Commits SQLite makes per S1 round (the session's opening and closing
+/// included, spread over the rounds).
+async fn sqlite_commits_per_round(path: &std::path::Path) -> f64 {
+    const ROUNDS: usize = 200;
+    let commits = Arc::new(AtomicU64::new(0));
+    let counted = commits.clone();
+    let path = path.to_owned();
+    let open: Open = Box::new(move || {
+        let store = CountCommits {
+            inner: SqliteStore::open(&path).unwrap(),
+            commits: counted.clone(),
+        };
+        Box::pin(async move { Arc::new(store) as Arc<dyn SessionStore> })
+    });
+    s1_round(Some(&open), 0, ROUNDS).await;
+    commits.load(Ordering::Relaxed) as f64 / ROUNDS as f64
+}
+
 fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -253,6 +373,8 @@ fn main() {
     runtime.block_on(async {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("bench.db");
+        let commits = sqlite_commits_per_round(&dir.path().join("counted.db")).await;
+        println!("| SQLite (file) | commits per S1 round (setup included) | {commits:.2} |");
         run(
             "SQLite (file)",
             Box::new(move || {

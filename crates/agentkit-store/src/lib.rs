@@ -71,6 +71,8 @@ mod pg_log;
 mod postgres;
 #[cfg(feature = "sqlite")]
 mod sqlite;
+#[cfg(feature = "sqlite")]
+mod sqlite_log;
 
 pub use error::{StoreError, StoreResult};
 pub use events::{EventLog, StoredEvent};

@@ -17,6 +17,7 @@ use tokio::sync::{mpsc, oneshot};
 
 pub(super) enum Command {
     Write(LogEntry),
+    WriteAll(Vec<LogEntry>),
     Flush(oneshot::Sender<StoreResult<()>>),
 }
 
@@ -30,6 +31,11 @@ impl LogWriter for PgLogWriter {
     fn write(&self, entry: LogEntry) {
         // The task only stops when this writer is dropped.
         let _ = self.sender.send(Command::Write(entry));
+    }
+
+    /// One command: the task writes them in one batch.
+    fn write_all(&self, entries: Vec<LogEntry>) {
+        let _ = self.sender.send(Command::WriteAll(entries));
     }
 
     async fn flush(&self) -> StoreResult<()> {
@@ -64,6 +70,10 @@ pub(super) async fn write_log(
             match command {
                 Command::Write(entry) => {
                     batch.push(entry);
+                    next = commands.try_recv().ok();
+                }
+                Command::WriteAll(entries) => {
+                    batch.extend(entries);
                     next = commands.try_recv().ok();
                 }
                 Command::Flush(done) => {

@@ -447,7 +447,7 @@ impl SessionStore for PgStore {
     }
 
     async fn save(&self, lease: &LeaseToken, checkpoint: Checkpoint<'_>) -> StoreResult<()> {
-        if checkpoint.items.is_none() && checkpoint.archived.is_empty() {
+        if checkpoint.archived.is_empty() {
             return save_checkpoint_only(&self.pool, lease, &checkpoint).await;
         }
         let mut object = self.conn().await?;
@@ -669,11 +669,18 @@ const RENEW: &str = "UPDATE agentkit_leases
     SET expires_at = clock_timestamp() + $3::DOUBLE PRECISION * INTERVAL '1 millisecond'
     WHERE session_id = $1 AND owner = $2";
 
-/// The common save: the item rows are already written, so one statement
-/// (one round trip) checks the lease, trims the rows, clears the journal
-/// and stores the checkpoint.
+/// The common save, one statement (one round trip, one transaction): it
+/// checks the lease, writes the items the rows do not hold yet (the step's
+/// last ones, held back for it: $9 indexes, $10 JSON, all below $3), trims
+/// the rows past the transcript, clears the journal and stores the
+/// checkpoint. The parts touch disjoint rows.
 const SAVE_CHECKPOINT: &str = "WITH lease AS (
         SELECT 1 FROM agentkit_leases WHERE session_id = $1 AND owner = $2 FOR UPDATE
+    ), items AS (
+        INSERT INTO agentkit_items (session_id, seq, item)
+        SELECT $1, seq, item FROM UNNEST($9::BIGINT[], $10::TEXT[]) AS rows (seq, item)
+        WHERE EXISTS (SELECT 1 FROM lease)
+        ON CONFLICT (session_id, seq) DO UPDATE SET item = excluded.item
     ), trimmed AS (
         DELETE FROM agentkit_items
         WHERE session_id = $1 AND seq >= $3 AND EXISTS (SELECT 1 FROM lease)
@@ -684,12 +691,18 @@ const SAVE_CHECKPOINT: &str = "WITH lease AS (
         transcript_len = $3, usage = $6, updated_at = $7, title = COALESCE(title, $8)
     WHERE id = $1 AND EXISTS (SELECT 1 FROM lease)";
 
-/// [`SAVE_CHECKPOINT`] with this checkpoint.
+/// [`SAVE_CHECKPOINT`] with this checkpoint (its `archived` is empty).
 async fn save_checkpoint_only(
     pool: &Pool,
     lease: &LeaseToken,
     checkpoint: &Checkpoint<'_>,
 ) -> StoreResult<()> {
+    let (first, items) = checkpoint.items.unwrap_or((0, &[]));
+    let seqs: Vec<i64> = (first..first + items.len()).map(|i| i as i64).collect();
+    let json: Vec<String> = items
+        .iter()
+        .map(serde_json::to_string)
+        .collect::<Result<_, _>>()?;
     let client = get(pool).await?;
     let statement = client.prepare_cached(SAVE_CHECKPOINT).await.map_err(db)?;
     let saved = client
@@ -704,6 +717,8 @@ async fn save_checkpoint_only(
                 &serde_json::to_string(checkpoint.usage)?,
                 &now_ms(),
                 &checkpoint.title,
+                &seqs,
+                &json,
             ],
         )
         .await

@@ -26,6 +26,21 @@
 //! does not already hold, so a refused rewrite loses nothing and a stored
 //! one is not archived twice.
 //!
+//! Writes are gathered into as few transactions as that allows. An item
+//! appended while no call runs is held back here, with the journal marks
+//! that go with it (input accepted, soft interrupts drained), until
+//! something that may take long begins: a model call (its start mark is
+//! written with them), a mutator, a tool call (its answer is its start),
+//! a task, a pause for the host. Or the step ends first, and its
+//! checkpoint writes them in its own transaction (see
+//! [`Recorder::written`]). Between the append and that write the loop only
+//! computes, so a kill loses what a kill while a PostgreSQL write was in
+//! flight always lost. While a call runs, every item (another call's
+//! result) is written at once: a kill during a long call keeps each result
+//! before it. A tool round is so three transactions: the model call's
+//! start mark, the answer before its call runs, the result with the
+//! checkpoint.
+//!
 //! A call may run only once a resume would know it started
 //! ([`DurableStarts`]). Recovery interrupts every open call of the items
 //! written after the checkpoint, so for a call in such an item (a fresh
@@ -79,6 +94,21 @@ pub struct Recorder {
     /// Where the mutator running now runs (its rewrite is journaled with
     /// it).
     mutating: Mutex<Option<MutationPoint>>,
+    /// Entries kept back until something slow begins.
+    held: Mutex<Held>,
+}
+
+/// The entries written with the next write, the next call's start, or the
+/// checkpoint (see the module docs), and the calls that run meanwhile.
+#[derive(Debug, Default)]
+struct Held {
+    /// Items and marks, in order.
+    entries: Vec<LogEntry>,
+    /// How many of `entries` are items: the last ones appended.
+    items: usize,
+    /// Calls started and not answered yet: while one runs, an appended
+    /// item (another call's result) is written at once.
+    running: Vec<ToolCallId>,
 }
 
 /// What the items appended since the checkpoint hold.
@@ -107,6 +137,7 @@ impl Recorder {
             archive: Mutex::new(Archive::default()),
             appended: Mutex::new(Appended::default()),
             mutating: Mutex::new(None),
+            held: Mutex::new(Held::default()),
         }
     }
 
@@ -127,6 +158,51 @@ impl Recorder {
         let mut appended = self.appended();
         appended.ids.clear();
         appended.calls.clear();
+        drop(appended);
+        // The checkpoint stored the held items and superseded the marks.
+        let mut held = self.held();
+        held.entries.clear();
+        held.items = 0;
+    }
+
+    fn held(&self) -> std::sync::MutexGuard<'_, Held> {
+        self.held.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// How many items of the transcript the rows hold or will hold (the
+    /// writer may still queue some): those after it are held back for the
+    /// checkpoint, which writes them in its own transaction.
+    pub(crate) fn written(&self) -> usize {
+        let state = self.state();
+        state.next_index - self.held().items.min(state.next_index)
+    }
+
+    /// `true` while entries are held back.
+    pub(crate) fn has_held(&self) -> bool {
+        !self.held().entries.is_empty()
+    }
+
+    /// Writes the held entries, then `next`, as one batch. The writer is
+    /// called under the lock, so entries reach it in order whichever task
+    /// releases them.
+    fn release(&self, next: Option<LogEntry>) {
+        let mut held = self.held();
+        let mut entries = std::mem::take(&mut held.entries);
+        held.items = 0;
+        entries.extend(next);
+        match entries.len() {
+            0 => {}
+            1 => self.writer.write(entries.pop().expect("one entry")),
+            _ => self.writer.write_all(entries),
+        }
+    }
+
+    /// Writes what is held, before a call starts (its start may be the
+    /// answer held here).
+    pub(crate) fn release_held(&self) {
+        if !self.lock().broken {
+            self.release(None);
+        }
     }
 
     fn appended(&self) -> std::sync::MutexGuard<'_, Appended> {
@@ -198,13 +274,47 @@ impl Recorder {
         flushed
     }
 
-    pub(crate) fn mark_broken(&self) {
-        self.lock().broken = true;
+    /// Whether a call may start, given what the flush before it found: the
+    /// store holds every write so far, and the rows still follow the
+    /// transcript. While they do not (a refused write, a rewrite they could
+    /// not follow), the answer asking for the call may be missing from
+    /// them and nothing the recorder writes would tell a resume that the
+    /// call started, until the next checkpoint stores the transcript whole:
+    /// the call is refused rather than run unrecorded.
+    pub(crate) fn start_known(&self, flushed: crate::StoreResult<()>) -> Result<(), String> {
+        flushed.map_err(|err| err.to_string())?;
+        if self.lock().broken {
+            return Err(
+                "the item rows stopped following the transcript (a refused write or a rewrite) \
+                 and are stored again at the next checkpoint"
+                    .into(),
+            );
+        }
+        Ok(())
     }
 
+    pub(crate) fn mark_broken(&self) {
+        self.lock().broken = true;
+        // The next checkpoint stores the transcript whole.
+        let mut held = self.held();
+        held.entries.clear();
+        held.items = 0;
+    }
+
+    /// Writes `mark` now, with what is held: something slow begins (a
+    /// model call, a tool call).
     fn mark(&self, mark: Mark) {
         if !self.lock().broken {
-            self.writer.write(LogEntry::Mark(mark));
+            self.release(Some(LogEntry::Mark(mark)));
+        }
+    }
+
+    /// Holds `mark` back with the items it goes with (the input it
+    /// accepted): written with the next write, or superseded by the
+    /// checkpoint.
+    fn hold_mark(&self, mark: Mark) {
+        if !self.lock().broken {
+            self.held().entries.push(LogEntry::Mark(mark));
         }
     }
 }
@@ -227,10 +337,25 @@ impl TranscriptObserver for Recorder {
             .calls
             .extend(item.tool_calls().map(|call| call.id.clone()));
         drop(appended);
-        self.writer.write(LogEntry::Item {
+        let entry = LogEntry::Item {
             index,
             item: item.clone(),
-        });
+        };
+        let mut held = self.held();
+        for result in item.tool_results() {
+            held.running.retain(|call| *call != result.call_id);
+        }
+        if held.running.is_empty() {
+            // Nothing runs: what comes next starts with a release (a call,
+            // a model call, a mutator) or is the step's checkpoint.
+            held.entries.push(entry);
+            held.items += 1;
+            return;
+        }
+        // Another call still runs, maybe for long: this result is written
+        // now.
+        drop(held);
+        self.release(Some(entry));
     }
 
     fn on_transcript_rewritten(&self, items: &[Item], archived: &[Item]) {
@@ -255,6 +380,7 @@ impl TranscriptObserver for Recorder {
                 .count();
             let fresh_ids = (items.len() + removed).saturating_sub(state.next_index) as u64;
             self.archive().unconfirmed.extend_from_slice(archived);
+            self.release(None);
             self.writer.write(LogEntry::Rewrite {
                 items: items.to_vec(),
                 archived: archived.to_vec(),
@@ -278,20 +404,29 @@ impl LoopObserver for Recorder {
     fn handle_event(&self, event: AgentEvent) {
         match event {
             AgentEvent::InputAccepted { items } => {
-                self.mark(Mark::InputAccepted { count: items.len() })
+                self.hold_mark(Mark::InputAccepted { count: items.len() })
             }
-            AgentEvent::SoftInterruptInjected { .. } => self.mark(Mark::SoftInterruptsDrained),
+            AgentEvent::SoftInterruptInjected { .. } => self.hold_mark(Mark::SoftInterruptsDrained),
             AgentEvent::ModelCallStarted { .. } => self.mark(Mark::ModelCallStarted),
             AgentEvent::MutationStarted { point, .. } => {
-                *self.mutating.lock().unwrap_or_else(|e| e.into_inner()) = Some(point)
+                *self.mutating.lock().unwrap_or_else(|e| e.into_inner()) = Some(point);
+                // A mutator may take long (a compaction calls a model).
+                self.release_held();
             }
-            // A call of an item written since the checkpoint is interrupted
-            // on resume by that row alone.
-            AgentEvent::ToolStarted { call_id, .. }
-                if !self.appended().calls.contains(&call_id) =>
-            {
-                self.mark(Mark::ToolStarted { call_id })
+            AgentEvent::ToolStarted { call_id, .. } => {
+                self.held().running.push(call_id.clone());
+                // A call of an item written since the checkpoint is
+                // interrupted on resume by that row alone.
+                if self.appended().calls.contains(&call_id) {
+                    self.release_held();
+                } else {
+                    self.mark(Mark::ToolStarted { call_id });
+                }
             }
+            // The step is about to pause for the host, or a task starts.
+            AgentEvent::ApprovalRequired { .. }
+            | AgentEvent::QuestionAsked { .. }
+            | AgentEvent::TaskStarted { .. } => self.release_held(),
             _ => {}
         }
     }
@@ -306,8 +441,9 @@ impl LoopObserver for Recorder {
 /// then lose its start: the call would run again after resume. A store
 /// that writes synchronously (SQLite) says so ([`LogWriter::stored`]): the
 /// call then runs at once, with no flush future and no allocation of this
-/// layer's own. A write that failed fails the call instead of running it
-/// unrecorded (the next checkpoint rewrites the rows).
+/// layer's own. A write that failed, or rows that stopped following the
+/// transcript, fail the call instead of running it unrecorded (the next
+/// checkpoint rewrites the rows; see [`Recorder::start_known`]).
 pub(crate) struct DurableStarts {
     pub(crate) inner: Arc<dyn TaskManager>,
     pub(crate) recorder: Arc<Recorder>,
@@ -315,14 +451,17 @@ pub(crate) struct DurableStarts {
 
 impl DurableStarts {
     async fn stored(recorder: &Recorder, job: &ToolJob) -> Result<(), ToolError> {
-        recorder.flush().await.map_err(|err| not_recorded(job, err))
+        let flushed = recorder.flush().await;
+        recorder
+            .start_known(flushed)
+            .map_err(|why| not_recorded(job, why))
     }
 }
 
 /// The error a call gets instead of running unrecorded.
-fn not_recorded(job: &ToolJob, err: crate::StoreError) -> ToolError {
+fn not_recorded(job: &ToolJob, why: String) -> ToolError {
     ToolError::Unavailable(format!(
-        "the session store could not record that call {} started, so it did not run: {err}",
+        "the session store could not record that call {} started, so it did not run: {why}",
         job.request.call_id
     ))
 }
@@ -338,8 +477,12 @@ impl TaskManager for DurableStarts {
     }
 
     async fn run(&self, job: ToolJob) -> Result<ToolResult, ToolError> {
+        self.recorder.release_held();
         match self.recorder.stored() {
-            Some(stored) => stored.map_err(|err| not_recorded(&job, err))?,
+            Some(stored) => self
+                .recorder
+                .start_known(stored)
+                .map_err(|why| not_recorded(&job, why))?,
             None => Self::stored(&self.recorder, &job).await?,
         }
         self.inner.run(job).await
@@ -349,9 +492,10 @@ impl TaskManager for DurableStarts {
         self: Arc<Self>,
         job: ToolJob,
     ) -> Pin<Box<dyn Future<Output = Result<ToolResult, ToolError>> + Send>> {
-        match self.recorder.stored() {
+        self.recorder.release_held();
+        match self.recorder.stored().map(|s| self.recorder.start_known(s)) {
             Some(Ok(())) => self.inner.clone().run_shared(job),
-            Some(Err(err)) => Box::pin(std::future::ready(Err(not_recorded(&job, err)))),
+            Some(Err(why)) => Box::pin(std::future::ready(Err(not_recorded(&job, why)))),
             None => Box::pin(async move {
                 Self::stored(&self.recorder, &job).await?;
                 self.inner.clone().run_shared(job).await

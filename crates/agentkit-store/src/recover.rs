@@ -157,7 +157,42 @@ pub(crate) fn recover(
             .count() as u32;
         mark_due_call_mutated(&mut snapshot, started);
     }
+    if extra > 0
+        && snapshot.phase == SnapshotPhase::AfterToolRound
+        && after_round_mutators_owed(marks, answers)
+    {
+        snapshot.mutation_due = Some(MutationPoint::AfterToolResult);
+    }
     Ok(Some(snapshot))
+}
+
+/// `true` when a round answered after the checkpoint may not have had its
+/// `AfterToolResult` mutators run: no model call is in flight (each model
+/// call started since the checkpoint has its answer among the `answers`),
+/// and no rewrite of theirs is journaled since the last model call began.
+/// They are then run on resume. A mutator that leaves the transcript
+/// unchanged leaves no trace, so one that ran before the kill runs again:
+/// a redaction or compaction is never skipped, which is the safe side (a
+/// mutator there should be idempotent; one that rewrote is not run again).
+fn after_round_mutators_owed(marks: &[Mark], answers: usize) -> bool {
+    let started = marks
+        .iter()
+        .filter(|mark| matches!(mark, Mark::ModelCallStarted))
+        .count();
+    let since_last_call = marks
+        .iter()
+        .rposition(|mark| matches!(mark, Mark::ModelCallStarted))
+        .map_or(marks, |last| &marks[last..]);
+    let rewrote = since_last_call.iter().any(|mark| {
+        matches!(
+            mark,
+            Mark::Rewritten {
+                point: Some(MutationPoint::AfterToolResult),
+                ..
+            }
+        )
+    });
+    started <= answers && !rewrote
 }
 
 /// `true` when the journal holds a rewrite made before a model call whose
@@ -413,6 +448,67 @@ mod tests {
                 point: None
             }
         );
+    }
+
+    #[test]
+    fn a_round_answered_after_the_checkpoint_owes_its_mutators() {
+        let answered = vec![
+            Item::user("go"),
+            call_item(&["a"]),
+            Item::tool_result(ToolResultPart::success("a", "done")),
+        ];
+        let rewritten = |point| Mark::Rewritten {
+            fresh_ids: 0,
+            point: Some(point),
+        };
+        let cases: [(&[Mark], Option<MutationPoint>); 5] = [
+            // Killed while they ran, or before.
+            (
+                &[Mark::ModelCallStarted],
+                Some(MutationPoint::AfterToolResult),
+            ),
+            // One of them rewrote: they ran.
+            (
+                &[
+                    Mark::ModelCallStarted,
+                    rewritten(MutationPoint::AfterToolResult),
+                ],
+                None,
+            ),
+            // A rewrite of an earlier round's does not count.
+            (
+                &[
+                    rewritten(MutationPoint::AfterToolResult),
+                    Mark::ModelCallStarted,
+                ],
+                Some(MutationPoint::AfterToolResult),
+            ),
+            // The next model call began: they had run.
+            (&[Mark::ModelCallStarted, Mark::ModelCallStarted], None),
+            // Its BeforeModelCall rewrite was stored, the call not: due.
+            (
+                &[
+                    Mark::ModelCallStarted,
+                    rewritten(MutationPoint::BeforeModelCall),
+                ],
+                None,
+            ),
+        ];
+        for (marks, due) in cases {
+            let mut saved = checkpoint(vec![Item::user("go")]);
+            saved.phase = SnapshotPhase::ModelCallDue;
+            let resumed = recover(&"s".into(), Some(saved), answered.clone(), marks)
+                .unwrap()
+                .unwrap();
+            assert_eq!(resumed.mutation_due, due, "{marks:?}");
+        }
+        // Nothing after the checkpoint: it says what is owed.
+        let mut saved = checkpoint(answered.clone());
+        saved.phase = SnapshotPhase::AfterToolRound;
+        let resumed = recover(&"s".into(), Some(saved), answered, &[])
+            .unwrap()
+            .unwrap();
+        assert_eq!(resumed.mutation_due, None);
     }
 
     #[test]

@@ -271,10 +271,16 @@ impl<S: ModelSession> Session<S> {
         }
         let generation = self.driver.generation();
         let state = self.recorder.state();
+        // Items held back for this checkpoint are not in the rows yet.
+        let written = self.recorder.written();
         let view = self.driver.transcript();
         let len = view.len();
-        let rows_current = !state.broken && state.next_index == len;
-        if rows_current && self.saved == Some(generation) && !self.recorder.has_archived() {
+        let rows_current = !state.broken && written == len;
+        if rows_current
+            && self.saved == Some(generation)
+            && !self.recorder.has_archived()
+            && !self.recorder.has_held()
+        {
             // Nothing happened since the last checkpoint: no snapshot is
             // built.
             return Ok(());
@@ -288,8 +294,8 @@ impl<S: ModelSession> Session<S> {
             let transcript = view.read();
             let first = if state.broken || state.next_index > len {
                 Some(0)
-            } else if state.next_index < len {
-                Some(state.next_index)
+            } else if written < len {
+                Some(written)
             } else {
                 None
             };

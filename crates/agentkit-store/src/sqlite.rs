@@ -8,8 +8,9 @@
 //! Several processes may share one file; SQLite serializes their writes.
 
 use crate::recover::Mark;
+use crate::sqlite_log::SqliteLogWriter;
 use crate::store::{
-    Checkpoint, LeaseToken, LogEntry, LogWriter, NewSession, RawInfo, SessionInfo, SessionStore,
+    Checkpoint, LeaseToken, LogWriter, NewSession, RawInfo, SessionInfo, SessionStore,
     StoredSession, fork_prefix, fork_snapshot, fresh_token, now_ms, parse_json, pending_migrations,
     read_checkpoint,
 };
@@ -91,7 +92,7 @@ CREATE TABLE input_log (
 /// The newest schema version this build writes.
 pub const SQLITE_SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
-fn db(err: rusqlite::Error) -> StoreError {
+pub(crate) fn db(err: rusqlite::Error) -> StoreError {
     StoreError::database(BACKEND, err)
 }
 
@@ -252,7 +253,7 @@ fn insert_session(
     Ok(id)
 }
 
-fn insert_items(
+pub(crate) fn insert_items(
     conn: &Connection,
     id: &SessionId,
     first: usize,
@@ -271,7 +272,7 @@ fn insert_items(
 }
 
 /// Appends `items` to the session's archive.
-fn archive(conn: &Connection, id: &SessionId, items: &[Item]) -> StoreResult<()> {
+pub(crate) fn archive(conn: &Connection, id: &SessionId, items: &[Item]) -> StoreResult<()> {
     if items.is_empty() {
         return Ok(());
     }
@@ -341,7 +342,7 @@ fn checkpoint(
 }
 
 /// `Ok` if `owner` holds the lease of `id`.
-fn check_lease(conn: &Connection, id: &SessionId, owner: &str) -> StoreResult<()> {
+pub(crate) fn check_lease(conn: &Connection, id: &SessionId, owner: &str) -> StoreResult<()> {
     let holder: Option<String> = conn
         .query_row(
             "SELECT owner FROM leases WHERE session_id = ?1",
@@ -432,11 +433,7 @@ impl SessionStore for SqliteStore {
     }
 
     fn log_writer(&self, lease: &LeaseToken) -> Arc<dyn LogWriter> {
-        Arc::new(SqliteLogWriter {
-            conn: self.conn.clone(),
-            lease: lease.clone(),
-            failure: Mutex::new(None),
-        })
+        Arc::new(SqliteLogWriter::new(self.conn.clone(), lease.clone()))
     }
 
     async fn save(&self, lease: &LeaseToken, checkpoint: Checkpoint<'_>) -> StoreResult<()> {
@@ -633,120 +630,6 @@ impl SessionStore for SqliteStore {
         tx.execute("DELETE FROM sessions WHERE id = ?1", params![id.as_str()])
             .map_err(db)?;
         tx.commit().map_err(db)
-    }
-}
-
-/// Writes each entry before returning; failures wait for `flush`.
-struct SqliteLogWriter {
-    conn: Arc<Mutex<Connection>>,
-    lease: LeaseToken,
-    failure: Mutex<Option<StoreError>>,
-}
-
-impl SqliteLogWriter {
-    fn try_write(&self, entry: &LogEntry) -> StoreResult<()> {
-        let conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
-        let id = self.lease.session_id.as_str();
-        // Each statement checks the lease, so a worker that lost it can
-        // never write into the session again.
-        let written = match entry {
-            LogEntry::Item { index, item } => conn
-                .prepare_cached(
-                    "INSERT INTO items (session_id, seq, item)
-                     SELECT ?1, ?2, ?3 WHERE EXISTS
-                        (SELECT 1 FROM leases WHERE session_id = ?1 AND owner = ?4)
-                     ON CONFLICT (session_id, seq) DO UPDATE SET item = excluded.item",
-                )
-                .and_then(|mut insert| {
-                    insert.execute(params![
-                        id,
-                        *index as i64,
-                        serde_json::to_string(item).unwrap_or_default(),
-                        self.lease.owner
-                    ])
-                }),
-            LogEntry::Mark(mark) => conn
-                .prepare_cached(
-                    "INSERT INTO marks (session_id, mark)
-                     SELECT ?1, ?2 WHERE EXISTS
-                        (SELECT 1 FROM leases WHERE session_id = ?1 AND owner = ?3)",
-                )
-                .and_then(|mut insert| {
-                    insert.execute(params![
-                        id,
-                        serde_json::to_string(mark).unwrap_or_default(),
-                        self.lease.owner
-                    ])
-                }),
-            LogEntry::Rewrite {
-                items,
-                archived,
-                checkpoint_len,
-                fresh_ids,
-                point,
-            } => {
-                let tx = conn.unchecked_transaction().map_err(db)?;
-                check_lease(&tx, &self.lease.session_id, &self.lease.owner)?;
-                archive(&tx, &self.lease.session_id, archived)?;
-                tx.execute("DELETE FROM items WHERE session_id = ?1", params![id])
-                    .map_err(db)?;
-                insert_items(&tx, &self.lease.session_id, 0, items)?;
-                let mark = Mark::Rewritten {
-                    fresh_ids: *fresh_ids,
-                    point: *point,
-                };
-                tx.execute(
-                    "UPDATE sessions SET transcript_len = ?2 WHERE id = ?1",
-                    params![id, *checkpoint_len as i64],
-                )
-                .map_err(db)?;
-                tx.execute(
-                    "INSERT INTO marks (session_id, mark) VALUES (?1, ?2)",
-                    params![id, serde_json::to_string(&mark)?],
-                )
-                .map_err(db)?;
-                tx.commit().map(|()| 1)
-            }
-        }
-        .map_err(db)?;
-        if written == 0 {
-            return Err(StoreError::LeaseLost(self.lease.session_id.clone()));
-        }
-        Ok(())
-    }
-}
-
-#[async_trait::async_trait]
-impl LogWriter for SqliteLogWriter {
-    fn write(&self, entry: LogEntry) {
-        if let Err(err) = self.try_write(&entry) {
-            let mut failure = self.failure.lock().unwrap_or_else(|e| e.into_inner());
-            failure.get_or_insert(err);
-        }
-    }
-
-    async fn flush(&self) -> StoreResult<()> {
-        self.take_failure()
-    }
-
-    /// Every write is committed before `write` returns.
-    fn stored(&self) -> Option<StoreResult<()>> {
-        Some(self.take_failure())
-    }
-}
-
-impl SqliteLogWriter {
-    /// The first failure since the last flush, taken.
-    fn take_failure(&self) -> StoreResult<()> {
-        match self
-            .failure
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
-        {
-            Some(err) => Err(err),
-            None => Ok(()),
-        }
     }
 }
 

@@ -172,6 +172,16 @@ pub trait LogWriter: Send + Sync {
     /// Records one entry, in order.
     fn write(&self, entry: LogEntry);
 
+    /// Records several entries, in order, as one write where the backend
+    /// can (SQLite: one transaction; PostgreSQL: one statement). The
+    /// recorder hands over what it held back this way (see
+    /// [`Recorder`](crate::Recorder)). The default writes them one by one.
+    fn write_all(&self, entries: Vec<LogEntry>) {
+        for entry in entries {
+            self.write(entry);
+        }
+    }
+
     /// Waits until every entry written so far is durable; returns the first
     /// failure since the last flush.
     async fn flush(&self) -> StoreResult<()>;

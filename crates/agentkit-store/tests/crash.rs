@@ -21,7 +21,46 @@ use support::tools::Slow;
 
 const BACKEND: &str = "AGENTKIT_STORE_CRASH_BACKEND";
 const LOCATION: &str = "AGENTKIT_STORE_CRASH_LOCATION";
+const CASE: &str = "AGENTKIT_STORE_CRASH_CASE";
 const SESSION: &str = "crashing";
+
+/// Where the worker is when it is killed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Case {
+    /// A round of two calls, in the second (a minute long), the first one's
+    /// result written.
+    SecondCall,
+    /// A round of one call, answered, in the `AfterToolResult` mutator (a
+    /// minute long, like a compaction calling a model): the round's result,
+    /// the last item of the step, must be stored before the mutator runs.
+    AfterRoundMutator,
+}
+
+/// At `AfterToolResult`: counts its runs and takes `pause` (a minute in
+/// the worker, like a compaction calling a model).
+struct AfterRounds {
+    runs: Arc<std::sync::atomic::AtomicUsize>,
+    pause: Duration,
+}
+
+#[async_trait::async_trait]
+impl agentkit_loop::LoopMutator for AfterRounds {
+    fn name(&self) -> &str {
+        "after-rounds"
+    }
+
+    async fn mutate(
+        &self,
+        ctx: &agentkit_loop::MutationContext,
+        _transcript: agentkit_loop::TranscriptView,
+    ) -> Result<Option<Vec<Item>>, agentkit_loop::MutateError> {
+        if ctx.point == agentkit_loop::MutationPoint::AfterToolResult {
+            self.runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            tokio::time::sleep(self.pause).await;
+        }
+        Ok(None)
+    }
+}
 
 async fn store(backend: &str, location: &str) -> Arc<dyn SessionStore> {
     match backend {
@@ -46,18 +85,22 @@ async fn crash_worker() {
     let lease = SessionLease::acquire_with_ttl(store, &created.id, Duration::from_millis(500))
         .await
         .unwrap();
-    let model = ScriptedModel::new([ScriptedTurn::new()
-        .call("quick", "slow", json!({ "ms": 1 }))
-        .call("long", "slow", json!({ "ms": 60_000 }))
-        .finish(agentkit_core::FinishReason::ToolCall)]);
-    let agent = lease
-        .record(
-            Agent::builder()
-                .model(model)
-                .add_tool_source(ToolRegistry::new().with(Slow)),
-        )
-        .build()
-        .unwrap();
+    let mutator = std::env::var(CASE).is_ok_and(|case| case == "AfterRoundMutator");
+    let mut answer = ScriptedTurn::new().call("quick", "slow", json!({ "ms": 1 }));
+    if !mutator {
+        answer = answer.call("long", "slow", json!({ "ms": 60_000 }));
+    }
+    let model = ScriptedModel::new([answer.finish(agentkit_core::FinishReason::ToolCall)]);
+    let mut builder = Agent::builder()
+        .model(model)
+        .add_tool_source(ToolRegistry::new().with(Slow));
+    if mutator {
+        builder = builder.mutator(AfterRounds {
+            runs: Arc::default(),
+            pause: Duration::from_secs(60),
+        });
+    }
+    let agent = lease.record(builder).build().unwrap();
     let mut session = lease.open(&agent).await.unwrap();
     let LoopStep::Interrupt(LoopInterrupt::AwaitingInput(request)) = session.next().await.unwrap()
     else {
@@ -67,17 +110,18 @@ async fn crash_worker() {
         .submit(&mut session, vec![Item::user("run both")])
         .unwrap();
     session.next().await.unwrap();
-    panic!("the worker should have been killed during the long call");
+    panic!("the worker should have been killed during the long call or mutator");
 }
 
 /// SIGKILLs a writer, then resumes and checks its session (see the tests
 /// below); returns how long the round took.
-fn crash_and_resume(backend: &str, location: &str) -> Duration {
+fn crash_and_resume(backend: &str, location: &str, case: Case) -> Duration {
     let started = Instant::now();
     let mut worker = Command::new(std::env::current_exe().unwrap())
         .args(["--ignored", "--exact", "crash_worker", "--nocapture"])
         .env(BACKEND, backend)
         .env(LOCATION, location)
+        .env(CASE, format!("{case:?}"))
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
         .spawn()
@@ -102,7 +146,7 @@ fn crash_and_resume(backend: &str, location: &str) -> Duration {
             }
             assert!(
                 Instant::now() < deadline,
-                "the worker never reached the long call"
+                "the worker never reached the long call or mutator"
             );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
@@ -112,7 +156,7 @@ fn crash_and_resume(backend: &str, location: &str) -> Duration {
         assert_eq!(
             before.len(),
             3,
-            "user, the calls, the quick result: {before:?}"
+            "user, the call(s), the quick result: {before:?}"
         );
 
         // Another worker takes over once the dead one's lease expired.
@@ -125,11 +169,16 @@ fn crash_and_resume(backend: &str, location: &str) -> Duration {
             }
         };
         let model = ScriptedModel::new([ScriptedTurn::text("finished after the crash")]);
+        let after_rounds = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let agent = lease
             .record(
                 Agent::builder()
                     .model(model.clone())
-                    .add_tool_source(ToolRegistry::new().with(Slow)),
+                    .add_tool_source(ToolRegistry::new().with(Slow))
+                    .mutator(AfterRounds {
+                        runs: after_rounds.clone(),
+                        pause: Duration::ZERO,
+                    }),
             )
             .build()
             .unwrap();
@@ -139,6 +188,10 @@ fn crash_and_resume(backend: &str, location: &str) -> Duration {
             matches!(step, LoopStep::Interrupt(LoopInterrupt::AfterToolResult(_))),
             "{step:?}"
         );
+        // The round's `AfterToolResult` mutators run once in this process:
+        // as the interrupted call's answer completes the round, or, killed
+        // while they ran, owed on resume (a redaction is never skipped).
+        assert_eq!(after_rounds.load(std::sync::atomic::Ordering::SeqCst), 1);
         let LoopStep::Finished(turn) = session.next().await.unwrap() else {
             panic!("the turn did not finish")
         };
@@ -153,13 +206,21 @@ fn crash_and_resume(backend: &str, location: &str) -> Duration {
             &before[..],
             "everything written before the kill is kept"
         );
-        // The long call may have had effects: it is answered as interrupted,
-        // never run again behind the model's back.
-        let long = transcript[3].tool_results().next().unwrap();
-        assert_eq!(long.call_id.as_str(), "long");
-        assert!(long.is_error);
-        assert_eq!(long.metadata["agentkit.error_kind"], "interrupted");
-        assert_eq!(model.requests()[0].transcript.len(), 4);
+        // The quick call's real result is kept.
+        let quick = transcript[2].tool_results().next().unwrap();
+        assert_eq!(quick.call_id.as_str(), "quick");
+        assert!(!quick.is_error, "{quick:?}");
+        if case == Case::AfterRoundMutator {
+            assert_eq!(model.requests()[0].transcript.len(), 3);
+        } else {
+            // The long call may have had effects: it is answered as
+            // interrupted, never run again behind the model's back.
+            let long = transcript[3].tool_results().next().unwrap();
+            assert_eq!(long.call_id.as_str(), "long");
+            assert!(long.is_error);
+            assert_eq!(long.metadata["agentkit.error_kind"], "interrupted");
+            assert_eq!(model.requests()[0].transcript.len(), 4);
+        }
         session.close().await.unwrap();
         let stored = observer.load(&SESSION.into()).await.unwrap();
         assert_eq!(stored.items, transcript);
@@ -169,15 +230,19 @@ fn crash_and_resume(backend: &str, location: &str) -> Duration {
 
 #[test]
 fn sqlite_a_killed_worker_loses_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("sessions.db");
-    crash_and_resume("sqlite", path.to_str().unwrap());
+    for case in [Case::SecondCall, Case::AfterRoundMutator] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sessions.db");
+        crash_and_resume("sqlite", path.to_str().unwrap(), case);
+    }
 }
 
 #[test]
 fn postgres_a_killed_worker_loses_nothing() {
-    let cluster = TempCluster::start();
-    crash_and_resume("postgres", &cluster.conninfo());
+    for case in [Case::SecondCall, Case::AfterRoundMutator] {
+        let cluster = TempCluster::start();
+        crash_and_resume("postgres", &cluster.conninfo(), case);
+    }
 }
 
 /// `cargo xtask soak`'s store phase: for `AGENTKIT_SOAK_STORE_MINUTES`,
@@ -197,7 +262,11 @@ fn soak_killed_store_writers() {
     while Instant::now() < until {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("sessions.db");
-        slowest = slowest.max(crash_and_resume("sqlite", path.to_str().unwrap()));
+        slowest = slowest.max(crash_and_resume(
+            "sqlite",
+            path.to_str().unwrap(),
+            Case::SecondCall,
+        ));
         rounds += 1;
     }
     println!(

@@ -34,6 +34,54 @@ shared_suite!(Postgres {
     cluster: TempCluster::start()
 });
 
+impl Postgres {
+    async fn admin(&self, sql: &str) {
+        let (client, connection) =
+            tokio_postgres::connect(&self.cluster.conninfo(), tokio_postgres::NoTls)
+                .await
+                .unwrap();
+        tokio::spawn(connection);
+        client.batch_execute(sql).await.unwrap();
+    }
+}
+
+impl support::unrecorded::Refusing for Postgres {
+    async fn refuse_calls(&self) {
+        self.admin(
+            "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS
+                $$ BEGIN RAISE EXCEPTION 'disk full'; END $$;
+             CREATE TRIGGER refuse BEFORE INSERT OR UPDATE ON agentkit_items FOR EACH ROW
+                WHEN (NEW.item LIKE '%\"tool_call\"%') EXECUTE FUNCTION refuse();",
+        )
+        .await;
+    }
+
+    async fn accept(&self) {
+        self.admin("DROP TRIGGER refuse ON agentkit_items; DROP FUNCTION refuse();")
+            .await;
+    }
+}
+
+/// PostgreSQL refuses an answer's row: none of its calls runs unrecorded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_answer_runs_none_of_its_calls() {
+    let backend = Postgres {
+        cluster: TempCluster::start(),
+    };
+    let store = backend.open().await.unwrap();
+    support::unrecorded::a_refused_answer_runs_none_of_its_calls(store, &backend).await;
+}
+
+/// A rewrite the rows cannot follow: the next call does not run unrecorded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_after_an_unfollowed_rewrite_does_not_run_unrecorded() {
+    let backend = Postgres {
+        cluster: TempCluster::start(),
+    };
+    let store = backend.open().await.unwrap();
+    support::unrecorded::a_call_after_an_unfollowed_rewrite_does_not_run_unrecorded(store).await;
+}
+
 #[tokio::test]
 async fn events_are_kept_in_order_and_never_rewritten() {
     let cluster = TempCluster::start();

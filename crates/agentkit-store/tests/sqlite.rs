@@ -33,6 +33,41 @@ impl Backend for Sqlite {
 
 shared_suite!(Sqlite::new());
 
+impl support::unrecorded::Refusing for Sqlite {
+    async fn refuse_calls(&self) {
+        rusqlite::Connection::open(&self.path)
+            .unwrap()
+            .execute_batch(
+                "CREATE TRIGGER refuse BEFORE INSERT ON items WHEN NEW.item LIKE '%\"tool_call\"%' \
+                 BEGIN SELECT RAISE(ABORT, 'disk full'); END",
+            )
+            .unwrap();
+    }
+
+    async fn accept(&self) {
+        rusqlite::Connection::open(&self.path)
+            .unwrap()
+            .execute_batch("DROP TRIGGER refuse")
+            .unwrap();
+    }
+}
+
+/// The file refuses an answer's row: none of its calls runs unrecorded.
+#[tokio::test]
+async fn a_refused_answer_runs_none_of_its_calls() {
+    let backend = Sqlite::new();
+    let store = backend.open().await.unwrap();
+    support::unrecorded::a_refused_answer_runs_none_of_its_calls(store, &backend).await;
+}
+
+/// A rewrite the rows cannot follow: the next call does not run unrecorded.
+#[tokio::test]
+async fn a_call_after_an_unfollowed_rewrite_does_not_run_unrecorded() {
+    let backend = Sqlite::new();
+    let store = backend.open().await.unwrap();
+    support::unrecorded::a_call_after_an_unfollowed_rewrite_does_not_run_unrecorded(store).await;
+}
+
 /// A non-idempotent rewrite before a model call, a kill while the call
 /// streams: resumed from the file, the call is made without a second run.
 #[tokio::test]

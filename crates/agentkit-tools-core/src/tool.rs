@@ -337,6 +337,15 @@ impl ToolResult {
 #[async_trait::async_trait]
 pub trait Tool: Send + Sync {
     /// The tool's spec, shared.
+    ///
+    /// A tool's spec is fixed for as long as the tool sits in a catalog
+    /// snapshot: the executor validates a call against the spec it read
+    /// when the model asked for the call, and reuses that check while the
+    /// catalog's revision is unchanged. To change a tool's name, schema or
+    /// description, replace the tool in its catalog (for example with
+    /// [`CatalogWriter::upsert`](crate::CatalogWriter::upsert)), which raises the revision;
+    /// a spec that changes on its own is not checked again until the
+    /// revision moves.
     fn spec(&self) -> Arc<ToolSpec>;
 
     /// The permissions a call with this input would need. The executor checks
@@ -347,7 +356,14 @@ pub trait Tool: Send + Sync {
         Ok(Vec::new())
     }
 
-    /// Runs the call. The input was already validated against the schema.
+    /// Runs the call. The input was already validated against the schema
+    /// and the call's permissions granted.
+    ///
+    /// The executor calls `invoke` when the call starts, before the loop
+    /// reports it as started, and polls the returned future to run it. With
+    /// `#[async_trait]` the body runs only when polled; a hand-written
+    /// implementation should likewise do its work inside the future, not
+    /// before returning it, so a call cancelled before it runs has no effect.
     async fn invoke(&self, request: ToolRequest, ctx: ToolContext)
     -> Result<ToolResult, ToolError>;
 }

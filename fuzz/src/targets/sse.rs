@@ -4,11 +4,18 @@
 //! on valid UTF-8 they equal those of `eventsource-stream` (the decoder the
 //! parser replaced, kept as the reference); invalid UTF-8 in a finished
 //! line is a `Protocol` error; small caps give a prefix of the events and a
-//! `LimitExceeded` error only when a line or the body really is too large.
+//! `LimitExceeded` error only when a line or the body really is too large;
+//! a sink that takes data ahead of its line end ([`SseSink::on_data_ahead`],
+//! a few JSON layouts) gets the same events and error as the general path,
+//! however the body is cut and under small caps.
 
 use crate::{Outcome, Target, cuts_for, seeds_or_tokens, split_at};
-use agentkit_http::{ProviderError, ProviderErrorKind, SseEvent, SseLimits, SseParser};
+use agentkit_http::{
+    DataAhead, DataEnd, ProviderError, ProviderErrorKind, SseEvent, SseEventRef, SseLimits,
+    SseParser, SseSink,
+};
 use proptest::strategy::BoxedStrategy;
+use std::ops::ControlFlow;
 
 /// The target.
 pub const TARGET: Target = Target {
@@ -22,6 +29,7 @@ const SEEDS: &[&[u8]] = &[
     include_bytes!("../../../crates/agentkit-provider-openai/tests/fixtures/text.sse"),
     include_bytes!("../../../crates/agentkit-provider-anthropic/tests/fixtures/thinking.sse"),
     b"\xEF\xBB\xBF: hi\r\nevent: a\r\ndata: caf\xC3\xA9\r\ndata\r\rid: 1\r\ndata:  x\n\n",
+    b": x\nevent: e\ndata: {\"t\":\"a\"}\n\ndata: 12\r\n\r\ndata: \"s\"\r\rdata: {}\ndata: 1\n\n",
     b"data: a\n\ndata: b\r\n\r\n: c\rid: \0\ndata:\n\nevent: e\n\nretry: 5\nfoo\n\n",
 ];
 
@@ -48,6 +56,10 @@ const TOKENS: &[&[u8]] = &[
     b"\0",
     b"\xFF",
     b"ab",
+    b"{\"t\":",
+    b"\"s\"",
+    b"}",
+    b"7",
 ];
 
 fn generate() -> BoxedStrategy<Vec<u8>> {
@@ -66,6 +78,60 @@ fn decode(pieces: &[&[u8]], limits: SseLimits) -> Decoded {
     }
     let error = parser.finish(&mut events).err();
     (events, error)
+}
+
+/// The fast path's events: `(event, data, id)` of every event, taken ahead
+/// when its data is `{}`, `{"t":STRING}`, a string or an integer.
+#[derive(Default)]
+struct Ahead(Vec<(String, String, String)>);
+
+impl SseSink for Ahead {
+    fn on_event(&mut self, event: SseEventRef<'_>) -> ControlFlow<()> {
+        self.0
+            .push((event.event.into(), event.data.into(), event.id.into()));
+        ControlFlow::Continue(())
+    }
+
+    fn on_data_ahead(&mut self, ahead: DataAhead<'_>) -> Option<(DataEnd, ControlFlow<()>)> {
+        let mut layout = ahead.layout();
+        let matched = if layout.optional("{}") {
+            Some(())
+        } else if layout.optional(r#"{"t":"#) {
+            layout.str().and_then(|_| layout.fixed("}"))
+        } else if layout.str().is_some() {
+            Some(())
+        } else {
+            layout.u64().map(drop)
+        };
+        matched?;
+        let end = ahead.end(&layout)?;
+        let data = &ahead.rest()[..end.data_len()];
+        self.0
+            .push((ahead.event().into(), data.into(), ahead.id().into()));
+        Some((end, ControlFlow::Continue(())))
+    }
+}
+
+/// [`decode`] through the fast path, events as tuples.
+fn decode_ahead(
+    pieces: &[&[u8]],
+    limits: SseLimits,
+) -> (Vec<(String, String, String)>, Option<ProviderError>) {
+    let mut parser = SseParser::new(limits);
+    let mut sink = Ahead::default();
+    for piece in pieces {
+        if let Err(err) = parser.feed_into(piece, &mut sink) {
+            return (sink.0, Some(err));
+        }
+    }
+    (sink.0, None)
+}
+
+fn tuples(events: &[SseEvent]) -> Vec<(String, String, String)> {
+    events
+        .iter()
+        .map(|e| (e.event.clone(), e.data.clone(), e.id.clone()))
+        .collect()
 }
 
 fn reference(input: &[u8]) -> Vec<(String, String, String)> {
@@ -96,6 +162,25 @@ fn check(input: &[u8]) -> Outcome {
             return Err(format!(
                 "{name}: {split:?}\n  differs from one read: {whole:?}"
             ));
+        }
+    }
+
+    let small = SseLimits::default()
+        .with_max_line_bytes(64)
+        .with_max_event_bytes(128);
+    for limits in [limits, small] {
+        let general = decode(&[input], limits);
+        let general = (tuples(&general.0), general.1);
+        for (name, pieces) in [
+            ("one read", vec![input]),
+            ("random cuts", split_at(input, &cuts_for(input, 3))),
+        ] {
+            let ahead = decode_ahead(&pieces, limits);
+            if ahead != general {
+                return Err(format!(
+                    "read ahead, {name}: {ahead:?}\n  differs from the general path: {general:?}"
+                ));
+            }
         }
     }
 
@@ -131,9 +216,6 @@ fn check(input: &[u8]) -> Outcome {
         }
     }
 
-    let small = SseLimits::default()
-        .with_max_line_bytes(64)
-        .with_max_event_bytes(128);
     let capped = decode(&[input], small);
     if !whole.0.starts_with(&capped.0) {
         return Err("small caps changed the events decoded before the cap".into());

@@ -41,8 +41,17 @@ use std::borrow::Cow;
 /// // Another member order is another layout: the general reader takes it.
 /// assert!(text_delta(r#"{"index":2,"type":"content_block_delta"}"#).is_none());
 /// ```
+///
+/// A layout matched in a line (`LINE`, made by
+/// [`DataAhead::layout`](crate::DataAhead::layout)) is one whose match
+/// cannot cross a line end: its holes never skip whitespace before their
+/// value (a hole at a space, tab or line end does not match), string holes
+/// stop at any control character anyway, and its fixed parts must have no
+/// line end in them (checked in debug builds). So an event's data can be
+/// matched against the rest of a read before the parser has looked for
+/// the end of its line.
 #[derive(Debug)]
-pub struct Layout<'a> {
+pub struct Layout<'a, const LINE: bool = false> {
     reader: JsonReader<'a>,
 }
 
@@ -54,30 +63,65 @@ impl<'a> Layout<'a> {
         }
     }
 
+    /// Whether `text` is written in JSON as it is, between quotes: it has
+    /// no quote, backslash or control character.
+    pub fn is_plain(text: &str) -> bool {
+        JsonReader::is_plain(text)
+    }
+}
+
+impl<'a> Layout<'a, true> {
+    /// A match within one line, starting at the first byte of `text`
+    /// (which may go on past the line's end).
+    pub(crate) fn in_line(text: &'a str) -> Self {
+        Self {
+            reader: JsonReader::new(text),
+        }
+    }
+}
+
+impl<'a, const LINE: bool> Layout<'a, LINE> {
+    /// In a line layout, whether the next byte is whitespace a hole would
+    /// skip (and so maybe a line end): the hole does not match.
+    #[inline(always)]
+    fn at_space(&self) -> bool {
+        LINE && self.reader.at_space()
+    }
+
     /// The fixed part `expected`, exactly these bytes next (no whitespace
     /// skipped), consumed; `None` if they are not next.
-    #[inline]
+    #[inline(always)]
     pub fn fixed(&mut self, expected: &str) -> Option<()> {
-        self.reader.consume(expected).then_some(())
+        self.optional(expected).then_some(())
     }
 
     /// An optional fixed part: consumed if exactly these bytes come next
     /// (`true`), nothing consumed otherwise.
-    #[inline]
+    #[inline(always)]
     pub fn optional(&mut self, expected: &str) -> bool {
+        debug_assert!(
+            !LINE || !expected.contains(['\n', '\r']),
+            "a line layout's fixed part has a line end in it"
+        );
         self.reader.consume(expected)
     }
 
     /// A hole holding a non-negative integer that fits a `u64`, written as
     /// JSON writes integers (no sign, leading zero, fraction or exponent).
-    #[inline]
+    #[inline(always)]
     pub fn u64(&mut self) -> Option<u64> {
+        if self.at_space() {
+            return None;
+        }
         self.reader.u64()
     }
 
     /// A hole holding a string, borrowed when it has no escapes.
-    #[inline]
+    #[inline(always)]
     pub fn str(&mut self) -> Option<Cow<'a, str>> {
+        if self.at_space() {
+            return None;
+        }
         self.reader.str()
     }
 
@@ -85,14 +129,20 @@ impl<'a> Layout<'a> {
     /// delta goes into the chunk directly, its escapes (a quote, a
     /// newline) decoded into the chunk's inline room rather than into a
     /// `String` first.
-    #[inline]
+    #[inline(always)]
     pub fn text(&mut self) -> Option<TextChunk> {
+        if self.at_space() {
+            return None;
+        }
         self.reader.text()
     }
 
     /// A hole holding a string or `null`.
-    #[inline]
+    #[inline(always)]
     pub fn str_or_null(&mut self) -> Option<Option<Cow<'a, str>>> {
+        if self.at_space() {
+            return None;
+        }
         self.reader.or_null(JsonReader::str)
     }
 
@@ -103,15 +153,9 @@ impl<'a> Layout<'a> {
     /// [plain](Self::is_plain), which the caller checks once: with a
     /// quote, backslash or control character in it, the bytes compared
     /// would not be one JSON string.
-    #[inline]
+    #[inline(always)]
     pub fn same_str(&mut self, known: &str) -> bool {
         self.reader.consume_quoted(known)
-    }
-
-    /// Whether `text` is written in JSON as it is, between quotes: it has
-    /// no quote, backslash or control character.
-    pub fn is_plain(text: &str) -> bool {
-        JsonReader::is_plain(text)
     }
 
     /// How many bytes were matched so far: where a caller that keeps a
@@ -122,7 +166,7 @@ impl<'a> Layout<'a> {
     }
 
     /// The end of the document: only whitespace is left.
-    #[inline]
+    #[inline(always)]
     pub fn end(self) -> Option<()> {
         self.reader.end()
     }

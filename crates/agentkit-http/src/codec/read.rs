@@ -37,6 +37,34 @@ impl Unescaped for TextChunkBuilder {
     }
 }
 
+/// `a == b` for slices of the same length, compared 16 bytes at a time
+/// (the last word overlapping the one before) rather than by a `memcmp`
+/// call when they are 16 to 64 bytes long: a layout's fixed parts are
+/// constants of a few dozen bytes, which the compiler so compares in a
+/// handful of inlined instructions.
+#[inline(always)]
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    debug_assert_eq!(a.len(), b.len());
+    let len = a.len();
+    // Short parts and long ones (a run kept from an earlier event, of a
+    // length known only at run time) go to `memcmp`.
+    if !(16..=64).contains(&len) {
+        return a == b;
+    }
+    let word = |bytes: &[u8], at: usize| {
+        let mut word = [0; 16];
+        word.copy_from_slice(&bytes[at..at + 16]);
+        u128::from_le_bytes(word)
+    };
+    let mut differ = word(a, len - 16) ^ word(b, len - 16);
+    let mut at = 0;
+    while at + 16 < len {
+        differ |= word(a, at) ^ word(b, at);
+        at += 16;
+    }
+    differ == 0
+}
+
 /// How deeply arrays and objects may nest before the reader gives up
 /// (serde_json refuses at 128).
 pub(crate) const MAX_DEPTH: u32 = 64;
@@ -98,6 +126,16 @@ impl<'a> JsonReader<'a> {
             self.pos += 1;
         }
         None
+    }
+
+    /// Whether the next byte is whitespace (which [`peek`](Self::peek)
+    /// would skip).
+    #[inline(always)]
+    pub(super) fn at_space(&self) -> bool {
+        matches!(
+            self.bytes().get(self.pos),
+            Some(b' ' | b'\n' | b'\r' | b'\t')
+        )
     }
 
     /// Consumes `byte` after whitespace.
@@ -227,10 +265,13 @@ impl<'a> JsonReader<'a> {
     /// documents reads the fixed parts with one comparison, and the
     /// values between them with the other methods. Nothing is consumed
     /// when they do not match.
-    #[inline]
+    #[inline(always)]
     pub fn consume(&mut self, expected: &str) -> bool {
         let end = self.pos + expected.len();
-        let matches = self.bytes().get(self.pos..end) == Some(expected.as_bytes());
+        let matches = self
+            .bytes()
+            .get(self.pos..end)
+            .is_some_and(|next| same_bytes(next, expected.as_bytes()));
         if matches {
             self.pos = end;
         }
@@ -443,7 +484,7 @@ impl<'a> JsonReader<'a> {
     /// Reads a string into a [`TextChunk`]: copied when it has no escapes,
     /// decoded straight into the chunk's inline room when it has (no
     /// `String` in between while it fits).
-    #[inline]
+    #[inline(always)]
     pub fn text(&mut self) -> Option<TextChunk> {
         self.eat(b'"')?;
         let start = self.pos;

@@ -125,3 +125,133 @@ fn a_large_line_does_not_keep_its_buffer() {
     assert_eq!(events[0].data.len(), 1 << 20);
     assert_eq!(parser.line.capacity(), 0);
 }
+
+/// Events as [`SseParser::feed`] gives them, with a fast path that takes
+/// data in the layout `{"t":STRING}` or a bare integer ahead of its line
+/// end; counts what it took.
+#[derive(Default)]
+struct Ahead {
+    events: Vec<SseEvent>,
+    taken: usize,
+}
+
+impl SseSink for Ahead {
+    fn on_event(&mut self, event: SseEventRef<'_>) -> ControlFlow<()> {
+        self.events.push(event.to_event());
+        ControlFlow::Continue(())
+    }
+
+    fn on_data_ahead(&mut self, ahead: DataAhead<'_>) -> Option<(DataEnd, ControlFlow<()>)> {
+        let mut layout = ahead.layout();
+        if layout.optional(r#"{"t":"#) {
+            layout.str()?;
+            layout.fixed("}")?;
+        } else {
+            layout.u64()?;
+        }
+        let end = ahead.end(&layout)?;
+        self.events.push(SseEvent {
+            event: ahead.event().to_owned(),
+            data: ahead.rest()[..end.data_len()].to_owned(),
+            id: ahead.id().to_owned(),
+        });
+        self.taken += 1;
+        Some((end, ControlFlow::Continue(())))
+    }
+}
+
+/// `body` in reads of `piece` bytes through the fast path: its events, its
+/// error and how many events were taken ahead.
+fn ahead_in_pieces(
+    body: &[u8],
+    piece: usize,
+    limits: SseLimits,
+) -> (Vec<SseEvent>, Result<(), ProviderError>, usize) {
+    let mut parser = SseParser::new(limits);
+    let mut sink = Ahead::default();
+    let result = body
+        .chunks(piece)
+        .try_for_each(|chunk| parser.feed_into(chunk, &mut sink).map(drop))
+        .and_then(|()| parser.finish(&mut sink.events));
+    (sink.events, result, sink.taken)
+}
+
+#[test]
+fn data_taken_ahead_is_what_the_general_path_dispatches_however_cut() {
+    let bodies: [(&str, usize); 12] = [
+        // Taken ahead: LF, CRLF and CR-only ends, named or not, with an id.
+        ("event: a\ndata: {\"t\":\"x\"}\n\ndata: 42\n\n", 2),
+        ("event: a\r\ndata: {\"t\":\"x y\"}\r\n\r\ndata:7\r\n\r\n", 2),
+        (
+            "data: {\"t\":\"\\u00e9\"}\r\rid: 9\ndata: {\"t\":\"z\"}\n\r\n",
+            2,
+        ),
+        // A second data line, a field or text after the match, no blank line.
+        ("data: {\"t\":\"x\"}\ndata: 1\n\n", 0),
+        ("data: {\"t\":\"x\"}\nid: 3\n\ndata: 5 \n\n", 0),
+        ("data: 12}\n\ndata: {\"t\":\"x\"}x\n\n", 0),
+        // A line end inside the layout's window, where whitespace would be
+        // skipped (the second line is a field named `"x"}`), or in a string.
+        ("data: {\"t\":\n\"x\"}\n\n", 0),
+        ("data: {\"t\":\r\n\"x\"}\n\n", 0),
+        ("data: {\"t\":\"a\nb\"}\n\n", 0),
+        // Comments, a byte-order mark, spaces: the general path.
+        ("\u{FEFF}data: 1\n\n: c\ndata: 2\n\ndata:  3\n\n", 1),
+        // An event whose blank line is the last byte: CR, then LF next read.
+        ("data: 1\r\r", 1),
+        ("data: 1\n\ndata: 2\r\n\r", 2),
+    ];
+    for (body, expected_taken) in bodies {
+        // The first line of a stream goes the general way (a byte-order
+        // mark may start it): a comment first, unless the body has a mark.
+        let body = &if body.starts_with('\u{FEFF}') {
+            body.to_owned()
+        } else {
+            format!(":\n{body}")
+        };
+        let (general, result) = parse(body.as_bytes(), SseLimits::default());
+        result.unwrap();
+        let (whole, whole_result, taken) =
+            ahead_in_pieces(body.as_bytes(), body.len(), SseLimits::default());
+        whole_result.unwrap();
+        assert_eq!(whole, general, "{body:?}");
+        assert_eq!(taken, expected_taken, "{body:?}");
+        for piece in 1..body.len() {
+            let (split, split_result, _) =
+                ahead_in_pieces(body.as_bytes(), piece, SseLimits::default());
+            split_result.unwrap();
+            assert_eq!(split, general, "pieces of {piece}: {body:?}");
+        }
+        // Cut in two at every byte.
+        for cut in 0..=body.len() {
+            let mut parser = SseParser::new(SseLimits::default());
+            let mut sink = Ahead::default();
+            for part in [&body.as_bytes()[..cut], &body.as_bytes()[cut..]] {
+                assert!(parser.feed_into(part, &mut sink).unwrap().is_continue());
+            }
+            assert_eq!(sink.events, general, "cut at {cut}: {body:?}");
+        }
+    }
+}
+
+#[test]
+fn data_taken_ahead_keeps_the_caps() {
+    let body = b":\nevent: ev\ndata: {\"t\":\"abcdef\"}\n\n";
+    // The data is 14 bytes, its line 20, the event 2 + 14 + 1.
+    for limits in [
+        SseLimits::default().with_max_line_bytes(19),
+        SseLimits::default().with_max_line_bytes(20),
+        SseLimits::default().with_max_event_bytes(16),
+        SseLimits::default().with_max_event_bytes(17),
+    ] {
+        let (general, result) = parse(body, limits);
+        let (ahead, ahead_result, taken) = ahead_in_pieces(body, body.len(), limits);
+        assert_eq!(ahead, general, "{limits:?}");
+        assert_eq!(
+            ahead_result.map_err(|e| e.kind),
+            result.map_err(|e| e.kind),
+            "{limits:?}"
+        );
+        assert_eq!(taken, usize::from(general.len() == 1), "{limits:?}");
+    }
+}

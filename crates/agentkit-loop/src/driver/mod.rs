@@ -34,7 +34,7 @@ use agentkit_core::{
 };
 use agentkit_tools_core::{ApprovalDecision, ResolvedCatalog};
 use futures::FutureExt;
-use machine::{Action, DriverCore, Note, QueuedMessages, RecordedRewrite, ToolOutcome};
+use machine::{Action, DriverCore, Note, QueuedMessages, RecordedRewrite, ToolOutcome, Yielded};
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use tracing::Instrument;
@@ -479,16 +479,21 @@ impl<S: ModelSession> LoopDriver<S> {
             gen_ai.operation.name = "invoke_agent",
             gen_ai.conversation.id = %self.core.session_id,
         );
-        let result = self.run().instrument(span).await;
-        if let Err(err) = &result {
-            self.core.on_failed(err.to_string());
-            self.dispatch();
+        // What the core yielded travels out as it is (48 bytes), and the
+        // error boxed: a `LoopStep` is 176 bytes, and is made once, here,
+        // rather than moved through every future on the way out.
+        match self.run().instrument(span).await {
+            Ok(yielded) => Ok(yielded.into_step()),
+            Err(err) => {
+                self.core.on_failed(err.to_string());
+                self.dispatch();
+                Err(*err)
+            }
         }
-        result
     }
 
     /// Performs the core's actions until it yields.
-    async fn run(&mut self) -> Result<LoopStep, LoopError> {
+    async fn run(&mut self) -> Result<Yielded, Box<LoopError>> {
         // Every normal return of `next()` leaves no call running (except
         // a round paused for a question, whose calls are parked), so calls
         // the core still sees running belong to a `next()` that was
@@ -516,7 +521,7 @@ impl<S: ModelSession> LoopDriver<S> {
         let result = self.run_round(&mut running).await;
         if !running.is_empty() {
             self.rare_mut().parked = Some(Box::new(running));
-        } else if matches!(result, Ok(LoopStep::Finished(_)))
+        } else if matches!(result, Ok(Yielded::Finished(_)))
             && self
                 .rare
                 .as_ref()
@@ -554,7 +559,7 @@ impl<S: ModelSession> LoopDriver<S> {
 
     /// [`run`](Self::run) with the running calls, which outlive a yield
     /// while a call waits for the host's answer.
-    async fn run_round(&mut self, running: &mut Running) -> Result<LoopStep, LoopError> {
+    async fn run_round(&mut self, running: &mut Running) -> Result<Yielded, Box<LoopError>> {
         loop {
             self.feed();
             // Actions the shell answers without awaiting are answered at
@@ -569,23 +574,28 @@ impl<S: ModelSession> LoopDriver<S> {
                             .get()
                             .and_then(|soft| soft.drain(follow_ups))
                             .map(|(item, messages)| QueuedMessages { item, messages });
-                        self.core.on_queued(messages);
-                        self.core.poll()
+                        self.core.on_queued(messages)
                     }
-                    Action::Preflight(indices) => {
-                        self.preflight(indices);
-                        self.core.poll()
-                    }
+                    Action::Preflight(indices) => self.preflight(indices),
                     Action::StartTool(call) => {
-                        if let Some(call) = self.start_call(call) {
-                            running.push(call, &mut self.salvage);
+                        let then_await = call.then_await;
+                        match self.start_call(call) {
+                            // A foreground call: no input since the start,
+                            // so the core would only say wait.
+                            Some(call @ RunningCall::Managed { .. }) if then_await => {
+                                running.push(call, &mut self.salvage);
+                                break Action::AwaitTools {
+                                    wake_on_urgent: self.core.settings.parallel > 1,
+                                };
+                            }
+                            Some(call) => running.push(call, &mut self.salvage),
+                            None => {}
                         }
                         self.core.poll()
                     }
                     Action::Detach { index, task_id } => {
                         let detached = self.background().detach(&task_id);
-                        self.core.on_detached(index, detached);
-                        self.core.poll()
+                        self.core.on_detached(index, detached)
                     }
                     Action::AnswerQuestion { call_id, answer } => {
                         self.reply(&call_id, answer);
@@ -605,9 +615,9 @@ impl<S: ModelSession> LoopDriver<S> {
                 }
             }
             match action {
-                Action::Yield(step) => return Ok(step.into_step()),
-                Action::Fail(reason) => return Err(LoopError::InvalidState(reason)),
-                Action::CallModel(call) => self.model_call(call).await?,
+                Action::Yield(step) => return Ok(step),
+                Action::Fail(reason) => return Err(Box::new(LoopError::InvalidState(reason))),
+                Action::CallModel(call) => self.model_call(call).await.map_err(Box::new)?,
                 // Answered above.
                 Action::TakeQueued { .. }
                 | Action::Preflight(_)
@@ -617,7 +627,7 @@ impl<S: ModelSession> LoopDriver<S> {
                 Action::AwaitTools { wake_on_urgent } => {
                     self.await_calls(running, wake_on_urgent).await
                 }
-                Action::RunMutators(point) => self.run_mutators(point).await?,
+                Action::RunMutators(point) => self.run_mutators(point).await.map_err(Box::new)?,
             }
         }
     }

@@ -7,7 +7,7 @@
 //! `next()` again simply retries.
 
 use super::LoopDriver;
-use super::machine::{AfterFailure, ModelCall, Validated, Verdict, tool_error_result};
+use super::machine::{Action, AfterFailure, ModelCall, Validated, Verdict, tool_error_result};
 use crate::error::panic_message;
 use crate::{
     LoopError, ModelError, ModelErrorKind, ModelSession, ModelTurn, ModelTurnEvent, TurnRequest,
@@ -196,16 +196,20 @@ impl<S: ModelSession> LoopDriver<S> {
     }
 
     /// Performs the core's `Preflight` action: the permission preflight of
-    /// each call, fed back as a verdict.
-    pub(super) fn preflight(&mut self, indices: std::ops::Range<usize>) {
+    /// each call, fed back as a verdict. The last verdict answers with the
+    /// core's next action.
+    pub(super) fn preflight(&mut self, indices: std::ops::Range<usize>) -> Action {
         let executor = self.config.shared().executor.clone();
         for index in indices {
             let Some(call) = self.core.round_call(index) else {
                 continue;
             };
             let (verdict, validated) = preflight(executor.as_ref(), call);
-            self.core.on_checked(index, verdict, validated);
+            if let Some(next) = self.core.on_checked(index, verdict, validated) {
+                return next;
+            }
         }
+        self.core.poll()
     }
 }
 

@@ -30,6 +30,7 @@ impl<S: ModelSession> LoopDriver<S> {
             resume,
             request,
             validated,
+            then_await: _,
         } = start;
         let questions = self.question_sink();
         let call_id = request.call_id.clone();

@@ -6,6 +6,7 @@ pub mod stamp;
 pub mod starts;
 pub mod suite;
 pub mod tools;
+pub mod unrecorded;
 
 use agentkit_store::{SessionStore, StoreResult};
 use std::sync::Arc;

@@ -64,16 +64,18 @@ pub(crate) enum Action {
     Fail(InvalidStateReason),
     /// Take the deliverable messages of the soft-interrupt queue (all of
     /// them with `follow_ups`, else not the follow-ups) and report them
-    /// with [`DriverCore::on_queued`].
+    /// with [`DriverCore::on_queued`], which answers with the next action.
     TakeQueued { follow_ups: bool },
     /// Call the model once and feed its stream in.
     CallModel(ModelCall),
     /// Run the permission preflight of the unchecked calls in this range
     /// of the round and report each verdict with [`DriverCore::on_checked`]
-    /// (a range, not a list: no allocation per round).
+    /// (a range, not a list: no allocation per round); the last verdict is
+    /// answered with the next action.
     Preflight(std::ops::Range<usize>),
     /// Start this call of the round, then poll again (the next call to
-    /// start, if the parallelism allows, comes from that poll).
+    /// start, if the parallelism allows, comes from that poll), unless
+    /// [`StartCall::then_await`] says that poll would only wait.
     StartTool(StartCall),
     /// Hand the host's answer to the call waiting for it (its future is
     /// running), then poll again.
@@ -87,7 +89,8 @@ pub(crate) enum Action {
     /// `wake_on_urgent`, an urgent message), then poll again.
     AwaitTools { wake_on_urgent: bool },
     /// The timer of call `index` (a detach-after call) fired: detach its
-    /// background task and report with [`DriverCore::on_detached`].
+    /// background task and report with [`DriverCore::on_detached`], which
+    /// answers with the next action.
     Detach { index: usize, task_id: String },
     /// Run every mutator at this point, then report with
     /// [`DriverCore::on_mutators_done`].
@@ -149,6 +152,11 @@ pub(crate) struct StartCall {
     /// The tool the preflight found, with the spec it validated the
     /// request's input against.
     pub(crate) validated: Option<agentkit_tools_core::ResolvedTool>,
+    /// No other call can start beside this one: unless the shell reports
+    /// how it routed the call (an input, after which it polls), the next
+    /// poll would say [`Action::AwaitTools`], so the shell waits at once.
+    /// That poll would change nothing, so it is neither made nor recorded.
+    pub(crate) then_await: bool,
 }
 
 /// Something the shell must tell observers, in order.
@@ -365,10 +373,19 @@ impl DriverCore {
 
     /// What to do next.
     pub(crate) fn poll(&mut self) -> Action {
+        self.record_quiet(|| Input::Poll);
+        self.decide()
+    }
+
+    /// The decision a poll makes, also made at once by the answers to the
+    /// actions the shell performs without awaiting (the queue's contents,
+    /// the last preflight verdict of a round, a detach): those inputs imply
+    /// the poll that follows them (input-log version 3), so a round is
+    /// fewer transitions and the log has no `Poll` between them.
+    fn decide(&mut self) -> Action {
         // A poll while idle with nothing to do (the host asking again, an
         // idle session's step) changes nothing a snapshot shows: the
         // generation stays, so a store writes nothing.
-        self.record_quiet(|| Input::Poll);
         if !matches!(self.phase, Phase::Idle { .. }) {
             self.touch();
         }
@@ -553,10 +570,29 @@ impl DriverCore {
         self.next_turn_cache = Some(Box::new(cache));
     }
 
-    /// Feeds one recorded input (replay).
-    pub(crate) fn apply(&mut self, input: Input) -> Option<Action> {
+    /// Feeds one recorded input (replay). A log of `version` 2 has a
+    /// `Poll` after every input that implies one in version 3; those
+    /// inputs are taken without their poll.
+    pub(crate) fn apply(&mut self, input: Input, version: u32) -> Option<Action> {
+        let implied = version >= 3;
         match input {
             Input::Poll => return Some(self.poll()),
+            Input::Queued { messages } => {
+                self.take_queued(messages);
+                return implied.then(|| self.decide());
+            }
+            Input::Checked {
+                index,
+                verdict,
+                validated,
+            } => {
+                let done = self.check(index, verdict, validated);
+                return (implied && done).then(|| self.decide());
+            }
+            Input::Detached { index, detached } => {
+                self.detach(index, detached);
+                return implied.then(|| self.decide());
+            }
             Input::Submit { items } => {
                 let _ = self.submit_input(items);
             }
@@ -567,7 +603,6 @@ impl DriverCore {
             Input::Abandon { reason } => {
                 let _ = self.abandon_turn(reason);
             }
-            Input::Queued { messages } => self.on_queued(messages),
             Input::UrgentQueued => self.on_urgent_queued(),
             Input::Cancelled => self.on_cancelled(),
             Input::ModelDelta { delta } => {
@@ -588,11 +623,6 @@ impl DriverCore {
             } => {
                 self.on_model_failed(context_overflow, message);
             }
-            Input::Checked {
-                index,
-                verdict,
-                validated,
-            } => self.on_checked(index, verdict, validated),
             Input::ToolDone {
                 index,
                 call_id,
@@ -608,7 +638,6 @@ impl DriverCore {
             Input::CallsLost => self.on_calls_lost(),
             Input::Routed { index, routed } => self.on_routed(index, routed),
             Input::Timeout { now } => self.on_timeout(now),
-            Input::Detached { index, detached } => self.on_detached(index, detached),
             Input::BackgroundFinished { info, result } => self.on_background_finished(info, result),
             Input::CatalogChanged { change } => self.on_catalog_changed(change),
             Input::MutatorStarted { point, mutator } => self.on_mutator_started(point, mutator),

@@ -202,6 +202,15 @@ impl DriverCore {
                 CallState::Queued(validated) => (None, None, validated),
                 _ => (None, None, None),
             };
+        // What the next poll would do, with no input in between: start
+        // another call, or (everything before `start_next` in
+        // `poll_round` being unchanged by this start) wait.
+        // (The started call was the first runnable one.)
+        let then_await = running + 1 >= parallel
+            || !round.calls[index + 1..]
+                .iter()
+                .any(|c| c.state.is_runnable());
+        let entry = &round.calls[index];
         if observe {
             outbox.push_back(Note::Event(AgentEvent::ToolStarted {
                 call_id: entry.call.id.clone(),
@@ -219,6 +228,7 @@ impl DriverCore {
             resume,
             request,
             validated,
+            then_await,
         })
     }
 
@@ -329,29 +339,48 @@ impl DriverCore {
         }
     }
 
-    /// The permission preflight of call `index`.
+    /// The permission preflight of call `index`. The verdict that leaves
+    /// no call of the round unchecked implies the next poll: its action is
+    /// returned (the preflight and what follows it, usually the start of
+    /// the first call, are one transition).
     pub(crate) fn on_checked(
         &mut self,
         index: usize,
         verdict: Verdict,
         validated: Option<Validated>,
-    ) {
+    ) -> Option<Action> {
+        self.check(index, verdict, validated).then(|| self.decide())
+    }
+
+    /// Takes a preflight verdict; `true` when no call of the round is
+    /// left unchecked (or no round is open).
+    pub(super) fn check(
+        &mut self,
+        index: usize,
+        verdict: Verdict,
+        validated: Option<Validated>,
+    ) -> bool {
         self.record(|| Input::Checked {
             index,
             verdict: verdict.clone(),
             validated: None,
         });
-        let Some(entry) = self.round_mut().and_then(|r| r.calls.get_mut(index)) else {
-            return;
+        let Some(round) = self.round_mut() else {
+            return true;
         };
-        if !matches!(entry.state, CallState::Unchecked) {
-            return;
+        if let Some(entry) = round.calls.get_mut(index)
+            && matches!(entry.state, CallState::Unchecked)
+        {
+            entry.state = match verdict {
+                Verdict::Ready => CallState::Queued(validated),
+                Verdict::NeedsApproval { request } => CallState::AwaitingApproval(request),
+                Verdict::Rejected { result } => CallState::Rejected(result),
+            };
         }
-        entry.state = match verdict {
-            Verdict::Ready => CallState::Queued(validated),
-            Verdict::NeedsApproval { request } => CallState::AwaitingApproval(request),
-            Verdict::Rejected { result } => CallState::Rejected(result),
-        };
+        !round
+            .calls
+            .iter()
+            .any(|c| matches!(c.state, CallState::Unchecked))
     }
 
     /// An urgent message is queued: the between-tools point comes at the next transition.

@@ -41,9 +41,16 @@ fn step(action: Action) -> Option<LoopStep> {
 }
 
 fn poll(core: &mut DriverCore) -> Action {
+    let action = core.poll();
+    then(core, action)
+}
+
+/// `action`, or when it asks the queue, the action the empty queue's
+/// answer implies.
+fn then(core: &mut DriverCore, mut action: Action) -> Action {
     loop {
-        match core.poll() {
-            Action::TakeQueued { .. } => core.on_queued(None),
+        match action {
+            Action::TakeQueued { .. } => action = core.on_queued(None),
             action => return action,
         }
     }
@@ -51,17 +58,26 @@ fn poll(core: &mut DriverCore) -> Action {
 
 /// Polls while the core starts calls; the calls it started, in order.
 fn start_all(core: &mut DriverCore) -> Vec<super::StartCall> {
+    let first = poll(core);
+    start_from(core, first)
+}
+
+/// The calls the core starts from `first` on (the action an input
+/// implied), polling after each, in order.
+fn start_from(core: &mut DriverCore, first: Action) -> Vec<super::StartCall> {
     let mut started = Vec::new();
-    while let Action::StartTool(call) = poll(core) {
+    let mut action = first;
+    while let Action::StartTool(call) = action {
         started.push(call);
+        action = poll(core);
     }
     assert!(!started.is_empty(), "a call starts");
     started
 }
 
 /// Polls to the model call and answers it with `calls`, which pass the
-/// preflight.
-fn answer_with(core: &mut DriverCore, calls: Vec<ToolCallPart>) {
+/// preflight; the action the last verdict implies.
+fn answer_with(core: &mut DriverCore, calls: Vec<ToolCallPart>) -> Action {
     assert!(matches!(poll(core), Action::CallModel(_)));
     let count = calls.len();
     for call in calls {
@@ -73,9 +89,19 @@ fn answer_with(core: &mut DriverCore, calls: Vec<ToolCallPart>) {
         panic!("the preflight comes first")
     };
     assert_eq!(unchecked.len(), count);
+    let last = unchecked.end - 1;
     for index in unchecked {
-        core.on_checked(index, Verdict::Ready, None);
+        let next = core.on_checked(index, Verdict::Ready, None);
+        assert_eq!(
+            next.is_some(),
+            index == last,
+            "the last verdict implies a poll"
+        );
+        if let Some(next) = next {
+            return next;
+        }
     }
+    unreachable!()
 }
 
 fn done(call_id: &ToolCallId, text: &str) -> ToolOutcome {
@@ -102,8 +128,8 @@ fn results(core: &DriverCore) -> Vec<(String, Option<String>)> {
 #[test]
 fn an_urgent_message_keeps_a_finished_later_call() {
     let mut core = core(4);
-    answer_with(&mut core, vec![call("a"), call("b"), call("c")]);
-    let started = start_all(&mut core);
+    let first = answer_with(&mut core, vec![call("a"), call("b"), call("c")]);
+    let started = start_from(&mut core, first);
     assert_eq!(started.len(), 3);
     assert!(matches!(poll(&mut core), Action::AwaitTools { .. }));
     // b finishes first; it waits for a.
@@ -114,11 +140,12 @@ fn an_urgent_message_keeps_a_finished_later_call() {
     let Action::TakeQueued { follow_ups: false } = core.poll() else {
         panic!("the between-tools point takes the urgent messages")
     };
-    core.on_queued(Some(QueuedMessages {
+    let next = core.on_queued(Some(QueuedMessages {
         item: Item::user("stop"),
         messages: Vec::new(),
     }));
-    let Some(LoopStep::Interrupt(LoopInterrupt::AfterToolResult(_))) = step(poll(&mut core)) else {
+    let Some(LoopStep::Interrupt(LoopInterrupt::AfterToolResult(_))) = step(then(&mut core, next))
+    else {
         panic!()
     };
     assert_eq!(
@@ -137,8 +164,8 @@ fn an_urgent_message_keeps_a_finished_later_call() {
 #[test]
 fn lost_calls_are_answered_as_interrupted_in_order() {
     let mut core = core(2);
-    answer_with(&mut core, vec![call("a"), call("b"), call("c")]);
-    let started = start_all(&mut core);
+    let first = answer_with(&mut core, vec![call("a"), call("b"), call("c")]);
+    let started = start_from(&mut core, first);
     assert_eq!(started.len(), 2, "bounded by the parallelism");
     core.on_tool_done(1, &"b".into(), done(&"b".into(), "b done"));
     core.on_calls_lost();
@@ -155,8 +182,8 @@ fn lost_calls_are_answered_as_interrupted_in_order() {
 fn the_step_limit_ends_the_turn() {
     let mut core = core(1);
     for round in 0..5 {
-        answer_with(&mut core, vec![call(&format!("c{round}"))]);
-        let _ = start_all(&mut core);
+        let first = answer_with(&mut core, vec![call(&format!("c{round}"))]);
+        let _ = start_from(&mut core, first);
         let id = ToolCallId::new(format!("c{round}"));
         core.on_tool_done(0, &id, done(&id, "x"));
         assert!(matches!(poll(&mut core), Action::Yield(_)));
@@ -173,8 +200,8 @@ fn the_step_limit_ends_the_turn() {
 #[test]
 fn a_call_paused_for_approval_waits_for_its_siblings_then_runs_again() {
     let mut core = core(2);
-    answer_with(&mut core, vec![call("a"), call("b")]);
-    let started = start_all(&mut core);
+    let first = answer_with(&mut core, vec![call("a"), call("b")]);
+    let started = start_from(&mut core, first);
     assert_eq!(started.len(), 2);
     let request = agentkit_tools_core::ApprovalRequest {
         task_id: None,
@@ -220,8 +247,8 @@ fn a_call_paused_for_approval_waits_for_its_siblings_then_runs_again() {
 #[test]
 fn a_turn_keeps_its_items_when_a_mutator_rewrites_the_log() {
     let mut core = core(1);
-    answer_with(&mut core, vec![call("a")]);
-    let _ = start_all(&mut core);
+    let first = answer_with(&mut core, vec![call("a")]);
+    let _ = start_from(&mut core, first);
     core.on_tool_done(0, &"a".into(), done(&"a".into(), "a done"));
     assert!(matches!(poll(&mut core), Action::Yield(_)));
     let appended: Vec<Item> = core.log.with(|items| items.range(1..).to_vec());
@@ -260,7 +287,7 @@ fn a_turn_keeps_its_items_when_a_mutator_rewrites_the_log() {
 #[test]
 fn repeated_ids_get_fresh_ones() {
     let mut core = core(1);
-    answer_with(&mut core, vec![call("x"), call("x"), call("x_2")]);
+    let _ = answer_with(&mut core, vec![call("x"), call("x"), call("x_2")]);
     let ids: Vec<String> = core
         .round_calls()
         .iter()
@@ -276,8 +303,8 @@ fn secs(s: u64) -> std::time::Duration {
 }
 
 /// Starts the round's one call as a detach-after call at `now`.
-fn start_detaching(core: &mut DriverCore, wait: u64, now: u64) {
-    let started = start_all(core);
+fn start_detaching(core: &mut DriverCore, first: Action, wait: u64, now: u64) {
+    let started = start_from(core, first);
     assert_eq!(started.len(), 1);
     core.on_routed(
         0,
@@ -304,9 +331,9 @@ fn result_text(core: &DriverCore, index: usize) -> String {
 #[test]
 fn a_detach_after_call_is_detached_when_its_deadline_passes_and_not_before() {
     let mut core = core(1);
-    answer_with(&mut core, vec![call("a")]);
+    let first = answer_with(&mut core, vec![call("a")]);
     assert_eq!(core.poll_timeout(), None, "no timer before the call starts");
-    start_detaching(&mut core, 5, 100);
+    start_detaching(&mut core, first, 5, 100);
     assert!(matches!(poll(&mut core), Action::AwaitTools { .. }));
     assert_eq!(
         core.poll_timeout(),
@@ -326,9 +353,9 @@ fn a_detach_after_call_is_detached_when_its_deadline_passes_and_not_before() {
         None,
         "a fired timer is not asked for again"
     );
-    core.on_detached(0, true);
+    let next = core.on_detached(0, true);
     assert!(matches!(
-        step(poll(&mut core)),
+        step(then(&mut core, next)),
         Some(LoopStep::Interrupt(LoopInterrupt::AfterToolResult(_)))
     ));
     let text = result_text(&core, 0);
@@ -343,13 +370,15 @@ fn a_detach_after_call_is_detached_when_its_deadline_passes_and_not_before() {
 #[test]
 fn a_call_that_wins_the_race_with_its_deadline_keeps_its_real_result() {
     let mut core = core(1);
-    answer_with(&mut core, vec![call("a")]);
-    start_detaching(&mut core, 5, 0);
+    let first = answer_with(&mut core, vec![call("a")]);
+    start_detaching(&mut core, first, 5, 0);
     core.on_timeout(secs(9));
     assert!(matches!(poll(&mut core), Action::Detach { index: 0, .. }));
     // The task had finished already: the shell could not detach it.
-    core.on_detached(0, false);
-    assert!(matches!(poll(&mut core), Action::AwaitTools { .. }));
+    assert!(matches!(
+        core.on_detached(0, false),
+        Action::AwaitTools { .. }
+    ));
     core.on_tool_done(0, &"a".into(), done(&"a".into(), "real"));
     assert!(matches!(poll(&mut core), Action::Yield(_)));
     assert_eq!(result_text(&core, 0), "real");
@@ -358,8 +387,8 @@ fn a_call_that_wins_the_race_with_its_deadline_keeps_its_real_result() {
 #[test]
 fn a_call_finishing_before_its_deadline_needs_no_timer() {
     let mut core = core(1);
-    answer_with(&mut core, vec![call("a")]);
-    start_detaching(&mut core, 5, 0);
+    let first = answer_with(&mut core, vec![call("a")]);
+    start_detaching(&mut core, first, 5, 0);
     core.on_tool_done(0, &"a".into(), done(&"a".into(), "quick"));
     assert_eq!(core.poll_timeout(), None);
     // A timeout after the round closed changes nothing.
@@ -371,8 +400,8 @@ fn a_call_finishing_before_its_deadline_needs_no_timer() {
 #[test]
 fn a_background_call_is_answered_at_once_naming_its_task() {
     let mut core = core(1);
-    answer_with(&mut core, vec![call("a")]);
-    let _ = start_all(&mut core);
+    let first = answer_with(&mut core, vec![call("a")]);
+    let _ = start_from(&mut core, first);
     core.on_routed(
         0,
         Routed::Background {
@@ -393,8 +422,8 @@ fn timer_inputs_replay_into_the_same_transcript() {
     let mut core = core(2);
     core.recording = Some(Vec::new());
     let start = core.log.to_vec();
-    answer_with(&mut core, vec![call("a"), call("b")]);
-    let _ = start_all(&mut core);
+    let first = answer_with(&mut core, vec![call("a"), call("b")]);
+    let _ = start_from(&mut core, first);
     core.on_routed(
         0,
         Routed::DetachAfter {
@@ -407,8 +436,8 @@ fn timer_inputs_replay_into_the_same_transcript() {
     core.on_tool_done(1, &"b".into(), done(&"b".into(), "b done"));
     core.on_timeout(secs(4));
     assert!(matches!(poll(&mut core), Action::Detach { .. }));
-    core.on_detached(0, true);
-    assert!(matches!(poll(&mut core), Action::Yield(_)));
+    let next = core.on_detached(0, true);
+    assert!(matches!(then(&mut core, next), Action::Yield(_)));
     let inputs = core.recording.take().unwrap();
     assert!(inputs.contains(&Input::Timeout { now: secs(4) }));
     // Through JSON, as the log is stored.
@@ -419,10 +448,44 @@ fn timer_inputs_replay_into_the_same_transcript() {
     let mut fresh = self::core(2);
     assert_eq!(fresh.log.to_vec(), start);
     for input in inputs {
-        let _ = fresh.apply(input);
+        let _ = fresh.apply(input, crate::replay::INPUT_LOG_VERSION);
     }
     assert_eq!(fresh.log.to_vec(), core.log.to_vec());
     assert!(result_text(&fresh, 0).contains("within 3.0 s"));
+}
+
+#[test]
+fn a_started_call_says_when_the_next_poll_would_only_wait() {
+    // One at a time: each start is followed by a wait.
+    let mut core = core(1);
+    let first = answer_with(&mut core, vec![call("a"), call("b")]);
+    let Action::StartTool(a) = first else {
+        panic!("the last verdict starts the first call")
+    };
+    assert_eq!(a.index, 0);
+    assert!(a.then_await);
+    assert!(matches!(poll(&mut core), Action::AwaitTools { .. }));
+    // Two at a time, three calls: the first start is followed by the
+    // second, the second by a wait.
+    let mut core = self::core(2);
+    let first = answer_with(&mut core, vec![call("a"), call("b"), call("c")]);
+    let Action::StartTool(a) = first else {
+        panic!()
+    };
+    assert!(!a.then_await, "b starts beside a");
+    let Action::StartTool(b) = poll(&mut core) else {
+        panic!()
+    };
+    assert_eq!(b.index, 1);
+    assert!(b.then_await, "the parallelism is full");
+    assert!(matches!(poll(&mut core), Action::AwaitTools { .. }));
+    // b finishes: c starts, and nothing is left to start beside it.
+    core.on_tool_done(1, &"b".into(), done(&"b".into(), "b done"));
+    let Action::StartTool(c) = poll(&mut core) else {
+        panic!()
+    };
+    assert!(c.then_await);
+    assert!(matches!(poll(&mut core), Action::AwaitTools { .. }));
 }
 
 /// An action is moved at every poll and a step at every transition: both

@@ -122,8 +122,15 @@ impl DriverCore {
 
     /// The shell tried to detach the task of call `index`: `detached`, or
     /// it had finished already (its outcome is on its way as a
-    /// [`ToolDone`](Input::ToolDone)).
-    pub(crate) fn on_detached(&mut self, index: usize, detached: bool) {
+    /// [`ToolDone`](Input::ToolDone)). The input implies the next poll,
+    /// whose action is returned.
+    pub(crate) fn on_detached(&mut self, index: usize, detached: bool) -> Action {
+        self.detach(index, detached);
+        self.decide()
+    }
+
+    /// Takes the outcome of a detach.
+    pub(super) fn detach(&mut self, index: usize, detached: bool) {
         self.record(|| Input::Detached { index, detached });
         let observe = self.settings.observe_events;
         let Some(entry) = self.round_call_mut(index) else {

@@ -26,8 +26,15 @@ impl DriverCore {
         }));
     }
 
-    /// The soft-interrupt queue was asked (see `Action::TakeQueued`).
-    pub(crate) fn on_queued(&mut self, messages: Option<QueuedMessages>) {
+    /// The soft-interrupt queue was asked (see `Action::TakeQueued`): the
+    /// input implies the next poll, whose action is returned.
+    pub(crate) fn on_queued(&mut self, messages: Option<QueuedMessages>) -> super::Action {
+        self.take_queued(messages);
+        self.decide()
+    }
+
+    /// Takes what the queue held.
+    pub(super) fn take_queued(&mut self, messages: Option<QueuedMessages>) {
         self.record_quiet(|| Input::Queued {
             messages: messages.clone(),
         });
