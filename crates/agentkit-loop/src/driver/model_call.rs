@@ -15,6 +15,7 @@ use crate::{
 use agentkit_core::{MetadataMap, Part, ToolCallPart, TurnCancellation};
 use agentkit_tools_core::{Preflight, ToolError};
 use std::panic::AssertUnwindSafe;
+use std::task::Poll;
 use tracing::Instrument;
 
 impl<S: ModelSession> LoopDriver<S> {
@@ -162,14 +163,26 @@ impl<S: ModelSession> LoopDriver<S> {
             }
         };
         let mut tokens = (0, 0);
+        if !cancellable {
+            // Every event that is ready is taken in one poll: no future
+            // per event, no state saved between two ready events.
+            return std::future::poll_fn(|cx| {
+                loop {
+                    let polled = std::task::ready!(turn.poll_next_event(cx));
+                    let event = match polled {
+                        Ok(event) => event,
+                        Err(err) => return Poll::Ready(Err(StreamError::Untold(err))),
+                    };
+                    if let Some(done) = self.take_event(event, &mut tokens) {
+                        return Poll::Ready(done);
+                    }
+                }
+            })
+            .await;
+        }
         loop {
             // Cancelling the turn is dropping it (on return).
-            let next = turn.next_event();
-            let next = if cancellable {
-                unless_cancelled(cancelled.as_mut(), next).await
-            } else {
-                Some(next.await)
-            };
+            let next = unless_cancelled(cancelled.as_mut(), turn.next_event()).await;
             let event = match next {
                 Some(Ok(event)) => event,
                 Some(Err(err)) if !cancelled_by(&err, &cancellation) => {
@@ -180,34 +193,54 @@ impl<S: ModelSession> LoopDriver<S> {
                     return Ok(None);
                 }
             };
-            match event {
-                Some(ModelTurnEvent::Delta(delta)) => self
-                    .core
-                    .on_model_delta(delta)
-                    .map_err(|message| StreamError::Told(protocol_error(message)))?,
-                Some(ModelTurnEvent::ToolCall(call)) => self.core.on_model_tool_call(call),
-                Some(ModelTurnEvent::Usage(usage)) => {
-                    tokens = (usage.tokens.input_tokens, usage.tokens.output_tokens);
-                    self.core.on_model_usage(usage);
-                }
-                Some(ModelTurnEvent::Warning(message)) => self.core.on_model_warning(message),
-                Some(ModelTurnEvent::Finished(result)) => {
-                    // A background task that finished while the model spoke
-                    // is delivered at the turn-complete point.
-                    self.collect_background();
-                    self.core
-                        .on_model_finished(result.finish_reason, result.metadata)
-                        .map_err(|message| StreamError::Told(protocol_error(message)))?;
-                    return Ok(Some(tokens));
-                }
-                None => {
-                    return Err(StreamError::Untold(protocol_error(
-                        "the model stream ended without a finish event".into(),
-                    )));
+            if let Some(done) = self.take_event(event, &mut tokens) {
+                return done;
+            }
+        }
+    }
+
+    /// Feeds one stream event into the core; `Some` with how the stream
+    /// ended (as [`stream`](Self::stream) returns it) at its end. Inlined
+    /// into the stream loop: called once per event.
+    #[inline(always)]
+    fn take_event(
+        &mut self,
+        event: Option<ModelTurnEvent>,
+        tokens: &mut (u64, u64),
+    ) -> Option<Result<Option<(u64, u64)>, StreamError>> {
+        let told = |message| Some(Err(StreamError::Told(protocol_error(message))));
+        match event {
+            Some(ModelTurnEvent::Delta(delta)) => {
+                if let Err(message) = self.core.on_model_delta(delta) {
+                    return told(message);
                 }
             }
-            self.dispatch();
+            Some(ModelTurnEvent::ToolCall(call)) => self.core.on_model_tool_call(call),
+            Some(ModelTurnEvent::Usage(usage)) => {
+                *tokens = (usage.tokens.input_tokens, usage.tokens.output_tokens);
+                self.core.on_model_usage(usage);
+            }
+            Some(ModelTurnEvent::Warning(message)) => self.core.on_model_warning(message),
+            Some(ModelTurnEvent::Finished(result)) => {
+                // A background task that finished while the model spoke
+                // is delivered at the turn-complete point.
+                self.collect_background();
+                return match self
+                    .core
+                    .on_model_finished(result.finish_reason, result.metadata)
+                {
+                    Ok(()) => Some(Ok(Some(*tokens))),
+                    Err(message) => told(message),
+                };
+            }
+            None => {
+                return Some(Err(StreamError::Untold(protocol_error(
+                    "the model stream ended without a finish event".into(),
+                ))));
+            }
         }
+        self.dispatch();
+        None
     }
 
     /// Performs the core's `Preflight` action: the permission preflight of
