@@ -196,12 +196,18 @@ impl ToolUsage {
     }
 
     /// Everything reported since the last call. A report landing right
-    /// after the flag is read is taken at the next step.
+    /// after the flag is read is taken at the next step. Inlined: asked at
+    /// every step, and almost never finds anything.
+    #[inline]
     fn take(&self) -> Option<agentkit_core::Usage> {
         let reported = self.reported.as_ref()?;
         if !reported.any.load(std::sync::atomic::Ordering::Acquire) {
             return None;
         }
+        Self::take_reported(reported)
+    }
+
+    fn take_reported(reported: &ReportedUsage) -> Option<agentkit_core::Usage> {
         let mut total = reported.usage.lock().unwrap_or_else(|e| e.into_inner());
         reported
             .any
@@ -482,7 +488,14 @@ impl<S: ModelSession> LoopDriver<S> {
         // What the core yielded travels out as it is (48 bytes), and the
         // error boxed: a `LoopStep` is 176 bytes, and is made once, here,
         // rather than moved through every future on the way out.
-        match self.run().instrument(span).await {
+        // A span nobody listens to is not entered at every poll: the run's
+        // future (the whole round's state) is awaited as it is.
+        let result = if span.is_disabled() {
+            self.run().await
+        } else {
+            self.run().instrument(span).await
+        };
+        match result {
             Ok(yielded) => Ok(yielded.into_step()),
             Err(err) => {
                 self.core.on_failed(err.to_string());
@@ -685,16 +698,19 @@ impl<S: ModelSession> LoopDriver<S> {
     }
 
     /// Hands what calls and background tasks reported since the last step
-    /// to the core, in arrival order.
+    /// to the core, in arrival order. Inlined: asked at every step, and a
+    /// session without observers reads one pointer.
+    #[inline]
     fn take_reports(&mut self) {
-        // Asked at every step: a session without observers reads one
-        // pointer.
+        if self.inbox.get().is_some_and(|inbox| inbox.pending()) {
+            self.take_pending_reports();
+        }
+    }
+
+    fn take_pending_reports(&mut self) {
         let Some(inbox) = self.inbox.get() else {
             return;
         };
-        if !inbox.pending() {
-            return;
-        }
         for report in inbox.take() {
             match report {
                 Report::Progress(call_id, progress) => {
@@ -709,13 +725,17 @@ impl<S: ModelSession> LoopDriver<S> {
         }
     }
 
-    /// Hands finished background tasks to the core.
+    /// Hands finished background tasks to the core. Inlined: asked at
+    /// every step, and a session that never ran a background task reads
+    /// one pointer.
+    #[inline]
     fn collect_background(&mut self) {
-        // Asked at every step: a session that never ran a background task
-        // reads one pointer.
-        if self.background_if_any().is_none() {
-            return;
+        if self.background_if_any().is_some() {
+            self.collect_finished();
         }
+    }
+
+    fn collect_finished(&mut self) {
         for finished in self.finished_background() {
             let result = machine::background_result(&finished.info, finished.outcome);
             self.core.on_background_finished(finished.info, result);

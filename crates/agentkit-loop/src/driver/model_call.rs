@@ -65,10 +65,13 @@ impl<S: ModelSession> LoopDriver<S> {
             gen_ai.usage.output_tokens = tracing::field::Empty,
             gen_ai.output.messages = tracing::field::Empty,
         );
-        let streamed = self
-            .stream(request, cancellation)
-            .instrument(span.clone())
-            .await;
+        let streamed = if span.is_disabled() {
+            self.stream(request, cancellation).await
+        } else {
+            self.stream(request, cancellation)
+                .instrument(span.clone())
+                .await
+        };
         self.dispatch();
         let (input_tokens, output_tokens) = match streamed {
             Ok(Some(tokens)) => tokens,
@@ -139,7 +142,14 @@ impl<S: ModelSession> LoopDriver<S> {
             }
         };
         tokio::pin!(cancelled);
-        let begun = unless_cancelled(cancelled.as_mut(), self.session.begin_turn(request)).await;
+        // Without a cancellation handle nothing can cancel the turn: its
+        // events are awaited as they are, with no check per event.
+        let cancellable = cancellation.is_some();
+        let begun = if cancellable {
+            unless_cancelled(cancelled.as_mut(), self.session.begin_turn(request)).await
+        } else {
+            Some(self.session.begin_turn(request).await)
+        };
         let mut turn = match begun {
             Some(Ok(turn)) => turn,
             // The adapter saw the interrupt before we did: still a cancellation.
@@ -155,7 +165,12 @@ impl<S: ModelSession> LoopDriver<S> {
         loop {
             // Cancelling the turn is dropping it (on return).
             let next = turn.next_event();
-            let event = match unless_cancelled(cancelled.as_mut(), next).await {
+            let next = if cancellable {
+                unless_cancelled(cancelled.as_mut(), next).await
+            } else {
+                Some(next.await)
+            };
+            let event = match next {
                 Some(Ok(event)) => event,
                 Some(Err(err)) if !cancelled_by(&err, &cancellation) => {
                     return Err(StreamError::Untold(err));

@@ -259,11 +259,15 @@ impl<S: ModelSession> LoopDriver<S> {
             }
             // Calls that finished in the same instant as a cancellation, an
             // urgent message or a deadline keep their real results.
-            for (index, call_id, outcome) in running.ready() {
-                let outcome = ToolOutcome::of(&call_id, outcome);
-                self.core.on_tool_done(index, &call_id, outcome);
+            if !running.is_empty() {
+                for (index, call_id, outcome) in running.ready() {
+                    let outcome = ToolOutcome::of(&call_id, outcome);
+                    self.core.on_tool_done(index, &call_id, outcome);
+                }
             }
-            self.take_questions();
+            if questions.as_ref().is_some_and(|q| q.asked()) {
+                self.take_questions();
+            }
             if timed_out {
                 let now = self.now();
                 self.core.on_timeout(now);
