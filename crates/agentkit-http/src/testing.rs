@@ -558,7 +558,25 @@ const LAST_CHUNK: &[u8] = b"0\r\n\r\n";
 
 /// Writes `response`; with `keep_alive` the connection stays open for the
 /// next request after a complete body.
+///
+/// A stalled response whose client went away before it was written (a
+/// turn cancelled as soon as its request arrived) fails its write: that
+/// is the client hanging up too, and counts as one.
 async fn write_response(
+    socket: &mut TcpStream,
+    response: &ScriptedResponse,
+    shared: &Shared,
+    keep_alive: bool,
+) -> io::Result<()> {
+    let written = write_answer(socket, response, shared, keep_alive).await;
+    if written.is_err() && response.ending == Ending::Stall {
+        shared.hung_up.fetch_add(1, Ordering::SeqCst);
+    }
+    written
+}
+
+/// [`write_response`]'s writing.
+async fn write_answer(
     socket: &mut TcpStream,
     response: &ScriptedResponse,
     shared: &Shared,

@@ -350,6 +350,39 @@ async fn dropping_a_waiting_read_and_its_stream_closes_the_connection() {
     );
 }
 
+/// A client that goes away as soon as its request is sent (a turn
+/// cancelled the moment its request arrived) hangs up too: the server's
+/// next write fails rather than its read seeing the close, and that
+/// counts. Tests that cancel "mid-stream" race with the server's writes
+/// and relied on it.
+#[tokio::test]
+async fn a_client_gone_before_the_answer_is_written_counts_as_a_hang_up() {
+    use tokio::io::AsyncWriteExt;
+    let server = TestServer::start([ScriptedResponse::sse("data: one\n\ndata: two\n\n")
+        .split_every(11)
+        .with_pause(Duration::from_millis(100))
+        .ending(Ending::Stall)])
+    .await
+    .unwrap();
+    let address = server.url().trim_start_matches("http://").to_owned();
+    let mut socket = tokio::net::TcpStream::connect(&address).await.unwrap();
+    socket
+        .write_all(b"POST /v1/x HTTP/1.1\r\nhost: test\r\ncontent-length: 2\r\n\r\n{}")
+        .await
+        .unwrap();
+    within(async {
+        while server.requests().is_empty() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+    drop(socket);
+    assert!(
+        server.wait_for_hang_ups(1, Duration::from_secs(20)).await,
+        "a client gone before the answer counts as hanging up"
+    );
+}
+
 #[tokio::test]
 async fn a_json_error_with_status_200_is_reported_as_an_error() {
     let server = TestServer::start([ScriptedResponse::json(
