@@ -278,6 +278,12 @@ pub struct DeltaFolder {
     /// costs less than hashing the id (and the table an allocation).
     /// foldhash: every delta of a stream looks its part up here.
     index: Option<HashMap<PartId, usize, foldhash::fast::RandomState>>,
+    /// The slot the last delta went to, tried first: a provider streams a
+    /// part's deltas one after another (Anthropic's content blocks, the
+    /// Responses API's output items, each Chat tool call's arguments), so
+    /// the next delta nearly always names it again. Parts that interleave
+    /// are still found by their id, whichever slot this points at.
+    last: usize,
 }
 
 /// Parts a folder scans before it indexes them.
@@ -337,14 +343,17 @@ impl DeltaFolder {
                 }
                 Ok(())
             }
+            Delta::CommitPart { part_id } => self.commit(&part_id),
             other => self.apply(&other),
         }
     }
 
     /// Applies one delta.
     pub fn apply(&mut self, delta: &Delta) -> Result<(), DeltaError> {
-        if let Delta::BeginPart { part_id, kind } = delta {
-            return self.begin(part_id, kind);
+        match delta {
+            Delta::BeginPart { part_id, kind } => return self.begin(part_id, kind),
+            Delta::CommitPart { part_id } => return self.commit(part_id),
+            _ => {}
         }
         let part_id = delta.part_id();
         let slot = self.open_slot(part_id)?;
@@ -354,7 +363,7 @@ impl DeltaFolder {
             delta: delta.name(),
         };
         match delta {
-            Delta::BeginPart { .. } => unreachable!("handled above"),
+            Delta::BeginPart { .. } | Delta::CommitPart { .. } => unreachable!("handled above"),
             Delta::AppendText { chunk, .. } => match &mut slot.buffer {
                 Buffer::Text(text) => text.push_str(chunk),
                 Buffer::Reasoning { summary, .. } => summary.push_str(chunk),
@@ -393,13 +402,17 @@ impl DeltaFolder {
             Delta::SetMetadata { metadata, .. } => slot
                 .metadata
                 .extend(metadata.iter().map(|(k, v)| (k.clone(), v.clone()))),
-            Delta::CommitPart { .. } => {
-                if let Buffer::Structured(None) = slot.buffer {
-                    return Err(DeltaError::MissingValue(slot.id.clone()));
-                }
-                slot.committed = true;
-            }
         }
+        Ok(())
+    }
+
+    /// Marks the part complete.
+    fn commit(&mut self, part_id: &PartId) -> Result<(), DeltaError> {
+        let slot = self.open_slot(part_id)?;
+        if let Buffer::Structured(None) = slot.buffer {
+            return Err(DeltaError::MissingValue(slot.id.clone()));
+        }
+        slot.committed = true;
         Ok(())
     }
 
@@ -441,6 +454,7 @@ impl DeltaFolder {
             }
             None => {}
         }
+        self.last = self.slots.len();
         self.slots.push(Slot {
             id: part_id,
             kind,
@@ -451,10 +465,18 @@ impl DeltaFolder {
         Ok(())
     }
 
+    #[inline]
     fn open_slot(&mut self, part_id: &PartId) -> Result<&mut Slot, DeltaError> {
-        let index = self
-            .find(part_id)
-            .ok_or_else(|| DeltaError::UnknownPart(part_id.clone()))?;
+        let index = match self.slots.get(self.last) {
+            Some(slot) if slot.id == *part_id => self.last,
+            _ => {
+                let index = self
+                    .find(part_id)
+                    .ok_or_else(|| DeltaError::UnknownPart(part_id.clone()))?;
+                self.last = index;
+                index
+            }
+        };
         let slot = &mut self.slots[index];
         if slot.committed {
             return Err(DeltaError::AlreadyCommitted(part_id.clone()));
@@ -495,11 +517,11 @@ impl DeltaFolder {
     /// }
     /// ```
     pub fn take_parts(&mut self, additional: usize) -> Result<Vec<Part>, DeltaError> {
-        let open = self.open_parts();
-        if !open.is_empty() {
-            return Err(DeltaError::Uncommitted(open));
+        if self.slots.iter().any(|slot| !slot.committed) {
+            return Err(DeltaError::Uncommitted(self.open_parts()));
         }
         self.index = None;
+        self.last = 0;
         // Not collected in place: the parts would keep the slots' larger
         // allocation for as long as the transcript keeps the item.
         let mut parts = Vec::with_capacity(self.slots.len() + additional);
@@ -527,336 +549,4 @@ impl DeltaFolder {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn id(s: &str) -> PartId {
-        PartId::new(s)
-    }
-
-    fn begin(folder: &mut DeltaFolder, part: &str, kind: PartKind) {
-        folder
-            .apply(&Delta::BeginPart {
-                part_id: id(part),
-                kind,
-            })
-            .unwrap();
-    }
-
-    fn commit(folder: &mut DeltaFolder, part: &str) -> Result<(), DeltaError> {
-        folder.apply(&Delta::CommitPart { part_id: id(part) })
-    }
-
-    #[test]
-    fn interleaved_parts_come_out_in_begin_order() {
-        let mut folder = DeltaFolder::new();
-        begin(&mut folder, "r", PartKind::Reasoning);
-        begin(&mut folder, "t", PartKind::Text);
-        folder
-            .apply(&Delta::AppendText {
-                part_id: id("t"),
-                chunk: "answer".into(),
-            })
-            .unwrap();
-        folder
-            .apply(&Delta::AppendText {
-                part_id: id("r"),
-                chunk: "thinking".into(),
-            })
-            .unwrap();
-        folder
-            .apply(&Delta::ReasoningOpaque {
-                part_id: id("r"),
-                signature: Some("sig".into()),
-                encrypted: None,
-            })
-            .unwrap();
-        commit(&mut folder, "t").unwrap();
-        commit(&mut folder, "r").unwrap();
-        let parts = folder.finish().unwrap();
-        assert_eq!(
-            parts,
-            vec![
-                Part::Reasoning(ReasoningPart {
-                    summary: Some("thinking".into()),
-                    signature: Some("sig".into()),
-                    ..Default::default()
-                }),
-                Part::text("answer"),
-            ]
-        );
-    }
-
-    #[test]
-    fn a_custom_part_takes_its_value_and_refuses_text() {
-        let mut folder = DeltaFolder::new();
-        let kind = PartKind::Custom {
-            name: "openai.web_search_call".into(),
-        };
-        // Serialized, the kind keeps its own tag.
-        assert_eq!(
-            serde_json::to_value(&kind).unwrap(),
-            json!({"kind": "custom", "name": "openai.web_search_call"})
-        );
-        begin(&mut folder, "w", kind);
-        let text = folder.apply(&Delta::AppendText {
-            part_id: id("w"),
-            chunk: "x".into(),
-        });
-        assert!(matches!(
-            text,
-            Err(DeltaError::WrongKind { kind: "custom", .. })
-        ));
-        let value = json!({"type": "web_search_call", "id": "ws_1"});
-        folder
-            .apply(&Delta::ReplaceStructured {
-                part_id: id("w"),
-                value: value.clone(),
-            })
-            .unwrap();
-        commit(&mut folder, "w").unwrap();
-        let parts = folder.finish().unwrap();
-        assert!(
-            matches!(&parts[..], [Part::Custom(c)] if c.kind == "openai.web_search_call" && c.value == value),
-            "{parts:?}"
-        );
-    }
-
-    #[test]
-    fn many_parts_are_found_before_and_after_the_folder_indexes_them() {
-        let mut folder = DeltaFolder::new();
-        let names: Vec<String> = (0..SCAN_PARTS * 2 + 2).map(|i| format!("p{i}")).collect();
-        for (i, name) in names.iter().enumerate() {
-            begin(&mut folder, name, PartKind::Text);
-            assert_eq!(folder.index.is_some(), i >= SCAN_PARTS, "part {i}");
-            // Earlier parts are still found, whichever way.
-            folder
-                .apply(&Delta::AppendText {
-                    part_id: id(&names[i / 2]),
-                    chunk: i.to_string().into(),
-                })
-                .unwrap();
-        }
-        assert!(matches!(
-            folder.apply(&Delta::BeginPart {
-                part_id: id("p3"),
-                kind: PartKind::Text,
-            }),
-            Err(DeltaError::DuplicatePart(_))
-        ));
-        assert!(matches!(
-            commit(&mut folder, "nope"),
-            Err(DeltaError::UnknownPart(_))
-        ));
-        for name in &names {
-            commit(&mut folder, name).unwrap();
-        }
-        let parts = folder.finish().unwrap();
-        assert_eq!(parts.len(), names.len());
-        assert_eq!(parts[0], Part::text("01"));
-        assert_eq!(
-            parts[SCAN_PARTS],
-            Part::text(format!("{}{}", SCAN_PARTS * 2, SCAN_PARTS * 2 + 1))
-        );
-    }
-
-    #[test]
-    fn bytes_structured_and_metadata() {
-        let mut folder = DeltaFolder::new();
-        begin(
-            &mut folder,
-            "m",
-            PartKind::Media {
-                modality: Modality::Image,
-                mime_type: "image/png".into(),
-            },
-        );
-        folder
-            .apply(&Delta::AppendBytes {
-                part_id: id("m"),
-                chunk: vec![1, 2],
-            })
-            .unwrap();
-        folder
-            .apply(&Delta::AppendBytes {
-                part_id: id("m"),
-                chunk: vec![3],
-            })
-            .unwrap();
-        let mut meta = MetadataMap::new();
-        meta.insert("k".into(), json!(1));
-        folder
-            .apply(&Delta::SetMetadata {
-                part_id: id("m"),
-                metadata: meta,
-            })
-            .unwrap();
-        commit(&mut folder, "m").unwrap();
-        begin(&mut folder, "s", PartKind::Structured);
-        folder
-            .apply(&Delta::ReplaceStructured {
-                part_id: id("s"),
-                value: json!({"a": 1}),
-            })
-            .unwrap();
-        folder
-            .apply(&Delta::ReplaceStructured {
-                part_id: id("s"),
-                value: json!({"a": 2}),
-            })
-            .unwrap();
-        commit(&mut folder, "s").unwrap();
-        let parts = folder.finish().unwrap();
-        match &parts[0] {
-            Part::Media(media) => {
-                assert_eq!(media.data, DataRef::bytes(vec![1, 2, 3]));
-                assert_eq!(media.metadata["k"], json!(1));
-            }
-            other => panic!("expected media, got {other:?}"),
-        }
-        assert_eq!(
-            parts[1],
-            Part::Structured(StructuredPart {
-                value: json!({"a": 2}),
-                schema: None,
-                metadata: MetadataMap::new()
-            })
-        );
-    }
-
-    #[test]
-    fn delta_for_unknown_part_is_an_error() {
-        let mut folder = DeltaFolder::new();
-        let err = folder
-            .apply(&Delta::AppendText {
-                part_id: id("x"),
-                chunk: "a".into(),
-            })
-            .unwrap_err();
-        assert_eq!(err, DeltaError::UnknownPart(id("x")));
-    }
-
-    #[test]
-    fn begin_twice_is_an_error() {
-        let mut folder = DeltaFolder::new();
-        begin(&mut folder, "a", PartKind::Text);
-        let err = folder
-            .apply(&Delta::BeginPart {
-                part_id: id("a"),
-                kind: PartKind::Text,
-            })
-            .unwrap_err();
-        assert_eq!(err, DeltaError::DuplicatePart(id("a")));
-    }
-
-    #[test]
-    fn delta_after_commit_is_an_error() {
-        let mut folder = DeltaFolder::new();
-        begin(&mut folder, "a", PartKind::Text);
-        commit(&mut folder, "a").unwrap();
-        let err = folder
-            .apply(&Delta::AppendText {
-                part_id: id("a"),
-                chunk: "late".into(),
-            })
-            .unwrap_err();
-        assert_eq!(err, DeltaError::AlreadyCommitted(id("a")));
-        assert_eq!(
-            commit(&mut folder, "a").unwrap_err(),
-            DeltaError::AlreadyCommitted(id("a"))
-        );
-    }
-
-    #[test]
-    fn wrong_kind_is_an_error() {
-        let mut folder = DeltaFolder::new();
-        begin(&mut folder, "a", PartKind::Text);
-        let err = folder
-            .apply(&Delta::AppendBytes {
-                part_id: id("a"),
-                chunk: vec![0],
-            })
-            .unwrap_err();
-        assert_eq!(
-            err,
-            DeltaError::WrongKind {
-                part_id: id("a"),
-                kind: "text",
-                delta: "append_bytes"
-            }
-        );
-        let err = folder
-            .apply(&Delta::ReplaceStructured {
-                part_id: id("a"),
-                value: json!(1),
-            })
-            .unwrap_err();
-        assert!(matches!(
-            err,
-            DeltaError::WrongKind {
-                delta: "replace_structured",
-                ..
-            }
-        ));
-        let err = folder
-            .apply(&Delta::ReasoningOpaque {
-                part_id: id("a"),
-                signature: None,
-                encrypted: None,
-            })
-            .unwrap_err();
-        assert!(matches!(
-            err,
-            DeltaError::WrongKind {
-                delta: "reasoning_opaque",
-                ..
-            }
-        ));
-    }
-
-    #[test]
-    fn structured_without_value_cannot_commit() {
-        let mut folder = DeltaFolder::new();
-        begin(&mut folder, "s", PartKind::Structured);
-        assert_eq!(
-            commit(&mut folder, "s").unwrap_err(),
-            DeltaError::MissingValue(id("s"))
-        );
-    }
-
-    #[test]
-    fn finish_with_open_parts_is_an_error_but_partial_keeps_them() {
-        let mut folder = DeltaFolder::new();
-        begin(&mut folder, "a", PartKind::Text);
-        folder
-            .apply(&Delta::AppendText {
-                part_id: id("a"),
-                chunk: "half".into(),
-            })
-            .unwrap();
-        begin(&mut folder, "s", PartKind::Structured);
-        assert_eq!(folder.open_parts(), vec![id("a"), id("s")]);
-        let err = std::mem::take(&mut folder).finish().unwrap_err();
-        assert_eq!(err, DeltaError::Uncommitted(vec![id("a"), id("s")]));
-
-        let mut folder = DeltaFolder::new();
-        begin(&mut folder, "a", PartKind::Text);
-        folder
-            .apply(&Delta::AppendText {
-                part_id: id("a"),
-                chunk: "half".into(),
-            })
-            .unwrap();
-        begin(&mut folder, "s", PartKind::Structured);
-        let parts = folder.finish_partial();
-        assert_eq!(parts.len(), 1, "the valueless structured part is dropped");
-        match &parts[0] {
-            Part::Text(text) => {
-                assert_eq!(text.text, "half");
-                assert_eq!(text.metadata["agentkit.incomplete"], json!(true));
-            }
-            other => panic!("expected text, got {other:?}"),
-        }
-    }
-}
+mod tests;

@@ -48,6 +48,23 @@ macro_rules! string_id {
                 Self(LeanStr::from(value.into()))
             }
 
+            /// `<prefix><number>`, such as `item-42`: the way the loop
+            /// names its items and turns.
+            ///
+            /// The digits are written without `core::fmt` into the bytes
+            /// the id keeps inline; the id is the same string `format!`
+            /// makes.
+            ///
+            /// ```
+            #[doc = concat!("use agentkit_core::", stringify!($name), ";")]
+            #[doc = concat!("let id = ", stringify!($name), "::numbered(\"item-\", 42);")]
+            /// assert_eq!(id.as_str(), "item-42");
+            /// ```
+            #[inline]
+            pub fn numbered(prefix: &str, number: u64) -> Self {
+                Self(numbered(prefix, number))
+            }
+
             /// The id as a string slice.
             #[inline]
             pub fn as_str(&self) -> &str {
@@ -97,6 +114,39 @@ macro_rules! string_id {
             }
         }
     };
+}
+
+/// `<prefix><number>`, written into the bytes an inline id keeps.
+///
+/// No `core::fmt`, no allocation, and one UTF-8 check of 16 bytes
+/// aligned to 16 (`str::from_utf8` reads them as two words, where the
+/// exact length would be checked byte by byte): the prefix is text, the
+/// digits and the padding after them are ASCII, so the check always
+/// passes and the id is the text before the padding.
+#[inline]
+fn numbered(prefix: &str, number: u64) -> LeanStr {
+    /// The 16 bytes `LeanStr` keeps inline.
+    #[repr(align(16))]
+    struct Inline([u8; 16]);
+
+    let digits = number.checked_ilog10().map_or(1, |log| log as usize + 1);
+    let len = prefix.len() + digits;
+    if len > 16 {
+        // A counter past 11 digits, or a long prefix: shared, as any
+        // long id is.
+        return LeanStr::from(format!("{prefix}{number}"));
+    }
+    let mut text = Inline([b'0'; 16]);
+    text.0[..prefix.len()].copy_from_slice(prefix.as_bytes());
+    let mut rest = number;
+    for at in (prefix.len()..len).rev() {
+        text.0[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+    }
+    match std::str::from_utf8(&text.0) {
+        Ok(text) => LeanStr::from(&text[..len]),
+        Err(_) => LeanStr::from(format!("{prefix}{number}")),
+    }
 }
 
 string_id!(
@@ -162,6 +212,26 @@ mod tests {
         }
         let (ten, nine) = (ItemId::from("item-10"), ItemId::from("item-9"));
         assert!(ten < nine, "ordered as strings");
+    }
+
+    #[test]
+    fn numbered_ids_are_the_formatted_text() {
+        // Inline, at the 16-byte edge, shared beyond it, and the largest
+        // counter: the same string and the same serde form as `format!`.
+        let edges = [0, 7, 9, 10, 99, 100, 4_096, 99_999_999_999, 100_000_000_000];
+        for number in edges.into_iter().chain([u64::MAX - 1, u64::MAX]) {
+            for prefix in ["item-", "turn-", "", "é-", "a-prefix-beyond-16-bytes-"] {
+                let id = ItemId::numbered(prefix, number);
+                let text = format!("{prefix}{number}");
+                assert_eq!(id.as_str(), text);
+                assert_eq!(id, ItemId::from(text.as_str()));
+                assert_eq!(
+                    serde_json::to_string(&id).unwrap(),
+                    serde_json::to_string(&text).unwrap()
+                );
+            }
+        }
+        assert_eq!(TurnId::numbered("turn-", 3), "turn-3");
     }
 
     #[cfg(target_pointer_width = "64")]

@@ -133,7 +133,15 @@ pub struct SseParser {
     data: String,
     data_lines: usize,
     id: String,
+    /// The last `event:` line taken whole, with its LF: a stream names
+    /// most of its events alike, so the next one is compared with it
+    /// rather than searched for its end. Its name is `known_name`.
+    known_event: String,
+    known_name: String,
 }
+
+/// The longest `event:` line remembered as [`SseParser::known_event`].
+const KNOWN_EVENT_MAX: usize = 64;
 
 impl SseParser {
     /// A parser enforcing `limits`.
@@ -148,6 +156,8 @@ impl SseParser {
             data: String::new(),
             data_lines: 0,
             id: String::new(),
+            known_event: String::new(),
+            known_name: String::new(),
         }
     }
 
@@ -338,7 +348,7 @@ impl SseParser {
     /// (and reports, if it breaks a rule).
     #[inline]
     fn whole_event<S: SseSink>(
-        &self,
+        &mut self,
         text: &str,
         start: usize,
         sink: &mut S,
@@ -346,15 +356,33 @@ impl SseParser {
         let bytes = text.as_bytes();
         let mut line = start;
         let mut event = "";
+        let mut known = false;
         if bytes[line..].starts_with(b"event:") {
-            let end = line + self.line_ends.find(&bytes[line..])?;
-            if end - line > self.limits.max_line_bytes {
-                return None;
+            let seen = self.known_event.as_bytes();
+            if bytes
+                .get(line..line + seen.len())
+                .is_some_and(|next| !seen.is_empty() && crate::codec::same_bytes(next, seen))
+            {
+                // The line the last event began with, its LF included.
+                known = true;
+                line += seen.len();
+            } else {
+                let end = line + self.line_ends.find(&bytes[line..])?;
+                if end - line > self.limits.max_line_bytes {
+                    return None;
+                }
+                let value = &text[line + 6..end];
+                event = value.strip_prefix(' ').unwrap_or(value);
+                if bytes[end] == b'\n' && end - line < KNOWN_EVENT_MAX {
+                    self.known_event.clear();
+                    self.known_event.push_str(&text[line..=end]);
+                    self.known_name.clear();
+                    self.known_name.push_str(event);
+                }
+                line = end + terminator(bytes, end);
             }
-            let value = &text[line + 6..end];
-            event = value.strip_prefix(' ').unwrap_or(value);
-            line = end + terminator(bytes, end);
         }
+        let event = if known { &self.known_name } else { event };
         if !bytes.get(line..)?.starts_with(b"data:") {
             return None;
         }

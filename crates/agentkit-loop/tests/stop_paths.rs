@@ -375,13 +375,7 @@ async fn repeated_tool_call_ids_are_made_unique() {
             .add_tool_source(registry()),
     )
     .await;
-    let mut steps = 0;
-    while !matches!(driver.next().await.unwrap(), LoopStep::Finished(_)) {
-        steps += 1;
-        assert!(steps < 10);
-    }
-    let transcript = driver.transcript().to_vec();
-    validate_transcript(&transcript).unwrap();
+    let transcript = run_to_end(&mut driver, 10).await;
     let outputs: Vec<String> = transcript
         .iter()
         .flat_map(|i| i.parts.iter())

@@ -2,7 +2,8 @@
 //!
 //! A [`SessionStore`] keeps sessions so that any process can pick one up:
 //! items are appended as they happen (through a transcript observer, so a
-//! process that dies mid-turn loses at most the item being written), and the
+//! process that dies mid-turn loses at most the items appended since
+//! something slow last began: a model call, a tool call, a mutator), and the
 //! driver's snapshot is saved at every yield of `next()` (pending input,
 //! pending approvals, queued soft-interrupt messages, the turn in progress).
 //! A [`SessionLease`] makes sure one worker drives a session at a time; a

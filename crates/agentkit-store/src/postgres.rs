@@ -6,7 +6,8 @@
 //! channel, so the loop never waits for the network inside an observer; the
 //! task writes them in order, and [`crate::Session`] waits for it before
 //! every checkpoint. A crash loses only the items still in flight (those
-//! appended in the last few milliseconds).
+//! appended in the last few milliseconds) or held for the step's checkpoint,
+//! whose one statement writes them with it.
 
 use crate::pg_log::{PgLogWriter, write_log};
 use crate::recover::Mark;

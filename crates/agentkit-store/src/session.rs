@@ -244,6 +244,11 @@ impl<S: ModelSession> Session<S> {
     /// A loop failure comes back as [`StoreError::Loop`] after the state was
     /// saved; [`StoreError::LeaseLost`] means another worker owns the
     /// session now and this one must stop.
+    ///
+    /// The step's last items are written by its checkpoint, in the same
+    /// transaction (the book's sessions chapter, "What is saved, and
+    /// when"): a future of `next()` dropped before it completes leaves them
+    /// to the next `next()`, [`save`](Self::save) or [`close`](Self::close).
     pub async fn next(&mut self) -> StoreResult<LoopStep> {
         if self.saved != Some(self.driver.generation()) {
             // The host changed the driver (an approval, input): keep that

@@ -3,8 +3,10 @@
 //! Writes are synchronous on the calling thread: SQLite in WAL mode with
 //! `synchronous = NORMAL` commits an item row in tens of microseconds, and a
 //! committed row survives the process being killed (only a power loss can
-//! take the last commits back). So the append path writes each item before
-//! the observer returns, and a crash loses at most the item being written.
+//! take the last commits back). So what the recorder hands the append path
+//! is committed before the observer returns (`sqlite_log`), and a crash
+//! loses at most the items the recorder still held for the step's
+//! checkpoint, appended while nothing slow ran since.
 //! Several processes may share one file; SQLite serializes their writes.
 
 use crate::recover::Mark;

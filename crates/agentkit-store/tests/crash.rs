@@ -27,9 +27,12 @@ const SESSION: &str = "crashing";
 /// Where the worker is when it is killed.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Case {
-    /// A round of two calls, in the second (a minute long), the first one's
-    /// result written.
+    /// A round of two calls run one after the other, in the second (a
+    /// minute long), the first one's result written.
     SecondCall,
+    /// The same two calls run at once: the quick one's result is written
+    /// while the long one runs.
+    ParallelCalls,
     /// A round of one call, answered, in the `AfterToolResult` mutator (a
     /// minute long, like a compaction calling a model): the round's result,
     /// the last item of the step, must be stored before the mutator runs.
@@ -85,7 +88,8 @@ async fn crash_worker() {
     let lease = SessionLease::acquire_with_ttl(store, &created.id, Duration::from_millis(500))
         .await
         .unwrap();
-    let mutator = std::env::var(CASE).is_ok_and(|case| case == "AfterRoundMutator");
+    let case = std::env::var(CASE).unwrap_or_default();
+    let mutator = case == "AfterRoundMutator";
     let mut answer = ScriptedTurn::new().call("quick", "slow", json!({ "ms": 1 }));
     if !mutator {
         answer = answer.call("long", "slow", json!({ "ms": 60_000 }));
@@ -94,6 +98,9 @@ async fn crash_worker() {
     let mut builder = Agent::builder()
         .model(model)
         .add_tool_source(ToolRegistry::new().with(Slow));
+    if case == "ParallelCalls" {
+        builder = builder.task_manager(agentkit_loop::ConcurrentTaskManager::new(2));
+    }
     if mutator {
         builder = builder.mutator(AfterRounds {
             runs: Arc::default(),
@@ -230,7 +237,11 @@ fn crash_and_resume(backend: &str, location: &str, case: Case) -> Duration {
 
 #[test]
 fn sqlite_a_killed_worker_loses_nothing() {
-    for case in [Case::SecondCall, Case::AfterRoundMutator] {
+    for case in [
+        Case::SecondCall,
+        Case::ParallelCalls,
+        Case::AfterRoundMutator,
+    ] {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("sessions.db");
         crash_and_resume("sqlite", path.to_str().unwrap(), case);
@@ -239,7 +250,11 @@ fn sqlite_a_killed_worker_loses_nothing() {
 
 #[test]
 fn postgres_a_killed_worker_loses_nothing() {
-    for case in [Case::SecondCall, Case::AfterRoundMutator] {
+    for case in [
+        Case::SecondCall,
+        Case::ParallelCalls,
+        Case::AfterRoundMutator,
+    ] {
         let cluster = TempCluster::start();
         crash_and_resume("postgres", &cluster.conninfo(), case);
     }

@@ -2,7 +2,7 @@
 //! why it exists and what it promises (the same answer as serde_json, or
 //! none).
 
-use super::find_special;
+use super::{find_special, same_bytes};
 use agentkit_core::{TextChunk, TextChunkBuilder};
 use std::borrow::Cow;
 
@@ -35,34 +35,6 @@ impl Unescaped for TextChunkBuilder {
     fn push(&mut self, c: char) {
         TextChunkBuilder::push(self, c);
     }
-}
-
-/// `a == b` for slices of the same length, compared 16 bytes at a time
-/// (the last word overlapping the one before) rather than by a `memcmp`
-/// call when they are 16 to 64 bytes long: a layout's fixed parts are
-/// constants of a few dozen bytes, which the compiler so compares in a
-/// handful of inlined instructions.
-#[inline(always)]
-fn same_bytes(a: &[u8], b: &[u8]) -> bool {
-    debug_assert_eq!(a.len(), b.len());
-    let len = a.len();
-    // Short parts and long ones (a run kept from an earlier event, of a
-    // length known only at run time) go to `memcmp`.
-    if !(16..=64).contains(&len) {
-        return a == b;
-    }
-    let word = |bytes: &[u8], at: usize| {
-        let mut word = [0; 16];
-        word.copy_from_slice(&bytes[at..at + 16]);
-        u128::from_le_bytes(word)
-    };
-    let mut differ = word(a, len - 16) ^ word(b, len - 16);
-    let mut at = 0;
-    while at + 16 < len {
-        differ |= word(a, at) ^ word(b, at);
-        at += 16;
-    }
-    differ == 0
 }
 
 /// How deeply arrays and objects may nest before the reader gives up
@@ -326,9 +298,16 @@ impl<'a> JsonReader<'a> {
     /// writes integers (no sign, no leading zero, no fraction or exponent).
     #[inline]
     pub fn u64(&mut self) -> Option<u64> {
-        self.peek()?;
+        let first = self.peek()?.wrapping_sub(b'0');
         let bytes = self.bytes();
         let start = self.pos;
+        // One digit (an index, most counts) without the loop: it ends at
+        // anything but a digit, a fraction or an exponent.
+        let next = bytes.get(start + 1).map_or(b' ', |&byte| byte);
+        if first <= 9 && next.wrapping_sub(b'0') > 9 && !matches!(next, b'.' | b'e' | b'E') {
+            self.pos = start + 1;
+            return Some(u64::from(first));
+        }
         let mut end = start;
         let mut value: u64 = 0;
         while let Some(&byte) = bytes.get(end) {
@@ -740,7 +719,23 @@ mod tests {
         assert_eq!(read("0"), Some(0));
         assert_eq!(read(" 42,"), Some(42));
         assert_eq!(read("18446744073709551615"), Some(u64::MAX));
-        for refused in ["18446744073709551616", "01", "1.0", "1e3", "-1", "x", ""] {
+        // One digit (read without the loop) at the end, before a member's
+        // comma, a closing brace or whitespace.
+        for (text, value) in [("7", 7), ("7,", 7), ("0}", 0), ("9 ", 9), ("3\n", 3)] {
+            assert_eq!(read(text), Some(value), "{text:?}");
+        }
+        for refused in [
+            "18446744073709551616",
+            "01",
+            "1.0",
+            "1e3",
+            "1E3",
+            "1.",
+            "0e",
+            "-1",
+            "x",
+            "",
+        ] {
             assert_eq!(read(refused), None, "{refused}");
         }
     }

@@ -178,7 +178,14 @@ fn ahead_in_pieces(
 
 #[test]
 fn data_taken_ahead_is_what_the_general_path_dispatches_however_cut() {
-    let bodies: [(&str, usize); 12] = [
+    let long = format!("event: {}\ndata: 8\n\n", "n".repeat(70));
+    let names = format!(
+        "event: ab\ndata: 1\n\nevent: ab\ndata: 2\n\nevent: abc\ndata: 3\n\nevent: ab\r\ndata: 4\n\nevent: ab\ndata: 5\n\nevent:ab\ndata: 6\n\n{long}{long}event: ab\ndata: 9\n\n"
+    );
+    let bodies: [(&str, usize); 13] = [
+        // Names repeated (the last `event:` line is compared, not
+        // searched), changed, longer, CRLF-ended, without the space, long.
+        (&names, 9),
         // Taken ahead: LF, CRLF and CR-only ends, named or not, with an id.
         ("event: a\ndata: {\"t\":\"x\"}\n\ndata: 42\n\n", 2),
         ("event: a\r\ndata: {\"t\":\"x y\"}\r\n\r\ndata:7\r\n\r\n", 2),

@@ -213,3 +213,22 @@ pub async fn start_go(
         .await
         .unwrap()
 }
+
+/// Runs the session's turn to its end (at most `max_steps` steps) and
+/// returns the transcript, checked valid.
+pub async fn run_to_end(
+    driver: &mut agentkit_loop::LoopDriver<agentkit_testkit::ScriptedSession>,
+    max_steps: usize,
+) -> Vec<Item> {
+    let mut steps = 0;
+    while !matches!(
+        driver.next().await.unwrap(),
+        agentkit_loop::LoopStep::Finished(_)
+    ) {
+        steps += 1;
+        assert!(steps < max_steps, "the turn ends within {max_steps} steps");
+    }
+    let transcript = driver.transcript().to_vec();
+    agentkit_core::validate_transcript(&transcript).unwrap();
+    transcript
+}

@@ -4,6 +4,7 @@
 
 use super::DriverCore;
 use super::Note;
+use super::call_ids::UsedCallIds;
 use super::state::Phase;
 use agentkit_core::{Item, ItemId, ToolCallId, ToolCallPart, ToolResultPart, TurnId};
 
@@ -16,7 +17,7 @@ impl DriverCore {
     /// The one place items enter the transcript.
     pub(super) fn append(&mut self, item: Item, part_of_turn_result: bool) {
         if let Some(ids) = self.call_ids.as_mut() {
-            ids.extend(item.tool_calls().map(|c| c.id.clone()));
+            ids.extend(item.tool_calls().map(|c| &c.id));
         }
         self.push_item(item, part_of_turn_result);
     }
@@ -94,32 +95,43 @@ impl DriverCore {
         }
         let (start_ids, start_len) = self.log.starting_call_ids();
         let log = &self.log;
-        let own = self.call_ids.get_or_insert_with(|| {
+        // The ids after the starting transcript: those the log holds.
+        let logged = |ids: &mut Vec<ToolCallId>| {
             log.with(|items| {
-                items
-                    .range(start_len..)
-                    .iter()
-                    .flat_map(Item::tool_calls)
-                    .map(|c| c.id.clone())
-                    .collect()
+                let calls = items.range(start_len..).iter().flat_map(Item::tool_calls);
+                ids.extend(calls.map(|call| call.id.clone()));
             })
-        });
-        // The starting transcript's ids (shared by the agent's sessions)
-        // are taken too.
-        let mut ids = TakenIds {
-            own,
-            start: start_ids,
         };
-        for call in &mut calls {
+        let own = self.call_ids.get_or_insert_with(|| {
+            let mut set = UsedCallIds::new();
+            log.with(|items| {
+                let calls = items.range(start_len..).iter().flat_map(Item::tool_calls);
+                set.extend(calls.map(|call| &call.id));
+            });
+            set
+        });
+        for at in 0..calls.len() {
+            let (earlier, rest) = calls.split_at_mut(at);
+            let call = &mut rest[0];
+            // Every id taken so far, for the set to become exact: the
+            // log's, and this answer's before this call.
+            let taken = || {
+                let mut ids: Vec<ToolCallId> = earlier.iter().map(|c| c.id.clone()).collect();
+                logged(&mut ids);
+                ids
+            };
+            // The starting transcript's ids (shared by the agent's
+            // sessions) are taken too.
+            let in_start = |id: &ToolCallId| start_ids.is_some_and(|start| start.contains(id));
             // One hash per call when the id is new, the usual case.
-            if ids.insert(call.id.clone()) {
+            if !in_start(&call.id) && own.insert(&call.id, taken) {
                 continue;
             }
             let original = call.id.clone();
             let mut n = 2;
             let fresh = loop {
                 let candidate = ToolCallId::new(format!("{original}_{n}"));
-                if ids.insert(candidate.clone()) {
+                if !in_start(&candidate) && own.insert(&candidate, taken) {
                     break candidate;
                 }
                 n += 1;
@@ -134,26 +146,10 @@ impl DriverCore {
     }
 }
 
-/// The tool-call ids a session has used: its own, and those of the
-/// starting transcript it shares with the agent's other sessions.
-struct TakenIds<'a> {
-    own: &'a mut crate::transcript::CallIds,
-    start: Option<&'a crate::transcript::CallIds>,
-}
-
-impl TakenIds<'_> {
-    /// Takes `id`; `false` when it was taken already.
-    fn insert(&mut self, id: ToolCallId) -> bool {
-        !self.start.is_some_and(|start| start.contains(&id)) && self.own.insert(id)
-    }
-}
-
-/// `turn-<index>`, written on the stack (see [`numbered`]): one allocation
-/// (the id's shared string) instead of two through `format!`, at every model
-/// call.
+/// `turn-<index>` (see [`TurnId::numbered`]): no formatting, no
+/// allocation, at every model call.
 pub(crate) fn turn_id(index: u64) -> TurnId {
-    let mut buf = [0; 25];
-    TurnId::from(numbered(b"turn-", index, &mut buf))
+    TurnId::numbered("turn-", index)
 }
 
 /// Gives `item` the id of index `next` if it has none, and moves `next` on.
@@ -164,31 +160,8 @@ pub(crate) fn fill_id(item: &mut Item, next: &mut u64) {
     }
 }
 
-/// `item-<index>`, written on the stack: one allocation (the id's shared
-/// string) instead of three through `format!`, which loading a long
-/// transcript of items without ids pays for each item.
+/// `item-<index>` (see [`ItemId::numbered`]): no formatting, no
+/// allocation and no UTF-8 check, for every item the session appends.
 pub(super) fn item_id(index: u64) -> ItemId {
-    let mut buf = [0; 25];
-    ItemId::from(numbered(b"item-", index, &mut buf))
-}
-
-/// `<prefix><index>` in `buf`, the digits written by hand: `format!` would
-/// allocate and go through the formatting machinery (several hundred
-/// instructions).
-fn numbered<'a>(prefix: &[u8; 5], index: u64, buf: &'a mut [u8; 25]) -> &'a str {
-    let mut at = buf.len();
-    let mut n = index;
-    loop {
-        at -= 1;
-        buf[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    let digits = buf.len() - at;
-    buf.copy_within(at.., 5);
-    buf[..5].copy_from_slice(prefix);
-    // Only ASCII was written.
-    std::str::from_utf8(&buf[..5 + digits]).unwrap_or_default()
+    ItemId::numbered("item-", index)
 }

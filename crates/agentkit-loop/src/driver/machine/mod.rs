@@ -18,6 +18,7 @@
 //! and answered), `round` (a tool round), `turn` (beginning and ending a
 //! user turn, safe points), `log` (the transcript and its ids).
 
+mod call_ids;
 mod input;
 mod log;
 mod model;
@@ -218,7 +219,7 @@ pub(crate) struct DriverCore {
     pub(crate) settings: CoreSettings,
     /// Every tool-call id of the transcript after its starting transcript
     /// (whose ids the log shares), built when first needed.
-    call_ids: Option<crate::transcript::CallIds>,
+    call_ids: Option<call_ids::UsedCallIds>,
     outbox: VecDeque<Note>,
     /// The provider's usage of the last model call.
     pub(crate) last_call: Option<LastCallUsage>,
