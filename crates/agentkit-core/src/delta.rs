@@ -187,17 +187,57 @@ enum Buffer {
     Text(String),
     Reasoning {
         summary: String,
-        signature: Option<String>,
-        encrypted: Option<String>,
+        /// Boxed when the provider sends it (once a part at most): a
+        /// slot stays small.
+        opaque: Option<Box<Opaque>>,
     },
     Structured(Option<Value>),
     Bytes(Vec<u8>),
 }
 
+/// A reasoning part's provider-owned values.
+#[derive(Debug, Default)]
+struct Opaque {
+    signature: Option<String>,
+    encrypted: Option<String>,
+}
+
+/// A slot's kind: the usual ones by name, the others (which carry names
+/// and types) boxed. A slot is 88 bytes, not 152: at 128 and more the
+/// compiler moves one with a `memcpy` call, which every part paid twice
+/// (begun, taken).
+#[derive(Debug)]
+enum SlotKind {
+    Text,
+    Reasoning,
+    Structured,
+    Other(Box<PartKind>),
+}
+
+impl SlotKind {
+    fn new(kind: PartKind) -> Self {
+        match kind {
+            PartKind::Text => SlotKind::Text,
+            PartKind::Reasoning => SlotKind::Reasoning,
+            PartKind::Structured => SlotKind::Structured,
+            other => SlotKind::Other(Box::new(other)),
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        match self {
+            SlotKind::Text => "text",
+            SlotKind::Reasoning => "reasoning",
+            SlotKind::Structured => "structured",
+            SlotKind::Other(kind) => kind.name(),
+        }
+    }
+}
+
 #[derive(Debug)]
 struct Slot {
     id: PartId,
-    kind: PartKind,
+    kind: SlotKind,
     buffer: Buffer,
     metadata: MetadataMap,
     committed: bool,
@@ -206,26 +246,33 @@ struct Slot {
 impl Slot {
     fn into_part(self) -> Result<Part, DeltaError> {
         let metadata = self.metadata;
-        Ok(match (self.kind, self.buffer) {
-            (PartKind::Text, Buffer::Text(text)) => Part::Text(TextPart { text, metadata }),
-            (
-                PartKind::Reasoning,
-                Buffer::Reasoning {
-                    summary,
+        let (kind, buffer) = match (self.kind, self.buffer) {
+            (SlotKind::Text, Buffer::Text(text)) => {
+                return Ok(Part::Text(TextPart { text, metadata }));
+            }
+            (SlotKind::Reasoning, Buffer::Reasoning { summary, opaque }) => {
+                let Opaque {
                     signature,
                     encrypted,
-                },
-            ) => Part::Reasoning(ReasoningPart {
-                summary: (!summary.is_empty()).then_some(summary),
-                signature,
-                encrypted,
-                metadata,
-            }),
-            (PartKind::Structured, Buffer::Structured(value)) => Part::Structured(StructuredPart {
-                value: value.ok_or(DeltaError::MissingValue(self.id))?,
-                schema: None,
-                metadata,
-            }),
+                } = opaque.map(|opaque| *opaque).unwrap_or_default();
+                return Ok(Part::Reasoning(ReasoningPart {
+                    summary: (!summary.is_empty()).then_some(summary),
+                    signature,
+                    encrypted,
+                    metadata,
+                }));
+            }
+            (SlotKind::Structured, Buffer::Structured(value)) => {
+                return Ok(Part::Structured(StructuredPart {
+                    value: value.ok_or(DeltaError::MissingValue(self.id))?,
+                    schema: None,
+                    metadata,
+                }));
+            }
+            (SlotKind::Other(kind), buffer) => (*kind, buffer),
+            (kind, _) => unreachable!("buffer does not match {kind:?}"),
+        };
+        Ok(match (kind, buffer) {
             (PartKind::Custom { name }, Buffer::Structured(value)) => Part::Custom(CustomPart {
                 kind: name,
                 value: value.ok_or(DeltaError::MissingValue(self.id))?,
@@ -367,7 +414,7 @@ impl DeltaFolder {
             Delta::AppendText { chunk, .. } => match &mut slot.buffer {
                 Buffer::Text(text) => text.push_str(chunk),
                 Buffer::Reasoning { summary, .. } => summary.push_str(chunk),
-                Buffer::Bytes(bytes) if matches!(slot.kind, PartKind::File { .. }) => {
+                Buffer::Bytes(bytes) if matches!(&slot.kind, SlotKind::Other(kind) if matches!(**kind, PartKind::File { .. })) => {
                     bytes.extend_from_slice(chunk.as_bytes())
                 }
                 _ => return Err(wrong_kind(slot)),
@@ -385,16 +432,13 @@ impl DeltaFolder {
                 encrypted: new_encrypted,
                 ..
             } => match &mut slot.buffer {
-                Buffer::Reasoning {
-                    signature,
-                    encrypted,
-                    ..
-                } => {
+                Buffer::Reasoning { opaque, .. } => {
+                    let opaque = opaque.get_or_insert_default();
                     if let Some(value) = new_signature {
-                        *signature = Some(value.clone());
+                        opaque.signature = Some(value.clone());
                     }
                     if let Some(value) = new_encrypted {
-                        *encrypted = Some(value.clone());
+                        opaque.encrypted = Some(value.clone());
                     }
                 }
                 _ => return Err(wrong_kind(slot)),
@@ -436,8 +480,7 @@ impl DeltaFolder {
             PartKind::Text => Buffer::Text(String::with_capacity(TEXT_ROOM)),
             PartKind::Reasoning => Buffer::Reasoning {
                 summary: String::new(),
-                signature: None,
-                encrypted: None,
+                opaque: None,
             },
             PartKind::Structured | PartKind::Custom { .. } => Buffer::Structured(None),
             PartKind::Media { .. } | PartKind::File { .. } => Buffer::Bytes(Vec::new()),
@@ -457,7 +500,7 @@ impl DeltaFolder {
         self.last = self.slots.len();
         self.slots.push(Slot {
             id: part_id,
-            kind,
+            kind: SlotKind::new(kind),
             buffer,
             metadata: MetadataMap::new(),
             committed: false,

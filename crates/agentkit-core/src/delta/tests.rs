@@ -478,3 +478,87 @@ fn finish_with_open_parts_is_an_error_but_partial_keeps_them() {
         other => panic!("expected text, got {other:?}"),
     }
 }
+
+#[cfg(target_pointer_width = "64")]
+#[test]
+fn a_slot_moves_without_a_memcpy_call() {
+    // At 128 bytes and more the compiler moves a value with a `memcpy`
+    // call; every part is moved into the folder and out of it.
+    assert!(
+        std::mem::size_of::<Slot>() < 128,
+        "{}",
+        std::mem::size_of::<Slot>()
+    );
+}
+
+#[test]
+fn opaque_reasoning_values_keep_the_last_of_each() {
+    let mut folder = DeltaFolder::new();
+    begin(&mut folder, "r", PartKind::Reasoning);
+    for (signature, encrypted) in [(Some("s1"), None), (None, Some("e1")), (Some("s2"), None)] {
+        folder
+            .apply_owned(Delta::ReasoningOpaque {
+                part_id: id("r"),
+                signature: signature.map(Into::into),
+                encrypted: encrypted.map(Into::into),
+            })
+            .unwrap();
+    }
+    commit(&mut folder, "r").unwrap();
+    begin(&mut folder, "bare", PartKind::Reasoning);
+    commit(&mut folder, "bare").unwrap();
+    assert_eq!(
+        folder.finish().unwrap(),
+        vec![
+            Part::Reasoning(ReasoningPart {
+                signature: Some("s2".into()),
+                encrypted: Some("e1".into()),
+                ..Default::default()
+            }),
+            Part::Reasoning(ReasoningPart::default()),
+        ]
+    );
+}
+
+#[test]
+fn a_file_takes_text_and_bytes_and_media_takes_bytes_only() {
+    let mut folder = DeltaFolder::new();
+    let file = PartKind::File {
+        name: Some("notes.txt".into()),
+        mime_type: Some("text/plain".into()),
+    };
+    begin(&mut folder, "f", file);
+    text(&mut folder, "f", "ab").unwrap();
+    folder
+        .apply_owned(Delta::AppendBytes {
+            part_id: id("f"),
+            chunk: b"c".to_vec(),
+        })
+        .unwrap();
+    let media = PartKind::Media {
+        modality: Modality::Audio,
+        mime_type: "audio/wav".into(),
+    };
+    begin(&mut folder, "m", media);
+    assert_eq!(
+        text(&mut folder, "m", "x"),
+        Err(DeltaError::WrongKind {
+            part_id: id("m"),
+            kind: "media",
+            delta: "append_text"
+        })
+    );
+    commit(&mut folder, "f").unwrap();
+    commit(&mut folder, "m").unwrap();
+    let parts = folder.finish().unwrap();
+    assert!(
+        matches!(&parts[0], Part::File(f) if f.name.as_deref() == Some("notes.txt")
+            && f.mime_type.as_deref() == Some("text/plain")
+            && f.data == DataRef::bytes(b"abc".to_vec())),
+        "{parts:?}"
+    );
+    assert!(
+        matches!(&parts[1], Part::Media(m) if m.modality == Modality::Audio && m.mime_type == "audio/wav"),
+        "{parts:?}"
+    );
+}
