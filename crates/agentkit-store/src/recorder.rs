@@ -111,6 +111,14 @@ struct Held {
     running: Vec<ToolCallId>,
 }
 
+impl Held {
+    /// Empties it, handing out what it held.
+    fn take(&mut self) -> Vec<LogEntry> {
+        self.items = 0;
+        std::mem::take(&mut self.entries)
+    }
+}
+
 /// What the items appended since the checkpoint hold.
 #[derive(Debug, Default)]
 struct Appended {
@@ -160,9 +168,7 @@ impl Recorder {
         appended.calls.clear();
         drop(appended);
         // The checkpoint stored the held items and superseded the marks.
-        let mut held = self.held();
-        held.entries.clear();
-        held.items = 0;
+        self.held().take();
     }
 
     fn held(&self) -> std::sync::MutexGuard<'_, Held> {
@@ -186,9 +192,10 @@ impl Recorder {
     /// called under the lock, so entries reach it in order whichever task
     /// releases them.
     fn release(&self, next: Option<LogEntry>) {
+        // Written while still held, so a release from elsewhere cannot
+        // overtake these entries.
         let mut held = self.held();
-        let mut entries = std::mem::take(&mut held.entries);
-        held.items = 0;
+        let mut entries = held.take();
         entries.extend(next);
         match entries.len() {
             0 => {}
@@ -296,9 +303,7 @@ impl Recorder {
     pub(crate) fn mark_broken(&self) {
         self.lock().broken = true;
         // The next checkpoint stores the transcript whole.
-        let mut held = self.held();
-        held.entries.clear();
-        held.items = 0;
+        self.held().take();
     }
 
     /// Writes `mark` now, with what is held: something slow begins (a
@@ -450,6 +455,19 @@ pub(crate) struct DurableStarts {
 }
 
 impl DurableStarts {
+    /// Writes what the recorder held back (the call's answer may be among
+    /// it), then says whether `job` may start: `Some` when the store
+    /// already knows (it writes synchronously), `None` when only a flush
+    /// can tell ([`stored`](Self::stored)).
+    fn known_now(&self, job: &ToolJob) -> Option<Result<(), ToolError>> {
+        self.recorder.release_held();
+        self.recorder.stored().map(|stored| {
+            self.recorder
+                .start_known(stored)
+                .map_err(|why| not_recorded(job, why))
+        })
+    }
+
     async fn stored(recorder: &Recorder, job: &ToolJob) -> Result<(), ToolError> {
         let flushed = recorder.flush().await;
         recorder
@@ -477,12 +495,8 @@ impl TaskManager for DurableStarts {
     }
 
     async fn run(&self, job: ToolJob) -> Result<ToolResult, ToolError> {
-        self.recorder.release_held();
-        match self.recorder.stored() {
-            Some(stored) => self
-                .recorder
-                .start_known(stored)
-                .map_err(|why| not_recorded(&job, why))?,
+        match self.known_now(&job) {
+            Some(known) => known?,
             None => Self::stored(&self.recorder, &job).await?,
         }
         self.inner.run(job).await
@@ -492,10 +506,9 @@ impl TaskManager for DurableStarts {
         self: Arc<Self>,
         job: ToolJob,
     ) -> Pin<Box<dyn Future<Output = Result<ToolResult, ToolError>> + Send>> {
-        self.recorder.release_held();
-        match self.recorder.stored().map(|s| self.recorder.start_known(s)) {
+        match self.known_now(&job) {
             Some(Ok(())) => self.inner.clone().run_shared(job),
-            Some(Err(why)) => Box::pin(std::future::ready(Err(not_recorded(&job, why)))),
+            Some(Err(refused)) => Box::pin(std::future::ready(Err(refused))),
             None => Box::pin(async move {
                 Self::stored(&self.recorder, &job).await?;
                 self.inner.clone().run_shared(job).await
