@@ -113,6 +113,11 @@ impl<S: ToolSource> ToolSource for PrefixedSource<S> {
     fn revision(&self) -> u64 {
         self.inner.revision()
     }
+
+    /// Frozen when the wrapped source is.
+    fn is_frozen(&self) -> bool {
+        self.inner.is_frozen()
+    }
 }
 
 /// A tool offered under another name; calls reach the original under its own.
@@ -192,5 +197,10 @@ impl<S: ToolSource> ToolSource for FilteredSource<S> {
     /// The view keeps the wrapped source's revision.
     fn revision(&self) -> u64 {
         self.inner.revision()
+    }
+
+    /// Frozen when the wrapped source is.
+    fn is_frozen(&self) -> bool {
+        self.inner.is_frozen()
     }
 }

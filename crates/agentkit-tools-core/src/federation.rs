@@ -3,7 +3,8 @@
 //! Sources are walked in registration order. When two offer a tool of the
 //! same name, the [`CollisionPolicy`] decides. The merged catalog is cached
 //! and rebuilt only when a source's revision moves, so reading it at every
-//! model call costs a lock and a comparison.
+//! model call costs a lock and a comparison; a federation of frozen sources
+//! (registries) builds it once and reads it without either.
 
 use crate::schema::CompiledSchema;
 use crate::{CatalogSnapshot, Tool, ToolCatalogEvent, ToolSource, ToolSpec};
@@ -220,6 +221,10 @@ pub struct ToolFederation {
     sources: Vec<Arc<dyn ToolSource>>,
     policy: CollisionPolicy,
     cache: Mutex<Option<Cache>>,
+    /// The catalog, once built, when every source is frozen
+    /// ([`ToolSource::is_frozen`]): it can never change, so it is read
+    /// without the lock and without asking the sources.
+    frozen: OnceLock<Arc<ResolvedCatalog>>,
     // Kept outside the cache so that adding a source or changing the policy,
     // which drop the cache, never makes the generation go backwards.
     next_generation: std::sync::atomic::AtomicU64,
@@ -232,6 +237,7 @@ impl ToolFederation {
             sources: Vec::new(),
             policy: CollisionPolicy::default(),
             cache: Mutex::new(None),
+            frozen: OnceLock::new(),
             next_generation: std::sync::atomic::AtomicU64::new(0),
         }
     }
@@ -239,14 +245,20 @@ impl ToolFederation {
     /// Sets the collision policy.
     pub fn with_policy(mut self, policy: CollisionPolicy) -> Self {
         self.policy = policy;
-        *self.cache.get_mut().unwrap_or_else(|e| e.into_inner()) = None;
+        self.forget();
         self
     }
 
     /// Adds a source after the existing ones.
     pub fn add_source(&mut self, source: impl ToolSource + 'static) {
         self.sources.push(Arc::new(source));
+        self.forget();
+    }
+
+    /// Drops the built catalog: the sources or the policy changed.
+    fn forget(&mut self) {
         *self.cache.get_mut().unwrap_or_else(|e| e.into_inner()) = None;
+        self.frozen = OnceLock::new();
     }
 
     /// Adds a source; for builder chains.
@@ -256,7 +268,16 @@ impl ToolFederation {
     }
 
     /// The merged catalog, rebuilt only if a source changed since last time.
+    #[inline]
     pub fn resolve(&self) -> Result<Arc<ResolvedCatalog>, CatalogError> {
+        match self.frozen.get() {
+            Some(catalog) => Ok(catalog.clone()),
+            None => self.resolve_locked(),
+        }
+    }
+
+    /// [`resolve`](Self::resolve) under the cache's lock.
+    fn resolve_locked(&self) -> Result<Arc<ResolvedCatalog>, CatalogError> {
         let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
         // The usual case (every tool call and model call): nothing changed,
         // checked without collecting the snapshots.
@@ -273,6 +294,11 @@ impl ToolFederation {
             generation,
             ..catalog
         });
+        if self.sources.iter().all(|source| source.is_frozen()) {
+            // Set under the lock, so only once: from now on the catalog
+            // is read from here.
+            let _ = self.frozen.set(catalog.clone());
+        }
         *cache = Some(Cache {
             revisions,
             catalog: catalog.clone(),
@@ -283,7 +309,16 @@ impl ToolFederation {
     /// `true` when `catalog` is what [`resolve`](Self::resolve) would
     /// return now (no source changed since it was built): the same check,
     /// without taking a reference to the catalog.
+    #[inline]
     pub fn is_current(&self, catalog: &Arc<ResolvedCatalog>) -> bool {
+        match self.frozen.get() {
+            Some(frozen) => Arc::ptr_eq(frozen, catalog),
+            None => self.is_current_locked(catalog),
+        }
+    }
+
+    /// [`is_current`](Self::is_current) under the cache's lock.
+    fn is_current_locked(&self, catalog: &Arc<ResolvedCatalog>) -> bool {
         let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
         self.unchanged(&cache)
             .is_some_and(|cached| Arc::ptr_eq(cached, catalog))

@@ -83,6 +83,16 @@ pub trait ToolSource: Send + Sync {
     fn revision(&self) -> u64 {
         self.snapshot().revision
     }
+
+    /// `true` when this source's tools never change once it is handed to
+    /// a federation (its revision stays what it is): a federation whose
+    /// sources are all frozen builds its catalog once and then neither
+    /// locks nor asks for revisions, so checking at a call's start that
+    /// its catalog is still current is a comparison. Default: `false`; a
+    /// [`ToolRegistry`] says `true`.
+    fn is_frozen(&self) -> bool {
+        false
+    }
 }
 
 impl<T: ToolSource + ?Sized> ToolSource for Arc<T> {
@@ -96,6 +106,10 @@ impl<T: ToolSource + ?Sized> ToolSource for Arc<T> {
 
     fn revision(&self) -> u64 {
         (**self).revision()
+    }
+
+    fn is_frozen(&self) -> bool {
+        (**self).is_frozen()
     }
 }
 
@@ -207,5 +221,11 @@ impl ToolSource for ToolRegistry {
     /// A registry never changes.
     fn revision(&self) -> u64 {
         0
+    }
+
+    /// A registry in a federation is no longer reachable to change
+    /// (registering takes `&mut self`).
+    fn is_frozen(&self) -> bool {
+        true
     }
 }

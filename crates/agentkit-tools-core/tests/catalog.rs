@@ -333,3 +333,39 @@ fn adding_a_source_never_moves_the_generation_backwards() {
     let second = federation.resolve().unwrap().generation;
     assert!(second > first, "{second} > {first}");
 }
+
+#[test]
+fn frozen_sources_are_resolved_once_and_others_are_still_asked() {
+    // Registries (and views of them) are frozen: the catalog is built once
+    // and is current for good.
+    let prefixed = PrefixedSource::new(registry("inner", &[("a", "A")]), "p_").unwrap();
+    assert!(prefixed.is_frozen());
+    let mut federation = ToolFederation::new()
+        .with_source(registry("native", &[("echo", "Echoes.")]))
+        .with_source(prefixed);
+    let first = federation.resolve().unwrap();
+    assert!(Arc::ptr_eq(&first, &federation.resolve().unwrap()));
+    assert!(federation.is_current(&first));
+
+    // Adding a source builds a new catalog, which is the current one.
+    federation.add_source(registry("more", &[("late", "Late.")]));
+    let second = federation.resolve().unwrap();
+    assert!(!federation.is_current(&first));
+    assert!(federation.is_current(&second));
+    assert_eq!(second.len(), 3);
+    assert!(second.get("late").is_some());
+    assert!(second.generation > first.generation);
+
+    // One source that is not frozen: every read asks it, and a change is
+    // seen at once.
+    let (writer, reader) = dynamic_catalog("plugins");
+    assert!(!reader.is_frozen());
+    federation.add_source(reader);
+    let third = federation.resolve().unwrap();
+    assert!(federation.is_current(&third));
+    writer.add(Arc::new(Probe::new("plugged"))).unwrap();
+    assert!(!federation.is_current(&third));
+    let fourth = federation.resolve().unwrap();
+    assert!(fourth.get("plugged").is_some());
+    assert!(federation.is_current(&fourth));
+}
