@@ -209,6 +209,9 @@ impl BasicToolExecutor {
     /// denial wins; otherwise one approval covers all requests that need it.
     fn permit(&self, tool: &dyn Tool, request: &ToolRequest) -> Preflight {
         let proposed = match tool.proposed_requests(&request.input) {
+            // Most calls propose nothing (a tool that only computes or
+            // reads what it was given).
+            Ok(proposed) if proposed.is_empty() => return Preflight::Ready,
             Ok(proposed) => proposed,
             Err(err) => return Preflight::Rejected(err),
         };

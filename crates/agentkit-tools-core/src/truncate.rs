@@ -49,7 +49,19 @@ pub fn truncate_text(text: &str, max_bytes: usize) -> String {
 /// - `Structured` JSON that serializes to more than the budget becomes `Text`
 ///   holding its cut serialization: half a JSON document is not JSON any more,
 ///   and the model reads it as text either way.
+#[inline]
 pub fn truncate_output(output: ToolOutput, max_bytes: usize) -> ToolOutput {
+    // The usual output, text within the budget, passes without a call.
+    if let ToolOutput::Text(text) = &output
+        && text.len() <= max_bytes
+    {
+        return output;
+    }
+    truncate_whole(output, max_bytes)
+}
+
+/// [`truncate_output`] past its check for text within the budget.
+fn truncate_whole(output: ToolOutput, max_bytes: usize) -> ToolOutput {
     match output {
         ToolOutput::Text(text) if text.len() > max_bytes => {
             ToolOutput::Text(truncate_text(&text, max_bytes))

@@ -12,6 +12,8 @@ use futures::future::{BoxFuture, CatchUnwind};
 use futures::stream::FuturesUnordered;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use tracing::Instrument;
+use tracing::instrument::Instrumented;
 
 /// What a call resolves to: its index in the round, its id and outcome.
 pub(crate) type CallOutcome = (usize, ToolCallId, Result<ToolResult, ToolError>);
@@ -27,8 +29,9 @@ pub(crate) enum RunningCall {
     Managed {
         index: usize,
         call_id: ToolCallId,
-        run: tracing::instrument::Instrumented<CallRun>,
-        /// Record the result in the call's span.
+        run: CallRun,
+        /// Record the result in the call's span (then `run` is
+        /// [`CallRun::Traced`]).
         record_content: bool,
     },
     /// Any other wait (a detach-after call's outcome).
@@ -46,6 +49,11 @@ pub(crate) enum CallRun {
     /// The executor's future, polled here with a panic guard: the task
     /// manager [runs calls inline](crate::TaskManager::runs_inline).
     Inline(CatchUnwind<AssertUnwindSafe<ExecuteFuture>>),
+    /// Either of the above in the call's `execute_tool` span, entered at
+    /// each poll and while the call is dropped. Made only while a
+    /// subscriber listens ([`in_span`](Self::in_span)); boxed, so the
+    /// usual call's future stays small.
+    Traced(Box<Instrumented<CallRun>>),
 }
 
 impl CallRun {
@@ -55,6 +63,25 @@ impl CallRun {
         match std::panic::catch_unwind(AssertUnwindSafe(|| job.execute_shared())) {
             Ok(run) => Self::Inline(AssertUnwindSafe(run).catch_unwind()),
             Err(panic) => Self::Managed(futures::future::ready(Err(panicked(&*panic))).boxed()),
+        }
+    }
+
+    /// The call in `span`; as it is when nobody listens to the span (a
+    /// disabled span is neither wrapped around the future, which would
+    /// move it, nor entered at each poll).
+    pub(crate) fn in_span(self, span: tracing::Span) -> Self {
+        if span.is_disabled() {
+            self
+        } else {
+            Self::Traced(Box::new(self.instrument(span)))
+        }
+    }
+
+    /// The call's span, when it runs in one.
+    fn span(&self) -> Option<&tracing::Span> {
+        match self {
+            Self::Traced(run) => Some(run.span()),
+            Self::Managed(_) | Self::Inline(_) => None,
         }
     }
 }
@@ -71,6 +98,7 @@ impl std::future::Future for CallRun {
             Self::Inline(run) => run
                 .poll_unpin(cx)
                 .map(|outcome| outcome.unwrap_or_else(|panic| Err(panicked(&*panic)))),
+            Self::Traced(run) => run.poll_unpin(cx),
         }
     }
 }
@@ -90,9 +118,11 @@ impl std::future::Future for RunningCall {
                 record_content,
             } => {
                 let outcome = std::task::ready!(run.poll_unpin(cx));
-                if *record_content && let Ok(result) = &outcome {
-                    run.span()
-                        .record("gen_ai.tool.call.result", result.output.to_text().as_str());
+                if *record_content
+                    && let Ok(result) = &outcome
+                    && let Some(span) = run.span()
+                {
+                    span.record("gen_ai.tool.call.result", result.output.to_text().as_str());
                 }
                 std::task::Poll::Ready((*index, call_id.clone(), outcome))
             }

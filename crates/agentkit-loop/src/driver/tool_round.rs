@@ -72,7 +72,8 @@ impl<S: ModelSession> LoopDriver<S> {
             gen_ai.tool.call.arguments = tracing::field::Empty,
             gen_ai.tool.call.result = tracing::field::Empty,
         );
-        let record_content = shared.record_content;
+        // Content goes only where someone reads it.
+        let record_content = shared.record_content && !span.is_disabled();
         if record_content {
             span.record(
                 "gen_ai.tool.call.arguments",
@@ -147,7 +148,7 @@ impl<S: ModelSession> LoopDriver<S> {
                 Some(RunningCall::Managed {
                     index,
                     call_id,
-                    run: run.instrument(span),
+                    run: run.in_span(span),
                     record_content,
                 })
             }
