@@ -108,6 +108,9 @@ impl From<Pin<Box<dyn Future<Output = Result<ToolResult, ToolError>> + Send>>> f
 impl Future for ExecuteFuture {
     type Output = Result<ToolResult, ToolError>;
 
+    // Inlined into the loop's poll of the call: one frame less between
+    // the loop and the tool's future.
+    #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match &mut self.get_mut().0 {
             Inner::Boxed(future) => future.as_mut().poll(cx),

@@ -69,12 +69,19 @@ impl CallRun {
     /// The call in `span`; as it is when nobody listens to the span (a
     /// disabled span is neither wrapped around the future, which would
     /// move it, nor entered at each poll).
+    #[inline]
     pub(crate) fn in_span(self, span: tracing::Span) -> Self {
         if span.is_disabled() {
             self
         } else {
-            Self::Traced(Box::new(self.instrument(span)))
+            self.traced(span)
         }
+    }
+
+    /// The call wrapped in `span`, a listened-to one.
+    #[inline(never)]
+    fn traced(self, span: tracing::Span) -> Self {
+        Self::Traced(Box::new(self.instrument(span)))
     }
 
     /// The call's span, when it runs in one.

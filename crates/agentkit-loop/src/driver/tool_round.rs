@@ -194,62 +194,67 @@ impl<S: ModelSession> LoopDriver<S> {
                 .as_ref()
                 .and_then(|rare| rare.clock)
                 .and_then(|origin| Some(origin + self.core.poll_timeout()?));
+            // A question or a report is an output of polling the calls:
+            // the reporting call is polled here (or wakes this waker from
+            // its own task).
+            let calls = std::future::poll_fn(|cx| {
+                if let Some(questions) = &questions {
+                    questions.register(cx.waker());
+                }
+                if let Some(inbox) = &inbox {
+                    inbox.register(cx.waker());
+                }
+                match running.poll_next(cx) {
+                    std::task::Poll::Pending if questions.as_ref().is_some_and(|q| q.asked()) => {
+                        std::task::Poll::Ready(Some(None))
+                    }
+                    std::task::Poll::Pending if inbox.as_ref().is_some_and(|i| i.pending()) => {
+                        std::task::Poll::Ready(Some(Some(None)))
+                    }
+                    other => other.map(|done| done.map(|done| Some(Some(done)))),
+                }
+            });
+            let woke = if cancellation.is_none() && soft.is_none() && deadline.is_none() {
+                // Only the calls can end this wait (the usual session):
+                // what `select!` would do with its other branches off.
+                Woke::Calls(calls.await)
+            } else {
+                tokio::select! {
+                    biased;
+                    // A disabled branch's future is made but never polled.
+                    () = async {
+                        if let Some(token) = &cancellation {
+                            token.cancelled().await;
+                        }
+                    }, if cancellation.is_some() => Woke::Other,
+                    () = async {
+                        if let Some(soft) = &soft {
+                            soft.urgent_pushed().await;
+                        }
+                    }, if soft.is_some() => Woke::Other,
+                    () = async {
+                        if let Some(at) = deadline {
+                            tokio::time::sleep_until(at.into()).await;
+                        }
+                    }, if deadline.is_some() => Woke::TimedOut,
+                    Some(polled) = calls => Woke::Calls(Some(polled)),
+                    else => Woke::Other,
+                }
+            };
             let mut timed_out = false;
             let mut reported = false;
-            tokio::select! {
-                biased;
-                // A disabled branch's future is made but never polled.
-                () = async {
-                    if let Some(token) = &cancellation {
-                        token.cancelled().await;
-                    }
-                }, if cancellation.is_some() => {}
-                () = async {
-                    if let Some(soft) = &soft {
-                        soft.urgent_pushed().await;
-                    }
-                }, if soft.is_some() => {}
-                () = async {
-                    if let Some(at) = deadline {
-                        tokio::time::sleep_until(at.into()).await;
-                    }
-                }, if deadline.is_some() => timed_out = true,
-                Some(polled) = std::future::poll_fn(|cx| {
-                    // A question or a report is an output of polling the
-                    // calls: the reporting call is polled here (or wakes
-                    // this waker from its own task).
-                    if let Some(questions) = &questions {
-                        questions.register(cx.waker());
-                    }
-                    if let Some(inbox) = &inbox {
-                        inbox.register(cx.waker());
-                    }
-                    match running.poll_next(cx) {
-                        std::task::Poll::Pending
-                            if questions.as_ref().is_some_and(|q| q.asked()) =>
-                        {
-                            std::task::Poll::Ready(Some(None))
-                        }
-                        std::task::Poll::Pending
-                            if inbox.as_ref().is_some_and(|i| i.pending()) =>
-                        {
-                            std::task::Poll::Ready(Some(Some(None)))
-                        }
-                        other => other.map(|done| done.map(|done| Some(Some(done)))),
-                    }
-                }) => match polled {
-                    Some(Some(done)) => {
-                        // What the call reported before it returned goes
-                        // out before its result.
-                        self.take_reports();
-                        let (index, call_id, outcome) = done;
-                        let outcome = ToolOutcome::of(&call_id, outcome);
-                        self.core.on_tool_done(index, &call_id, outcome);
-                    }
-                    Some(None) => reported = true,
-                    None => {}
-                },
-                else => {}
+            match woke {
+                Woke::Calls(Some(Some(Some(done)))) => {
+                    // What the call reported before it returned goes out
+                    // before its result.
+                    self.take_reports();
+                    let (index, call_id, outcome) = done;
+                    let outcome = ToolOutcome::of(&call_id, outcome);
+                    self.core.on_tool_done(index, &call_id, outcome);
+                }
+                Woke::Calls(Some(Some(None))) => reported = true,
+                Woke::TimedOut => timed_out = true,
+                Woke::Calls(Some(None) | None) | Woke::Other => {}
             }
             self.take_reports();
             if reported {
@@ -333,4 +338,16 @@ fn spawn_task(
         let outcome = manager.run(job).instrument(span).await;
         tasks.finish(&task_id, outcome);
     });
+}
+
+/// What ended one wait of [`await_calls`](LoopDriver::await_calls).
+enum Woke<T> {
+    /// The calls' poll: `None` when none runs, else `None` for a question,
+    /// `Some(None)` for reports only, `Some(Some(done))` for a finished call.
+    Calls(Option<Option<Option<T>>>),
+    /// The detach-after deadline passed.
+    TimedOut,
+    /// A cancellation or an urgent message (the core sees which), or
+    /// nothing left to wait for.
+    Other,
 }
