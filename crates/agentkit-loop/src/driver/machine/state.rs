@@ -252,12 +252,3 @@ pub(crate) enum CallState {
     /// Its answer is in the transcript.
     Answered,
 }
-
-impl CallState {
-    pub(crate) fn is_runnable(&self) -> bool {
-        matches!(
-            self,
-            CallState::Queued(_) | CallState::Approved(_) | CallState::Resumed(..)
-        )
-    }
-}
