@@ -663,7 +663,11 @@ impl<S: ModelSession> LoopDriver<S> {
         {
             self.core.on_cancelled();
         }
-        if self.core.wants_urgent() && self.soft.get().is_some_and(SoftInterruptHandle::has_urgent)
+        // The queue first: most sessions never made one.
+        if self
+            .soft
+            .get()
+            .is_some_and(|soft| self.core.wants_urgent() && soft.has_urgent())
         {
             self.core.on_urgent_queued();
         }

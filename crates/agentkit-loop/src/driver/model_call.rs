@@ -46,10 +46,19 @@ impl<S: ModelSession> LoopDriver<S> {
         }
         let shared = self.config.shared();
         let (output_schema, record_content) = (shared.output_schema.clone(), shared.record_content);
-        let session_id = self.core.session_id.clone();
+        let span = tracing::info_span!(
+            "chat",
+            gen_ai.operation.name = "chat",
+            gen_ai.conversation.id = %self.core.session_id,
+            agentkit.turn_id = %call.turn_id,
+            gen_ai.usage.input_tokens = tracing::field::Empty,
+            gen_ai.usage.output_tokens = tracing::field::Empty,
+            gen_ai.output.messages = tracing::field::Empty,
+        );
+        // The call's turn id and cache request move into the request.
         let request = TurnRequest {
-            session_id: session_id.clone(),
-            turn_id: call.turn_id.clone(),
+            session_id: self.core.session_id.clone(),
+            turn_id: call.turn_id,
             transcript: self.core.log.view(),
             available_tools: catalog.shared_specs(),
             metadata: MetadataMap::new(),
@@ -57,15 +66,6 @@ impl<S: ModelSession> LoopDriver<S> {
             output_schema,
         };
         let cancellation = self.turn_cancellation();
-        let span = tracing::info_span!(
-            "chat",
-            gen_ai.operation.name = "chat",
-            gen_ai.conversation.id = %session_id,
-            agentkit.turn_id = %call.turn_id,
-            gen_ai.usage.input_tokens = tracing::field::Empty,
-            gen_ai.usage.output_tokens = tracing::field::Empty,
-            gen_ai.output.messages = tracing::field::Empty,
-        );
         let streamed = if span.is_disabled() {
             self.stream(request, cancellation).await
         } else {
@@ -247,7 +247,8 @@ impl<S: ModelSession> LoopDriver<S> {
     /// each call, fed back as a verdict. The last verdict answers with the
     /// core's next action.
     pub(super) fn preflight(&mut self, indices: std::ops::Range<usize>) -> Action {
-        let executor = self.config.shared().executor.clone();
+        // Borrowed beside the core, not cloned.
+        let executor = self.config.shared().executor;
         for index in indices {
             let Some(call) = self.core.round_call(index) else {
                 continue;

@@ -37,12 +37,13 @@ impl DriverCore {
                 one_off_cache,
             });
         }
-        let session_id = self.session_id.clone();
-        let event_turn = turn_id.clone();
-        self.emit(|| AgentEvent::ModelCallStarted {
-            session_id,
-            turn_id: event_turn,
-        });
+        if self.settings.observe_events {
+            let event = AgentEvent::ModelCallStarted {
+                session_id: self.session_id.clone(),
+                turn_id: turn_id.clone(),
+            };
+            self.emit_some(Some(event));
+        }
         ModelCall { turn_id, cache }
     }
 
