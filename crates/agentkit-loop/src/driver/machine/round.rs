@@ -125,11 +125,11 @@ impl DriverCore {
             .any(|c| matches!(c.state, CallState::Running(_)));
         let entry = round.calls.iter().find_map(|c| match &c.state {
             CallState::AwaitingApproval(request) => Some(PendingApproval {
-                request: request.clone(),
+                request: (**request).clone(),
                 call: c.call.clone(),
             }),
             CallState::Suspended(request) if idle => Some(PendingApproval {
-                request: request.clone(),
+                request: (**request).clone(),
                 call: c.call.clone(),
             }),
             _ => None,
@@ -188,10 +188,8 @@ impl DriverCore {
         let entry = round.calls.get_mut(index)?;
         let (approval, resume, validated) =
             match std::mem::replace(&mut entry.state, CallState::Running(None)) {
-                CallState::Approved(request) => (Some(Box::new(request)), None, None),
-                CallState::Resumed(request, decision) => {
-                    (None, Some(Box::new(ToolResume { request, decision })), None)
-                }
+                CallState::Approved(request) => (Some(request), None, None),
+                CallState::Resumed(resume) => (None, Some(resume), None),
                 CallState::Queued(validated) => (None, None, validated),
                 _ => (None, None, None),
             };
@@ -365,11 +363,13 @@ impl DriverCore {
         if let Some(entry) = round.calls.get_mut(index)
             && matches!(entry.state, CallState::Unchecked)
         {
-            entry.state = match verdict {
+            entry.state.set(match verdict {
                 Verdict::Ready => CallState::Queued(validated),
-                Verdict::NeedsApproval { request } => CallState::AwaitingApproval(request),
+                Verdict::NeedsApproval { request } => {
+                    CallState::AwaitingApproval(Box::new(request))
+                }
                 Verdict::Rejected { result } => CallState::Rejected(result),
-            };
+            });
         }
         !round
             .calls
@@ -420,15 +420,15 @@ impl DriverCore {
         };
         let warning = match outcome {
             ToolOutcome::Paused { request } => {
-                entry.state = CallState::Suspended(request);
+                entry.state = CallState::Suspended(Box::new(request));
                 return;
             }
             ToolOutcome::Finished { result } => {
-                entry.state = CallState::Finished(result);
+                entry.state.set(CallState::Finished(result));
                 return;
             }
             ToolOutcome::Failed { result, warning } => {
-                entry.state = CallState::Finished(result);
+                entry.state.set(CallState::Finished(result));
                 warning
             }
         };
@@ -449,7 +449,16 @@ impl DriverCore {
     /// The shell lost the futures of running calls (a `next()` was dropped
     /// mid-round): answer them as interrupted rather than run them twice.
     /// A call waiting for an answer lost its future too.
+    ///
+    /// Inlined: asked at every `next()`, which usually finds no round open.
+    #[inline]
     pub(crate) fn on_calls_lost(&mut self) {
+        if self.round_open() {
+            self.lose_calls();
+        }
+    }
+
+    fn lose_calls(&mut self) {
         let live = |state: &CallState| {
             matches!(
                 state,
@@ -560,9 +569,10 @@ impl DriverCore {
             (CallState::AwaitingApproval(_), ApprovalDecision::Deny { reason }) => {
                 CallState::Denied(reason)
             }
-            (CallState::Suspended(request), decision) => {
-                CallState::Resumed(request.clone(), decision)
-            }
+            (CallState::Suspended(request), decision) => CallState::Resumed(Box::new(ToolResume {
+                request: (**request).clone(),
+                decision,
+            })),
             _ => return Err(InvalidStateReason::NotAwaitingApproval { call_id }),
         };
         if round.surfaced.as_ref() == Some(&call_id) {
