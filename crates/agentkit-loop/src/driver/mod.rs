@@ -514,13 +514,19 @@ impl<S: ModelSession> LoopDriver<S> {
         // are answered as interrupted rather than run twice. What they
         // reported goes out before their results.
         self.take_reports();
-        let salvaged = self
-            .salvage
-            .as_ref()
-            .map(|salvage| std::mem::take(&mut *salvage.lock().unwrap_or_else(|e| e.into_inner())));
-        for (index, call_id, outcome) in salvaged.into_iter().flatten() {
-            let outcome = ToolOutcome::of(&call_id, outcome);
-            self.core.on_tool_done(index, &call_id, outcome);
+        if let Some(salvage) = &mut self.salvage {
+            // No call holds the salvage any more (the usual case: the
+            // calls of a dropped `next()` went with it): no lock to take.
+            let salvaged = match Arc::get_mut(salvage) {
+                Some(salvage) => {
+                    std::mem::take(salvage.get_mut().unwrap_or_else(|e| e.into_inner()))
+                }
+                None => std::mem::take(&mut *salvage.lock().unwrap_or_else(|e| e.into_inner())),
+            };
+            for (index, call_id, outcome) in salvaged {
+                let outcome = ToolOutcome::of(&call_id, outcome);
+                self.core.on_tool_done(index, &call_id, outcome);
+            }
         }
         let parked = self.rare.as_mut().and_then(|rare| rare.parked.take());
         let mut running = match parked {
@@ -674,8 +680,16 @@ impl<S: ModelSession> LoopDriver<S> {
     }
 
     /// A user turn the core began gets its cancellation checkpoint.
+    /// Inlined: asked at every step, and without a cancellation handle
+    /// there is never a checkpoint.
+    #[inline]
     fn sync_checkpoint(&mut self) {
-        // Without a cancellation handle there is never a checkpoint.
+        if self.cancellation.is_some() {
+            self.sync_checkpoint_with_handle();
+        }
+    }
+
+    fn sync_checkpoint_with_handle(&mut self) {
         let Some(handle) = &self.cancellation else {
             return;
         };

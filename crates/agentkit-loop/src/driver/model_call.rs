@@ -22,7 +22,10 @@ impl<S: ModelSession> LoopDriver<S> {
     /// Performs the core's `CallModel` action: every stream event is fed
     /// into the core as it arrives.
     pub(super) async fn model_call(&mut self, call: ModelCall) -> Result<(), LoopError> {
-        let catalog = match self.catalog() {
+        // The configuration asked once for the call.
+        let shared = self.config.shared();
+        let (output_schema, record_content) = (shared.output_schema.clone(), shared.record_content);
+        let catalog = match catalog(shared.executor.as_ref()) {
             Ok(catalog) => catalog,
             Err(err) => {
                 self.core.on_model_failed(false, err.to_string());
@@ -44,8 +47,6 @@ impl<S: ModelSession> LoopDriver<S> {
                 .log
                 .with(|items| agentkit_core::validate_items(items))?;
         }
-        let shared = self.config.shared();
-        let (output_schema, record_content) = (shared.output_schema.clone(), shared.record_content);
         let span = tracing::info_span!(
             "chat",
             gen_ai.operation.name = "chat",
@@ -113,18 +114,6 @@ impl<S: ModelSession> LoopDriver<S> {
         match after {
             AfterFailure::CompactAndRetry => Ok(()),
             AfterFailure::Report | AfterFailure::Abandoned => Err(err),
-        }
-    }
-
-    /// The tool catalog; a panicking tool source or `spec` is caught.
-    fn catalog(&self) -> Result<std::sync::Arc<agentkit_tools_core::ResolvedCatalog>, LoopError> {
-        let executor = self.config.shared().executor;
-        match std::panic::catch_unwind(AssertUnwindSafe(|| executor.catalog())) {
-            Ok(catalog) => Ok(catalog?),
-            Err(panic) => Err(LoopError::Panicked {
-                component: "tool catalog".into(),
-                message: panic_message(&*panic),
-            }),
         }
     }
 
@@ -259,6 +248,19 @@ impl<S: ModelSession> LoopDriver<S> {
             }
         }
         self.core.poll()
+    }
+}
+
+/// The tool catalog; a panicking tool source or `spec` is caught.
+fn catalog(
+    executor: &dyn agentkit_tools_core::ToolExecutor,
+) -> Result<std::sync::Arc<agentkit_tools_core::ResolvedCatalog>, LoopError> {
+    match std::panic::catch_unwind(AssertUnwindSafe(|| executor.catalog())) {
+        Ok(catalog) => Ok(catalog?),
+        Err(panic) => Err(LoopError::Panicked {
+            component: "tool catalog".into(),
+            message: panic_message(&*panic),
+        }),
     }
 }
 
