@@ -653,10 +653,18 @@ impl<S: ModelSession> LoopDriver<S> {
 
     /// Tells the core what happened outside it since it was last asked:
     /// finished background tasks, usage reported by running calls, a
-    /// cancellation, an urgent message.
+    /// cancellation, an urgent message. Inlined: asked at every step, and
+    /// almost never finds anything; each source that never had anything
+    /// (no inbox, no usage sink, no checkpoint, no queue) is one pointer
+    /// read.
+    #[inline]
     fn feed(&mut self) {
-        self.take_reports();
-        self.collect_background();
+        if let Some(inbox) = self.inbox.get() {
+            if inbox.pending() {
+                self.take_pending_reports();
+            }
+            self.collect_background();
+        }
         if let Some(usage) = self.tool_usage.take() {
             self.core.on_tool_usage(usage);
         }

@@ -32,16 +32,23 @@ impl<S: ModelSession> LoopDriver<S> {
                 return Err(err);
             }
         };
-        if let Some(previous) = &self.last_catalog
-            && previous.generation != catalog.generation
-        {
-            let change = catalog.diff_from(previous, "agent");
-            if !change.is_empty() {
-                self.core.on_catalog_changed(change);
-                self.dispatch();
+        // The usual catalog is the one the last call had.
+        let known = self
+            .last_catalog
+            .as_ref()
+            .is_some_and(|previous| std::sync::Arc::ptr_eq(previous, &catalog));
+        if !known {
+            if let Some(previous) = &self.last_catalog
+                && previous.generation != catalog.generation
+            {
+                let change = catalog.diff_from(previous, "agent");
+                if !change.is_empty() {
+                    self.core.on_catalog_changed(change);
+                    self.dispatch();
+                }
             }
+            self.last_catalog = Some(catalog.clone());
         }
-        self.last_catalog = Some(catalog.clone());
         if cfg!(debug_assertions) {
             self.core
                 .log
@@ -56,21 +63,13 @@ impl<S: ModelSession> LoopDriver<S> {
             gen_ai.usage.output_tokens = tracing::field::Empty,
             gen_ai.output.messages = tracing::field::Empty,
         );
-        // The call's turn id and cache request move into the request.
-        let request = TurnRequest {
-            session_id: self.core.session_id.clone(),
-            turn_id: call.turn_id,
-            transcript: self.core.log.view(),
-            available_tools: catalog.shared_specs(),
-            metadata: MetadataMap::new(),
-            cache: call.cache,
-            output_schema,
-        };
+        let tools = catalog.shared_specs();
+        drop(catalog);
         let cancellation = self.turn_cancellation();
         let streamed = if span.is_disabled() {
-            self.stream(request, cancellation).await
+            self.stream(call, tools, output_schema, cancellation).await
         } else {
-            self.stream(request, cancellation)
+            self.stream(call, tools, output_schema, cancellation)
                 .instrument(span.clone())
                 .await
         };
@@ -120,9 +119,15 @@ impl<S: ModelSession> LoopDriver<S> {
     /// Streams one call into the core. `Ok(Some(tokens))`: the answer is
     /// complete (the usage tokens, for the span); `Ok(None)`: the turn was
     /// cancelled and the core told.
+    ///
+    /// The request is made where the session takes it, from the call's
+    /// parts: a `TurnRequest` is 136 bytes, which the compiler copies with
+    /// a `memcpy` call at each move.
     async fn stream(
         &mut self,
-        request: TurnRequest,
+        call: ModelCall,
+        available_tools: std::sync::Arc<[std::sync::Arc<agentkit_tools_core::ToolSpec>]>,
+        output_schema: Option<std::sync::Arc<crate::OutputSchema>>,
         cancellation: Option<TurnCancellation>,
     ) -> Result<Option<(u64, u64)>, StreamError> {
         let cancelled = async {
@@ -135,6 +140,16 @@ impl<S: ModelSession> LoopDriver<S> {
         // Without a cancellation handle nothing can cancel the turn: its
         // events are awaited as they are, with no check per event.
         let cancellable = cancellation.is_some();
+        // The call's turn id and cache request move into the request.
+        let request = TurnRequest {
+            session_id: self.core.session_id.clone(),
+            turn_id: call.turn_id,
+            transcript: self.core.log.view(),
+            available_tools,
+            metadata: MetadataMap::new(),
+            cache: call.cache,
+            output_schema,
+        };
         let begun = if cancellable {
             unless_cancelled(cancelled.as_mut(), self.session.begin_turn(request)).await
         } else {
