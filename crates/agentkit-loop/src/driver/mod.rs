@@ -514,13 +514,19 @@ impl<S: ModelSession> LoopDriver<S> {
         // are answered as interrupted rather than run twice. What they
         // reported goes out before their results.
         self.take_reports();
-        let salvaged = self
-            .salvage
-            .as_ref()
-            .map(|salvage| std::mem::take(&mut *salvage.lock().unwrap_or_else(|e| e.into_inner())));
-        for (index, call_id, outcome) in salvaged.into_iter().flatten() {
-            let outcome = ToolOutcome::of(&call_id, outcome);
-            self.core.on_tool_done(index, &call_id, outcome);
+        if let Some(salvage) = &mut self.salvage {
+            // No call holds the salvage any more (the usual case: the
+            // calls of a dropped `next()` went with it): no lock to take.
+            let salvaged = match Arc::get_mut(salvage) {
+                Some(salvage) => {
+                    std::mem::take(salvage.get_mut().unwrap_or_else(|e| e.into_inner()))
+                }
+                None => std::mem::take(&mut *salvage.lock().unwrap_or_else(|e| e.into_inner())),
+            };
+            for (index, call_id, outcome) in salvaged {
+                let outcome = ToolOutcome::of(&call_id, outcome);
+                self.core.on_tool_done(index, &call_id, outcome);
+            }
         }
         let parked = self.rare.as_mut().and_then(|rare| rare.parked.take());
         let mut running = match parked {
@@ -647,10 +653,18 @@ impl<S: ModelSession> LoopDriver<S> {
 
     /// Tells the core what happened outside it since it was last asked:
     /// finished background tasks, usage reported by running calls, a
-    /// cancellation, an urgent message.
+    /// cancellation, an urgent message. Inlined: asked at every step, and
+    /// almost never finds anything; each source that never had anything
+    /// (no inbox, no usage sink, no checkpoint, no queue) is one pointer
+    /// read.
+    #[inline]
     fn feed(&mut self) {
-        self.take_reports();
-        self.collect_background();
+        if let Some(inbox) = self.inbox.get() {
+            if inbox.pending() {
+                self.take_pending_reports();
+            }
+            self.collect_background();
+        }
         if let Some(usage) = self.tool_usage.take() {
             self.core.on_tool_usage(usage);
         }
@@ -663,15 +677,27 @@ impl<S: ModelSession> LoopDriver<S> {
         {
             self.core.on_cancelled();
         }
-        if self.core.wants_urgent() && self.soft.get().is_some_and(SoftInterruptHandle::has_urgent)
+        // The queue first: most sessions never made one.
+        if self
+            .soft
+            .get()
+            .is_some_and(|soft| self.core.wants_urgent() && soft.has_urgent())
         {
             self.core.on_urgent_queued();
         }
     }
 
     /// A user turn the core began gets its cancellation checkpoint.
+    /// Inlined: asked at every step, and without a cancellation handle
+    /// there is never a checkpoint.
+    #[inline]
     fn sync_checkpoint(&mut self) {
-        // Without a cancellation handle there is never a checkpoint.
+        if self.cancellation.is_some() {
+            self.sync_checkpoint_with_handle();
+        }
+    }
+
+    fn sync_checkpoint_with_handle(&mut self) {
         let Some(handle) = &self.cancellation else {
             return;
         };

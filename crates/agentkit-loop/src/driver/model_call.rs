@@ -22,54 +22,54 @@ impl<S: ModelSession> LoopDriver<S> {
     /// Performs the core's `CallModel` action: every stream event is fed
     /// into the core as it arrives.
     pub(super) async fn model_call(&mut self, call: ModelCall) -> Result<(), LoopError> {
-        let catalog = match self.catalog() {
+        // The configuration asked once for the call.
+        let shared = self.config.shared();
+        let (output_schema, record_content) = (shared.output_schema.clone(), shared.record_content);
+        let catalog = match catalog(shared.executor.as_ref()) {
             Ok(catalog) => catalog,
             Err(err) => {
                 self.core.on_model_failed(false, err.to_string());
                 return Err(err);
             }
         };
-        if let Some(previous) = &self.last_catalog
-            && previous.generation != catalog.generation
-        {
-            let change = catalog.diff_from(previous, "agent");
-            if !change.is_empty() {
-                self.core.on_catalog_changed(change);
-                self.dispatch();
+        // The usual catalog is the one the last call had.
+        let known = self
+            .last_catalog
+            .as_ref()
+            .is_some_and(|previous| std::sync::Arc::ptr_eq(previous, &catalog));
+        if !known {
+            if let Some(previous) = &self.last_catalog
+                && previous.generation != catalog.generation
+            {
+                let change = catalog.diff_from(previous, "agent");
+                if !change.is_empty() {
+                    self.core.on_catalog_changed(change);
+                    self.dispatch();
+                }
             }
+            self.last_catalog = Some(catalog.clone());
         }
-        self.last_catalog = Some(catalog.clone());
         if cfg!(debug_assertions) {
             self.core
                 .log
                 .with(|items| agentkit_core::validate_items(items))?;
         }
-        let shared = self.config.shared();
-        let (output_schema, record_content) = (shared.output_schema.clone(), shared.record_content);
-        let session_id = self.core.session_id.clone();
-        let request = TurnRequest {
-            session_id: session_id.clone(),
-            turn_id: call.turn_id.clone(),
-            transcript: self.core.log.view(),
-            available_tools: catalog.shared_specs(),
-            metadata: MetadataMap::new(),
-            cache: call.cache,
-            output_schema,
-        };
-        let cancellation = self.turn_cancellation();
         let span = tracing::info_span!(
             "chat",
             gen_ai.operation.name = "chat",
-            gen_ai.conversation.id = %session_id,
+            gen_ai.conversation.id = %self.core.session_id,
             agentkit.turn_id = %call.turn_id,
             gen_ai.usage.input_tokens = tracing::field::Empty,
             gen_ai.usage.output_tokens = tracing::field::Empty,
             gen_ai.output.messages = tracing::field::Empty,
         );
+        let tools = catalog.shared_specs();
+        drop(catalog);
+        let cancellation = self.turn_cancellation();
         let streamed = if span.is_disabled() {
-            self.stream(request, cancellation).await
+            self.stream(call, tools, output_schema, cancellation).await
         } else {
-            self.stream(request, cancellation)
+            self.stream(call, tools, output_schema, cancellation)
                 .instrument(span.clone())
                 .await
         };
@@ -116,24 +116,18 @@ impl<S: ModelSession> LoopDriver<S> {
         }
     }
 
-    /// The tool catalog; a panicking tool source or `spec` is caught.
-    fn catalog(&self) -> Result<std::sync::Arc<agentkit_tools_core::ResolvedCatalog>, LoopError> {
-        let executor = self.config.shared().executor;
-        match std::panic::catch_unwind(AssertUnwindSafe(|| executor.catalog())) {
-            Ok(catalog) => Ok(catalog?),
-            Err(panic) => Err(LoopError::Panicked {
-                component: "tool catalog".into(),
-                message: panic_message(&*panic),
-            }),
-        }
-    }
-
     /// Streams one call into the core. `Ok(Some(tokens))`: the answer is
     /// complete (the usage tokens, for the span); `Ok(None)`: the turn was
     /// cancelled and the core told.
+    ///
+    /// The request is made where the session takes it, from the call's
+    /// parts: a `TurnRequest` is 136 bytes, which the compiler copies with
+    /// a `memcpy` call at each move.
     async fn stream(
         &mut self,
-        request: TurnRequest,
+        call: ModelCall,
+        available_tools: std::sync::Arc<[std::sync::Arc<agentkit_tools_core::ToolSpec>]>,
+        output_schema: Option<std::sync::Arc<crate::OutputSchema>>,
         cancellation: Option<TurnCancellation>,
     ) -> Result<Option<(u64, u64)>, StreamError> {
         let cancelled = async {
@@ -146,6 +140,16 @@ impl<S: ModelSession> LoopDriver<S> {
         // Without a cancellation handle nothing can cancel the turn: its
         // events are awaited as they are, with no check per event.
         let cancellable = cancellation.is_some();
+        // The call's turn id and cache request move into the request.
+        let request = TurnRequest {
+            session_id: self.core.session_id.clone(),
+            turn_id: call.turn_id,
+            transcript: self.core.log.view(),
+            available_tools,
+            metadata: MetadataMap::new(),
+            cache: call.cache,
+            output_schema,
+        };
         let begun = if cancellable {
             unless_cancelled(cancelled.as_mut(), self.session.begin_turn(request)).await
         } else {
@@ -247,7 +251,8 @@ impl<S: ModelSession> LoopDriver<S> {
     /// each call, fed back as a verdict. The last verdict answers with the
     /// core's next action.
     pub(super) fn preflight(&mut self, indices: std::ops::Range<usize>) -> Action {
-        let executor = self.config.shared().executor.clone();
+        // Borrowed beside the core, not cloned.
+        let executor = self.config.shared().executor;
         for index in indices {
             let Some(call) = self.core.round_call(index) else {
                 continue;
@@ -258,6 +263,19 @@ impl<S: ModelSession> LoopDriver<S> {
             }
         }
         self.core.poll()
+    }
+}
+
+/// The tool catalog; a panicking tool source or `spec` is caught.
+fn catalog(
+    executor: &dyn agentkit_tools_core::ToolExecutor,
+) -> Result<std::sync::Arc<agentkit_tools_core::ResolvedCatalog>, LoopError> {
+    match std::panic::catch_unwind(AssertUnwindSafe(|| executor.catalog())) {
+        Ok(catalog) => Ok(catalog?),
+        Err(panic) => Err(LoopError::Panicked {
+            component: "tool catalog".into(),
+            message: panic_message(&*panic),
+        }),
     }
 }
 

@@ -472,7 +472,7 @@ impl DriverCore {
                         return Action::TakeQueued { follow_ups: false };
                     }
                     let turn_id = turn.turn_id.clone();
-                    turn.step = Step::ModelCallDue(Default::default());
+                    turn.step.set(Step::ModelCallDue(Default::default()));
                     return Action::Yield(Yielded::AfterToolResult(ToolRoundInfo {
                         session_id: self.session_id.clone(),
                         turn_id,

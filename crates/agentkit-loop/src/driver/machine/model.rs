@@ -30,19 +30,20 @@ impl DriverCore {
             };
             let (folder, calls) = std::mem::take(&mut turn.spare_stream);
             turn.call_usage = Usage::default();
-            turn.step = Step::Streaming(Stream {
+            turn.step.set(Step::Streaming(Stream {
                 folder,
                 calls,
                 due,
                 one_off_cache,
-            });
+            }));
         }
-        let session_id = self.session_id.clone();
-        let event_turn = turn_id.clone();
-        self.emit(|| AgentEvent::ModelCallStarted {
-            session_id,
-            turn_id: event_turn,
-        });
+        if self.settings.observe_events {
+            let event = AgentEvent::ModelCallStarted {
+                session_id: self.session_id.clone(),
+                turn_id: turn_id.clone(),
+            };
+            self.emit_some(Some(event));
+        }
         ModelCall { turn_id, cache }
     }
 
@@ -185,7 +186,7 @@ impl DriverCore {
             call: call.clone(),
             state: CallState::Unchecked,
         }));
-        turn.step = if has_calls {
+        turn.step.set(if has_calls {
             Step::ToolRound(Round {
                 calls: round,
                 ..Round::default()
@@ -196,7 +197,7 @@ impl DriverCore {
                 finish_reason,
                 delivered: false,
             }
-        };
+        });
         let item = assistant_item(parts, &mut calls, metadata, finish);
         if let Some(turn) = self.turn_mut() {
             turn.spare_stream = (folder, calls);

@@ -16,7 +16,7 @@ use crate::snapshot::{
 use crate::transcript::TranscriptLog;
 use crate::{LoopSnapshot, MutationPoint, PromptCacheRequest};
 use agentkit_core::{FinishReason, ToolCallId, ToolCallPart, ToolResultPart, Usage};
-use agentkit_tools_core::{ApprovalDecision, ApprovalRequest};
+use agentkit_tools_core::{ApprovalDecision, ApprovalRequest, ToolResume};
 use std::collections::{HashMap, HashSet};
 
 /// How version 2 marked the request of a call that paused mid-run.
@@ -190,10 +190,10 @@ fn snapshot_call(entry: &RoundCall) -> SnapshotCall {
             CallState::Unchecked => SnapshotCallState::Unchecked,
             CallState::Queued(_) => SnapshotCallState::Queued,
             CallState::AwaitingApproval(request) => SnapshotCallState::AwaitingApproval {
-                request: request.clone(),
+                request: (**request).clone(),
             },
             CallState::Approved(request) => SnapshotCallState::Approved {
-                request: request.clone(),
+                request: (**request).clone(),
             },
             CallState::Denied(reason) => SnapshotCallState::Denied {
                 reason: reason.clone(),
@@ -215,11 +215,11 @@ fn snapshot_call(entry: &RoundCall) -> SnapshotCall {
                 ),
             },
             CallState::Suspended(request) => SnapshotCallState::Suspended {
-                request: request.clone(),
+                request: (**request).clone(),
             },
-            CallState::Resumed(request, decision) => SnapshotCallState::Resumed {
-                request: request.clone(),
-                decision: decision.clone(),
+            CallState::Resumed(resume) => SnapshotCallState::Resumed {
+                request: resume.request.clone(),
+                decision: resume.decision.clone(),
             },
             CallState::Finished(result) => SnapshotCallState::Finished {
                 result: result.clone(),
@@ -235,15 +235,18 @@ fn call_state(call: &ToolCallPart, saved: &SnapshotCallState) -> CallState {
         SnapshotCallState::Queued => CallState::Queued(None),
         // Version 2 saved a paused call as a marked approval.
         SnapshotCallState::AwaitingApproval { request } if marked(request) => {
-            CallState::Suspended(unmarked(request))
+            CallState::Suspended(Box::new(unmarked(request)))
         }
         SnapshotCallState::AwaitingApproval { request } => {
-            CallState::AwaitingApproval(request.clone())
+            CallState::AwaitingApproval(Box::new(request.clone()))
         }
         SnapshotCallState::Approved { request } if marked(request) => {
-            CallState::Resumed(unmarked(request), ApprovalDecision::Approve)
+            CallState::Resumed(Box::new(ToolResume {
+                request: unmarked(request),
+                decision: ApprovalDecision::Approve,
+            }))
         }
-        SnapshotCallState::Approved { request } => CallState::Approved(request.clone()),
+        SnapshotCallState::Approved { request } => CallState::Approved(Box::new(request.clone())),
         SnapshotCallState::Denied { reason } => CallState::Denied(reason.clone()),
         SnapshotCallState::Rejected { message, result } => {
             CallState::Rejected(result.clone().unwrap_or_else(|| {
@@ -255,9 +258,12 @@ fn call_state(call: &ToolCallPart, saved: &SnapshotCallState) -> CallState {
         SnapshotCallState::Interrupted | SnapshotCallState::Asking { .. } => CallState::Interrupted,
         SnapshotCallState::Finished { result } => CallState::Finished(result.clone()),
         SnapshotCallState::Answered => CallState::Answered,
-        SnapshotCallState::Suspended { request } => CallState::Suspended(request.clone()),
+        SnapshotCallState::Suspended { request } => CallState::Suspended(Box::new(request.clone())),
         SnapshotCallState::Resumed { request, decision } => {
-            CallState::Resumed(request.clone(), decision.clone())
+            CallState::Resumed(Box::new(ToolResume {
+                request: request.clone(),
+                decision: decision.clone(),
+            }))
         }
     }
 }

@@ -43,24 +43,23 @@ impl DriverCore {
     }
 
     /// The next action inside a round; `None` when the round closed.
+    ///
+    /// The round's calls are read once ([`Census`]) rather than once per
+    /// question asked of them: most polls find no approval, question,
+    /// answer or timer, and skip each look with a flag.
     pub(super) fn poll_round(&mut self) -> Option<Action> {
         let parallel = self.settings.parallel;
         let round = self.round_mut()?;
-        let unchecked = |c: &RoundCall| matches!(c.state, CallState::Unchecked);
-        if let Some(first) = round.calls.iter().position(unchecked) {
-            let end = round
-                .calls
-                .iter()
-                .rposition(unchecked)
-                .map_or(first, |last| last)
-                + 1;
-            return Some(Action::Preflight(first..end));
+        let census = Census::of(&round.calls);
+        if let Some(unchecked) = census.unchecked {
+            return Some(Action::Preflight(unchecked));
         }
         // An answered question goes back to its waiting call first.
-        if let Some(entry) = round
-            .calls
-            .iter_mut()
-            .find(|c| matches!(c.state, CallState::Replying(_)))
+        if census.replying
+            && let Some(entry) = round
+                .calls
+                .iter_mut()
+                .find(|c| matches!(c.state, CallState::Replying(_)))
             && let CallState::Replying(answer) =
                 std::mem::replace(&mut entry.state, CallState::Running(None))
         {
@@ -81,36 +80,34 @@ impl DriverCore {
                 InvalidStateReason::ApprovalPending { call_id }
             }));
         }
-        if let Some(pending) = self.surface_next_approval() {
-            return Some(Action::Yield(Yielded::Other(Box::new(
-                LoopStep::Interrupt(LoopInterrupt::ApprovalRequest(pending)),
-            ))));
+        if census.waiting {
+            if let Some(pending) = self.surface_next_approval() {
+                return Some(Action::Yield(Yielded::Other(Box::new(
+                    LoopStep::Interrupt(LoopInterrupt::ApprovalRequest(pending)),
+                ))));
+            }
+            if let Some(pending) = self.surface_next_question() {
+                return Some(Action::Yield(Yielded::Other(Box::new(
+                    LoopStep::Interrupt(LoopInterrupt::Question(pending)),
+                ))));
+            }
         }
-        if let Some(pending) = self.surface_next_question() {
-            return Some(Action::Yield(Yielded::Other(Box::new(
-                LoopStep::Interrupt(LoopInterrupt::Question(pending)),
-            ))));
-        }
-        self.flush_answers();
-        let round = self.round_mut()?;
-        if round
-            .calls
-            .iter()
-            .all(|c| matches!(c.state, CallState::Answered))
-        {
+        if self.flush_answers() {
             self.close_round(None);
             return None;
         }
         // The between-tools point: an urgent message skips what has not finished.
-        if round.urgent {
+        if self.round().is_some_and(|round| round.urgent) {
             let skipped = self.answer_all(SKIPPED, "skipped");
             self.close_round(Some(skipped));
             return None;
         }
-        if let Some(detach) = self.detach_due() {
+        if census.fired
+            && let Some(detach) = self.detach_due()
+        {
             return Some(detach);
         }
-        if let Some(start) = self.start_next() {
+        if let Some(start) = self.start_next(&census) {
             return Some(Action::StartTool(start));
         }
         Some(Action::AwaitTools {
@@ -128,11 +125,11 @@ impl DriverCore {
             .any(|c| matches!(c.state, CallState::Running(_)));
         let entry = round.calls.iter().find_map(|c| match &c.state {
             CallState::AwaitingApproval(request) => Some(PendingApproval {
-                request: request.clone(),
+                request: (**request).clone(),
                 call: c.call.clone(),
             }),
             CallState::Suspended(request) if idle => Some(PendingApproval {
-                request: request.clone(),
+                request: (**request).clone(),
                 call: c.call.clone(),
             }),
             _ => None,
@@ -168,8 +165,11 @@ impl DriverCore {
 
     /// Marks the next runnable call `Running`, if the parallelism allows,
     /// and reports it. One call per poll: the shell starts it and polls
-    /// again, so a round allocates no list of calls to start.
-    fn start_next(&mut self) -> Option<StartCall> {
+    /// again, so a round allocates no list of calls to start. `census` is
+    /// the round's as `poll_round` read it: nothing since changed a call
+    /// that runs or could start (answers were appended only before the
+    /// first call that had none).
+    fn start_next(&mut self, census: &Census) -> Option<StartCall> {
         let parallel = self.settings.parallel.max(1);
         let observe = self.settings.observe_events;
         // The fields apart: the round is borrowed while events are queued.
@@ -180,25 +180,16 @@ impl DriverCore {
         let Step::ToolRound(round) = &mut turn.step else {
             return None;
         };
-        let running = round
-            .calls
-            .iter()
-            .filter(|c| matches!(c.state, CallState::Running(_)))
-            .count();
+        let running = census.running;
         if running >= parallel {
             return None;
         }
-        let (index, entry) = round
-            .calls
-            .iter_mut()
-            .enumerate()
-            .find(|(_, c)| c.state.is_runnable())?;
+        let index = census.runnable?;
+        let entry = round.calls.get_mut(index)?;
         let (approval, resume, validated) =
             match std::mem::replace(&mut entry.state, CallState::Running(None)) {
-                CallState::Approved(request) => (Some(Box::new(request)), None, None),
-                CallState::Resumed(request, decision) => {
-                    (None, Some(Box::new(ToolResume { request, decision })), None)
-                }
+                CallState::Approved(request) => (Some(request), None, None),
+                CallState::Resumed(resume) => (None, Some(resume), None),
                 CallState::Queued(validated) => (None, None, validated),
                 _ => (None, None, None),
             };
@@ -206,10 +197,7 @@ impl DriverCore {
         // another call, or (everything before `start_next` in
         // `poll_round` being unchanged by this start) wait.
         // (The started call was the first runnable one.)
-        let then_await = running + 1 >= parallel
-            || !round.calls[index + 1..]
-                .iter()
-                .any(|c| c.state.is_runnable());
+        let then_await = running + 1 >= parallel || census.runnables == 1;
         let entry = &round.calls[index];
         if observe {
             outbox.push_back(Note::Event(AgentEvent::ToolStarted {
@@ -232,12 +220,13 @@ impl DriverCore {
         })
     }
 
-    /// Appends, in call order, every answer that is ready.
-    fn flush_answers(&mut self) {
+    /// Appends, in call order, every answer that is ready; `true` when
+    /// every call of the round is answered.
+    fn flush_answers(&mut self) -> bool {
         let len = self.round().map_or(0, |r| r.calls.len());
         for index in 0..len {
             let Some(entry) = self.round().and_then(|r| r.calls.get(index)) else {
-                return;
+                return false;
             };
             match entry.state {
                 CallState::Answered => {}
@@ -249,12 +238,13 @@ impl DriverCore {
                 | CallState::Suspended(_)
                 | CallState::Asking(_)
                 | CallState::Replying(_)
-                | CallState::Resumed(..) => return,
+                | CallState::Resumed(..) => return false,
                 _ => {
                     self.answer(index, None);
                 }
             }
         }
+        true
     }
 
     /// Answers call `index`: with its own outcome when it has one
@@ -264,7 +254,9 @@ impl DriverCore {
         let Some(entry) = self.round_mut().and_then(|r| r.calls.get_mut(index)) else {
             return false;
         };
-        let call_id = entry.call.id.clone();
+        // Cloned only for the answers made here (a finished call's result
+        // names its call already).
+        let call_id = || entry.call.id.clone();
         let state = std::mem::replace(&mut entry.state, CallState::Answered);
         let (part, stubbed) = match state {
             CallState::Answered => return false,
@@ -275,12 +267,12 @@ impl DriverCore {
                     Some(reason) => format!("permission denied by the user: {reason}"),
                     None => "permission denied by the user".to_owned(),
                 };
-                let part = ToolResultPart::error(call_id, message)
+                let part = ToolResultPart::error(call_id(), message)
                     .with_metadata(agentkit_core::keys::ERROR_KIND, "permission_denied");
                 (part, false)
             }
             CallState::Interrupted => (
-                ToolResultPart::error(call_id, super::DROPPED)
+                ToolResultPart::error(call_id(), super::DROPPED)
                     .with_metadata(agentkit_core::keys::ERROR_KIND, "interrupted"),
                 false,
             ),
@@ -294,7 +286,7 @@ impl DriverCore {
             | CallState::Resumed(..)
             | CallState::Running(_)) => match stub {
                 Some((message, kind)) => (
-                    ToolResultPart::error(call_id, message)
+                    ToolResultPart::error(call_id(), message)
                         .with_metadata(agentkit_core::keys::ERROR_KIND, kind),
                     true,
                 ),
@@ -371,11 +363,13 @@ impl DriverCore {
         if let Some(entry) = round.calls.get_mut(index)
             && matches!(entry.state, CallState::Unchecked)
         {
-            entry.state = match verdict {
+            entry.state.set(match verdict {
                 Verdict::Ready => CallState::Queued(validated),
-                Verdict::NeedsApproval { request } => CallState::AwaitingApproval(request),
+                Verdict::NeedsApproval { request } => {
+                    CallState::AwaitingApproval(Box::new(request))
+                }
                 Verdict::Rejected { result } => CallState::Rejected(result),
-            };
+            });
         }
         !round
             .calls
@@ -426,15 +420,15 @@ impl DriverCore {
         };
         let warning = match outcome {
             ToolOutcome::Paused { request } => {
-                entry.state = CallState::Suspended(request);
+                entry.state = CallState::Suspended(Box::new(request));
                 return;
             }
             ToolOutcome::Finished { result } => {
-                entry.state = CallState::Finished(result);
+                entry.state.set(CallState::Finished(result));
                 return;
             }
             ToolOutcome::Failed { result, warning } => {
-                entry.state = CallState::Finished(result);
+                entry.state.set(CallState::Finished(result));
                 warning
             }
         };
@@ -455,7 +449,16 @@ impl DriverCore {
     /// The shell lost the futures of running calls (a `next()` was dropped
     /// mid-round): answer them as interrupted rather than run them twice.
     /// A call waiting for an answer lost its future too.
+    ///
+    /// Inlined: asked at every `next()`, which usually finds no round open.
+    #[inline]
     pub(crate) fn on_calls_lost(&mut self) {
+        if self.round_open() {
+            self.lose_calls();
+        }
+    }
+
+    fn lose_calls(&mut self) {
         let live = |state: &CallState| {
             matches!(
                 state,
@@ -566,9 +569,10 @@ impl DriverCore {
             (CallState::AwaitingApproval(_), ApprovalDecision::Deny { reason }) => {
                 CallState::Denied(reason)
             }
-            (CallState::Suspended(request), decision) => {
-                CallState::Resumed(request.clone(), decision)
-            }
+            (CallState::Suspended(request), decision) => CallState::Resumed(Box::new(ToolResume {
+                request: (**request).clone(),
+                decision,
+            })),
             _ => return Err(InvalidStateReason::NotAwaitingApproval { call_id }),
         };
         if round.surfaced.as_ref() == Some(&call_id) {
@@ -576,5 +580,60 @@ impl DriverCore {
         }
         self.emit(|| AgentEvent::ApprovalResolved { call_id, approved });
         Ok(())
+    }
+}
+
+/// What the calls of a round are doing, read in one pass: which questions
+/// `poll_round` has to ask of them at all.
+#[derive(Debug, Default)]
+struct Census {
+    /// From the first call the preflight has not checked to past the last.
+    unchecked: Option<std::ops::Range<usize>>,
+    /// A call has the host's answer to hand to its future.
+    replying: bool,
+    /// A call waits for the host: an approval, a paused call's approval or
+    /// a question.
+    waiting: bool,
+    /// A detach-after call's timer fired.
+    fired: bool,
+    /// Calls running (their futures held by the shell).
+    running: usize,
+    /// The first call that may start.
+    runnable: Option<usize>,
+    /// Calls that may start.
+    runnables: usize,
+}
+
+impl Census {
+    fn of(calls: &[RoundCall]) -> Self {
+        let mut census = Census::default();
+        for (index, call) in calls.iter().enumerate() {
+            match &call.state {
+                CallState::Unchecked => {
+                    let start = census.unchecked.as_ref().map_or(index, |range| range.start);
+                    census.unchecked = Some(start..index + 1);
+                }
+                CallState::Replying(_) => census.replying = true,
+                CallState::AwaitingApproval(_) | CallState::Suspended(_) | CallState::Asking(_) => {
+                    census.waiting = true
+                }
+                CallState::Running(timer) => {
+                    census.running += 1;
+                    census.fired |= timer.as_ref().is_some_and(|timer| timer.fired);
+                }
+                CallState::Queued(_) | CallState::Approved(_) | CallState::Resumed(..) => {
+                    if census.runnable.is_none() {
+                        census.runnable = Some(index);
+                    }
+                    census.runnables += 1;
+                }
+                CallState::Denied(_)
+                | CallState::Rejected(_)
+                | CallState::Interrupted
+                | CallState::Finished(_)
+                | CallState::Answered => {}
+            }
+        }
+        census
     }
 }

@@ -25,7 +25,7 @@ use crate::transcript::TranscriptItems;
 use agentkit_core::{
     DeltaFolder, FinishReason, Item, ToolCallId, ToolCallPart, ToolResultPart, TurnId, Usage,
 };
-use agentkit_tools_core::{ApprovalDecision, ApprovalRequest, HostAnswer, HostQuestion};
+use agentkit_tools_core::{ApprovalRequest, HostAnswer, HostQuestion, ToolResume};
 use std::ops::Range;
 
 /// Where the driver rests between two core transitions.
@@ -96,6 +96,21 @@ pub(crate) enum Step {
     /// Every call of the round is answered; the after-tools point and the
     /// `AfterToolResult` pause come next.
     AfterRound(AfterRound),
+}
+
+impl Step {
+    /// Moves the turn to `step`. The step a transition leaves is usually
+    /// plain data (a due call, a closed round): it is overwritten without a
+    /// call to the drop glue of `Step`, which checks every variant.
+    #[inline]
+    pub(crate) fn set(&mut self, step: Step) {
+        if matches!(self, Step::ModelCallDue(_) | Step::AfterRound(_)) {
+            // Nothing in it to drop: forgetting it is dropping it.
+            std::mem::forget(std::mem::replace(self, step));
+        } else {
+            *self = step;
+        }
+    }
 }
 
 /// The model call that is due.
@@ -217,10 +232,12 @@ pub(crate) enum CallState {
     /// it neither copies the call again nor looks the tool up or validates
     /// the same input again.
     Queued(Option<super::Validated>),
-    /// Waiting for the host.
-    AwaitingApproval(ApprovalRequest),
-    /// The host approved.
-    Approved(ApprovalRequest),
+    /// Waiting for the host. The approval states are boxed: they are
+    /// rare, and an approval request inline would make every call's state
+    /// too large to move without a `memcpy` call.
+    AwaitingApproval(Box<ApprovalRequest>),
+    /// The host approved (in the box the call starts with).
+    Approved(Box<ApprovalRequest>),
     /// The host denied.
     Denied(Option<String>),
     /// The preflight refused it; this is the error result the model reads.
@@ -231,11 +248,11 @@ pub(crate) enum CallState {
     /// The tool paused mid-run for an approval
     /// (`ToolError::NeedsApproval`, a sub-agent's tool call); shown to the
     /// host once no other call of the round runs.
-    Suspended(ApprovalRequest),
+    Suspended(Box<ApprovalRequest>),
     /// The host answered a suspended call: it runs again with the answer in
     /// `ToolContext::resume`, whatever the decision (the tool tells its own
     /// caller about a denial).
-    Resumed(ApprovalRequest, ApprovalDecision),
+    Resumed(Box<ToolResume>),
     /// Running, and waiting for the host's answer to a question it asked
     /// (`ToolContext::ask`): its future is alive and waits; the question
     /// is shown to the host once no other call of the round runs. Boxed:
@@ -254,10 +271,19 @@ pub(crate) enum CallState {
 }
 
 impl CallState {
-    pub(crate) fn is_runnable(&self) -> bool {
-        matches!(
+    /// Moves the call to `state`; as [`Step::set`], a state that holds
+    /// nothing (unchecked, running, answered) is overwritten without a call
+    /// to the drop glue.
+    #[inline]
+    pub(crate) fn set(&mut self, state: CallState) {
+        if matches!(
             self,
-            CallState::Queued(_) | CallState::Approved(_) | CallState::Resumed(..)
-        )
+            CallState::Unchecked | CallState::Running(None) | CallState::Answered
+        ) {
+            // Nothing in it to drop: forgetting it is dropping it.
+            std::mem::forget(std::mem::replace(self, state));
+        } else {
+            *self = state;
+        }
     }
 }

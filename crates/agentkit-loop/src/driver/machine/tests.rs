@@ -488,10 +488,11 @@ fn a_started_call_says_when_the_next_poll_would_only_wait() {
     assert!(matches!(poll(&mut core), Action::AwaitTools { .. }));
 }
 
-/// An action is moved at every poll and a step at every transition: both
-/// stay small enough to be moved without a `memcpy` call, which the
-/// compiler makes for moves over 128 bytes (a `LoopStep` is 176 bytes, a
-/// usage report 80: neither travels inline).
+/// An action is moved at every poll, a step at every transition and a
+/// call's state when the call starts and when it is answered: they stay
+/// small enough to be moved without a `memcpy` call, which the compiler
+/// makes for moves over 128 bytes (a `LoopStep` is 176 bytes, a usage
+/// report 80, an approval request 128: none travels inline).
 #[cfg(target_pointer_width = "64")]
 #[test]
 fn actions_and_steps_stay_small() {
@@ -504,5 +505,11 @@ fn actions_and_steps_stay_small() {
         std::mem::size_of::<Step>() <= 128,
         "{}",
         std::mem::size_of::<Step>()
+    );
+    // A call's state is replaced when it starts and when it is answered.
+    assert!(
+        std::mem::size_of::<super::state::CallState>() <= 128,
+        "{}",
+        std::mem::size_of::<super::state::CallState>()
     );
 }
