@@ -118,6 +118,13 @@ pub struct DueModelCall {
 }
 
 impl LoopSnapshot {
+    /// The id the driver gives the turn of its next model call
+    /// (`turn-<next_turn_index>`), for a tool that rebuilds a snapshot's
+    /// turn as the driver would (a store's recovery).
+    pub fn next_turn_id(&self) -> TurnId {
+        crate::driver::machine::turn_id(self.next_turn_index)
+    }
+
     /// The calls waiting for approval, in the order they will be surfaced.
     pub fn pending_approvals(&self) -> impl Iterator<Item = &SnapshotCall> {
         self.round

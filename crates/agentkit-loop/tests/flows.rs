@@ -575,3 +575,46 @@ async fn snapshot_to_json_and_resume_with_a_pending_approval() {
         .unwrap();
     assert!(err.to_string().contains("no longer matches"), "{err}");
 }
+
+#[tokio::test]
+async fn a_snapshots_next_turn_id_is_the_id_the_driver_gives_its_next_model_call() {
+    let model = ScriptedModel::new([
+        ScriptedTurn::tool_call("c1", "echo", json!({ "text": "a" })),
+        ScriptedTurn::text("done"),
+    ]);
+    let events = EventLog::default();
+    let mut driver = Agent::builder()
+        .model(model.clone())
+        .add_tool_source(registry())
+        .observer(events.clone())
+        .input(vec![Item::user("go")])
+        .build()
+        .unwrap()
+        .start(SessionConfig::new("s"))
+        .await
+        .unwrap();
+    let before = driver.snapshot().next_turn_id();
+    // The tool round pauses for the host once, then the answer finishes.
+    let step = driver.next().await.unwrap();
+    assert!(
+        matches!(step, LoopStep::Interrupt(LoopInterrupt::AfterToolResult(_))),
+        "{step:?}"
+    );
+    let step = driver.next().await.unwrap();
+    assert!(matches!(step, LoopStep::Finished(_)), "{step:?}");
+    let started: Vec<_> = events
+        .0
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|event| match event {
+            agentkit_loop::AgentEvent::ModelCallStarted { turn_id, .. } => Some(turn_id.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(started.len(), 2, "a tool round, then the answer");
+    assert_eq!(started[0], before);
+    let after = driver.snapshot().next_turn_id();
+    assert!(!started.contains(&after), "{after} was used already");
+    assert_eq!(after.as_str(), "turn-2");
+}

@@ -237,8 +237,9 @@ fn mark_due_call_mutated(snapshot: &mut LoopSnapshot, started: u32) {
     ) {
         return;
     }
+    let turn_id = snapshot.next_turn_id();
     let turn = snapshot.turn.get_or_insert_with(|| SnapshotTurn {
-        turn_id: format!("turn-{}", snapshot.next_turn_index).into(),
+        turn_id,
         items: Vec::new(),
         usage: Default::default(),
         model_calls: started,
