@@ -59,6 +59,8 @@ pub(crate) enum CallRun {
 impl CallRun {
     /// The executor's future for `job`, guarded (making it too: an
     /// executor's own `execute_shared` may panic before it returns).
+    /// Inlined where the job is made, so it is not copied on the way in.
+    #[inline]
     pub(crate) fn inline(job: crate::ToolJob) -> Self {
         match std::panic::catch_unwind(AssertUnwindSafe(|| job.execute_shared())) {
             Ok(run) => Self::Inline(AssertUnwindSafe(run).catch_unwind()),
