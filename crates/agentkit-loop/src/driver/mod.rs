@@ -584,10 +584,14 @@ impl<S: ModelSession> LoopDriver<S> {
             // Actions the shell answers without awaiting are answered at
             // once: nothing can have happened meanwhile, so there is
             // nothing to feed before the next poll.
+            // An action whose fields are copied out is forgotten, not
+            // dropped: it holds nothing, and dropping it would call the
+            // drop glue of `Action`.
             let mut action = self.core.poll();
             let action = loop {
                 action = match action {
-                    Action::TakeQueued { follow_ups } => {
+                    queued @ Action::TakeQueued { follow_ups } => {
+                        std::mem::forget(queued);
                         let messages = self
                             .soft
                             .get()
@@ -643,7 +647,8 @@ impl<S: ModelSession> LoopDriver<S> {
                 | Action::StartTool(_)
                 | Action::AnswerQuestion { .. }
                 | Action::Detach { .. } => {}
-                Action::AwaitTools { wake_on_urgent } => {
+                waiting @ Action::AwaitTools { wake_on_urgent } => {
+                    std::mem::forget(waiting);
                     self.await_calls(running, wake_on_urgent).await
                 }
                 Action::RunMutators(point) => self.run_mutators(point).await.map_err(Box::new)?,

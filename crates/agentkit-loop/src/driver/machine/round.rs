@@ -397,7 +397,10 @@ impl DriverCore {
             call_id: call_id.clone(),
             outcome: outcome.clone(),
         });
-        let Some(entry) = self.round_mut().and_then(|r| r.calls.get_mut(index)) else {
+        let Some(round) = self.round_mut() else {
+            return;
+        };
+        let Some(entry) = round.calls.get_mut(index) else {
             return;
         };
         // A call waiting for an answer may end without it (its deadline
@@ -410,14 +413,9 @@ impl DriverCore {
         {
             return;
         }
-        if let Some(round) = self.round_mut()
-            && round.surfaced.as_ref() == Some(call_id)
-        {
+        if round.surfaced.as_ref() == Some(call_id) {
             round.surfaced = None;
         }
-        let Some(entry) = self.round_mut().and_then(|r| r.calls.get_mut(index)) else {
-            return;
-        };
         let warning = match outcome {
             ToolOutcome::Paused { request } => {
                 entry.state = CallState::Suspended(Box::new(request));
