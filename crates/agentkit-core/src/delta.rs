@@ -508,8 +508,26 @@ impl DeltaFolder {
         Ok(())
     }
 
-    #[inline]
+    /// The open slot of `part_id`. The usual case, the part the last
+    /// delta went to and still open, is checked inline; a lookup and the
+    /// errors are out of line, so a delta does not pay for their code
+    /// (registers saved, the error built in place).
+    #[inline(always)]
     fn open_slot(&mut self, part_id: &PartId) -> Result<&mut Slot, DeltaError> {
+        let last = self.last;
+        if self
+            .slots
+            .get(last)
+            .is_some_and(|slot| !slot.committed && slot.id == *part_id)
+        {
+            return Ok(&mut self.slots[last]);
+        }
+        self.find_open_slot(part_id)
+    }
+
+    /// [`open_slot`](Self::open_slot) for any part but the last one's.
+    #[inline(never)]
+    fn find_open_slot(&mut self, part_id: &PartId) -> Result<&mut Slot, DeltaError> {
         let index = match self.slots.get(self.last) {
             Some(slot) if slot.id == *part_id => self.last,
             _ => {

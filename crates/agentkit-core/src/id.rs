@@ -27,11 +27,11 @@ macro_rules! string_id {
         impl PartialEq for $name {
             #[inline]
             fn eq(&self, other: &Self) -> bool {
-                let (a, b) = (self.as_str(), other.as_str());
+                let (a, b) = (self.as_str().as_bytes(), other.as_str().as_bytes());
                 // A clone of a long id shares its string: equal without
                 // comparing it (the delta folder finds a part by the id
                 // each delta carries).
-                a.len() == b.len() && (std::ptr::eq(a.as_ptr(), b.as_ptr()) || a == b)
+                a.len() == b.len() && (std::ptr::eq(a.as_ptr(), b.as_ptr()) || same_bytes(a, b))
             }
         }
 
@@ -116,6 +116,47 @@ macro_rules! string_id {
     };
 }
 
+/// Whether two byte strings of the same length are equal.
+///
+/// Ids are short (a provider's part ids are `p0`, `p1`, the loop's
+/// `item-42`): up to 16 bytes are compared as two overlapping words (or
+/// halves, or single bytes) loaded straight from the slices, where `==`
+/// on slices calls `memcmp`, which costs more than the comparison for a
+/// few bytes. Longer ids take `memcmp`.
+#[inline(always)]
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    debug_assert_eq!(a.len(), b.len());
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    if n > 16 {
+        return a == b;
+    }
+    if n >= 8 {
+        let word = |s: &[u8], at: usize| u64::from_ne_bytes(s[at..at + 8].try_into().unwrap());
+        return (word(a, 0) ^ word(b, 0)) | (word(a, n - 8) ^ word(b, n - 8)) == 0;
+    }
+    if n >= 4 {
+        let half = |s: &[u8], at: usize| u32::from_ne_bytes(s[at..at + 4].try_into().unwrap());
+        return (half(a, 0) ^ half(b, 0)) | (half(a, n - 4) ^ half(b, n - 4)) == 0;
+    }
+    // 0 to 3 bytes: the first, the middle and the last cover them all.
+    n == 0 || (a[0] == b[0]) & (a[n / 2] == b[n / 2]) & (a[n - 1] == b[n - 1])
+}
+
+/// The two digits of every number below 100, in order: `00`, `01`, ...
+const DIGIT_PAIRS: [u8; 200] = {
+    let mut pairs = [0; 200];
+    let mut n = 0;
+    while n < 100 {
+        pairs[2 * n] = b'0' + (n / 10) as u8;
+        pairs[2 * n + 1] = b'0' + (n % 10) as u8;
+        n += 1;
+    }
+    pairs
+};
+
 /// `<prefix><number>`, written into the bytes an inline id keeps.
 ///
 /// No `core::fmt`, no allocation, and one UTF-8 check of 16 bytes
@@ -138,10 +179,19 @@ fn numbered(prefix: &str, number: u64) -> LeanStr {
     }
     let mut text = Inline([b'0'; 16]);
     text.0[..prefix.len()].copy_from_slice(prefix.as_bytes());
-    let mut rest = number;
-    for at in (prefix.len()..len).rev() {
-        text.0[at] = b'0' + (rest % 10) as u8;
-        rest /= 10;
+    // Right to left, two digits per division.
+    let (mut at, mut rest) = (len, number);
+    while rest >= 100 {
+        let pair = (rest % 100) as usize * 2;
+        rest /= 100;
+        at -= 2;
+        text.0[at..at + 2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
+    }
+    if rest >= 10 {
+        let pair = rest as usize * 2;
+        text.0[at - 2..at].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
+    } else {
+        text.0[at - 1] = b'0' + rest as u8;
     }
     match std::str::from_utf8(&text.0) {
         Ok(text) => LeanStr::from(&text[..len]),
@@ -219,7 +269,14 @@ mod tests {
         // Inline, at the 16-byte edge, shared beyond it, and the largest
         // counter: the same string and the same serde form as `format!`.
         let edges = [0, 7, 9, 10, 99, 100, 4_096, 99_999_999_999, 100_000_000_000];
-        for number in edges.into_iter().chain([u64::MAX - 1, u64::MAX]) {
+        // Every power of ten and its neighbours: each count of digits,
+        // odd and even (the digits are written two at a time).
+        let powers = (0..20).flat_map(|k| {
+            let p = 10u64.pow(k);
+            [p - 1, p, p + 1, p.saturating_mul(3).saturating_add(7)]
+        });
+        let numbers = edges.into_iter().chain(powers).chain(0..1_234);
+        for number in numbers.chain([u64::MAX - 1, u64::MAX]) {
             for prefix in ["item-", "turn-", "", "é-", "a-prefix-beyond-16-bytes-"] {
                 let id = ItemId::numbered(prefix, number);
                 let text = format!("{prefix}{number}");
@@ -232,6 +289,36 @@ mod tests {
             }
         }
         assert_eq!(TurnId::numbered("turn-", 3), "turn-3");
+    }
+
+    #[test]
+    fn ids_are_equal_exactly_when_their_text_is() {
+        // Every length the word comparison splits at (0 to 3, 4 to 7, 8 to
+        // 16, beyond), each id against a copy with one byte changed at
+        // every position, and against a copy one byte shorter.
+        for len in 0..=20 {
+            let text: String = (0..len).map(|i| (b'a' + i as u8) as char).collect();
+            let id = PartId::from(text.as_str());
+            assert_eq!(id, PartId::new(text.clone()));
+            assert_eq!(id, id.clone());
+            for at in 0..len {
+                let mut other = text.clone().into_bytes();
+                other[at] = b'Z';
+                let other = PartId::from(String::from_utf8(other).unwrap());
+                assert_ne!(id, other, "{text:?} differs at {at}");
+                assert_ne!(other, id);
+            }
+            if len > 0 {
+                assert_ne!(id, PartId::from(&text[..len - 1]));
+            }
+        }
+        // Equal text behind different representations still compares equal.
+        let long = "toolu_01A09q90qw90lq917835lq9";
+        assert_eq!(ToolCallId::from(long), ToolCallId::new(long.to_owned()));
+        assert_ne!(
+            ToolCallId::from(long),
+            ToolCallId::from("toolu_01A09q90qw90lq917835lq8")
+        );
     }
 
     #[cfg(target_pointer_width = "64")]

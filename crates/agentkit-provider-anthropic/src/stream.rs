@@ -429,7 +429,7 @@ impl EventDecoder {
         if self.blocks.contains_key(&index) {
             return Err(protocol(format!("content block {index} started twice")));
         }
-        let part_id = PartId::new(format!("p{index}"));
+        let part_id = PartId::numbered("p", index);
         let begin = |kind| {
             ModelTurnEvent::Delta(Delta::BeginPart {
                 part_id: part_id.clone(),
@@ -588,7 +588,7 @@ impl EventDecoder {
                 }
                 if self.answer_tool.as_deref() == Some(name.as_str()) {
                     // The structured answer, as the text of the reply.
-                    let part_id = PartId::new(format!("p{index}"));
+                    let part_id = PartId::numbered("p", index);
                     out.push(ModelTurnEvent::Delta(Delta::BeginPart {
                         part_id: part_id.clone(),
                         kind: PartKind::Text,

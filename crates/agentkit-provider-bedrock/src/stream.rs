@@ -145,7 +145,7 @@ impl ConverseDecoder {
             Some(Block::Reasoning(id)) if kind == PartKind::Reasoning => return id.clone(),
             _ => {}
         }
-        let part_id = PartId::new(format!("p{}", self.next_part));
+        let part_id = PartId::numbered("p", self.next_part.into());
         self.next_part += 1;
         out.push_back(ModelTurnEvent::Delta(Delta::BeginPart {
             part_id: part_id.clone(),

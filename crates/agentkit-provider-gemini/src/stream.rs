@@ -176,7 +176,7 @@ impl GeminiDecoder {
             return id.clone();
         }
         self.commit(out);
-        let part_id = PartId::new(format!("p{}", self.next_part));
+        let part_id = PartId::numbered("p", self.next_part.into());
         self.next_part += 1;
         let part_kind = match kind {
             Open::Text => PartKind::Text,

@@ -470,7 +470,7 @@ impl ChunkDecoder {
             Some((id, open)) if *open == kind => id.clone(),
             _ => {
                 self.commit_open(out);
-                let part_id = PartId::new(format!("p{}", self.next_part));
+                let part_id = PartId::numbered("p", self.next_part.into());
                 self.next_part += 1;
                 let part_kind = match kind {
                     OpenKind::Text => PartKind::Text,

@@ -234,7 +234,7 @@ impl ResponsesDecoder {
             return id.clone();
         }
         self.commit(index, out);
-        let part_id = PartId::new(format!("p{}", self.next_part));
+        let part_id = PartId::numbered("p", self.next_part.into());
         self.next_part += 1;
         let reasoning = kind == PartKind::Reasoning;
         out.push(ModelTurnEvent::Delta(Delta::BeginPart {
@@ -396,7 +396,7 @@ impl ResponsesDecoder {
         out: &mut Outputs<ModelTurnEvent>,
     ) {
         self.commit(index, out);
-        let part_id = PartId::new(format!("p{}", self.next_part));
+        let part_id = PartId::numbered("p", self.next_part.into());
         self.next_part += 1;
         let mut metadata = MetadataMap::new();
         metadata.insert(keys::PROVIDER.into(), PROVIDER.into());
