@@ -74,7 +74,9 @@ const MAX_TOOL_ENCODINGS: usize = 256;
 /// pointer first and then by what the encoding reads (name, description,
 /// input schema), so sessions that each build their own tool registry
 /// share them too. A spec is immutable behind its `Arc`, so an entry never
-/// goes stale.
+/// goes stale. (With serde_json's `preserve_order`, `Value` equality ignores
+/// member order, so schemas that differ only in it share the first one's
+/// bytes: the same JSON.)
 #[derive(Default)]
 pub(crate) struct ToolEncodings {
     entries: std::sync::Mutex<Vec<ToolEncoding>>,
