@@ -6,7 +6,7 @@
 //! starting with a warning for every retried request.
 
 use crate::OpenAiConfig;
-use crate::request::request_body;
+use crate::request::{ToolEncodings, request_body};
 use crate::stream::ChunkDecoder;
 use agentkit_http::{AdapterShared, DecodedStream, SseStream, StreamRequest, retry_warnings};
 use agentkit_loop::{
@@ -22,6 +22,8 @@ type Shared = AdapterShared<OpenAiConfig>;
 #[derive(Clone)]
 pub struct OpenAiAdapter {
     shared: Arc<Shared>,
+    /// The tools' encodings, shared by the sessions.
+    tools: Arc<ToolEncodings>,
 }
 
 impl std::fmt::Debug for OpenAiAdapter {
@@ -39,6 +41,7 @@ impl OpenAiAdapter {
     pub fn new(config: OpenAiConfig) -> Result<Self, ModelError> {
         Ok(Self {
             shared: AdapterShared::new(config.http.clone(), config)?,
+            tools: Arc::default(),
         })
     }
 
@@ -55,6 +58,7 @@ impl ModelAdapter for OpenAiAdapter {
     async fn start_session(&self, config: SessionConfig) -> Result<OpenAiSession, ModelError> {
         Ok(OpenAiSession {
             shared: self.shared.clone(),
+            tools: self.tools.clone(),
             cache: config.cache,
             ids: FallbackIds::new(),
             encoded: EncodedTranscript::new(),
@@ -66,6 +70,7 @@ impl ModelAdapter for OpenAiAdapter {
 /// encoding for the next turn.
 pub struct OpenAiSession {
     shared: Arc<Shared>,
+    tools: Arc<ToolEncodings>,
     cache: Option<PromptCacheRequest>,
     ids: FallbackIds,
     encoded: EncodedTranscript,
@@ -108,7 +113,13 @@ impl OpenAiSession {
     /// building a request costs apart from the network.
     pub fn request_body(&mut self, request: &TurnRequest) -> Vec<u8> {
         let cache = request.cache.as_ref().or(self.cache.as_ref());
-        request_body(&self.shared.config, request, cache, &mut self.encoded)
+        request_body(
+            &self.shared.config,
+            request,
+            cache,
+            &mut self.encoded,
+            &self.tools,
+        )
     }
 }
 

@@ -27,6 +27,7 @@ use agentkit_loop::{
 use agentkit_tools_core::{SchemaDialect, ToolSpec, normalize_for};
 use serde_json::{Map, Value, json};
 use std::borrow::Cow;
+use std::sync::Arc;
 
 /// Builds the JSON body for one streamed turn, encoding only the items
 /// `encoded` does not hold yet.
@@ -35,12 +36,117 @@ pub(crate) fn request_body(
     request: &TurnRequest,
     cache: Option<&PromptCacheRequest>,
     encoded: &mut EncodedTranscript,
+    tools: &ToolEncodings,
 ) -> Vec<u8> {
     encoded.sync(&request.transcript, |item, out| {
         encode_item(config, item, out)
     });
-    let options = Value::Object(options(config, request, cache));
-    write_body("messages", encoded, 0..encoded.len(), &options)
+    let options = options(config, request, cache);
+    // The `tools` member is written from the encodings unless the
+    // configuration's extra body replaced it.
+    let tools: Option<Vec<Arc<[u8]>>> = (!request.available_tools.is_empty()
+        && !config.extra_body.contains_key("tools"))
+    .then(|| {
+        request
+            .available_tools
+            .iter()
+            .map(|spec| tools.encoded(spec))
+            .collect()
+    });
+    write_body_with(
+        "messages",
+        encoded,
+        0..encoded.len(),
+        &write_options(&options, tools.as_deref()),
+    )
+}
+
+/// The most tool encodings an adapter keeps (the oldest goes first).
+const MAX_TOOL_ENCODINGS: usize = 256;
+
+/// Each tool's entry of the `tools` array as JSON, shared by an adapter's
+/// sessions.
+///
+/// Encoding a tool (its schema normalized for OpenAI, then serialized) cost
+/// about 17,000 instructions per tool and request, a sixth of a small
+/// request's client-side cost, and gives the same bytes every time: every
+/// session of a host offers the same few tools. Kept per spec, found by
+/// pointer first and then by what the encoding reads (name, description,
+/// input schema), so sessions that each build their own tool registry
+/// share them too. A spec is immutable behind its `Arc`, so an entry never
+/// goes stale. (With serde_json's `preserve_order`, `Value` equality ignores
+/// member order, so schemas that differ only in it share the first one's
+/// bytes: the same JSON.)
+#[derive(Default)]
+pub(crate) struct ToolEncodings {
+    entries: std::sync::Mutex<Vec<ToolEncoding>>,
+}
+
+/// A spec and its entry of the `tools` array.
+type ToolEncoding = (Arc<ToolSpec>, Arc<[u8]>);
+
+impl ToolEncodings {
+    /// `spec`'s entry of the `tools` array, encoded once.
+    pub(crate) fn encoded(&self, spec: &Arc<ToolSpec>) -> Arc<[u8]> {
+        let lock = || self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let known = lock()
+            .iter()
+            .find(|(known, _)| Arc::ptr_eq(known, spec) || same_encoding(known, spec))
+            .map(|(_, bytes)| bytes.clone());
+        if let Some(bytes) = known {
+            return bytes;
+        }
+        // Serializing a `Value` cannot fail: its keys are strings.
+        let bytes: Arc<[u8]> = serde_json::to_vec(&tool(spec)).unwrap_or_default().into();
+        let mut entries = lock();
+        if entries.len() >= MAX_TOOL_ENCODINGS {
+            entries.remove(0);
+        }
+        entries.push((spec.clone(), bytes.clone()));
+        bytes
+    }
+
+    /// How many encodings are kept.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.entries.lock().unwrap().len()
+    }
+}
+
+/// Whether two specs encode the same: [`tool`] reads only these.
+fn same_encoding(a: &ToolSpec, b: &ToolSpec) -> bool {
+    a.name == b.name && a.description == b.description && a.input_schema == b.input_schema
+}
+
+/// The options object as serde_json writes it (compact, in the map's
+/// order), with the `tools` member, when given, written from its encoded
+/// entries.
+fn write_options(options: &Map<String, Value>, tools: Option<&[Arc<[u8]>]>) -> Vec<u8> {
+    let tools_len: usize = tools.map_or(0, |t| t.iter().map(|t| t.len() + 1).sum());
+    let mut out = Vec::with_capacity(256 + tools_len);
+    out.push(b'{');
+    for (n, (key, value)) in options.iter().enumerate() {
+        if n > 0 {
+            out.push(b',');
+        }
+        // Serializing a string or a `Value` cannot fail.
+        serde_json::to_writer(&mut out, key).unwrap_or_default();
+        out.push(b':');
+        if let (Some(tools), "tools") = (tools, key.as_str()) {
+            out.push(b'[');
+            for (n, tool) in tools.iter().enumerate() {
+                if n > 0 {
+                    out.push(b',');
+                }
+                out.extend_from_slice(tool);
+            }
+            out.push(b']');
+        } else {
+            serde_json::to_writer(&mut out, value).unwrap_or_default();
+        }
+    }
+    out.push(b'}');
+    out
 }
 
 /// `{"<key>":[<the items' blocks>],<options>}`: the transcript is copied
@@ -53,6 +159,16 @@ pub(crate) fn write_body(
 ) -> Vec<u8> {
     // Serializing a `Value` cannot fail: its keys are strings.
     let options = serde_json::to_vec(options).unwrap_or_default();
+    write_body_with(key, encoded, items, &options)
+}
+
+/// [`write_body`] with the options object already written.
+fn write_body_with(
+    key: &str,
+    encoded: &EncodedTranscript,
+    items: std::ops::Range<usize>,
+    options: &[u8],
+) -> Vec<u8> {
     let mut body = Vec::with_capacity(encoded.byte_len() + options.len() + key.len() + 8);
     body.push(b'{');
     // A key is a plain identifier here; written as a JSON string all the same.
@@ -91,12 +207,9 @@ fn options(
         body.insert(field.into(), json!(max));
     }
     if !request.available_tools.is_empty() {
-        let tools = request
-            .available_tools
-            .iter()
-            .map(|spec| tool(spec))
-            .collect();
-        body.insert("tools".into(), Value::Array(tools));
+        // Written from the adapter's encodings ([`write_options`]); the
+        // member holds the place serde_json's map gives it.
+        body.insert("tools".into(), Value::Null);
         if let Some(choice) = &config.tool_choice {
             body.insert("tool_choice".into(), tool_choice(config, choice));
         }
@@ -500,6 +613,139 @@ mod normalized_tools {
         let parameters = &encoded["function"]["parameters"];
         assert_eq!(parameters["properties"]["choice"]["type"], "string");
         assert!(parameters.get("$defs").is_none(), "{parameters}");
+    }
+}
+
+#[cfg(test)]
+mod tool_encodings {
+    use super::*;
+    use agentkit_core::TurnId;
+    use agentkit_loop::TranscriptView;
+
+    fn spec(name: &str, description: &str) -> ToolSpec {
+        ToolSpec::new(
+            name,
+            description,
+            json!({
+                "type": "object",
+                "properties": { "choice": { "$ref": "#/$defs/Choice" }, "why": { "type": "string" } },
+                "$defs": { "Choice": { "type": "string", "enum": ["a", "b"] } }
+            }),
+        )
+        .unwrap()
+    }
+
+    fn request(tools: Vec<Arc<ToolSpec>>) -> TurnRequest {
+        let mut request = TurnRequest::new(
+            "s",
+            TurnId::new("t"),
+            TranscriptView::from_items(vec![Item::system("Be brief."), Item::user("Pick.")]),
+        );
+        request.available_tools = tools.into();
+        request
+    }
+
+    /// The body as it was written before the encodings were shared: the
+    /// whole options object, tools included, serialized by serde_json.
+    fn written_whole(config: &OpenAiConfig, request: &TurnRequest) -> Vec<u8> {
+        let mut encoded = EncodedTranscript::new();
+        encoded.sync(&request.transcript, |item, out| {
+            encode_item(config, item, out)
+        });
+        let mut options = options(config, request, None);
+        if !request.available_tools.is_empty() && !config.extra_body.contains_key("tools") {
+            let tools = request.available_tools.iter().map(|s| tool(s)).collect();
+            options.insert("tools".into(), Value::Array(tools));
+        }
+        write_body(
+            "messages",
+            &encoded,
+            0..encoded.len(),
+            &Value::Object(options),
+        )
+    }
+
+    fn written(config: &OpenAiConfig, request: &TurnRequest, tools: &ToolEncodings) -> Vec<u8> {
+        request_body(config, request, None, &mut EncodedTranscript::new(), tools)
+    }
+
+    #[test]
+    fn bodies_are_the_bytes_serde_json_writes() {
+        let config = OpenAiConfig::compatible("http://127.0.0.1:9/v1", "m")
+            .with_tool_choice(ToolChoice::Required);
+        let tools = ToolEncodings::default();
+        let specs = vec![
+            Arc::new(spec("pick", "Picks.")),
+            Arc::new(spec("b_tool", "B.")),
+        ];
+        let request = request(specs);
+        // Twice: encoded, then from the encodings.
+        for _ in 0..2 {
+            assert_eq!(
+                String::from_utf8(written(&config, &request, &tools)).unwrap(),
+                String::from_utf8(written_whole(&config, &request)).unwrap()
+            );
+        }
+        assert_eq!(tools.len(), 2);
+        let none = self::request(Vec::new());
+        assert_eq!(
+            written(&config, &none, &tools),
+            written_whole(&config, &none)
+        );
+    }
+
+    #[test]
+    fn an_extra_body_tools_member_still_replaces_the_tools() {
+        let mut config = OpenAiConfig::compatible("http://127.0.0.1:9/v1", "m");
+        config
+            .extra_body
+            .insert("tools".into(), json!([{"type": "web_search"}]));
+        let request = request(vec![Arc::new(spec("pick", "Picks."))]);
+        let body = written(&config, &request, &ToolEncodings::default());
+        assert_eq!(body, written_whole(&config, &request));
+        let body: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(body["tools"], json!([{"type": "web_search"}]));
+    }
+
+    #[test]
+    fn sessions_share_encodings_of_equal_specs_and_keep_changed_ones_apart() {
+        let config = OpenAiConfig::compatible("http://127.0.0.1:9/v1", "m");
+        let tools = ToolEncodings::default();
+        // Two sessions, each with its own registry's spec: one encoding.
+        let first = tools.encoded(&Arc::new(spec("pick", "Picks.")));
+        let second = tools.encoded(&Arc::new(spec("pick", "Picks.")));
+        assert!(Arc::ptr_eq(&first, &second));
+        assert_eq!(tools.len(), 1);
+        // Same name, another description: its own encoding.
+        let changed = request(vec![Arc::new(spec("pick", "Picks one of two."))]);
+        let body: Value = serde_json::from_slice(&written(&config, &changed, &tools)).unwrap();
+        assert_eq!(
+            body["tools"][0]["function"]["description"],
+            "Picks one of two."
+        );
+        assert_eq!(tools.len(), 2);
+        // Normalized as before.
+        let parameters = &body["tools"][0]["function"]["parameters"];
+        assert_eq!(parameters["properties"]["choice"]["type"], "string");
+    }
+
+    #[test]
+    fn the_oldest_encoding_goes_when_full() {
+        let tools = ToolEncodings::default();
+        let first = Arc::new(spec("t_0", "0"));
+        tools.encoded(&first);
+        for n in 1..=MAX_TOOL_ENCODINGS {
+            tools.encoded(&Arc::new(spec(&format!("t_{n}"), "x")));
+        }
+        assert_eq!(tools.len(), MAX_TOOL_ENCODINGS);
+        assert!(
+            !tools
+                .entries
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|(known, _)| Arc::ptr_eq(known, &first))
+        );
     }
 }
 
