@@ -41,7 +41,7 @@ impl OpenAiAdapter {
     pub fn new(config: OpenAiConfig) -> Result<Self, ModelError> {
         Ok(Self {
             shared: AdapterShared::new(config.http.clone(), config)?,
-            tools: Arc::default(),
+            tools: Arc::new(ToolEncodings::chat()),
         })
     }
 

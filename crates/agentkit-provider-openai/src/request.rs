@@ -42,17 +42,7 @@ pub(crate) fn request_body(
         encode_item(config, item, out)
     });
     let options = options(config, request, cache);
-    // The `tools` member is written from the encodings unless the
-    // configuration's extra body replaced it.
-    let tools: Option<Vec<Arc<[u8]>>> = (!request.available_tools.is_empty()
-        && !config.extra_body.contains_key("tools"))
-    .then(|| {
-        request
-            .available_tools
-            .iter()
-            .map(|spec| tools.encoded(spec))
-            .collect()
-    });
+    let tools = tools.for_request(request, &config.extra_body);
     write_body_with(
         "messages",
         encoded,
@@ -77,8 +67,9 @@ const MAX_TOOL_ENCODINGS: usize = 256;
 /// goes stale. (With serde_json's `preserve_order`, `Value` equality ignores
 /// member order, so schemas that differ only in it share the first one's
 /// bytes: the same JSON.)
-#[derive(Default)]
 pub(crate) struct ToolEncodings {
+    /// A tool's entry as the API takes it.
+    encode: fn(&ToolSpec) -> Value,
     entries: std::sync::Mutex<Vec<ToolEncoding>>,
 }
 
@@ -86,6 +77,36 @@ pub(crate) struct ToolEncodings {
 type ToolEncoding = (Arc<ToolSpec>, Arc<[u8]>);
 
 impl ToolEncodings {
+    /// Encodings of Chat Completions tool entries.
+    pub(crate) fn chat() -> Self {
+        Self::new(tool)
+    }
+
+    /// Encodings made by `encode` (which must read only a spec's name,
+    /// description and input schema).
+    pub(crate) fn new(encode: fn(&ToolSpec) -> Value) -> Self {
+        Self {
+            encode,
+            entries: std::sync::Mutex::default(),
+        }
+    }
+
+    /// The request's `tools` entries, encoded; `None` when it offers none or
+    /// the configuration's extra body replaces the member.
+    pub(crate) fn for_request(
+        &self,
+        request: &TurnRequest,
+        extra_body: &Map<String, Value>,
+    ) -> Option<Vec<Arc<[u8]>>> {
+        (!request.available_tools.is_empty() && !extra_body.contains_key("tools")).then(|| {
+            request
+                .available_tools
+                .iter()
+                .map(|spec| self.encoded(spec))
+                .collect()
+        })
+    }
+
     /// `spec`'s entry of the `tools` array, encoded once.
     pub(crate) fn encoded(&self, spec: &Arc<ToolSpec>) -> Arc<[u8]> {
         let lock = || self.entries.lock().unwrap_or_else(|e| e.into_inner());
@@ -97,7 +118,9 @@ impl ToolEncodings {
             return bytes;
         }
         // Serializing a `Value` cannot fail: its keys are strings.
-        let bytes: Arc<[u8]> = serde_json::to_vec(&tool(spec)).unwrap_or_default().into();
+        let bytes: Arc<[u8]> = serde_json::to_vec(&(self.encode)(spec))
+            .unwrap_or_default()
+            .into();
         let mut entries = lock();
         if entries.len() >= MAX_TOOL_ENCODINGS {
             entries.remove(0);
@@ -113,7 +136,7 @@ impl ToolEncodings {
     }
 }
 
-/// Whether two specs encode the same: [`tool`] reads only these.
+/// Whether two specs encode the same: the encoders read only these.
 fn same_encoding(a: &ToolSpec, b: &ToolSpec) -> bool {
     a.name == b.name && a.description == b.description && a.input_schema == b.input_schema
 }
@@ -121,7 +144,7 @@ fn same_encoding(a: &ToolSpec, b: &ToolSpec) -> bool {
 /// The options object as serde_json writes it (compact, in the map's
 /// order), with the `tools` member, when given, written from its encoded
 /// entries.
-fn write_options(options: &Map<String, Value>, tools: Option<&[Arc<[u8]>]>) -> Vec<u8> {
+pub(crate) fn write_options(options: &Map<String, Value>, tools: Option<&[Arc<[u8]>]>) -> Vec<u8> {
     let tools_len: usize = tools.map_or(0, |t| t.iter().map(|t| t.len() + 1).sum());
     let mut out = Vec::with_capacity(256 + tools_len);
     out.push(b'{');
@@ -149,8 +172,9 @@ fn write_options(options: &Map<String, Value>, tools: Option<&[Arc<[u8]>]>) -> V
     out
 }
 
-/// `{"<key>":[<the items' blocks>],<options>}`: the transcript is copied
-/// from the cache; only the small options object is serialized.
+/// [`write_body_with`] from an options `Value`: how bodies were written
+/// before the tools' encodings were shared, which the tests compare with.
+#[cfg(test)]
 pub(crate) fn write_body(
     key: &str,
     encoded: &EncodedTranscript,
@@ -162,8 +186,10 @@ pub(crate) fn write_body(
     write_body_with(key, encoded, items, &options)
 }
 
-/// [`write_body`] with the options object already written.
-fn write_body_with(
+/// `{"<key>":[<the items' blocks>],<options>}`: the transcript is copied
+/// from the cache, the options object (`{...}`) was written already
+/// ([`write_options`]).
+pub(crate) fn write_body_with(
     key: &str,
     encoded: &EncodedTranscript,
     items: std::ops::Range<usize>,
@@ -673,7 +699,7 @@ mod tool_encodings {
     fn bodies_are_the_bytes_serde_json_writes() {
         let config = OpenAiConfig::compatible("http://127.0.0.1:9/v1", "m")
             .with_tool_choice(ToolChoice::Required);
-        let tools = ToolEncodings::default();
+        let tools = ToolEncodings::chat();
         let specs = vec![
             Arc::new(spec("pick", "Picks.")),
             Arc::new(spec("b_tool", "B.")),
@@ -701,7 +727,7 @@ mod tool_encodings {
             .extra_body
             .insert("tools".into(), json!([{"type": "web_search"}]));
         let request = request(vec![Arc::new(spec("pick", "Picks."))]);
-        let body = written(&config, &request, &ToolEncodings::default());
+        let body = written(&config, &request, &ToolEncodings::chat());
         assert_eq!(body, written_whole(&config, &request));
         let body: Value = serde_json::from_slice(&body).unwrap();
         assert_eq!(body["tools"], json!([{"type": "web_search"}]));
@@ -710,7 +736,7 @@ mod tool_encodings {
     #[test]
     fn sessions_share_encodings_of_equal_specs_and_keep_changed_ones_apart() {
         let config = OpenAiConfig::compatible("http://127.0.0.1:9/v1", "m");
-        let tools = ToolEncodings::default();
+        let tools = ToolEncodings::chat();
         // Two sessions, each with its own registry's spec: one encoding.
         let first = tools.encoded(&Arc::new(spec("pick", "Picks.")));
         let second = tools.encoded(&Arc::new(spec("pick", "Picks.")));
@@ -731,7 +757,7 @@ mod tool_encodings {
 
     #[test]
     fn the_oldest_encoding_goes_when_full() {
-        let tools = ToolEncodings::default();
+        let tools = ToolEncodings::chat();
         let first = Arc::new(spec("t_0", "0"));
         tools.encoded(&first);
         for n in 1..=MAX_TOOL_ENCODINGS {

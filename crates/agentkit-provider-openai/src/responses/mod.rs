@@ -25,6 +25,7 @@ mod stream;
 pub use config::ResponsesConfig;
 
 use crate::adapter::FallbackIds;
+use crate::request::ToolEncodings;
 use agentkit_http::{
     AdapterShared, DecodedStream, ProviderError, SseStream, StreamRequest, StreamResponse,
     retry_warnings,
@@ -43,6 +44,8 @@ type Shared = AdapterShared<ResponsesConfig>;
 #[derive(Clone)]
 pub struct ResponsesAdapter {
     shared: Arc<Shared>,
+    /// The tools' encodings, shared by the sessions.
+    tools: Arc<ToolEncodings>,
 }
 
 impl std::fmt::Debug for ResponsesAdapter {
@@ -61,6 +64,7 @@ impl ResponsesAdapter {
         let config = config.into();
         Ok(Self {
             shared: AdapterShared::new(config.openai.http.clone(), config)?,
+            tools: Arc::new(request::tool_encodings()),
         })
     }
 
@@ -77,6 +81,7 @@ impl ModelAdapter for ResponsesAdapter {
     async fn start_session(&self, config: SessionConfig) -> Result<ResponsesSession, ModelError> {
         Ok(ResponsesSession {
             shared: self.shared.clone(),
+            tools: self.tools.clone(),
             cache: config.cache,
             ids: FallbackIds::new(),
             encoded: EncodedTranscript::new(),
@@ -88,6 +93,7 @@ impl ModelAdapter for ResponsesAdapter {
 /// encoding for the next turn.
 pub struct ResponsesSession {
     shared: Arc<Shared>,
+    tools: Arc<ToolEncodings>,
     cache: Option<PromptCacheRequest>,
     ids: FallbackIds,
     encoded: EncodedTranscript,
@@ -115,6 +121,7 @@ impl ResponsesSession {
             cache,
             &mut self.encoded,
             chain,
+            &self.tools,
         )
     }
 

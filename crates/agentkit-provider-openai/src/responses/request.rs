@@ -18,6 +18,7 @@
 use super::ResponsesConfig;
 use super::stream::{ITEM_ID, PROVIDER};
 use crate::ToolChoice;
+use crate::request::ToolEncodings;
 use agentkit_core::keys;
 use agentkit_core::{
     DataRef, FilePart, Item, ItemKind, MediaPart, Modality, Part, ReasoningPart, ToolOutput,
@@ -41,6 +42,7 @@ pub(crate) fn request_body(
     cache: Option<&PromptCacheRequest>,
     encoded: &mut EncodedTranscript,
     chain: bool,
+    tools: &ToolEncodings,
 ) -> Vec<u8> {
     encoded.sync(&request.transcript, encode_item);
     let (previous, start) = match config.previous_response_id && chain {
@@ -51,12 +53,18 @@ pub(crate) fn request_body(
     if let Some(id) = previous {
         options.insert("previous_response_id".into(), json!(id));
     }
-    crate::request::write_body(
+    let tools = tools.for_request(request, &config.openai.extra_body);
+    crate::request::write_body_with(
         "input",
         encoded,
         start..encoded.len(),
-        &Value::Object(options),
+        &crate::request::write_options(&options, tools.as_deref()),
     )
+}
+
+/// Encodings of Responses tool entries ([`ToolEncodings`]).
+pub(crate) fn tool_encodings() -> ToolEncodings {
+    ToolEncodings::new(tool)
 }
 
 /// One item's input items, each a block of the session's cache.
@@ -180,8 +188,10 @@ fn options(
         body.insert("reasoning".into(), json!({ "summary": summary }));
     }
     if !request.available_tools.is_empty() {
-        let tools = request.available_tools.iter().map(|s| tool(s)).collect();
-        body.insert("tools".into(), Value::Array(tools));
+        // Written from the adapter's encodings
+        // ([`crate::request::write_options`]); the member holds the place
+        // serde_json's map gives it.
+        body.insert("tools".into(), Value::Null);
         if let Some(choice) = &openai.tool_choice {
             body.insert("tool_choice".into(), tool_choice(choice));
         }
@@ -443,6 +453,64 @@ mod normalized_tools {
         let parameters = &tool(&spec)["parameters"];
         assert_eq!(parameters["properties"]["choice"]["type"], "string");
         assert!(parameters.get("$defs").is_none(), "{parameters}");
+    }
+
+    #[test]
+    fn bodies_with_shared_tool_encodings_are_the_bytes_serde_json_writes() {
+        use agentkit_core::TurnId;
+        use agentkit_loop::TranscriptView;
+        use std::sync::Arc;
+        let config: ResponsesConfig = crate::OpenAiConfig::compatible("http://127.0.0.1:9/v1", "m")
+            .with_tool_choice(ToolChoice::Required)
+            .into();
+        let spec = |name: &str| {
+            Arc::new(
+                ToolSpec::new(
+                    name,
+                    "Picks.",
+                    json!({"type": "object", "properties": {"q": {"type": "string"}}}),
+                )
+                .unwrap(),
+            )
+        };
+        let mut request = TurnRequest::new(
+            "s",
+            TurnId::new("t"),
+            TranscriptView::from_items(vec![Item::system("Be brief."), Item::user("Pick.")]),
+        );
+        request.available_tools = vec![spec("pick"), spec("a_tool")].into();
+        // The whole options object, tools included, serialized at once.
+        let mut encoded = EncodedTranscript::new();
+        encoded.sync(&request.transcript, encode_item);
+        let mut options = options(&config, &request, None);
+        let tools = request.available_tools.iter().map(|s| tool(s)).collect();
+        options.insert("tools".into(), Value::Array(tools));
+        let whole = crate::request::write_body(
+            "input",
+            &encoded,
+            0..encoded.len(),
+            &Value::Object(options),
+        );
+        let encodings = tool_encodings();
+        let written = |request: &TurnRequest| {
+            let body = request_body(
+                &config,
+                request,
+                None,
+                &mut EncodedTranscript::new(),
+                true,
+                &encodings,
+            );
+            String::from_utf8(body).unwrap()
+        };
+        let whole = String::from_utf8(whole).unwrap();
+        // Encoded, then from the encodings.
+        assert_eq!(written(&request), whole);
+        assert_eq!(written(&request), whole);
+        // A second session's own specs share the encodings.
+        request.available_tools = vec![spec("pick"), spec("a_tool")].into();
+        assert_eq!(written(&request), whole);
+        assert_eq!(encodings.len(), 2);
     }
 }
 
