@@ -45,6 +45,24 @@ pub struct MetadataMap {
 
 type Entries = Box<[(String, Value)]>;
 
+/// Nearly every map dropped is empty (a null pointer): the check is
+/// inline, so dropping a part, a call or a request does not call out for
+/// it (about 17 instructions each, five times a tool round).
+impl Drop for MetadataMap {
+    #[inline(always)]
+    fn drop(&mut self) {
+        if let Some(entries) = self.entries.take() {
+            drop_entries(entries);
+        }
+    }
+}
+
+/// The entries of a map that has some, dropped out of line.
+#[inline(never)]
+fn drop_entries(entries: Box<Entries>) {
+    drop(entries);
+}
+
 impl MetadataMap {
     /// An empty map; allocates nothing.
     pub fn new() -> Self {
@@ -249,8 +267,9 @@ impl IntoIterator for MetadataMap {
     type Item = (String, Value);
     type IntoIter = std::vec::IntoIter<(String, Value)>;
 
-    fn into_iter(self) -> Self::IntoIter {
+    fn into_iter(mut self) -> Self::IntoIter {
         self.entries
+            .take()
             .map_or_else(Vec::new, |entries| entries.into_vec())
             .into_iter()
     }

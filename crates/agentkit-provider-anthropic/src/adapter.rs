@@ -142,26 +142,9 @@ impl ModelTurn for AnthropicTurn {
         &mut self,
         cx: &mut Context<'_>,
     ) -> Poll<Result<Option<ModelTurnEvent>, ModelError>> {
-        // An item already decoded goes straight into the caller's slot;
-        // the rest (a read, the end, an error to log) out of line.
-        if let Some(event) = self.stream.next_ready() {
-            return Poll::Ready(Ok(Some(event)));
-        }
-        self.poll_more(cx)
-    }
-}
-
-impl AnthropicTurn {
-    /// The next event once those already decoded are handed out: the
-    /// next read, the end, or the error (logged).
-    #[inline(never)]
-    fn poll_more(
-        &mut self,
-        cx: &mut Context<'_>,
-    ) -> Poll<Result<Option<ModelTurnEvent>, ModelError>> {
-        self.stream.poll_next(cx).map_err(|error| {
-            tracing::debug!(%error, "Messages API turn failed");
-            error
-        })
+        self.stream.poll_next_reporting(
+            cx,
+            |error| tracing::debug!(%error, "Messages API turn failed"),
+        )
     }
 }
