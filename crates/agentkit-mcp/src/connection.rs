@@ -20,13 +20,13 @@ use crate::events::McpServerEvent;
 use crate::framing::{Garbled, StdioLines, next_violation};
 use crate::http::{http_config, init_challenge, service_challenge};
 use crate::process::{self, ServerProcess};
-use agentkit_tools_core::{ProgressSink, ToolContext, ToolProgress};
+use crate::progress::{InOrder, ProgressRoutes};
+use agentkit_tools_core::ToolContext;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientCapabilities,
     ClientConfig, ClientRequest, ElicitRequestParams, ElicitResult, ElicitationCapability,
     FormElicitationCapability, GetPromptRequestParams, GetPromptResponse, Implementation,
-    ProgressNotificationParam, ReadResourceRequestParams, RequestId, ServerResult,
-    UrlElicitationCapability,
+    ReadResourceRequestParams, RequestId, ServerResult, UrlElicitationCapability,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RunningService, ServiceError};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -57,107 +57,7 @@ struct Handler {
     server: String,
     tools_changed: std::sync::Arc<Notify>,
     hooks: Hooks,
-    progress: std::sync::Arc<ProgressRoutes>,
     askers: std::sync::Arc<crate::asking::CallAskers>,
-}
-
-/// Where each call's `notifications/progress` go: its progress token
-/// (as text) to the sink of the call that sent it.
-///
-/// rmcp picks a request's token while sending it, so a fast server can
-/// report progress before the call has registered its route (a loaded
-/// machine delays the calling task). Such early notices wait, a bounded
-/// few, until the route for their token appears.
-#[derive(Default)]
-pub(crate) struct ProgressRoutes(Mutex<Routes>);
-
-/// The live routes and the notices that came before theirs.
-#[derive(Default)]
-struct Routes {
-    live: std::collections::HashMap<String, ProgressSink>,
-    early: std::collections::VecDeque<(String, ToolProgress)>,
-}
-
-/// How many notices without a route are kept for a route still to come;
-/// older ones are dropped (a token that is never claimed costs nothing
-/// beyond this).
-const EARLY_NOTICES: usize = 64;
-
-impl ProgressRoutes {
-    /// Routes `token`'s notices to `sink` until the guard drops, first
-    /// delivering those that arrived before.
-    fn route(&self, token: String, sink: &ProgressSink) -> ProgressRoute<'_> {
-        let early: Vec<ToolProgress> = {
-            let mut routes = self.0.lock().expect("progress lock");
-            routes.live.insert(token.clone(), sink.clone());
-            let (mine, others) = std::mem::take(&mut routes.early)
-                .into_iter()
-                .partition(|(held, _)| *held == token);
-            routes.early = others;
-            mine.into_iter().map(|(_, progress)| progress).collect()
-        };
-        for progress in early {
-            sink.report(progress);
-        }
-        ProgressRoute {
-            routes: self,
-            token,
-        }
-    }
-
-    /// Hands one notice to its call's sink, or keeps it for a route still
-    /// to come. Returns whether a live route took it.
-    fn deliver(&self, token: String, progress: ToolProgress) -> bool {
-        let sink = {
-            let mut routes = self.0.lock().expect("progress lock");
-            match routes.live.get(&token) {
-                Some(sink) => sink.clone(),
-                None => {
-                    if routes.early.len() == EARLY_NOTICES {
-                        routes.early.pop_front();
-                    }
-                    routes.early.push_back((token, progress));
-                    return false;
-                }
-            }
-        };
-        sink.report(progress);
-        true
-    }
-}
-
-/// Routes a call's progress while it lives.
-struct ProgressRoute<'a> {
-    routes: &'a ProgressRoutes,
-    token: String,
-}
-
-impl Drop for ProgressRoute<'_> {
-    fn drop(&mut self) {
-        self.routes
-            .0
-            .lock()
-            .expect("progress lock")
-            .live
-            .remove(&self.token);
-    }
-}
-
-/// One MCP progress notice as a tool progress report: the server's
-/// message, else "3 of 5"; a fraction when the total is known.
-fn tool_progress(params: &ProgressNotificationParam) -> ToolProgress {
-    let message = params
-        .message
-        .clone()
-        .unwrap_or_else(|| match params.total {
-            Some(total) => format!("{} of {total}", params.progress),
-            None => params.progress.to_string(),
-        });
-    let progress = ToolProgress::new(message);
-    match params.total {
-        Some(total) if total > 0.0 => progress.with_fraction((params.progress / total) as f32),
-        _ => progress,
-    }
 }
 
 /// What the host set on the manager for servers' requests to the client,
@@ -190,16 +90,9 @@ impl ClientHandler for Handler {
         self.tools_changed.notify_one();
     }
 
-    async fn on_progress(
-        &self,
-        params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        let token = params.progress_token.0.to_string();
-        if !self.progress.deliver(token.clone(), tool_progress(&params)) {
-            tracing::debug!(server = %self.server, %token, "progress before (or after) its call's route");
-        }
-    }
+    // Progress notices are routed where the transport reads them
+    // (`progress::InOrder`), not here: rmcp runs this handler on a task of
+    // its own, which may come after the call's answer.
 
     // Deprecated in rmcp (SEP-2577); servers of the revisions we speak
     // still send it.
@@ -396,7 +289,6 @@ impl Connection {
             server: server.to_owned(),
             tools_changed: tools_changed.clone(),
             hooks,
-            progress: progress.clone(),
             askers: askers.clone(),
         };
         let garbled = std::sync::Arc::new(Garbled::default());
@@ -415,7 +307,10 @@ impl Connection {
                     config.connect_timeout,
                     serve_client(
                         handler,
-                        StdioLines::new(spawned.stdout, spawned.stdin, garbled.clone()),
+                        InOrder::new(
+                            StdioLines::new(spawned.stdout, spawned.stdin, garbled.clone()),
+                            progress.clone(),
+                        ),
                     ),
                 )
                 .await;
@@ -439,11 +334,14 @@ impl Connection {
             }
             McpTransport::Http(http) => {
                 agentkit_http::install_tls_provider();
-                let transport = StreamableHttpClientTransport::from_config(http_config(
-                    server,
-                    http,
-                    credentials,
-                )?);
+                let transport = InOrder::new(
+                    StreamableHttpClientTransport::from_config(http_config(
+                        server,
+                        http,
+                        credentials,
+                    )?),
+                    progress.clone(),
+                );
                 let started =
                     tokio::time::timeout(config.connect_timeout, serve_client(handler, transport))
                         .await;
@@ -844,53 +742,5 @@ fn classify(err: ServiceError) -> CallError {
         ServiceError::TransportClosed => CallError::Lost,
         ServiceError::TransportSend(error) => CallError::Broken(crate::plain::describe(&error)),
         other => CallError::Protocol(crate::plain::describe(&other)),
-    }
-}
-
-#[cfg(test)]
-mod progress_tests {
-    use super::*;
-    use std::sync::{Arc, Mutex};
-
-    fn collecting() -> (ProgressSink, Arc<Mutex<Vec<String>>>) {
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let sink = {
-            let seen = seen.clone();
-            ProgressSink::new(move |p: ToolProgress| seen.lock().unwrap().push(p.message))
-        };
-        (sink, seen)
-    }
-
-    #[test]
-    fn notices_before_the_route_reach_the_call_in_order() {
-        let routes = ProgressRoutes::default();
-        assert!(!routes.deliver("7".into(), ToolProgress::new("1 of 3")));
-        assert!(!routes.deliver("8".into(), ToolProgress::new("other call")));
-        assert!(!routes.deliver("7".into(), ToolProgress::new("2 of 3")));
-        let (sink, seen) = collecting();
-        let route = routes.route("7".into(), &sink);
-        assert!(routes.deliver("7".into(), ToolProgress::new("3 of 3")));
-        assert_eq!(*seen.lock().unwrap(), ["1 of 3", "2 of 3", "3 of 3"]);
-        drop(route);
-        // After the call, its notices no longer reach it; the other
-        // token's early notice is still held for its own call.
-        assert!(!routes.deliver("7".into(), ToolProgress::new("late")));
-        assert_eq!(seen.lock().unwrap().len(), 3);
-        let (other, heard) = collecting();
-        let _other = routes.route("8".into(), &other);
-        assert_eq!(*heard.lock().unwrap(), ["other call"]);
-    }
-
-    #[test]
-    fn early_notices_are_bounded() {
-        let routes = ProgressRoutes::default();
-        for n in 0..EARLY_NOTICES + 10 {
-            routes.deliver("9".into(), ToolProgress::new(n.to_string()));
-        }
-        let (sink, seen) = collecting();
-        let _route = routes.route("9".into(), &sink);
-        let seen = seen.lock().unwrap();
-        assert_eq!(seen.len(), EARLY_NOTICES);
-        assert_eq!(seen[0], "10", "the oldest were dropped");
     }
 }

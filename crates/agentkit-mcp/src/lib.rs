@@ -104,6 +104,7 @@ mod naming;
 mod oauth;
 mod plain;
 mod process;
+mod progress;
 mod protocol;
 mod resource_tools;
 mod roots;
