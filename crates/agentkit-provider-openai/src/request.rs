@@ -27,6 +27,7 @@ use agentkit_loop::{
 use agentkit_tools_core::{SchemaDialect, ToolSpec, normalize_for};
 use serde_json::{Map, Value, json};
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// Builds the JSON body for one streamed turn, encoding only the items
@@ -51,8 +52,10 @@ pub(crate) fn request_body(
     )
 }
 
-/// The most tool encodings an adapter keeps (the oldest goes first).
-const MAX_TOOL_ENCODINGS: usize = 256;
+/// The most tool encodings an adapter keeps (the oldest goes first): room
+/// for a host whose sessions offer hundreds of MCP tools, at about a
+/// kilobyte each.
+const MAX_TOOL_ENCODINGS: usize = 1024;
 
 /// Each tool's entry of the `tools` array as JSON, shared by an adapter's
 /// sessions.
@@ -60,21 +63,57 @@ const MAX_TOOL_ENCODINGS: usize = 256;
 /// Encoding a tool (its schema normalized for OpenAI, then serialized) cost
 /// about 17,000 instructions per tool and request, a sixth of a small
 /// request's client-side cost, and gives the same bytes every time: every
-/// session of a host offers the same few tools. Kept per spec, found by
-/// pointer first and then by what the encoding reads (name, description,
-/// input schema), so sessions that each build their own tool registry
-/// share them too. A spec is immutable behind its `Arc`, so an entry never
+/// session of a host offers the same few tools. Kept per spec and found
+/// through the tool's name, then by pointer or by what the encoding reads
+/// (description and input schema), so sessions that each build their own
+/// tool registry share them too; a lookup costs the same with 5 tools kept
+/// as with 1,000. A spec is immutable behind its `Arc`, so an entry never
 /// goes stale. (With serde_json's `preserve_order`, `Value` equality ignores
 /// member order, so schemas that differ only in it share the first one's
 /// bytes: the same JSON.)
 pub(crate) struct ToolEncodings {
     /// A tool's entry as the API takes it.
     encode: fn(&ToolSpec) -> Value,
-    entries: std::sync::Mutex<Vec<ToolEncoding>>,
+    entries: std::sync::Mutex<Entries>,
 }
 
 /// A spec and its entry of the `tools` array.
 type ToolEncoding = (Arc<ToolSpec>, Arc<[u8]>);
+
+/// The kept encodings: by tool name (specs of one name rarely differ, so a
+/// name's list is short), and the order they came in, for eviction.
+#[derive(Default)]
+struct Entries {
+    by_name: HashMap<String, Vec<ToolEncoding>, foldhash::fast::RandomState>,
+    oldest_first: std::collections::VecDeque<Arc<ToolSpec>>,
+}
+
+impl Entries {
+    fn find(&self, spec: &Arc<ToolSpec>) -> Option<Arc<[u8]>> {
+        self.by_name
+            .get(spec.name.as_str())?
+            .iter()
+            .find(|(known, _)| Arc::ptr_eq(known, spec) || same_encoding(known, spec))
+            .map(|(_, bytes)| bytes.clone())
+    }
+
+    fn insert(&mut self, spec: &Arc<ToolSpec>, bytes: Arc<[u8]>) {
+        if self.oldest_first.len() >= MAX_TOOL_ENCODINGS
+            && let Some(oldest) = self.oldest_first.pop_front()
+            && let Some(named) = self.by_name.get_mut(oldest.name.as_str())
+        {
+            named.retain(|(known, _)| !Arc::ptr_eq(known, &oldest));
+            if named.is_empty() {
+                self.by_name.remove(oldest.name.as_str());
+            }
+        }
+        self.oldest_first.push_back(spec.clone());
+        self.by_name
+            .entry(spec.name.clone())
+            .or_default()
+            .push((spec.clone(), bytes));
+    }
+}
 
 impl ToolEncodings {
     /// Encodings of Chat Completions tool entries.
@@ -110,29 +149,40 @@ impl ToolEncodings {
     /// `spec`'s entry of the `tools` array, encoded once.
     pub(crate) fn encoded(&self, spec: &Arc<ToolSpec>) -> Arc<[u8]> {
         let lock = || self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        let known = lock()
-            .iter()
-            .find(|(known, _)| Arc::ptr_eq(known, spec) || same_encoding(known, spec))
-            .map(|(_, bytes)| bytes.clone());
-        if let Some(bytes) = known {
+        if let Some(bytes) = lock().find(spec) {
             return bytes;
         }
+        // Encoded outside the lock; two sessions racing on a new tool both
+        // encode it, and the second keeps the first's bytes.
         // Serializing a `Value` cannot fail: its keys are strings.
         let bytes: Arc<[u8]> = serde_json::to_vec(&(self.encode)(spec))
             .unwrap_or_default()
             .into();
         let mut entries = lock();
-        if entries.len() >= MAX_TOOL_ENCODINGS {
-            entries.remove(0);
+        if let Some(known) = entries.find(spec) {
+            return known;
         }
-        entries.push((spec.clone(), bytes.clone()));
+        entries.insert(spec, bytes.clone());
         bytes
     }
 
     /// How many encodings are kept.
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
-        self.entries.lock().unwrap().len()
+        self.entries.lock().unwrap().oldest_first.len()
+    }
+
+    /// Whether `spec` itself (not an equal one) is kept.
+    #[cfg(test)]
+    fn holds(&self, spec: &Arc<ToolSpec>) -> bool {
+        let entries = self.entries.lock().unwrap();
+        entries
+            .oldest_first
+            .iter()
+            .any(|known| Arc::ptr_eq(known, spec))
+            && entries.by_name[spec.name.as_str()]
+                .iter()
+                .any(|(known, _)| Arc::ptr_eq(known, spec))
     }
 }
 
@@ -764,14 +814,42 @@ mod tool_encodings {
             tools.encoded(&Arc::new(spec(&format!("t_{n}"), "x")));
         }
         assert_eq!(tools.len(), MAX_TOOL_ENCODINGS);
-        assert!(
-            !tools
-                .entries
-                .lock()
-                .unwrap()
-                .iter()
-                .any(|(known, _)| Arc::ptr_eq(known, &first))
+        assert!(!tools.holds(&first));
+        assert_eq!(
+            tools.entries.lock().unwrap().by_name.len(),
+            MAX_TOOL_ENCODINGS,
+            "the evicted name's list went with it"
         );
+        // The first one comes back encoded anew, and the next oldest goes.
+        let again = tools.encoded(&first);
+        assert_eq!(
+            serde_json::from_slice::<Value>(&again).unwrap()["function"]["name"],
+            "t_0"
+        );
+        assert!(tools.holds(&first));
+        assert_eq!(tools.len(), MAX_TOOL_ENCODINGS);
+    }
+
+    #[test]
+    fn specs_of_one_name_are_told_apart_and_evicted_one_by_one() {
+        let tools = ToolEncodings::chat();
+        let one = Arc::new(spec("read", "Reads a file."));
+        let other = Arc::new(spec("read", "Reads a URL."));
+        let a = tools.encoded(&one);
+        let b = tools.encoded(&other);
+        assert!(!Arc::ptr_eq(&a, &b));
+        assert!(
+            Arc::ptr_eq(&a, &tools.encoded(&one)),
+            "found again by pointer"
+        );
+        assert_eq!(tools.len(), 2);
+        for n in 0..MAX_TOOL_ENCODINGS - 1 {
+            tools.encoded(&Arc::new(spec(&format!("t_{n}"), "x")));
+        }
+        // `one` was the oldest: it went, `other` (same name) stayed.
+        assert!(!tools.holds(&one));
+        assert!(tools.holds(&other));
+        assert!(Arc::ptr_eq(&b, &tools.encoded(&other)));
     }
 }
 
