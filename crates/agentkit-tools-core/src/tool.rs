@@ -351,6 +351,14 @@ pub trait Tool: Send + Sync {
     /// The permissions a call with this input would need. The executor checks
     /// them all before running anything, and one approval covers them all.
     /// The default asks for nothing.
+    ///
+    /// The answer may depend on the world as well as on `input`: the file
+    /// tools resolve the path a call names (following symlinks) and propose
+    /// the resolved path. So the executor asks again when the call starts,
+    /// after the round's earlier calls ran, and checks that answer: a
+    /// symlink swapped between the model's request and the call is judged
+    /// by where it points when the call runs. Keep this method cheap and
+    /// free of effects: the loop asks it at least twice per call.
     fn proposed_requests(&self, input: &Value) -> Result<Vec<PermissionRequest>, ToolError> {
         let _ = input;
         Ok(Vec::new())
