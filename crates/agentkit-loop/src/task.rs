@@ -37,7 +37,10 @@ pub struct ToolJob {
 
 impl ToolJob {
     /// The executor's own future for this call, for a manager that
-    /// [`runs_inline`](TaskManager::runs_inline).
+    /// [`runs_inline`](TaskManager::runs_inline). Inlined where the job is
+    /// made, so its parts go to the executor without another copy of the
+    /// job.
+    #[inline]
     pub(crate) fn execute_shared(self) -> agentkit_tools_core::ExecuteFuture {
         self.executor
             .execute_shared(self.request, self.ctx, self.approval, self.validated)

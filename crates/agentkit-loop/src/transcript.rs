@@ -29,13 +29,18 @@ pub(crate) type CallIds = HashSet<ToolCallId, foldhash::fast::RandomState>;
 struct Log {
     prefix: Option<Arc<Vec<Item>>>,
     own: RwLock<Vec<Item>>,
+    /// A driver's log ([`TranscriptLog`]): only the driver appends to it,
+    /// so it can keep the length itself; [`TranscriptView::appended`] on a
+    /// view of it starts a new log.
+    driven: bool,
 }
 
 impl Log {
-    fn new(prefix: Option<Arc<Vec<Item>>>, own: Vec<Item>) -> Arc<Self> {
+    fn new(prefix: Option<Arc<Vec<Item>>>, own: Vec<Item>, driven: bool) -> Arc<Self> {
         Arc::new(Self {
             prefix,
             own: RwLock::new(own),
+            driven,
         })
     }
 
@@ -45,10 +50,6 @@ impl Log {
 
     fn read(&self) -> RwLockReadGuard<'_, Vec<Item>> {
         self.own.read().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn len(&self) -> usize {
-        self.prefix().len() + self.read().len()
     }
 }
 
@@ -64,7 +65,7 @@ impl TranscriptView {
     pub fn from_items(items: Vec<Item>) -> Self {
         let len = items.len();
         Self {
-            log: Log::new(None, items),
+            log: Log::new(None, items, false),
             len,
         }
     }
@@ -102,25 +103,33 @@ impl TranscriptView {
     /// items; this view itself still sees only its own prefix. Otherwise a
     /// new log is made: it shares the frozen starting transcript this view
     /// begins with (if any) and copies only the items after it.
+    ///
+    /// A view a driver handed out ([`LoopDriver::transcript`](crate::LoopDriver::transcript),
+    /// a model request's transcript) never grows the driver's log, which
+    /// only the driver appends to: it is copied into a new log as an older
+    /// view is.
     pub fn appended(&self, items: impl IntoIterator<Item = Item>) -> TranscriptView {
         let prefix = self.log.prefix().len();
-        let mut own = self.log.own.write().unwrap_or_else(|e| e.into_inner());
-        if prefix + own.len() == self.len {
-            own.extend(items);
-            let len = prefix + own.len();
-            drop(own);
-            return Self {
-                log: self.log.clone(),
-                len,
-            };
+        if !self.log.driven {
+            let mut own = self.log.own.write().unwrap_or_else(|e| e.into_inner());
+            if prefix + own.len() == self.len {
+                own.extend(items);
+                let len = prefix + own.len();
+                drop(own);
+                return Self {
+                    log: self.log.clone(),
+                    len,
+                };
+            }
         }
+        let own = self.log.read();
         if self.len >= prefix {
             let mut copy = own[..self.len - prefix].to_vec();
             drop(own);
             copy.extend(items);
             let len = prefix + copy.len();
             return Self {
-                log: Log::new(self.log.prefix.clone(), copy),
+                log: Log::new(self.log.prefix.clone(), copy, false),
                 len,
             };
         }
@@ -454,19 +463,29 @@ impl ItemIds {
     }
 }
 
-/// The driver's side: the log it appends to.
-#[derive(Default)]
+/// The driver's side: the log it appends to, the only writer of it (views
+/// of it never grow it in place), so it keeps the length itself rather
+/// than read it under the log's lock.
 pub(crate) struct TranscriptLog {
     log: Arc<Log>,
+    /// How many items the log holds, its prefix included.
+    len: usize,
     /// The starting transcript's call ids, while the log begins with it
     /// (until a mutator replaces the history).
     start: Option<Arc<StartingCalls>>,
 }
 
+impl Default for TranscriptLog {
+    fn default() -> Self {
+        Self::new(Vec::new())
+    }
+}
+
 impl TranscriptLog {
     pub(crate) fn new(items: Vec<Item>) -> Self {
         Self {
-            log: Log::new(None, items),
+            len: items.len(),
+            log: Log::new(None, items, true),
             start: None,
         }
     }
@@ -475,27 +494,32 @@ impl TranscriptLog {
     /// own items after it.
     pub(crate) fn starting_from(start: &StartingTranscript) -> Self {
         Self {
-            log: Log::new(Some(start.items.clone()), Vec::new()),
+            len: start.items.len(),
+            log: Log::new(Some(start.items.clone()), Vec::new(), true),
             start: Some(start.calls.clone()),
         }
     }
 
     /// Appends `item`; returns its index.
     pub(crate) fn push(&mut self, item: Item) -> usize {
-        let prefix = self.log.prefix().len();
-        let mut own = self.log.own.write().unwrap_or_else(|e| e.into_inner());
-        own.push(item);
-        prefix + own.len() - 1
+        self.log
+            .own
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(item);
+        let index = self.len;
+        self.len += 1;
+        index
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.log.len()
+        self.len
     }
 
     pub(crate) fn view(&self) -> TranscriptView {
         TranscriptView {
             log: self.log.clone(),
-            len: self.len(),
+            len: self.len,
         }
     }
 
@@ -505,7 +529,8 @@ impl TranscriptLog {
 
     /// Replaces the whole history; views handed out earlier keep the old one.
     pub(crate) fn replace(&mut self, items: Vec<Item>) {
-        self.log = Log::new(None, with_headroom(items));
+        self.len = items.len();
+        self.log = Log::new(None, with_headroom(items), true);
         self.start = None;
     }
 
@@ -652,30 +677,33 @@ mod tests {
             log.with(|items| std::ptr::eq(items.as_slices().0.as_ptr(), start.items.as_ptr()))
         };
         assert!(shared(&a) && shared(&b), "starting copies nothing");
-        // Growing a view of one session must not reach other sessions.
+        // Growing a view of one session reaches neither that session's
+        // log (only its driver appends to it) nor other sessions.
         let grown = before.appended([Item::user("x")]);
         assert!(
-            grown.shares_log_with(&before),
-            "the newest view grows its log"
+            !grown.shares_log_with(&before),
+            "a view of a driver's log never grows it"
         );
         assert_eq!(b.view().len(), 1);
+        assert_eq!(a.view().len(), 1);
         a.push(Item::user("a"));
         assert!(shared(&a), "appending copies nothing either");
         let system = Item::system("s").with_id("s");
-        assert_eq!(a.view().len(), 3);
-        assert_eq!(
-            a.to_vec(),
-            vec![system.clone(), Item::user("x"), Item::user("a")]
-        );
+        assert_eq!(a.view().len(), 2);
+        assert_eq!(a.to_vec(), vec![system.clone(), Item::user("a")]);
         assert_eq!(b.to_vec(), vec![system.clone()], "b keeps the start");
         assert_eq!(before.len(), 1);
-        // An older view of the grown log copies only the session's own
-        // items and still shares the prefix.
-        let branch = grown.appended([Item::user("y")]);
+        assert_eq!(grown.to_vec(), vec![system.clone(), Item::user("x")]);
+        // The grown view's log is its own: its newest view grows it in
+        // place, an older one copies only the session's own items and
+        // still shares the prefix.
+        let longer = grown.appended([Item::user("y")]);
+        assert!(longer.shares_log_with(&grown));
+        let branch = grown.appended([Item::user("z")]);
         assert!(!branch.shares_log_with(&grown));
         assert_eq!(
             branch.to_vec(),
-            vec![system.clone(), Item::user("x"), Item::user("y")]
+            vec![system.clone(), Item::user("x"), Item::user("z")]
         );
         let guard = branch.read();
         let (prefix, own) = guard.items().as_slices();
@@ -691,6 +719,30 @@ mod tests {
             empty.appended([Item::user("z")]).to_vec(),
             vec![Item::user("z")]
         );
+    }
+
+    #[test]
+    fn a_driver_view_never_grows_the_driver_log() {
+        let mut log = TranscriptLog::new(vec![Item::user("a")]);
+        let newest = log.view();
+        let grown = newest.appended([Item::assistant("not the driver's")]);
+        assert!(!grown.shares_log_with(&newest));
+        assert_eq!(
+            grown.to_vec(),
+            vec![Item::user("a"), Item::assistant("not the driver's")]
+        );
+        assert_eq!(log.len(), 1, "the driver's length is still right");
+        assert_eq!(log.push(Item::assistant("b")), 1, "and so is the index");
+        assert_eq!(log.to_vec(), vec![Item::user("a"), Item::assistant("b")]);
+        assert_eq!(log.view().len(), 2);
+        assert!(log.view().shares_log_with(&newest), "views share the log");
+        // After a rewrite the new log is the driver's alone too.
+        log.replace(vec![Item::user("compacted")]);
+        assert_eq!(log.len(), 1);
+        let rewritten = log.view();
+        let _ = rewritten.appended([Item::user("x")]);
+        assert_eq!(log.push(Item::user("y")), 1);
+        assert_eq!(log.to_vec(), vec![Item::user("compacted"), Item::user("y")]);
     }
 
     #[test]

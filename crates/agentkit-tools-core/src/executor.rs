@@ -40,6 +40,18 @@ pub trait ToolExecutor: Send + Sync {
     /// The current tool catalog; re-read at every model call.
     fn catalog(&self) -> Result<Arc<ResolvedCatalog>, CatalogError>;
 
+    /// `true` when `catalog` is still the current one: what
+    /// [`catalog`](Self::catalog) would return now. A caller that kept the
+    /// last catalog (an agent loop, at every model call) asks this instead
+    /// of fetching the catalog to compare it. Default: fetches the catalog
+    /// and compares the pointers; the [`BasicToolExecutor`] compares
+    /// without taking a reference (a pointer compare for a federation of
+    /// frozen sources).
+    fn is_current(&self, catalog: &Arc<ResolvedCatalog>) -> bool {
+        self.catalog()
+            .is_ok_and(|current| Arc::ptr_eq(&current, catalog))
+    }
+
     /// The specs of the current catalog (empty if it cannot be built).
     fn specs(&self) -> Vec<Arc<ToolSpec>> {
         self.catalog()
@@ -324,6 +336,10 @@ fn distinct<'a>(items: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
 impl ToolExecutor for BasicToolExecutor {
     fn catalog(&self) -> Result<Arc<ResolvedCatalog>, CatalogError> {
         self.federation.resolve()
+    }
+
+    fn is_current(&self, catalog: &Arc<ResolvedCatalog>) -> bool {
+        self.federation.is_current(catalog)
     }
 
     fn preflight(&self, request: &ToolRequest) -> Preflight {

@@ -585,3 +585,29 @@ fn preflight_of(
     assert_eq!(preflight, Preflight::Ready);
     found.expect("a ready call names its tool")
 }
+
+#[test]
+fn a_kept_catalog_is_current_until_a_source_changes() {
+    // The basic executor asks its federation; the trait's default (the
+    // forwarding executor) fetches the catalog and compares: both agree.
+    for forwarding in [false, true] {
+        let (writer, reader) = agentkit_tools_core::dynamic_catalog("plugins");
+        let basic = BasicToolExecutor::new(
+            ToolFederation::new()
+                .with_source(ToolRegistry::new().with(Probe::new("echo")))
+                .with_source(reader),
+        );
+        let executor: Arc<dyn ToolExecutor> = if forwarding {
+            Arc::new(Forwarding(basic))
+        } else {
+            Arc::new(basic)
+        };
+        let kept = executor.catalog().unwrap();
+        assert!(executor.is_current(&kept), "forwarding: {forwarding}");
+        writer.add(Arc::new(Probe::new("plugged"))).unwrap();
+        assert!(!executor.is_current(&kept), "forwarding: {forwarding}");
+        let now = executor.catalog().unwrap();
+        assert!(now.get("plugged").is_some());
+        assert!(executor.is_current(&now), "forwarding: {forwarding}");
+    }
+}

@@ -602,17 +602,12 @@ impl<S: ModelSession> LoopDriver<S> {
                     Action::Preflight(indices) => self.preflight(indices),
                     Action::StartTool(call) => {
                         let then_await = call.then_await;
-                        match self.start_call(call) {
+                        if self.start_call(call, running) && then_await {
                             // A foreground call: no input since the start,
                             // so the core would only say wait.
-                            Some(call @ RunningCall::Managed { .. }) if then_await => {
-                                running.push(call, &mut self.salvage);
-                                break Action::AwaitTools {
-                                    wake_on_urgent: self.core.settings.parallel > 1,
-                                };
-                            }
-                            Some(call) => running.push(call, &mut self.salvage),
-                            None => {}
+                            break Action::AwaitTools {
+                                wake_on_urgent: self.core.settings.parallel > 1,
+                            };
                         }
                         self.core.poll()
                     }

@@ -25,30 +25,35 @@ impl<S: ModelSession> LoopDriver<S> {
         // The configuration asked once for the call.
         let shared = self.config.shared();
         let (output_schema, record_content) = (shared.output_schema.clone(), shared.record_content);
-        let catalog = match catalog(shared.executor.as_ref()) {
-            Ok(catalog) => catalog,
-            Err(err) => {
-                self.core.on_model_failed(false, err.to_string());
-                return Err(err);
+        // The usual catalog is the one the last call had: asked without
+        // fetching it.
+        let last =
+            (self.last_catalog.as_ref()).filter(|last| is_current(shared.executor.as_ref(), last));
+        let tools = match last {
+            Some(last) => last.shared_specs(),
+            None => {
+                let catalog = match catalog(shared.executor.as_ref()) {
+                    Ok(catalog) => catalog,
+                    Err(err) => {
+                        self.core.on_model_failed(false, err.to_string());
+                        return Err(err);
+                    }
+                };
+                if let Some(previous) = &self.last_catalog
+                    && !std::sync::Arc::ptr_eq(previous, &catalog)
+                    && previous.generation != catalog.generation
+                {
+                    let change = catalog.diff_from(previous, "agent");
+                    if !change.is_empty() {
+                        self.core.on_catalog_changed(change);
+                        self.dispatch();
+                    }
+                }
+                let tools = catalog.shared_specs();
+                self.last_catalog = Some(catalog);
+                tools
             }
         };
-        // The usual catalog is the one the last call had.
-        let known = self
-            .last_catalog
-            .as_ref()
-            .is_some_and(|previous| std::sync::Arc::ptr_eq(previous, &catalog));
-        if !known {
-            if let Some(previous) = &self.last_catalog
-                && previous.generation != catalog.generation
-            {
-                let change = catalog.diff_from(previous, "agent");
-                if !change.is_empty() {
-                    self.core.on_catalog_changed(change);
-                    self.dispatch();
-                }
-            }
-            self.last_catalog = Some(catalog.clone());
-        }
         if cfg!(debug_assertions) {
             self.core
                 .log
@@ -63,8 +68,6 @@ impl<S: ModelSession> LoopDriver<S> {
             gen_ai.usage.output_tokens = tracing::field::Empty,
             gen_ai.output.messages = tracing::field::Empty,
         );
-        let tools = catalog.shared_specs();
-        drop(catalog);
         let cancellation = self.turn_cancellation();
         let streamed = if span.is_disabled() {
             self.stream(call, tools, output_schema, cancellation).await
@@ -264,6 +267,16 @@ impl<S: ModelSession> LoopDriver<S> {
         }
         self.core.poll()
     }
+}
+
+/// `true` when `last` is still the executor's catalog; a panicking check
+/// says no (the catalog is then fetched, and its panic reported).
+#[inline]
+fn is_current(
+    executor: &dyn agentkit_tools_core::ToolExecutor,
+    last: &std::sync::Arc<agentkit_tools_core::ResolvedCatalog>,
+) -> bool {
+    std::panic::catch_unwind(AssertUnwindSafe(|| executor.is_current(last))).unwrap_or(false)
 }
 
 /// The tool catalog; a panicking tool source or `spec` is caught.

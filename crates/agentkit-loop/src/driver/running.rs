@@ -177,6 +177,8 @@ impl Running {
 
     /// Runs `call` beside the others; a dropped `next()` leaves what
     /// finished in `salvage` (the driver's, made with its first call).
+    /// Inlined where the call is made, so it is not copied on the way in.
+    #[inline]
     pub(crate) fn push(&mut self, call: RunningCall, salvage: &mut Option<Salvage>) {
         if self.salvage.is_none() {
             self.salvage = Some(salvage.get_or_insert_with(Arc::default).clone());

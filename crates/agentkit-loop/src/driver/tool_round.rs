@@ -20,9 +20,12 @@ use std::time::{Duration, Instant};
 use tracing::Instrument;
 
 impl<S: ModelSession> LoopDriver<S> {
-    /// Hands a call of the round to the task manager; returns its future,
-    /// unless it runs in the background (the core answered it already).
-    pub(super) fn start_call(&mut self, start: StartCall) -> Option<RunningCall> {
+    /// Hands a call of the round to the task manager and puts its future
+    /// into `running`, unless it runs in the background (the core answered
+    /// it already). `true` when it is a foreground call. The future goes
+    /// straight into the running set rather than through a return value:
+    /// it is the executor's whole future, and each hop was a copy.
+    pub(super) fn start_call(&mut self, start: StartCall, running: &mut Running) -> bool {
         let StartCall {
             index,
             turn_id,
@@ -99,7 +102,7 @@ impl<S: ModelSession> LoopDriver<S> {
                 let task_id = info.task_id.clone();
                 spawn_task(tasks, manager, job, task_id.clone(), cancellation, span);
                 self.core.on_routed(index, Routed::Background { task_id });
-                None
+                false
             }
             TaskRouting::DetachAfter(wait) => {
                 // The round waits for the outcome until the core's timer
@@ -126,7 +129,7 @@ impl<S: ModelSession> LoopDriver<S> {
                         now,
                     },
                 );
-                Some(RunningCall::Other(
+                let wait = RunningCall::Other(
                     async move {
                         let _guard = AbandonOnDrop { tasks, task_id };
                         // A detached task drops its sender: the core, which
@@ -137,7 +140,9 @@ impl<S: ModelSession> LoopDriver<S> {
                         (index, call_id, outcome)
                     }
                     .boxed(),
-                ))
+                );
+                running.push(wait, &mut self.salvage);
+                false
             }
             _ => {
                 let run = if manager.runs_inline() {
@@ -145,12 +150,16 @@ impl<S: ModelSession> LoopDriver<S> {
                 } else {
                     CallRun::Managed(manager.run_shared(job))
                 };
-                Some(RunningCall::Managed {
-                    index,
-                    call_id,
-                    run: run.in_span(span),
-                    record_content,
-                })
+                running.push(
+                    RunningCall::Managed {
+                        index,
+                        call_id,
+                        run: run.in_span(span),
+                        record_content,
+                    },
+                    &mut self.salvage,
+                );
+                true
             }
         }
     }

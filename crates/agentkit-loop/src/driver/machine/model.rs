@@ -28,7 +28,7 @@ impl DriverCore {
                 Step::ModelCallDue(due) => due,
                 _ => DueCall::default(),
             };
-            let (folder, calls) = std::mem::take(&mut turn.spare_stream);
+            let (folder, calls) = turn.spare_stream.take().unwrap_or_default();
             turn.call_usage = Usage::default();
             turn.step.set(Step::Streaming(Stream {
                 folder,
@@ -148,22 +148,23 @@ impl DriverCore {
             finish_reason: finish_reason.clone(),
             metadata: metadata.clone(),
         });
-        let Some(stream) = self.take_stream() else {
+        // The parts are taken in place: the stream is not moved out of the
+        // step (112 bytes) to be taken apart.
+        let Some(Step::Streaming(stream)) = self.turn_mut().map(|turn| &mut turn.step) else {
             return Ok(());
         };
-        let Stream {
-            mut folder,
-            calls,
-            due,
-            one_off_cache,
-        } = stream;
-        let parts = match folder.take_parts(calls.len()) {
+        let parts = match stream.folder.take_parts(stream.calls.len()) {
             Ok(parts) => parts,
             Err(err) => {
-                self.restore_due(due, one_off_cache);
+                self.fail_stream();
                 return Err(format!("malformed delta stream: {err}"));
             }
         };
+        // What the stream owns is moved out: it is left owning nothing, so
+        // the step it is in can be forgotten rather than dropped below.
+        let folder = std::mem::take(&mut stream.folder);
+        let calls = std::mem::take(&mut stream.calls);
+        drop(stream.one_off_cache.take());
         let mut calls = self.unique_call_ids(calls);
         let usage = self.take_call_usage();
         let reported = usage.tokens.input_tokens + usage.tokens.output_tokens > 0;
@@ -186,7 +187,7 @@ impl DriverCore {
             call: call.clone(),
             state: CallState::Unchecked,
         }));
-        turn.step.set(if has_calls {
+        let next = if has_calls {
             Step::ToolRound(Round {
                 calls: round,
                 ..Round::default()
@@ -197,10 +198,17 @@ impl DriverCore {
                 finish_reason,
                 delivered: false,
             }
-        });
+        };
+        // The step is the emptied stream (its folder, calls and cache were
+        // taken above): forgetting it is dropping it, without the call to
+        // the drop glue of `Step`.
+        debug_assert!(matches!(turn.step, Step::Streaming(_)));
+        std::mem::forget(std::mem::replace(&mut turn.step, next));
         let item = assistant_item(parts, &mut calls, metadata, finish);
         if let Some(turn) = self.turn_mut() {
-            turn.spare_stream = (folder, calls);
+            // Empty while a call streams (taken when it began): handed back
+            // without dropping an empty pair.
+            turn.spare_stream.get_or_insert((folder, calls));
         }
         if let Some(item) = item {
             self.push_item(item, true);

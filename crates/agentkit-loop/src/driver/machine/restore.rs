@@ -120,7 +120,7 @@ impl DriverCore {
                     number: 1,
                     step,
                     spare_round: Vec::new(),
-                    spare_stream: Default::default(),
+                    spare_stream: None,
                 },
                 // Version 1 did not record the turn.
                 None => Turn {
@@ -133,7 +133,7 @@ impl DriverCore {
                     number: 1,
                     step,
                     spare_round: Vec::new(),
-                    spare_stream: Default::default(),
+                    spare_stream: None,
                 },
             };
             Phase::InTurn(Box::new(turn))

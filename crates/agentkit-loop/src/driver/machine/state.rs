@@ -72,8 +72,10 @@ pub(crate) struct Turn {
     /// The last round's vector, cleared: the rounds of a turn reuse it.
     pub(crate) spare_round: Vec<RoundCall>,
     /// The last stream's folder and call vector, emptied: the model calls
-    /// of a turn reuse their room.
-    pub(crate) spare_stream: (DeltaFolder, Vec<ToolCallPart>),
+    /// of a turn reuse their room. Taken when a call begins, so it is
+    /// `None` while one streams and is handed back without dropping
+    /// anything.
+    pub(crate) spare_stream: Option<(DeltaFolder, Vec<ToolCallPart>)>,
 }
 
 /// Where a turn in progress stands.

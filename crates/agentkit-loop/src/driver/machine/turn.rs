@@ -22,7 +22,7 @@ impl DriverCore {
             number: self.user_turns,
             step: Step::ModelCallDue(DueCall::default()),
             spare_round: Vec::new(),
-            spare_stream: Default::default(),
+            spare_stream: None,
         }));
     }
 
