@@ -302,6 +302,30 @@ impl EncodedTranscript {
         self.blocks_of_items(items).map(|index| self.block(index))
     }
 
+    /// The bytes of the blocks in `blocks` (block indexes), joined by
+    /// commas as a JSON array's elements: one slice of the buffer, for a
+    /// writer that lays blocks out itself and copies runs of them at once.
+    ///
+    /// ```
+    /// use agentkit_core::Item;
+    /// use agentkit_loop::{EncodedTranscript, TranscriptView};
+    ///
+    /// let mut encoded = EncodedTranscript::new();
+    /// let encode = |item: &Item, out: &mut agentkit_loop::BlockWriter<'_>| {
+    ///     out.block(0, |buf| buf.extend_from_slice(item.text_content().as_bytes()));
+    /// };
+    /// let items = ["1", "2", "3"].map(Item::user).to_vec();
+    /// encoded.sync(&TranscriptView::from_items(items), encode);
+    /// assert_eq!(encoded.run(1..3), b"2,3");
+    /// assert_eq!(encoded.run(1..1), b"");
+    /// ```
+    pub fn run(&self, blocks: Range<usize>) -> &[u8] {
+        if blocks.is_empty() {
+            return &[];
+        }
+        &self.bytes[self.block_start(blocks.start)..self.blocks[blocks.end - 1].end]
+    }
+
     /// Writes the blocks of the items in `items` to `out`, separated by
     /// `separator` (a JSON array's elements: `b","`).
     ///
@@ -309,18 +333,11 @@ impl EncodedTranscript {
     /// slice of the buffer and is copied at once.
     pub fn write_joined(&self, items: Range<usize>, separator: &[u8], out: &mut Vec<u8>) {
         let blocks = self.blocks_of_items(items);
-        if blocks.is_empty() {
-            return;
-        }
-        let (start, end) = (
-            self.block_start(blocks.start),
-            self.blocks[blocks.end - 1].end,
-        );
         if separator == [SEPARATOR] {
-            out.extend_from_slice(&self.bytes[start..end]);
+            out.extend_from_slice(self.run(blocks));
             return;
         }
-        out.reserve(end - start + blocks.len() * separator.len());
+        out.reserve(self.run(blocks.clone()).len() + blocks.len() * separator.len());
         for (n, index) in blocks.enumerate() {
             if n > 0 {
                 out.extend_from_slice(separator);

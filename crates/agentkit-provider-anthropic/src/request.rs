@@ -315,15 +315,28 @@ fn write_body(
             tag::ASSISTANT => br#"{"role":"assistant","content":["#.as_slice(),
             _ => br#"{"role":"user","content":["#.as_slice(),
         });
-        for position in start..message.end {
-            if position > start {
-                body.push(b',');
+        // A message's blocks are usually consecutive in the cache: without
+        // a mark among them they are one run of its buffer, copied at once.
+        let positions = start..message.end;
+        let unmarked = !marked.iter().any(|at| positions.contains(at));
+        let first = layout.blocks[start];
+        let consecutive = layout.blocks[positions.clone()]
+            .iter()
+            .zip(first..)
+            .all(|(&block, expected)| block == expected);
+        if unmarked && consecutive {
+            body.extend_from_slice(encoded.run(first..first + positions.len()));
+        } else {
+            for position in positions {
+                if position > start {
+                    body.push(b',');
+                }
+                write_block(
+                    &mut body,
+                    layout.blocks[position],
+                    marked.contains(&position),
+                );
             }
-            write_block(
-                &mut body,
-                layout.blocks[position],
-                marked.contains(&position),
-            );
         }
         body.extend_from_slice(b"]}");
         start = message.end;

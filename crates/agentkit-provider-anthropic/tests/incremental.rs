@@ -237,3 +237,55 @@ fn a_rewritten_transcript_gives_the_same_body_as_a_fresh_session() {
     assert_eq!(unmarked(after.clone()), unmarked(fresh));
     assert_eq!(after["messages"][2]["content"][0]["content"], "(elided)");
 }
+
+/// `body` with every `,"cache_control":{...}` cut out (a marker is a flat
+/// object).
+fn without_marks(body: &[u8]) -> Vec<u8> {
+    let text = String::from_utf8(body.to_vec()).unwrap();
+    let mut out = String::new();
+    let mut rest = text.as_str();
+    while let Some(at) = rest.find(r#","cache_control":{"#) {
+        out.push_str(&rest[..at]);
+        let close = rest[at..].find('}').unwrap();
+        rest = &rest[at + close + 1..];
+    }
+    out.push_str(rest);
+    out.into_bytes()
+}
+
+#[test]
+fn messages_copied_as_runs_are_the_bytes_written_block_by_block() {
+    // Messages of several blocks (text, thinking, a tool call; a user turn
+    // of an instruction added mid-session and a result), a system prompt.
+    let mut items = vec![Item::system("Be brief."), Item::user("go")];
+    for i in 0..12 {
+        items.extend(round(i));
+        if i == 5 {
+            items.push(Item::text(ItemKind::Developer, "Prefer small diffs."));
+        }
+    }
+    let view = TranscriptView::from_items(items);
+    // Without marks every message is one run of the cache; marked ones are
+    // written block by block with the mark spliced in.
+    let plain =
+        session().request_body(&request(view.clone(), Some(PromptCacheRequest::disabled())));
+    let explicit = PromptCacheRequest::explicit(vec![
+        CacheBreakpoint::Item { index: 3 },
+        CacheBreakpoint::Item { index: 10 },
+        CacheBreakpoint::Item { index: 17 },
+        CacheBreakpoint::LastItem,
+    ]);
+    let marked = session().request_body(&request(view, Some(explicit)));
+    assert_ne!(plain, marked, "marks were placed");
+    assert_eq!(without_marks(&marked), plain);
+    let parsed: Value = serde_json::from_slice(&plain).unwrap();
+    let messages = parsed["messages"].as_array().unwrap();
+    assert!(
+        messages
+            .iter()
+            .filter(|m| m["content"].as_array().unwrap().len() > 1)
+            .count()
+            >= 12,
+        "multi-block messages were written as runs"
+    );
+}
