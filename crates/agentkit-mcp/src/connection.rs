@@ -19,8 +19,9 @@ use crate::error::McpError;
 use crate::events::McpServerEvent;
 use crate::framing::{Garbled, StdioLines, next_violation};
 use crate::http::{http_config, init_challenge, service_challenge};
+use crate::notices::{InOrder, Notices};
 use crate::process::{self, ServerProcess};
-use crate::progress::{InOrder, ProgressRoutes};
+use crate::progress::ProgressRoutes;
 use agentkit_tools_core::ToolContext;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientCapabilities,
@@ -28,7 +29,7 @@ use rmcp::model::{
     FormElicitationCapability, GetPromptRequestParams, GetPromptResponse, Implementation,
     ReadResourceRequestParams, RequestId, ServerResult, UrlElicitationCapability,
 };
-use rmcp::service::{NotificationContext, Peer, RequestContext, RunningService, ServiceError};
+use rmcp::service::{Peer, RequestContext, RunningService, ServiceError};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ClientHandler, RoleClient, serve_client};
 use serde_json::Value;
@@ -47,15 +48,13 @@ const TRANSPORT_CLOSED_MARKER: &str = "io.modelcontextprotocol/transportClosed";
 
 static NEXT_CONNECTION: AtomicU64 = AtomicU64::new(1);
 
-/// Receives the server's notifications. Only the list-changed signal
-/// matters to the manager; it is passed on through a `Notify` because the
-/// handler runs inside rmcp's service loop, where awaiting a request of our
-/// own (the new tool list) would stall the loop that must deliver its
-/// answer.
+/// Answers the server's requests to the client (sampling, elicitation,
+/// roots). Its notifications are handled where the transport reads them,
+/// in the order the server sent them (`notices::InOrder`): rmcp would run
+/// each on a task of its own.
 #[derive(Clone)]
 struct Handler {
     server: String,
-    tools_changed: std::sync::Arc<Notify>,
     hooks: Hooks,
     askers: std::sync::Arc<crate::asking::CallAskers>,
 }
@@ -75,60 +74,7 @@ pub(crate) struct Hooks {
     pub(crate) events: Option<tokio::sync::broadcast::Sender<McpServerEvent>>,
 }
 
-impl Handler {
-    /// Passes a notification on to the host (nobody listening is fine).
-    fn publish(&self, event: McpServerEvent) {
-        if let Some(events) = &self.hooks.events {
-            let _ = events.send(event);
-        }
-    }
-}
-
 impl ClientHandler for Handler {
-    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        tracing::debug!(server = %self.server, "tools/list_changed received");
-        self.tools_changed.notify_one();
-    }
-
-    // Progress notices are routed where the transport reads them
-    // (`progress::InOrder`), not here: rmcp runs this handler on a task of
-    // its own, which may come after the call's answer.
-
-    // Deprecated in rmcp (SEP-2577); servers of the revisions we speak
-    // still send it.
-    #[allow(deprecated)]
-    async fn on_logging_message(
-        &self,
-        params: rmcp::model::LoggingMessageNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        let message = crate::logging::record(&self.server, &params);
-        self.publish(McpServerEvent::Log(message));
-    }
-
-    async fn on_resource_updated(
-        &self,
-        params: rmcp::model::ResourceUpdatedNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        self.publish(McpServerEvent::ResourceUpdated {
-            server: self.server.clone(),
-            uri: params.uri,
-        });
-    }
-
-    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        self.publish(McpServerEvent::ResourcesChanged {
-            server: self.server.clone(),
-        });
-    }
-
-    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        self.publish(McpServerEvent::PromptsChanged {
-            server: self.server.clone(),
-        });
-    }
-
     // Deprecated in rmcp (SEP-2577); see `sampling.rs`.
     #[allow(deprecated)]
     async fn create_message(
@@ -285,9 +231,14 @@ impl Connection {
         let tools_changed = std::sync::Arc::new(Notify::new());
         let progress = std::sync::Arc::new(ProgressRoutes::default());
         let askers = std::sync::Arc::new(crate::asking::CallAskers::default());
+        let notices = Notices {
+            server: server.to_owned(),
+            progress: progress.clone(),
+            events: hooks.events.clone(),
+            tools_changed: tools_changed.clone(),
+        };
         let handler = Handler {
             server: server.to_owned(),
-            tools_changed: tools_changed.clone(),
             hooks,
             askers: askers.clone(),
         };
@@ -309,7 +260,7 @@ impl Connection {
                         handler,
                         InOrder::new(
                             StdioLines::new(spawned.stdout, spawned.stdin, garbled.clone()),
-                            progress.clone(),
+                            notices,
                         ),
                     ),
                 )
@@ -340,7 +291,7 @@ impl Connection {
                         http,
                         credentials,
                     )?),
-                    progress.clone(),
+                    notices,
                 );
                 let started =
                     tokio::time::timeout(config.connect_timeout, serve_client(handler, transport))

@@ -100,6 +100,7 @@ mod http;
 mod logging;
 mod manager;
 mod naming;
+mod notices;
 #[cfg(feature = "oauth")]
 mod oauth;
 mod plain;

@@ -1,62 +1,13 @@
-//! Progress notices, routed to the call they belong to, in the order the
-//! server sent them.
+//! Progress notices, routed to the call they belong to.
 //!
-//! rmcp hands each notification to its handler on a task of its own, so
-//! a handler may run after the response that followed it on the wire has
-//! already reached the call: the call ends, its route is gone, and the
-//! server's last "3 of 3" is lost (this happened on a loaded machine).
-//! [`InOrder`] therefore routes progress notices where messages are read,
-//! before rmcp sees the next message: everything a server reported before
-//! answering has reached the call's sink when the answer arrives.
+//! Each call registers a route from its progress token to its
+//! `ProgressSink` while it runs; [`crate::notices::InOrder`] delivers the
+//! server's notices to it as the transport reads them, so every notice a
+//! server sent before its answer reaches the call before the answer does.
 
 use agentkit_tools_core::{ProgressSink, ToolProgress};
-use rmcp::RoleClient;
-use rmcp::model::{JsonRpcMessage, ProgressNotificationParam, ServerNotification};
-use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
-use rmcp::transport::Transport;
-use std::sync::{Arc, Mutex};
-
-/// A client transport that routes progress notices as it reads them and
-/// passes every message on unchanged.
-pub(crate) struct InOrder<T> {
-    inner: T,
-    routes: Arc<ProgressRoutes>,
-}
-
-impl<T> InOrder<T> {
-    pub(crate) fn new(inner: T, routes: Arc<ProgressRoutes>) -> Self {
-        InOrder { inner, routes }
-    }
-}
-
-impl<T: Transport<RoleClient>> Transport<RoleClient> for InOrder<T> {
-    type Error = T::Error;
-
-    fn send(
-        &mut self,
-        item: TxJsonRpcMessage<RoleClient>,
-    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        self.inner.send(item)
-    }
-
-    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
-        let message = self.inner.receive().await?;
-        if let JsonRpcMessage::Notification(notification) = &message
-            && let ServerNotification::ProgressNotification(progress) = &notification.notification
-        {
-            let params = &progress.params;
-            let token = params.progress_token.0.to_string();
-            if !self.routes.deliver(token.clone(), tool_progress(params)) {
-                tracing::debug!(%token, "progress before (or after) its call's route");
-            }
-        }
-        Some(message)
-    }
-
-    async fn close(&mut self) -> Result<(), Self::Error> {
-        self.inner.close().await
-    }
-}
+use rmcp::model::ProgressNotificationParam;
+use std::sync::Mutex;
 
 /// Where each call's `notifications/progress` go: its progress token
 /// (as text) to the sink of the call that sent it.
@@ -104,7 +55,7 @@ impl ProgressRoutes {
 
     /// Hands one notice to its call's sink, or keeps it for a route still
     /// to come. Returns whether a live route took it.
-    fn deliver(&self, token: String, progress: ToolProgress) -> bool {
+    pub(crate) fn deliver(&self, token: String, progress: ToolProgress) -> bool {
         let sink = {
             let mut routes = self.0.lock().expect("progress lock");
             match routes.live.get(&token) {
@@ -142,7 +93,7 @@ impl Drop for ProgressRoute<'_> {
 
 /// One MCP progress notice as a tool progress report: the server's
 /// message, else "3 of 5"; a fraction when the total is known.
-fn tool_progress(params: &ProgressNotificationParam) -> ToolProgress {
+pub(crate) fn tool_progress(params: &ProgressNotificationParam) -> ToolProgress {
     let message = params
         .message
         .clone()
@@ -202,74 +153,5 @@ mod tests {
         let seen = seen.lock().unwrap();
         assert_eq!(seen.len(), EARLY_NOTICES);
         assert_eq!(seen[0], "10", "the oldest were dropped");
-    }
-
-    /// A transport that reads a fixed list of messages.
-    struct Script(std::collections::VecDeque<RxJsonRpcMessage<RoleClient>>);
-
-    impl Transport<RoleClient> for Script {
-        type Error = std::io::Error;
-
-        fn send(
-            &mut self,
-            _item: TxJsonRpcMessage<RoleClient>,
-        ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-            std::future::ready(Ok(()))
-        }
-
-        async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
-            self.0.pop_front()
-        }
-
-        async fn close(&mut self) -> Result<(), Self::Error> {
-            Ok(())
-        }
-    }
-
-    fn message(json: serde_json::Value) -> RxJsonRpcMessage<RoleClient> {
-        serde_json::from_value(json).expect("a server message")
-    }
-
-    /// The race CI lost once: the server's last notice and its answer
-    /// arrive back to back. The notice must have reached the call's sink
-    /// before the answer is handed on, whatever the scheduler does next.
-    #[tokio::test]
-    async fn a_notice_reaches_the_call_before_the_answer_behind_it_is_read() {
-        let routes = Arc::new(ProgressRoutes::default());
-        let (sink, seen) = collecting();
-        let _route = routes.route("0".into(), &sink);
-        let mut transport = InOrder::new(
-            Script(
-                [
-                    message(
-                        serde_json::json!({"jsonrpc": "2.0", "method": "notifications/progress",
-                        "params": {"progressToken": 0, "progress": 3, "total": 3}}),
-                    ),
-                    message(
-                        serde_json::json!({"jsonrpc": "2.0", "method": "notifications/message",
-                        "params": {"level": "info", "data": "done"}}),
-                    ),
-                    message(serde_json::json!({"jsonrpc": "2.0", "id": 0,
-                        "result": {"content": [{"type": "text", "text": "Steps: 3"}]}})),
-                ]
-                .into(),
-            ),
-            routes.clone(),
-        );
-        let first = transport.receive().await.expect("the notice");
-        assert!(matches!(first, JsonRpcMessage::Notification(_)));
-        assert_eq!(*seen.lock().unwrap(), ["3 of 3"], "routed as it was read");
-        transport.receive().await.expect("the log message");
-        let answer = transport.receive().await.expect("the answer");
-        assert!(
-            matches!(answer, JsonRpcMessage::Response(_)),
-            "passed on unchanged"
-        );
-        assert_eq!(
-            seen.lock().unwrap().len(),
-            1,
-            "other messages report nothing"
-        );
-        assert!(transport.receive().await.is_none());
     }
 }
