@@ -20,7 +20,6 @@ use std::sync::Arc;
 use tokio::sync::{Notify, broadcast};
 
 /// Where a session's notifications go.
-#[derive(Clone)]
 pub(crate) struct Notices {
     /// The server's name, in the events.
     pub(crate) server: String,
@@ -118,8 +117,6 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for InOrder<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use agentkit_tools_core::{ProgressSink, ToolProgress};
-    use std::sync::Mutex;
 
     /// A transport that reads a fixed list of messages.
     struct Script(std::collections::VecDeque<RxJsonRpcMessage<RoleClient>>);
@@ -154,11 +151,7 @@ mod tests {
     #[tokio::test]
     async fn notices_are_handled_before_the_message_behind_them_is_read() {
         let progress = Arc::new(ProgressRoutes::default());
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let sink = {
-            let seen = seen.clone();
-            ProgressSink::new(move |p: ToolProgress| seen.lock().unwrap().push(p.message))
-        };
+        let (sink, seen) = crate::progress::tests::collecting();
         let _route = progress.route("0".into(), &sink);
         let (events, mut heard) = broadcast::channel(8);
         let tools_changed = Arc::new(Notify::new());

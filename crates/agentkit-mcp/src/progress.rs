@@ -109,11 +109,12 @@ pub(crate) fn tool_progress(params: &ProgressNotificationParam) -> ToolProgress 
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::sync::{Arc, Mutex};
 
-    fn collecting() -> (ProgressSink, Arc<Mutex<Vec<String>>>) {
+    /// A sink that keeps each report's message, and what it kept.
+    pub(crate) fn collecting() -> (ProgressSink, Arc<Mutex<Vec<String>>>) {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let sink = {
             let seen = seen.clone();
